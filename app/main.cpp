@@ -1,0 +1,80 @@
+// attn's entry point and its one catch ladder: CLI parse errors and InputError exit 2,
+// SystemError, bad_alloc and anything else exit 1. Subcommands live one per file.
+#include "cli.hpp"
+
+#include "attn/error.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <new>
+
+namespace attn::app {
+
+const char* version() { return ATTN_VERSION; }
+
+void add_version_flag(CLI::App& app) {
+    app.add_flag_callback(
+        "--version",
+        [] {
+            std::cout << "attn " << version() << '\n';
+            throw CLI::Success();
+        },
+        "Print the version and exit");
+}
+
+void warn(const std::string& message) { std::cerr << "attn: warning: " << message << '\n'; }
+
+}  // namespace attn::app
+
+namespace {
+
+int run(int argc, char** argv) {
+    CLI::App app{"attn: compute, check and visualise attention "
+                 "(softmax(Q·Kᵀ·scale)·V: self, masked, cross, multi-head, grouped-query)",
+                 "attn"};
+    app.require_subcommand(1);
+    app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+        std::string msg = "attn: error: " + std::string(e.what());
+        if (a != nullptr) {
+            msg += " (see '" + a->get_name() + " --help')";
+        }
+        return msg + "\n";
+    });
+    attn::app::add_version_flag(app);
+    attn::app::add_compute(app);
+    attn::app::add_heatmap(app);
+    attn::app::add_batch(app);
+    attn::app::add_info(app);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int code = app.exit(e);
+        return code == 0 ? 0 : 2;
+    } catch (const attn::app::ExitCode& e) {
+        return e.code;
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const attn::InputError& e) {
+        std::cerr << "attn: error: " << e.what() << '\n';
+        return 2;
+    } catch (const attn::SystemError& e) {
+        std::cerr << "attn: error: " << e.what() << '\n';
+        return 1;
+    } catch (const std::bad_alloc&) {
+        std::cerr << "attn: error: out of memory\n";
+        return 1;
+    } catch (const std::exception& e) {
+        std::cerr << "attn: error: " << e.what() << '\n';
+        return 1;
+    }
+}

@@ -1,0 +1,59 @@
+// The one entry point of the numeric core: scaled dot-product attention on rank-4
+// tensors with masks, bias, causal alignment and grouped-query heads. Projections and
+// head splitting live one layer up (projection.hpp, layer.hpp).
+#pragma once
+
+#include "attn/tensor.hpp"
+
+#include <cstdint>
+#include <optional>
+
+namespace attn {
+
+/// Causal alignment. With Lq queries and Lk keys, query i may see key j iff
+///   top_left:     j <= i                 (PyTorch `is_causal`)
+///   bottom_right: j <= i + Lk - Lq       (KV-cache convention)
+enum class Causal { none, top_left, bottom_right };
+
+/// Everything about one call except the Q, K, V data. Pointers are borrowed for the
+/// duration of the call; null means "absent".
+struct AttentionSpec {
+    std::optional<float> scale{};      ///< empty: 1/sqrt(D)
+    Causal causal = Causal::none;
+    const Mask* keep_mask = nullptr;   ///< [Bm, Hm, Lq, Lk], Bm in {1, B}, Hm in {1, H}
+    const Tensor* bias = nullptr;      ///< [Bb, Hb, Lq, Lk], added to scaled scores; -inf blocks
+    const Mask* key_padding = nullptr; ///< [Bp, 1, 1, Lk], Bp in {1, B}; 1 = real token
+    bool want_weights = true;          ///< false: no [Lq, Lk] matrix is kept
+    unsigned threads = 0;              ///< 0: all hardware threads
+};
+
+struct AttentionResult {
+    Tensor output;                     ///< [B, H, Lq, Dv]
+    std::optional<Tensor> weights;     ///< [B, H, Lq, Lk] iff spec.want_weights
+    std::int64_t rows_fully_masked = 0; ///< query rows (over B and H) that saw no key
+};
+
+/// Scaled dot-product attention:
+///   weights = softmax(Q·Kᵀ·scale + bias, masked) over keys, output = weights·V.
+///
+/// Shapes:  q: [B, H, Lq, D]   k: [B, Hkv, Lk, D]   v: [B, Hkv, Lk, Dv]
+/// Grouped-query attention when Hkv < H (query head h uses kv head h / (H / Hkv));
+/// requires H % Hkv == 0. Masks and bias broadcast over a size-1 batch or head dim.
+/// A key is seen only where keep_mask, key_padding, causal and a finite-or-+inf bias all
+/// allow it. A query row that sees no key gets zeros in output and weights, and is
+/// counted in rows_fully_masked. NaN in the inputs propagates as in PyTorch.
+/// Every output row is computed by one thread, so results do not depend on `threads`.
+///
+/// Throws InputError naming the argument, the expected shape and the actual shape.
+///
+/// Example:
+///   auto r = attend(q, k, v, {.causal = Causal::top_left, .want_weights = false});
+AttentionResult attend(const Tensor& q,
+                       const Tensor& k,
+                       const Tensor& v,
+                       const AttentionSpec& spec = {});
+
+/// Throws InputError unless q, k, v and the spec's masks agree (see attend()).
+void attend_check(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec);
+
+}  // namespace attn

@@ -1,0 +1,61 @@
+// attn's exception types. The library throws; only app/main.cpp turns them into exit
+// codes (InputError -> 2, everything else -> 1). Every what() is one line that names
+// the culprit (field, file or argument) and has no trailing newline.
+#pragma once
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attn {
+
+/// Everything attn throws on purpose.
+class Error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// The input cannot be used as given (flags, parse errors, shapes). CLI exit 2.
+class InputError : public Error {
+public:
+    using Error::Error;
+
+    /// "what: expected shape [2, 8, 128, 64], got [2, 8, 128, 32]".
+    /// Use "?" in `want` by passing kAnyDim for a dimension that may be anything.
+    static InputError shape(std::string_view what,
+                            const std::vector<std::size_t>& want,
+                            const std::vector<std::size_t>& got);
+    /// "FILE: detail".
+    static InputError at(const std::filesystem::path& file, std::string_view detail);
+};
+
+/// The environment failed (write, rename, out of space). CLI exit 1.
+class SystemError : public Error {
+public:
+    using Error::Error;
+};
+
+/// A dimension that may take any value in an expected shape (printed as "*").
+inline constexpr std::size_t kAnyDim = static_cast<std::size_t>(-1);
+
+/// "[2, 8, 128, 64]"; kAnyDim prints as "*".
+std::string shape_string(const std::vector<std::size_t>& shape);
+
+}  // namespace attn
+
+/// Checks our own invariants (never user input): on in Debug and sanitizer builds.
+#if defined(ATTN_ENABLE_ASSERTS)
+#include <cstdio>
+#include <cstdlib>
+#define ATTN_ASSERT(cond)                                                                  \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            std::fprintf(stderr, "attn: internal error: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+            std::abort();                                                                  \
+        }                                                                                  \
+    } while (false)
+#else
+#define ATTN_ASSERT(cond) ((void)0)
+#endif

@@ -1,0 +1,73 @@
+// The JSON problem document of the contract: decoding (fields, presets, relative paths,
+// shapes) into tensors and specs, solving it with the core, and the result document.
+// The core never sees JSON; this is where the contract's shapes meet the core's rank-4
+// tensors.
+#pragma once
+
+#include "attn/attention.hpp"
+#include "attn/io/array.hpp"
+#include "attn/layer.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attn::io {
+
+/// A decoded problem: every array loaded and checked, the preset applied.
+struct Problem {
+    bool direct_heads = false;  ///< rank-4 Q, K, V: [B, H, L, D], no projections
+    bool batched = false;       ///< the query source had a batch dim
+    Tensor3 query_src, key_src, value_src;  ///< rank 2/3 sources, lifted to [B, L, E]
+    Tensor q4, k4, v4;                       ///< rank-4 inputs (direct_heads)
+    std::optional<Projections> projections;
+    std::size_t num_heads = 1;
+    std::size_t num_kv_heads = 1;
+    std::optional<float> scale;
+    Causal causal = Causal::none;
+    std::optional<Mask> mask;         ///< [B|1, H|1, Lq, Lk]
+    std::optional<Tensor> bias;       ///< [B|1, H|1, Lq, Lk]
+    std::optional<Mask> key_padding;  ///< [B|1, 1, 1, Lk]
+    std::optional<std::vector<std::string>> query_tokens, key_tokens;
+    std::optional<nlohmann::json> id;
+    std::size_t batch = 1, lq = 0, lk = 0;
+};
+
+/// The fields a problem document may hold (the contract's names).
+const std::vector<std::string>& problem_fields();
+
+/// Decodes a problem document. Relative array paths are resolved against `base_dir`
+/// (the problem file's folder, or the working folder for stdin). Applies the "variant"
+/// preset, loads arrays (JSON literals or .npy/.json paths), checks every shape, and
+/// throws InputError naming the field, with expected and actual shapes.
+Problem decode_problem(const nlohmann::json& doc, const std::filesystem::path& base_dir);
+
+struct SolveOptions {
+    bool want_weights = true;
+    unsigned threads = 0;  ///< 0: all cores
+};
+
+/// The result in the contract's shapes: output keeps the query source's leading dims;
+/// weights are [B, H, Lq, Lk] with B dropped for unbatched inputs and H for one head.
+struct Solution {
+    Array output;
+    std::optional<Array> weights;
+    std::int64_t rows_fully_masked = 0;
+};
+
+/// Computes a decoded problem.
+Solution solve(const Problem& problem, const SolveOptions& options);
+
+/// The result document: {"id": .., "output": .., "weights": .., "query_tokens": ..,
+/// "key_tokens": ..} (id, weights and tokens only where present), one line, no
+/// trailing newline. Numbers round-trip float32; non-finite ones are "inf"/"-inf"/"nan".
+std::string result_document(const Problem& problem, const Solution& solution);
+
+/// Parses JSON text (a problem document) with one-line errors: "NAME: invalid JSON: ...".
+nlohmann::json parse_json_text(std::string_view text, std::string_view name);
+
+}  // namespace attn::io

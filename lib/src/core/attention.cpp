@@ -1,0 +1,71 @@
+// attend(): validates shapes against the contract and dispatches to a kernel. The
+// kernels themselves (kernels_*.cpp) assume these checks passed.
+#include "attn/attention.hpp"
+
+#include "attn/error.hpp"
+#include "attn/kernels.hpp"
+
+namespace attn {
+
+namespace {
+
+/// A broadcastable [B|1, H|1, Lq, Lk] operand (mask or bias).
+template <class T>
+void check_pair_operand(const char* what,
+                        const T& t,
+                        std::size_t b,
+                        std::size_t h,
+                        std::size_t lq,
+                        std::size_t lk) {
+    const auto& s = t.shape();
+    const bool ok = (s[0] == b || s[0] == 1) && (s[1] == h || s[1] == 1) && s[2] == lq &&
+                    s[3] == lk;
+    if (!ok) {
+        throw InputError::shape(what, {b, h, lq, lk}, shape_of(t));
+    }
+}
+
+}  // namespace
+
+void attend_check(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
+    const std::size_t b = q.shape()[0];
+    const std::size_t h = q.shape()[1];
+    const std::size_t lq = q.shape()[2];
+    const std::size_t d = q.shape()[3];
+    const std::size_t bk = k.shape()[0];
+    const std::size_t hkv = k.shape()[1];
+    const std::size_t lk = k.shape()[2];
+    if ((bk != b && bk != 1) || k.shape()[3] != d) {
+        throw InputError::shape("key", {b, kAnyDim, kAnyDim, d}, shape_of(k));
+    }
+    if (hkv == 0 || h % hkv != 0) {
+        throw InputError("key: " + std::to_string(hkv) + " key/value heads do not divide " +
+                         std::to_string(h) + " query heads (grouped-query attention needs " +
+                         "num_heads % num_kv_heads == 0)");
+    }
+    if (v.shape()[0] != bk || v.shape()[1] != hkv || v.shape()[2] != lk) {
+        throw InputError::shape("value", {bk, hkv, lk, kAnyDim}, shape_of(v));
+    }
+    if (spec.keep_mask != nullptr) {
+        check_pair_operand("mask", *spec.keep_mask, b, h, lq, lk);
+    }
+    if (spec.bias != nullptr) {
+        check_pair_operand("bias", *spec.bias, b, h, lq, lk);
+    }
+    if (spec.key_padding != nullptr) {
+        const auto& s = spec.key_padding->shape();
+        if ((s[0] != b && s[0] != 1) || s[1] != 1 || s[2] != 1 || s[3] != lk) {
+            throw InputError::shape("key_padding_mask", {b, 1, 1, lk}, shape_of(*spec.key_padding));
+        }
+    }
+}
+
+AttentionResult attend(const Tensor& q,
+                       const Tensor& k,
+                       const Tensor& v,
+                       const AttentionSpec& spec) {
+    attend_check(q, k, v, spec);
+    return attend_materialized(q, k, v, spec);
+}
+
+}  // namespace attn

@@ -1,0 +1,68 @@
+// cblas_sgemm behind a size_t interface, with the degenerate sizes handled here.
+#include "blas.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <mutex>
+
+#include "attn/error.hpp"
+
+namespace attn::detail {
+
+namespace {
+blasint to_blas(std::size_t n) {
+    if (n > static_cast<std::size_t>(INT_MAX)) {
+        throw InputError("matrix dimension " + std::to_string(n) + " exceeds BLAS's int range");
+    }
+    return static_cast<blasint>(n);
+}
+}  // namespace
+
+void sgemm(std::size_t m,
+           std::size_t n,
+           std::size_t k,
+           float alpha,
+           const float* a,
+           std::size_t lda,
+           const float* b,
+           std::size_t ldb,
+           bool b_transposed,
+           float beta,
+           float* c,
+           std::size_t ldc) {
+    if (m == 0 || n == 0) {
+        return;
+    }
+    if (k == 0) {
+        // An empty inner product is 0: C = beta·C.
+        for (std::size_t i = 0; i < m; ++i) {
+            for (std::size_t j = 0; j < n; ++j) {
+                c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+            }
+        }
+        return;
+    }
+    cblas_sgemm(CblasRowMajor,
+                CblasNoTrans,
+                b_transposed ? CblasTrans : CblasNoTrans,
+                to_blas(m),
+                to_blas(n),
+                to_blas(k),
+                alpha,
+                a,
+                to_blas(std::max<std::size_t>(lda, 1)),
+                b,
+                to_blas(std::max<std::size_t>(ldb, 1)),
+                beta,
+                c,
+                to_blas(std::max<std::size_t>(ldc, 1)));
+}
+
+void blas_single_threaded() {
+    static std::once_flag once;
+    std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+}  // namespace attn::detail

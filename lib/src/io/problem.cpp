@@ -1,0 +1,648 @@
+// Decoding the contract's problem document into tensors and specs, solving it, and
+// writing the result document. Every check names the field and, for shapes, gives the
+// expected and the actual shape in the user's own rank (not the core's rank 4).
+#include "attn/io/problem.hpp"
+
+#include "attn/error.hpp"
+#include "attn/io/array.hpp"
+#include "attn/layer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+namespace attn::io {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::vector<std::string>& problem_fields() {
+    static const std::vector<std::string> fields = {
+        "query", "key",  "value",    "input",            "context",      "params",
+        "init",  "num_heads", "num_kv_heads", "scale", "causal", "mask",
+        "bias",  "key_padding_mask", "query_tokens", "key_tokens", "tokens", "id",
+        "variant"};
+    return fields;
+}
+
+namespace {
+
+std::string type_name(const json& j) { return j.type_name(); }
+
+/// JSON text of a value we echo back; invalid UTF-8 is replaced rather than thrown on.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+/// Loads an array field: a JSON literal, or a .npy/.json path relative to base_dir.
+Array load_array(const json& j, const std::string& name, ArrayKind kind, const fs::path& base) {
+    if (j.is_string()) {
+        const fs::path p = j.get<std::string>();
+        const fs::path full = p.is_absolute() ? p : base / p;
+        try {
+            return read_array_file(full, kind);
+        } catch (const InputError& e) {
+            throw InputError(name + ": " + e.what());
+        }
+    }
+    if (j.is_array()) {
+        return parse_json_array(j, name, kind);
+    }
+    throw InputError(name + ": expected an array or the path of a .npy/.json file, got " +
+                     type_name(j));
+}
+
+/// [L, E] or [B, L, E] -> [B, L, E].
+Tensor3 to_tensor3(const Array& a, const std::string& name, const char* dims) {
+    Tensor3 t;
+    if (a.shape.size() == 2) {
+        t = Tensor3::from_shape({1, a.shape[0], a.shape[1]});
+    } else if (a.shape.size() == 3) {
+        t = Tensor3::from_shape({a.shape[0], a.shape[1], a.shape[2]});
+    } else {
+        throw InputError(name + ": expected a rank-2 " + dims + " or rank-3 [B, " +
+                         std::string(dims + 1) + " array, got shape " + shape_string(a.shape));
+    }
+    std::copy(a.values.begin(), a.values.end(), t.begin());
+    return t;
+}
+
+Tensor to_tensor4(const Array& a) {
+    Tensor t = Tensor::from_shape({a.shape[0], a.shape[1], a.shape[2], a.shape[3]});
+    std::copy(a.values.begin(), a.values.end(), t.begin());
+    return t;
+}
+
+Matrix to_matrix(const Array& a, const std::string& name) {
+    if (a.shape.size() != 2) {
+        throw InputError(name + ": expected a rank-2 [out, in] weight, got shape " +
+                         shape_string(a.shape));
+    }
+    Matrix m = Matrix::from_shape({a.shape[0], a.shape[1]});
+    std::copy(a.values.begin(), a.values.end(), m.begin());
+    return m;
+}
+
+Vector to_vector(const Array& a, const std::string& name) {
+    if (a.shape.size() != 1) {
+        throw InputError(name + ": expected a rank-1 [out] bias, got shape " +
+                         shape_string(a.shape));
+    }
+    Vector v = Vector::from_shape({a.shape[0]});
+    std::copy(a.values.begin(), a.values.end(), v.begin());
+    return v;
+}
+
+/// Splits rows [3E, ...] of a fused in-projection into q, k, v thirds.
+template <class T>
+std::array<T, 3> split_thirds(const T& fused, const std::string& name) {
+    const std::size_t rows = fused.shape()[0];
+    if (rows % 3 != 0) {
+        throw InputError(name + ": first dimension " + std::to_string(rows) +
+                         " is not 3·embed_dim (q, k, v stacked)");
+    }
+    const std::size_t e = rows / 3;
+    const std::size_t row_size = rows == 0 ? 0 : fused.size() / rows;
+    std::array<T, 3> parts;
+    for (std::size_t p = 0; p < 3; ++p) {
+        auto shape = fused.shape();
+        shape[0] = e;
+        parts[p] = T::from_shape(shape);
+        std::copy(fused.data() + p * e * row_size,
+                  fused.data() + (p + 1) * e * row_size,
+                  parts[p].data());
+    }
+    return parts;
+}
+
+Projections decode_params(const json& j_in, const fs::path& base_in) {
+    json j = j_in;
+    fs::path base = base_in;
+    if (j.is_string()) {
+        const fs::path p = j.get<std::string>();
+        const fs::path full = p.is_absolute() ? p : base_in / p;
+        const auto bytes = read_file(full);
+        j = parse_json_text(
+            std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+            "params: " + full.string());
+        base = full.parent_path();
+    }
+    if (!j.is_object()) {
+        throw InputError("params: expected an object of weights or the path of a .json file "
+                         "holding one, got " +
+                         type_name(j));
+    }
+    static const std::set<std::string> known = {
+        "w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "in_proj_weight",
+        "in_proj_bias", "out_proj.weight", "out_proj.bias", "q_proj_weight", "k_proj_weight",
+        "v_proj_weight"};
+    for (const auto& [key, value] : j.items()) {
+        if (known.count(key) == 0) {
+            throw InputError("params: unknown weight '" + key +
+                             "' (expected w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o or the names of "
+                             "an nn.MultiheadAttention state dict)");
+        }
+    }
+    auto matrix = [&](const char* key) -> std::optional<Matrix> {
+        if (!j.contains(key)) {
+            return std::nullopt;
+        }
+        const std::string name = std::string("params.") + key;
+        return to_matrix(load_array(j[key], name, ArrayKind::numeric, base), name);
+    };
+    auto vector = [&](const char* key) -> std::optional<Vector> {
+        if (!j.contains(key)) {
+            return std::nullopt;
+        }
+        const std::string name = std::string("params.") + key;
+        return to_vector(load_array(j[key], name, ArrayKind::numeric, base), name);
+    };
+    auto set_once = [](auto& slot, auto&& value, const char* a, const char* b) {
+        if (!value) {
+            return;
+        }
+        if (slot) {
+            throw InputError(std::string("params: both ") + a + " and " + b +
+                             " give the same weight");
+        }
+        slot = std::move(value);
+    };
+
+    Projections p;
+    p.w_q = matrix("w_q");
+    p.w_k = matrix("w_k");
+    p.w_v = matrix("w_v");
+    p.w_o = matrix("w_o");
+    p.b_q = vector("b_q");
+    p.b_k = vector("b_k");
+    p.b_v = vector("b_v");
+    p.b_o = vector("b_o");
+    if (auto fused = matrix("in_proj_weight")) {
+        auto parts = split_thirds(*fused, "params.in_proj_weight");
+        set_once(p.w_q, std::optional<Matrix>(std::move(parts[0])), "w_q", "in_proj_weight");
+        set_once(p.w_k, std::optional<Matrix>(std::move(parts[1])), "w_k", "in_proj_weight");
+        set_once(p.w_v, std::optional<Matrix>(std::move(parts[2])), "w_v", "in_proj_weight");
+    }
+    if (auto fused = vector("in_proj_bias")) {
+        auto parts = split_thirds(*fused, "params.in_proj_bias");
+        set_once(p.b_q, std::optional<Vector>(std::move(parts[0])), "b_q", "in_proj_bias");
+        set_once(p.b_k, std::optional<Vector>(std::move(parts[1])), "b_k", "in_proj_bias");
+        set_once(p.b_v, std::optional<Vector>(std::move(parts[2])), "b_v", "in_proj_bias");
+    }
+    set_once(p.w_q, matrix("q_proj_weight"), "w_q", "q_proj_weight");
+    set_once(p.w_k, matrix("k_proj_weight"), "w_k", "k_proj_weight");
+    set_once(p.w_v, matrix("v_proj_weight"), "w_v", "v_proj_weight");
+    set_once(p.w_o, matrix("out_proj.weight"), "w_o", "out_proj.weight");
+    set_once(p.b_o, vector("out_proj.bias"), "b_o", "out_proj.bias");
+    return p;
+}
+
+std::size_t positive_int(const json& j, const char* name) {
+    if (!j.is_number_integer() || j.get<std::int64_t>() < 1 || j.get<std::int64_t>() > (1 << 20)) {
+        throw InputError(std::string(name) + ": expected a positive integer, got " + dump(j));
+    }
+    return static_cast<std::size_t>(j.get<std::int64_t>());
+}
+
+bool boolean(const json& j, const char* name) {
+    if (!j.is_boolean()) {
+        throw InputError(std::string(name) + ": expected true or false, got " + dump(j));
+    }
+    return j.get<bool>();
+}
+
+Causal decode_causal(const json& j) {
+    if (j.is_boolean()) {
+        return j.get<bool>() ? Causal::top_left : Causal::none;
+    }
+    if (j.is_string()) {
+        const auto s = j.get<std::string>();
+        if (s == "top-left" || s == "true") {
+            return Causal::top_left;
+        }
+        if (s == "bottom-right") {
+            return Causal::bottom_right;
+        }
+        if (s == "false" || s == "none") {
+            return Causal::none;
+        }
+    }
+    throw InputError("causal: expected false, true, \"top-left\" or \"bottom-right\", got " +
+                     dump(j));
+}
+
+std::vector<std::string> decode_tokens(const json& j, const char* name, std::size_t want) {
+    if (!j.is_array()) {
+        throw InputError(std::string(name) + ": expected a list of strings, got " + type_name(j));
+    }
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < j.size(); ++i) {
+        if (!j[i].is_string()) {
+            throw InputError(std::string(name) + ": [" + std::to_string(i) +
+                             "]: expected a string, got " + type_name(j[i]));
+        }
+        out.push_back(j[i].get<std::string>());
+    }
+    if (out.size() != want) {
+        throw InputError(std::string(name) + ": expected " + std::to_string(want) +
+                         " labels, got " + std::to_string(out.size()));
+    }
+    return out;
+}
+
+/// Shape check of a mask or bias given in the user's rank; returns its rank-4 shape.
+Shape pair_shape(const Array& a,
+                 const std::string& name,
+                 std::size_t b,
+                 std::size_t h,
+                 std::size_t lq,
+                 std::size_t lk) {
+    const auto& s = a.shape;
+    if (s.size() == 2 && s[0] == lq && s[1] == lk) {
+        return {1, 1, lq, lk};
+    }
+    if (s.size() == 3 && (s[0] == b || s[0] == 1) && s[1] == lq && s[2] == lk) {
+        return {s[0], 1, lq, lk};
+    }
+    if (s.size() == 4 && (s[0] == b || s[0] == 1) && (s[1] == h || s[1] == 1) && s[2] == lq &&
+        s[3] == lk) {
+        return {s[0], s[1], lq, lk};
+    }
+    std::vector<std::size_t> want;
+    switch (s.size()) {
+    case 3:
+        want = {b, lq, lk};
+        break;
+    case 4:
+        want = {b, h, lq, lk};
+        break;
+    default:
+        want = {lq, lk};
+    }
+    throw InputError(name + ": expected shape " + shape_string(want) + " (or " +
+                     shape_string({lq, lk}) + ", [B, Lq, Lk], [B, H, Lq, Lk] with B = " +
+                     std::to_string(b) + " or 1, H = " + std::to_string(h) + " or 1), got " +
+                     shape_string(s));
+}
+
+Mask to_mask(const Array& a, const Shape& shape) {
+    Mask m = Mask::from_shape(shape);
+    std::transform(a.values.begin(), a.values.end(), m.begin(), [](float x) {
+        return static_cast<std::uint8_t>(x != 0.0f ? 1 : 0);  // NaN != 0: attend
+    });
+    return m;
+}
+
+const char* variant_names = "dot, scaled, self, masked-self, cross, multihead";
+
+}  // namespace
+
+nlohmann::json parse_json_text(std::string_view text, std::string_view name) {
+    try {
+        return json::parse(text);
+    } catch (const json::parse_error& e) {
+        std::string what = e.what();
+        // nlohmann: "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
+        const auto pos = what.find("] ");
+        if (pos != std::string::npos) {
+            what = what.substr(pos + 2);
+        }
+        std::replace(what.begin(), what.end(), '\n', ' ');
+        throw InputError(std::string(name) + ": invalid JSON: " + what);
+    }
+}
+
+Problem decode_problem(const json& doc_in, const fs::path& base) {
+    if (!doc_in.is_object()) {
+        throw InputError("problem: expected a JSON object, got " + type_name(doc_in));
+    }
+    json doc = doc_in;
+    const auto& fields = problem_fields();
+    for (const auto& [key, value] : doc.items()) {
+        if (std::find(fields.begin(), fields.end(), key) == fields.end()) {
+            throw InputError("problem: unknown field '" + key + "'");
+        }
+    }
+    auto has = [&](const char* f) { return doc.contains(f) && !doc[f].is_null(); };
+
+    // Presets: explicit fields win.
+    std::string variant;
+    if (has("variant")) {
+        if (!doc["variant"].is_string()) {
+            throw InputError("variant: expected one of " + std::string(variant_names));
+        }
+        variant = doc["variant"].get<std::string>();
+        static const std::set<std::string> known = {"dot", "scaled", "self", "masked-self",
+                                                    "cross", "multihead"};
+        if (known.count(variant) == 0) {
+            throw InputError("variant: unknown variant '" + variant + "' (expected one of " +
+                             variant_names + ")");
+        }
+    }
+    const bool projected_variant =
+        variant == "self" || variant == "masked-self" || variant == "cross" || variant == "multihead";
+    if (variant == "dot" && !doc.contains("scale")) {
+        doc["scale"] = 1;
+    }
+    if (variant == "masked-self" && !has("causal") && !has("mask") && !has("bias")) {
+        doc["causal"] = true;
+    }
+    if (projected_variant && !has("params") && !has("init")) {
+        throw InputError("variant: '" + variant +
+                         "' needs projection weights: give params or init");
+    }
+    if (variant == "cross" && !has("context") && !has("key")) {
+        throw InputError("variant: 'cross' needs context (the key/value source)");
+    }
+
+    Problem p;
+    if (has("id")) {
+        p.id = doc["id"];
+    }
+
+    // Sources.
+    if (has("query") && has("input")) {
+        throw InputError("query: give either query or input as the query source, not both");
+    }
+    if (!has("query") && !has("input")) {
+        throw InputError("problem: no query source: give query (with key and value) or input");
+    }
+    if (has("context") && (has("key") || has("value"))) {
+        throw InputError("context: give either context or key/value as the key/value source");
+    }
+    if (has("key") != has("value")) {
+        throw InputError(std::string(has("key") ? "value" : "key") +
+                         ": missing (key and value come together)");
+    }
+    if (has("query") && !has("key") && !has("context")) {
+        throw InputError("key: missing (query needs key and value, or context)");
+    }
+    const char* q_field = has("query") ? "query" : "input";
+    const Array q_arr = load_array(doc[q_field], q_field, ArrayKind::numeric, base);
+
+    if (q_arr.shape.size() == 4) {
+        // Direct heads: [B, H, L, D].
+        if (!has("key")) {
+            throw InputError(std::string(q_field) +
+                             ": a rank-4 [B, H, L, D] query needs rank-4 key and value");
+        }
+        if (has("params") || has("init")) {
+            throw InputError("params: projections apply to rank-2/3 inputs, not to rank-4 "
+                             "[B, H, L, D] heads");
+        }
+        const Array k_arr = load_array(doc["key"], "key", ArrayKind::numeric, base);
+        const Array v_arr = load_array(doc["value"], "value", ArrayKind::numeric, base);
+        const auto& qs = q_arr.shape;
+        if (k_arr.shape.size() != 4 || (k_arr.shape[0] != qs[0] && k_arr.shape[0] != 1) ||
+            k_arr.shape[3] != qs[3] || k_arr.shape[1] == 0 || qs[1] % k_arr.shape[1] != 0) {
+            throw InputError::shape("key", {qs[0], kAnyDim, kAnyDim, qs[3]}, k_arr.shape);
+        }
+        const auto& ks = k_arr.shape;
+        if (v_arr.shape.size() != 4 || v_arr.shape[0] != ks[0] || v_arr.shape[1] != ks[1] ||
+            v_arr.shape[2] != ks[2]) {
+            throw InputError::shape("value", {ks[0], ks[1], ks[2], kAnyDim}, v_arr.shape);
+        }
+        if (has("num_heads") && positive_int(doc["num_heads"], "num_heads") != qs[1]) {
+            throw InputError("num_heads: " + dump(doc["num_heads"]) + " disagrees with query " +
+                             shape_string(qs) + " (" + std::to_string(qs[1]) + " heads)");
+        }
+        if (has("num_kv_heads") && positive_int(doc["num_kv_heads"], "num_kv_heads") != ks[1]) {
+            throw InputError("num_kv_heads: " + dump(doc["num_kv_heads"]) +
+                             " disagrees with key " + shape_string(ks) + " (" +
+                             std::to_string(ks[1]) + " heads)");
+        }
+        p.direct_heads = true;
+        p.batched = true;
+        p.q4 = to_tensor4(q_arr);
+        p.k4 = to_tensor4(k_arr);
+        p.v4 = to_tensor4(v_arr);
+        p.num_heads = qs[1];
+        p.num_kv_heads = ks[1];
+        p.batch = qs[0];
+        p.lq = qs[2];
+        p.lk = ks[2];
+    } else {
+        p.query_src = to_tensor3(q_arr, q_field, "[L, E]");
+        p.batched = q_arr.shape.size() == 3;
+        if (has("key")) {
+            p.key_src = to_tensor3(load_array(doc["key"], "key", ArrayKind::numeric, base),
+                                   "key",
+                                   "[L, E]");
+            p.value_src = to_tensor3(load_array(doc["value"], "value", ArrayKind::numeric, base),
+                                     "value",
+                                     "[L, E]");
+        } else if (has("context")) {
+            p.key_src = to_tensor3(load_array(doc["context"], "context", ArrayKind::numeric, base),
+                                   "context",
+                                   "[Lk, Ec]");
+            p.value_src = p.key_src;
+        } else {
+            p.key_src = p.query_src;
+            p.value_src = p.query_src;
+        }
+        p.batch = p.query_src.shape()[0];
+        p.lq = p.query_src.shape()[1];
+        p.lk = p.key_src.shape()[1];
+        for (const auto* src : {&p.key_src, &p.value_src}) {
+            const char* name = has("key") ? (src == &p.key_src ? "key" : "value") : "context";
+            if (src->shape()[0] != p.batch && src->shape()[0] != 1) {
+                throw InputError::shape(name, {p.batch, kAnyDim, kAnyDim}, shape_of(*src));
+            }
+        }
+        if (p.value_src.shape()[0] != p.key_src.shape()[0] ||
+            p.value_src.shape()[1] != p.key_src.shape()[1]) {
+            throw InputError::shape(
+                "value", {p.key_src.shape()[0], p.lk, kAnyDim}, shape_of(p.value_src));
+        }
+        p.num_heads = has("num_heads") ? positive_int(doc["num_heads"], "num_heads") : 1;
+        p.num_kv_heads =
+            has("num_kv_heads") ? positive_int(doc["num_kv_heads"], "num_kv_heads") : p.num_heads;
+        if (p.num_heads % p.num_kv_heads != 0) {
+            throw InputError("num_kv_heads: " + std::to_string(p.num_kv_heads) +
+                             " does not divide num_heads " + std::to_string(p.num_heads));
+        }
+
+        if (has("params") && has("init")) {
+            throw InputError("init: give either params or init, not both");
+        }
+        if (has("params")) {
+            p.projections = decode_params(doc["params"], base);
+        } else if (has("init")) {
+            const json& init = doc["init"];
+            if (!init.is_object()) {
+                throw InputError("init: expected an object {\"seed\": N, \"dim\": D}, got " +
+                                 type_name(init));
+            }
+            std::uint64_t seed = 0;
+            std::size_t dim = p.query_src.shape()[2];
+            bool output_projection = variant == "multihead";
+            bool bias = false;
+            for (const auto& [key, value] : init.items()) {
+                if (key == "seed") {
+                    if (!value.is_number_integer() || value.get<std::int64_t>() < 0) {
+                        if (!value.is_number_unsigned()) {
+                            throw InputError("init.seed: expected a non-negative integer, got " +
+                                             dump(value));
+                        }
+                    }
+                    seed = value.get<std::uint64_t>();
+                } else if (key == "dim") {
+                    dim = positive_int(value, "init.dim");
+                } else if (key == "output_projection") {
+                    output_projection = boolean(value, "init.output_projection");
+                } else if (key == "bias") {
+                    bias = boolean(value, "init.bias");
+                } else {
+                    throw InputError("init: unknown field '" + key +
+                                     "' (expected seed, dim, output_projection, bias)");
+                }
+            }
+            p.projections = random_projections(seed,
+                                               p.query_src.shape()[2],
+                                               p.key_src.shape()[2],
+                                               p.value_src.shape()[2],
+                                               dim,
+                                               p.num_heads,
+                                               p.num_kv_heads,
+                                               output_projection,
+                                               bias);
+        }
+    }
+
+    // Scale, causal, masks.
+    if (has("scale")) {
+        const json& s = doc["scale"];
+        if (!s.is_number() || !std::isfinite(s.get<double>())) {
+            throw InputError("scale: expected a finite number or null, got " + dump(s));
+        }
+        p.scale = s.get<float>();
+    }
+    if (has("causal")) {
+        p.causal = decode_causal(doc["causal"]);
+    }
+    if (has("mask")) {
+        const Array a = load_array(doc["mask"], "mask", ArrayKind::mask, base);
+        p.mask = to_mask(a, pair_shape(a, "mask", p.batch, p.num_heads, p.lq, p.lk));
+    }
+    if (has("bias")) {
+        const Array a = load_array(doc["bias"], "bias", ArrayKind::numeric, base);
+        const Shape s = pair_shape(a, "bias", p.batch, p.num_heads, p.lq, p.lk);
+        Tensor t = Tensor::from_shape(s);
+        std::copy(a.values.begin(), a.values.end(), t.begin());
+        p.bias = std::move(t);
+    }
+    if (has("key_padding_mask")) {
+        const Array a = load_array(doc["key_padding_mask"], "key_padding_mask", ArrayKind::mask, base);
+        Shape s{};
+        if (a.shape.size() == 1 && a.shape[0] == p.lk) {
+            s = {1, 1, 1, p.lk};
+        } else if (a.shape.size() == 2 && (a.shape[0] == p.batch || a.shape[0] == 1) &&
+                   a.shape[1] == p.lk) {
+            s = {a.shape[0], 1, 1, p.lk};
+        } else {
+            throw InputError("key_padding_mask: expected shape " +
+                             shape_string({p.batch, p.lk}) + " or " + shape_string({p.lk}) +
+                             ", got " + shape_string(a.shape));
+        }
+        p.key_padding = to_mask(a, s);
+    }
+
+    // Labels.
+    if (has("tokens")) {
+        if (has("query_tokens") || has("key_tokens")) {
+            throw InputError("tokens: give either tokens or query_tokens/key_tokens");
+        }
+        if (p.lq != p.lk) {
+            throw InputError("tokens: queries (" + std::to_string(p.lq) + ") and keys (" +
+                             std::to_string(p.lk) +
+                             ") differ in length: use query_tokens and key_tokens");
+        }
+        p.query_tokens = decode_tokens(doc["tokens"], "tokens", p.lq);
+        p.key_tokens = p.query_tokens;
+    }
+    if (has("query_tokens")) {
+        p.query_tokens = decode_tokens(doc["query_tokens"], "query_tokens", p.lq);
+    }
+    if (has("key_tokens")) {
+        p.key_tokens = decode_tokens(doc["key_tokens"], "key_tokens", p.lk);
+    }
+    return p;
+}
+
+namespace {
+
+template <class T>
+Array to_array(const T& t, std::vector<std::size_t> shape) {
+    Array a;
+    a.shape = std::move(shape);
+    a.values.assign(t.begin(), t.end());
+    a.dtype = "float32";
+    return a;
+}
+
+}  // namespace
+
+Solution solve(const Problem& p, const SolveOptions& options) {
+    AttentionSpec spec;
+    spec.scale = p.scale;
+    spec.causal = p.causal;
+    spec.keep_mask = p.mask ? &*p.mask : nullptr;
+    spec.bias = p.bias ? &*p.bias : nullptr;
+    spec.key_padding = p.key_padding ? &*p.key_padding : nullptr;
+    spec.want_weights = options.want_weights;
+    spec.threads = options.threads;
+
+    Solution s;
+    std::optional<Tensor> weights;
+    if (p.direct_heads) {
+        AttentionResult r = attend(p.q4, p.k4, p.v4, spec);
+        s.output = to_array(r.output, shape_of(r.output));
+        weights = std::move(r.weights);
+        s.rows_fully_masked = r.rows_fully_masked;
+    } else {
+        LayerSpec ls;
+        ls.num_heads = p.num_heads;
+        ls.num_kv_heads = p.num_kv_heads;
+        ls.projections = p.projections ? &*p.projections : nullptr;
+        ls.attention = spec;
+        LayerResult r = attend_layer(p.query_src, p.key_src, p.value_src, ls);
+        std::vector<std::size_t> shape = shape_of(r.output);
+        if (!p.batched) {
+            shape.erase(shape.begin());
+        }
+        s.output = to_array(r.output, shape);
+        weights = std::move(r.weights);
+        s.rows_fully_masked = r.rows_fully_masked;
+    }
+    if (weights) {
+        std::vector<std::size_t> shape = shape_of(*weights);
+        if (shape[1] == 1) {
+            shape.erase(shape.begin() + 1);
+        }
+        if (!p.batched) {
+            shape.erase(shape.begin());
+        }
+        s.weights = to_array(*weights, shape);
+    }
+    return s;
+}
+
+std::string result_document(const Problem& p, const Solution& s) {
+    std::string out = "{";
+    if (p.id) {
+        out += "\"id\":" + dump(*p.id) + ",";
+    }
+    out += "\"output\":" + encode_json_array(s.output.shape, s.output.values.data());
+    if (s.weights) {
+        out += ",\"weights\":" + encode_json_array(s.weights->shape, s.weights->values.data());
+    }
+    if (p.query_tokens) {
+        out += ",\"query_tokens\":" + dump(json(*p.query_tokens));
+    }
+    if (p.key_tokens) {
+        out += ",\"key_tokens\":" + dump(json(*p.key_tokens));
+    }
+    out += "}";
+    return out;
+}
+
+}  // namespace attn::io

@@ -1,0 +1,359 @@
+// attend() against the float64 reference, and the properties the contract promises:
+// rows sum to 1, masked weights exactly 0, empty rows zero, permutation equivariance,
+// bias shift invariance, GQA == repeated heads, thread-count and weights-path invariance.
+#include "attn/attention.hpp"
+#include "attn/error.hpp"
+#include "attn/kernels.hpp"
+
+#include "reference/naive_attention.hpp"
+#include "unit/test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace attn {
+namespace {
+
+using testing::all_close;
+using testing::f32_tol;
+using testing::random_mask;
+using testing::random_tensor;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// Sizes straddling the kernel's 64-row query block, and odd ones.
+const std::size_t kSizes[] = {1, 2, 3, 63, 64, 65, 113, 130};
+
+TEST(Attention, SeedWorkedExampleDotProduct) {
+    // shared/seeds: queries, keys, values of the dot-product example, scale 1.
+    Tensor q = Tensor::from_shape({1, 1, 2, 3});
+    Tensor k = Tensor::from_shape({1, 1, 3, 3});
+    Tensor v = Tensor::from_shape({1, 1, 3, 2});
+    const float qv[] = {1, 0, 1, 0, 1, 1};
+    const float kv[] = {1, 0, 1, 1, 1, 0, 0, 1, 1};
+    const float vv[] = {10, 0, 0, 10, 5, 5};
+    std::copy(std::begin(qv), std::end(qv), q.begin());
+    std::copy(std::begin(kv), std::end(kv), k.begin());
+    std::copy(std::begin(vv), std::end(vv), v.begin());
+    const auto r = attend(q, k, v, {.scale = 1.0f});
+    // scores [[2,1,1],[1,1,2]]: softmax gives e/(e+2) and 1/(e+2).
+    const double e = std::exp(1.0);
+    const double big = e / (e + 2), small = 1 / (e + 2);
+    EXPECT_TRUE(all_close(*r.weights, {big, small, small, small, small, big}, 1e-6, 1e-7));
+    EXPECT_TRUE(all_close(r.output,
+                          {10 * big + 5 * small, 15 * small, 10 * small + 5 * big,
+                           10 * small + 5 * big},
+                          1e-6,
+                          1e-6));
+    EXPECT_NEAR((*r.weights)(0, 0, 0, 0), 0.5761169, 1e-6);
+}
+
+struct Case {
+    std::size_t b, h, hkv, lq, lk, d, dv;
+    Causal causal;
+    bool mask, bias, padding;
+};
+
+void check_against_reference(const Case& c, unsigned seed) {
+    std::mt19937 rng(seed);
+    const Tensor q = random_tensor(rng, {c.b, c.h, c.lq, c.d});
+    const Tensor k = random_tensor(rng, {c.b, c.hkv, c.lk, c.d});
+    const Tensor v = random_tensor(rng, {c.b, c.hkv, c.lk, c.dv});
+    const Mask mask = random_mask(rng, {c.b, 1, c.lq, c.lk}, 0.7);
+    Tensor bias = random_tensor(rng, {1, c.h, c.lq, c.lk}, -2.0f, 2.0f);
+    bias(0, 0, 0, 0) = -kInf;
+    const Mask pad = random_mask(rng, {c.b, 1, 1, c.lk}, 0.8);
+    AttentionSpec spec{.causal = c.causal,
+                       .keep_mask = c.mask ? &mask : nullptr,
+                       .bias = c.bias ? &bias : nullptr,
+                       .key_padding = c.padding ? &pad : nullptr};
+    const auto got = attend(q, k, v, spec);
+    const auto want = reference::naive_attention(q, k, v, spec);
+    const double tol = f32_tol(c.lk) + f32_tol(c.d);
+    EXPECT_TRUE(all_close(*got.weights, want.weights, tol, tol));
+    EXPECT_TRUE(all_close(got.output, want.output, tol, tol));
+    EXPECT_EQ(got.rows_fully_masked, want.empty_rows);
+}
+
+TEST(Attention, MatchesReferenceAcrossSizesAndMasks) {
+    unsigned seed = 1;
+    for (std::size_t lq : kSizes) {
+        for (std::size_t lk : {std::size_t{1}, std::size_t{64}, std::size_t{65}, lq}) {
+            for (Causal causal : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+                SCOPED_TRACE("lq=" + std::to_string(lq) + " lk=" + std::to_string(lk) +
+                             " causal=" + std::to_string(static_cast<int>(causal)));
+                check_against_reference({2, 2, 1, lq, lk, 8, 5, causal, false, false, false},
+                                        seed++);
+                check_against_reference({1, 4, 2, lq, lk, 16, 16, causal, true, true, true},
+                                        seed++);
+            }
+        }
+    }
+}
+
+TEST(Attention, RowsSumToOneAndMaskedWeightsAreExactlyZero) {
+    std::mt19937 rng(7);
+    for (std::size_t n : kSizes) {
+        const Tensor q = random_tensor(rng, {1, 2, n, 8}, -3, 3);
+        const Tensor k = random_tensor(rng, {1, 2, n, 8}, -3, 3);
+        const Tensor v = random_tensor(rng, {1, 2, n, 4});
+        const Mask mask = random_mask(rng, {1, 2, n, n}, 0.5);
+        const auto r = attend(q, k, v, {.causal = Causal::top_left, .keep_mask = &mask});
+        const auto& w = *r.weights;
+        for (std::size_t h = 0; h < 2; ++h) {
+            for (std::size_t i = 0; i < n; ++i) {
+                double sum = 0.0;
+                bool any = false;
+                for (std::size_t j = 0; j < n; ++j) {
+                    const bool blocked = j > i || mask(0, h, i, j) == 0;
+                    if (blocked) {
+                        ASSERT_EQ(w(0, h, i, j), 0.0f) << "h=" << h << " i=" << i << " j=" << j;
+                    } else {
+                        any = true;
+                    }
+                    sum += static_cast<double>(w(0, h, i, j));
+                }
+                EXPECT_NEAR(sum, any ? 1.0 : 0.0, 4 * 1.2e-7 * static_cast<double>(n));
+            }
+        }
+    }
+}
+
+TEST(Attention, FullyMaskedRowsGiveZerosAndAreCounted) {
+    std::mt19937 rng(3);
+    const Tensor q = random_tensor(rng, {2, 1, 5, 4});
+    const Tensor k = random_tensor(rng, {2, 1, 6, 4});
+    Tensor v = random_tensor(rng, {2, 1, 6, 3});
+    v(0, 0, 2, 1) = std::numeric_limits<float>::quiet_NaN();  // must not leak into empty rows
+    Mask mask = Mask::from_shape({2, 1, 5, 6});
+    mask.fill(1);
+    for (std::size_t j = 0; j < 6; ++j) {
+        mask(0, 0, 1, j) = 0;  // row 1 of batch 0 sees nothing
+        mask(1, 0, 4, j) = 0;  // row 4 of batch 1 sees nothing
+    }
+    Tensor bias = Tensor::from_shape({1, 1, 5, 6});
+    bias.fill(0.0f);
+    for (std::size_t j = 0; j < 6; ++j) {
+        bias(0, 0, 3, j) = -kInf;  // row 3 of every batch: -inf bias everywhere
+    }
+    const auto r = attend(q, k, v, {.keep_mask = &mask, .bias = &bias});
+    EXPECT_EQ(r.rows_fully_masked, 4);
+    for (auto [b, i] : {std::pair{0, 1}, std::pair{1, 4}, std::pair{0, 3}, std::pair{1, 3}}) {
+        for (std::size_t j = 0; j < 6; ++j) {
+            EXPECT_EQ((*r.weights)(b, 0, i, j), 0.0f);
+        }
+        for (std::size_t x = 0; x < 3; ++x) {
+            EXPECT_EQ(r.output(b, 0, i, x), 0.0f);
+        }
+    }
+}
+
+TEST(Attention, BottomRightCausalWithMoreQueriesThanKeys) {
+    std::mt19937 rng(4);
+    const Tensor q = random_tensor(rng, {1, 1, 7, 4});
+    const Tensor k = random_tensor(rng, {1, 1, 5, 4});
+    const Tensor v = random_tensor(rng, {1, 1, 5, 3});
+    const auto r = attend(q, k, v, {.causal = Causal::bottom_right});
+    // query i sees j <= i + 5 - 7 = i - 2: rows 0 and 1 see nothing.
+    EXPECT_EQ(r.rows_fully_masked, 2);
+    EXPECT_EQ((*r.weights)(0, 0, 2, 0), 1.0f);
+    EXPECT_EQ((*r.weights)(0, 0, 2, 1), 0.0f);
+    const auto want = reference::naive_attention(q, k, v, {.causal = Causal::bottom_right});
+    EXPECT_TRUE(all_close(r.output, want.output, f32_tol(5), f32_tol(5)));
+}
+
+TEST(Attention, PermutingKeysAndValuesPermutesWeightColumns) {
+    std::mt19937 rng(11);
+    const std::size_t lq = 9, lk = 70;
+    const Tensor q = random_tensor(rng, {1, 2, lq, 8});
+    const Tensor k = random_tensor(rng, {1, 2, lk, 8});
+    const Tensor v = random_tensor(rng, {1, 2, lk, 5});
+    std::vector<std::size_t> perm(lk);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    Tensor kp = k, vp = v;
+    for (std::size_t h = 0; h < 2; ++h) {
+        for (std::size_t j = 0; j < lk; ++j) {
+            for (std::size_t x = 0; x < 8; ++x) {
+                kp(0, h, j, x) = k(0, h, perm[j], x);
+            }
+            for (std::size_t x = 0; x < 5; ++x) {
+                vp(0, h, j, x) = v(0, h, perm[j], x);
+            }
+        }
+    }
+    const auto a = attend(q, k, v);
+    const auto b = attend(q, kp, vp);
+    std::vector<double> expect_w;
+    for (std::size_t h = 0; h < 2; ++h) {
+        for (std::size_t i = 0; i < lq; ++i) {
+            for (std::size_t j = 0; j < lk; ++j) {
+                expect_w.push_back(static_cast<double>((*a.weights)(0, h, i, perm[j])));
+            }
+        }
+    }
+    EXPECT_TRUE(all_close(*b.weights, expect_w, 1e-6, 1e-7));
+    std::vector<double> expect_o(a.output.begin(), a.output.end());
+    EXPECT_TRUE(all_close(b.output, expect_o, f32_tol(lk), f32_tol(lk)));
+}
+
+TEST(Attention, PermutingQueriesPermutesOutputRows) {
+    std::mt19937 rng(12);
+    const std::size_t lq = 67, lk = 20;
+    const Tensor q = random_tensor(rng, {1, 1, lq, 8});
+    const Tensor k = random_tensor(rng, {1, 1, lk, 8});
+    const Tensor v = random_tensor(rng, {1, 1, lk, 3});
+    std::vector<std::size_t> perm(lq);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    Tensor qp = q;
+    for (std::size_t i = 0; i < lq; ++i) {
+        for (std::size_t x = 0; x < 8; ++x) {
+            qp(0, 0, i, x) = q(0, 0, perm[i], x);
+        }
+    }
+    const auto a = attend(q, k, v);
+    const auto b = attend(qp, k, v);
+    std::vector<double> expect;
+    for (std::size_t i = 0; i < lq; ++i) {
+        for (std::size_t x = 0; x < 3; ++x) {
+            expect.push_back(static_cast<double>(a.output(0, 0, perm[i], x)));
+        }
+    }
+    EXPECT_TRUE(all_close(b.output, expect, f32_tol(lk), f32_tol(lk)));
+}
+
+TEST(Attention, ConstantBiasShiftPerRowChangesNothing) {
+    std::mt19937 rng(13);
+    const Tensor q = random_tensor(rng, {1, 1, 10, 8});
+    const Tensor k = random_tensor(rng, {1, 1, 12, 8});
+    const Tensor v = random_tensor(rng, {1, 1, 12, 4});
+    Tensor bias = random_tensor(rng, {1, 1, 10, 12});
+    Tensor shifted = bias;
+    for (std::size_t i = 0; i < 10; ++i) {
+        for (std::size_t j = 0; j < 12; ++j) {
+            shifted(0, 0, i, j) += static_cast<float>(i) * 3.0f + 5.0f;
+        }
+    }
+    const auto a = attend(q, k, v, {.bias = &bias});
+    const auto b = attend(q, k, v, {.bias = &shifted});
+    std::vector<double> wa(a.weights->begin(), a.weights->end());
+    EXPECT_TRUE(all_close(*b.weights, wa, 1e-5, 1e-6));
+}
+
+TEST(Attention, GroupedQueryEqualsRepeatedHeads) {
+    std::mt19937 rng(14);
+    const std::size_t h = 6, hkv = 2, lq = 33, lk = 65;
+    const Tensor q = random_tensor(rng, {2, h, lq, 8});
+    const Tensor k = random_tensor(rng, {2, hkv, lk, 8});
+    const Tensor v = random_tensor(rng, {2, hkv, lk, 4});
+    Tensor kr = Tensor::from_shape({2, h, lk, 8});
+    Tensor vr = Tensor::from_shape({2, h, lk, 4});
+    for (std::size_t b = 0; b < 2; ++b) {
+        for (std::size_t hh = 0; hh < h; ++hh) {
+            const std::size_t g = hh / (h / hkv);
+            for (std::size_t j = 0; j < lk; ++j) {
+                for (std::size_t x = 0; x < 8; ++x) {
+                    kr(b, hh, j, x) = k(b, g, j, x);
+                }
+                for (std::size_t x = 0; x < 4; ++x) {
+                    vr(b, hh, j, x) = v(b, g, j, x);
+                }
+            }
+        }
+    }
+    const auto a = attend(q, k, v, {.causal = Causal::top_left});
+    const auto b = attend(q, kr, vr, {.causal = Causal::top_left});
+    EXPECT_EQ(a.output, b.output);
+    EXPECT_EQ(*a.weights, *b.weights);
+}
+
+TEST(Attention, ResultsDoNotDependOnThreadsOrOnKeepingWeights) {
+    std::mt19937 rng(15);
+    const Tensor q = random_tensor(rng, {2, 3, 130, 16});
+    const Tensor k = random_tensor(rng, {2, 3, 77, 16});
+    const Tensor v = random_tensor(rng, {2, 3, 77, 8});
+    const auto one = attend(q, k, v, {.causal = Causal::bottom_right, .threads = 1});
+    for (unsigned t : {2u, 3u, 5u}) {
+        const auto many = attend(q, k, v, {.causal = Causal::bottom_right, .threads = t});
+        EXPECT_EQ(one.output, many.output) << t << " threads";
+        EXPECT_EQ(*one.weights, *many.weights) << t << " threads";
+    }
+    const auto lean =
+        attend(q, k, v, {.causal = Causal::bottom_right, .want_weights = false, .threads = 2});
+    EXPECT_FALSE(lean.weights.has_value());
+    EXPECT_EQ(one.output, lean.output);
+}
+
+TEST(Attention, KeyValueBatchOfOneBroadcasts) {
+    std::mt19937 rng(16);
+    const Tensor q = random_tensor(rng, {3, 2, 5, 4});
+    const Tensor k = random_tensor(rng, {1, 2, 6, 4});
+    const Tensor v = random_tensor(rng, {1, 2, 6, 3});
+    const auto r = attend(q, k, v);
+    const auto want = reference::naive_attention(q, k, v, {});
+    EXPECT_TRUE(all_close(r.output, want.output, f32_tol(6), f32_tol(6)));
+}
+
+TEST(Attention, NonFiniteInputsPropagateAsInPyTorch) {
+    std::mt19937 rng(17);
+    Tensor q = random_tensor(rng, {1, 1, 2, 4});
+    const Tensor k = random_tensor(rng, {1, 1, 3, 4});
+    const Tensor v = random_tensor(rng, {1, 1, 3, 2});
+    q(0, 0, 0, 1) = std::numeric_limits<float>::quiet_NaN();
+    const auto r = attend(q, k, v);
+    EXPECT_TRUE(std::isnan(r.output(0, 0, 0, 0)));
+    EXPECT_FALSE(std::isnan(r.output(0, 0, 1, 0)));
+    EXPECT_EQ(r.rows_fully_masked, 0);
+}
+
+TEST(Attention, EmptyKeysGiveZeroRows) {
+    const Tensor q = Tensor::from_shape({1, 1, 3, 4});
+    const Tensor k = Tensor::from_shape({1, 1, 0, 4});
+    const Tensor v = Tensor::from_shape({1, 1, 0, 2});
+    Tensor qq = q;
+    qq.fill(1.0f);
+    const auto r = attend(qq, k, v);
+    EXPECT_EQ(r.rows_fully_masked, 3);
+    for (float x : r.output) {
+        EXPECT_EQ(x, 0.0f);
+    }
+}
+
+void expect_input_error(const std::function<void()>& f, const std::string& message) {
+    try {
+        f();
+        ADD_FAILURE() << "no InputError; expected: " << message;
+    } catch (const InputError& e) {
+        EXPECT_EQ(std::string(e.what()), message);
+    }
+}
+
+TEST(Attention, ShapeErrorsNameTheArgumentAndBothShapes) {
+    const Tensor q = Tensor::from_shape({2, 8, 128, 64});
+    const Tensor k_bad = Tensor::from_shape({2, 8, 128, 32});
+    const Tensor k = Tensor::from_shape({2, 8, 128, 64});
+    const Tensor v = Tensor::from_shape({2, 8, 128, 64});
+    const Tensor v_bad = Tensor::from_shape({2, 8, 127, 64});
+    expect_input_error([&] { attend(q, k_bad, v); },
+                       "key: expected shape [2, *, *, 64], got [2, 8, 128, 32]");
+    expect_input_error([&] { attend(q, k, v_bad); },
+                       "value: expected shape [2, 8, 128, *], got [2, 8, 127, 64]");
+    const Tensor k3 = Tensor::from_shape({2, 3, 128, 64});
+    const Tensor v3 = Tensor::from_shape({2, 3, 128, 64});
+    expect_input_error([&] { attend(q, k3, v3); },
+                       "key: 3 key/value heads do not divide 8 query heads (grouped-query "
+                       "attention needs num_heads % num_kv_heads == 0)");
+    const Mask m = Mask::from_shape({1, 1, 128, 127});
+    expect_input_error([&] { attend(q, k, v, {.keep_mask = &m}); },
+                       "mask: expected shape [2, 8, 128, 128], got [1, 1, 128, 127]");
+    const Mask pad = Mask::from_shape({3, 1, 1, 128});
+    expect_input_error([&] { attend(q, k, v, {.key_padding = &pad}); },
+                       "key_padding_mask: expected shape [2, 1, 1, 128], got [3, 1, 1, 128]");
+}
+
+}  // namespace
+}  // namespace attn

@@ -1,0 +1,75 @@
+// Shared helpers of the unit tests: seeded random tensors and a closeness check whose
+// tolerance is derived from float32 epsilon and the reduction length (highway-style),
+// reporting the worst index, both values and the NMSE (ggml-style).
+#pragma once
+
+#include "attn/tensor.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+#include <vector>
+
+namespace attn::testing {
+
+inline Tensor random_tensor(std::mt19937& rng, Shape s, float lo = -1.0f, float hi = 1.0f) {
+    std::uniform_real_distribution<float> dist(lo, hi);
+    Tensor t = Tensor::from_shape(s);
+    for (auto& x : t) {
+        x = dist(rng);
+    }
+    return t;
+}
+
+inline Mask random_mask(std::mt19937& rng, Shape s, double p_keep) {
+    std::bernoulli_distribution keep(p_keep);
+    Mask m = Mask::from_shape(s);
+    for (auto& x : m) {
+        x = keep(rng) ? 1 : 0;
+    }
+    return m;
+}
+
+/// |a - e| <= atol + rtol·|e| elementwise; on failure names the worst index.
+template <class A>
+::testing::AssertionResult all_close(const A& actual,
+                                     const std::vector<double>& expected,
+                                     double rtol,
+                                     double atol) {
+    if (static_cast<std::size_t>(actual.size()) != expected.size()) {
+        return ::testing::AssertionFailure()
+               << "size " << actual.size() << " vs " << expected.size();
+    }
+    double worst = -1.0, num = 0.0, den = 0.0;
+    std::size_t worst_i = 0;
+    auto it = actual.begin();
+    for (std::size_t i = 0; i < expected.size(); ++i, ++it) {
+        const double a = static_cast<double>(*it);
+        const double e = expected[i];
+        const double excess = std::abs(a - e) - (atol + rtol * std::abs(e));
+        num += (a - e) * (a - e);
+        den += e * e;
+        if (!(excess <= 0.0) && (excess > worst || std::isnan(excess))) {
+            worst = std::isnan(excess) ? 1e300 : excess;
+            worst_i = i;
+        }
+    }
+    if (worst < 0.0) {
+        return ::testing::AssertionSuccess();
+    }
+    auto w = actual.begin();
+    std::advance(w, static_cast<std::ptrdiff_t>(worst_i));
+    return ::testing::AssertionFailure()
+           << "worst at flat index " << worst_i << ": got " << static_cast<double>(*w)
+           << ", expected " << expected[worst_i] << " (rtol " << rtol << ", atol " << atol
+           << "), NMSE " << (den > 0 ? num / den : num);
+}
+
+/// float32 tolerance for a reduction over n terms of magnitude ~1.
+inline double f32_tol(std::size_t n) {
+    return 8.0 * 1.1920929e-7 * std::sqrt(static_cast<double>(std::max<std::size_t>(n, 1))) + 1e-7;
+}
+
+}  // namespace attn::testing

@@ -57,9 +57,10 @@ int run_batch(const BatchArgs& a) {
             std::cout << io::result_document(problem, s) << '\n';
         } catch (const Error& e) {
             ++failed;
-            nlohmann::json err = {{"id", id}, {"error", e.what()}};
-            std::cout << err.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
-                      << '\n';
+            const auto dump = [](const nlohmann::json& j) {
+                return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+            };
+            std::cout << "{\"id\":" << dump(id) << ",\"error\":" << dump(e.what()) << "}\n";
         }
         std::cout.flush();
     }

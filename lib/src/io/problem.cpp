@@ -267,21 +267,21 @@ Shape pair_shape(const Array& a,
         s[3] == lk) {
         return {s[0], s[1], lq, lk};
     }
-    std::vector<std::size_t> want;
+    std::string want;
     switch (s.size()) {
     case 3:
-        want = {b, lq, lk};
+        want = "[B, Lq, Lk] = " + shape_string({b, lq, lk}) + " (B may be 1)";
         break;
     case 4:
-        want = {b, h, lq, lk};
+        want = "[B, H, Lq, Lk] = " + shape_string({b, h, lq, lk}) + " (B and H may be 1)";
+        break;
+    case 2:
+        want = "[Lq, Lk] = " + shape_string({lq, lk});
         break;
     default:
-        want = {lq, lk};
+        want = "[Lq, Lk] = " + shape_string({lq, lk}) + ", [B, Lq, Lk] or [B, H, Lq, Lk]";
     }
-    throw InputError(name + ": expected shape " + shape_string(want) + " (or " +
-                     shape_string({lq, lk}) + ", [B, Lq, Lk], [B, H, Lq, Lk] with B = " +
-                     std::to_string(b) + " or 1, H = " + std::to_string(h) + " or 1), got " +
-                     shape_string(s));
+    throw InputError(name + ": expected shape " + want + ", got " + shape_string(s));
 }
 
 Mask to_mask(const Array& a, const Shape& shape) {

@@ -1,0 +1,1121 @@
+// Strict readers and writers for arrays: NPY files (v1-v3; f2/f4/f8, i1-i8, u1-u8, b1 in
+// either byte order, C or Fortran order), JSON array literals, shortest round-trip float
+// text, and whole-or-nothing file writes. It never trusts a header: every size is checked
+// against the bytes actually present before anything is allocated. It does not decide
+// what an array means (which ranks a field takes is the caller's business).
+#include "attn/io/array.hpp"
+
+#include "attn/error.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <system_error>
+#include <utility>
+
+namespace attn::io {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// strerror(err), but thread-safe (libstdc++ uses strerror_r).
+std::string errno_text(int err) {
+    return std::system_category().message(err);
+}
+
+/// `text` with anything outside printable ASCII escaped as \xNN, cut to `max_chars`, so that
+/// bytes from a hostile file can never break the one-line message rule.
+std::string printable(std::string_view text, std::size_t max_chars = 40) {
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (i == max_chars) {
+            out += "...";
+            break;
+        }
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c >= 0x20 && c < 0x7f && c != '\\') {
+            out += static_cast<char>(c);
+        } else {
+            out += "\\x";
+            out += hex[c >> 4];
+            out += hex[c & 0xf];
+        }
+    }
+    return out;
+}
+
+/// "1 element", "3 elements".
+std::string elements(std::size_t n) {
+    return std::to_string(n) + (n == 1 ? " element" : " elements");
+}
+
+/// a * b, or false when it overflows size_t.
+bool checked_mul(std::size_t a, std::size_t b, std::size_t& out) {
+    if (a != 0 && b > std::numeric_limits<std::size_t>::max() / a) {
+        return false;
+    }
+    out = a * b;
+    return true;
+}
+
+// ---------------------------------------------------------------------------------------
+// NPY
+// ---------------------------------------------------------------------------------------
+
+constexpr std::array<std::uint8_t, 6> npy_magic = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+constexpr std::size_t npy_max_rank = 32;
+
+enum class ElementKind { floating, signed_int, unsigned_int, boolean };
+
+/// One supported NPY element type, decoded from a descr string such as "<f4".
+struct DType {
+    ElementKind kind = ElementKind::floating;
+    std::size_t size = 0;     ///< bytes per element
+    bool big_endian = false;  ///< swap bytes when reading
+    const char* name = "";    ///< numpy's name: "float32", ...
+};
+
+/// The dtypes we read, by type code (the descr without its byte-order character).
+struct DTypeEntry {
+    std::string_view code;
+    ElementKind kind;
+    std::size_t size;
+    const char* name;
+};
+constexpr std::array<DTypeEntry, 13> dtype_table = {{
+    {"f2", ElementKind::floating, 2, "float16"},
+    {"f4", ElementKind::floating, 4, "float32"},
+    {"f8", ElementKind::floating, 8, "float64"},
+    {"i1", ElementKind::signed_int, 1, "int8"},
+    {"i2", ElementKind::signed_int, 2, "int16"},
+    {"i4", ElementKind::signed_int, 4, "int32"},
+    {"i8", ElementKind::signed_int, 8, "int64"},
+    {"u1", ElementKind::unsigned_int, 1, "uint8"},
+    {"u2", ElementKind::unsigned_int, 2, "uint16"},
+    {"u4", ElementKind::unsigned_int, 4, "uint32"},
+    {"u8", ElementKind::unsigned_int, 8, "uint64"},
+    {"b1", ElementKind::boolean, 1, "bool"},
+    {"?", ElementKind::boolean, 1, "bool"},
+}};
+
+/// Decodes a descr: an optional byte order ('<' little, '>' big, '=' and '|' native, which
+/// we take as little endian) followed by a type code from dtype_table.
+DType parse_descr(std::string_view descr, std::string_view name) {
+    std::string_view code = descr;
+    char order = '=';
+    if (!code.empty() && (code[0] == '<' || code[0] == '>' || code[0] == '=' || code[0] == '|')) {
+        order = code[0];
+        code.remove_prefix(1);
+    }
+    for (const DTypeEntry& entry : dtype_table) {
+        if (entry.code == code) {
+            return DType{.kind = entry.kind,
+                         .size = entry.size,
+                         .big_endian = order == '>' && entry.size > 1,
+                         .name = entry.name};
+        }
+    }
+    throw InputError(std::string(name) + ": unsupported dtype '" + printable(descr) +
+                     "' (expected f2, f4, f8, i1-i8, u1-u8 or b1, in either byte order)");
+}
+
+/// IEEE binary16 -> binary32, exact for every input (subnormals, infinities, NaN payloads).
+float half_to_float(std::uint16_t h) {
+    const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+    const std::uint32_t exponent = (h >> 10) & 0x1fu;
+    const std::uint32_t mantissa = h & 0x3ffu;
+    std::uint32_t bits = 0;
+    if (exponent == 0) {
+        // Zero or subnormal: mantissa * 2^-24 is a normal float32, computed exactly.
+        const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+        bits = sign | std::bit_cast<std::uint32_t>(magnitude);
+    } else if (exponent == 0x1f) {
+        bits = sign | 0x7f800000u | (mantissa << 13);  // inf, or NaN keeping its payload
+    } else {
+        bits = sign | ((exponent + (127 - 15)) << 23) | (mantissa << 13);
+    }
+    return std::bit_cast<float>(bits);
+}
+
+/// The strict parser of the header's Python dict literal, e.g.
+/// {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+/// Keys in any order, each exactly once; whitespace anywhere between tokens; trailing
+/// commas allowed. No escapes, no string prefixes, no expressions.
+class HeaderParser {
+public:
+    HeaderParser(std::string_view text, std::string_view name, int major_version)
+        : text_(text), name_(name), major_version_(major_version) {}
+
+    void parse(NpyHeader& header) {
+        bool seen_descr = false;
+        bool seen_fortran = false;
+        bool seen_shape = false;
+        skip_ws();
+        expect('{', "the header to start with '{'");
+        for (;;) {
+            skip_ws();
+            if (peek() == '}') {
+                ++pos_;
+                break;
+            }
+            const std::string key = parse_string("a quoted key");
+            skip_ws();
+            expect(':', "':' after key '" + printable(key) + "'");
+            skip_ws();
+            if (key == "descr") {
+                mark_seen(seen_descr, key);
+                if (peek() == '[' || peek() == '(') {
+                    fail("structured dtypes are not supported (descr is a list)");
+                }
+                header.descr = parse_string("a quoted string for 'descr'");
+            } else if (key == "fortran_order") {
+                mark_seen(seen_fortran, key);
+                header.fortran_order = parse_bool();
+            } else if (key == "shape") {
+                mark_seen(seen_shape, key);
+                header.shape = parse_shape();
+            } else {
+                fail("unexpected key '" + printable(key) +
+                     "' (expected 'descr', 'fortran_order', 'shape')");
+            }
+            skip_ws();
+            if (peek() == ',') {
+                ++pos_;
+            } else if (peek() != '}') {
+                fail("expected ',' or '}' " + where());
+            }
+        }
+        skip_ws();
+        if (pos_ != text_.size()) {
+            fail("unexpected text after the closing '}' " + where());
+        }
+        if (!seen_descr) {
+            fail("missing key 'descr'");
+        }
+        if (!seen_fortran) {
+            fail("missing key 'fortran_order'");
+        }
+        if (!seen_shape) {
+            fail("missing key 'shape'");
+        }
+    }
+
+private:
+    [[noreturn]] void fail(const std::string& detail) const {
+        throw InputError(std::string(name_) + ": bad NPY header: " + detail);
+    }
+
+    std::string where() const {
+        if (pos_ >= text_.size()) {
+            return "at the end of the header";
+        }
+        return "at header byte " + std::to_string(pos_) + " ('" +
+               printable(text_.substr(pos_, 1)) + "')";
+    }
+
+    /// The next character, or '\0' at the end (never a valid token character here).
+    char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
+
+    void skip_ws() {
+        // Inside brackets Python ignores spaces, tabs, form feeds and line breaks.
+        while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
+                                       text_[pos_] == '\n' || text_[pos_] == '\r' ||
+                                       text_[pos_] == '\f')) {
+            ++pos_;
+        }
+    }
+
+    void expect(char c, const std::string& what) {
+        if (pos_ >= text_.size() || text_[pos_] != c) {
+            fail("expected " + what + " " + where());
+        }
+        ++pos_;
+    }
+
+    void mark_seen(bool& seen, const std::string& key) const {
+        if (seen) {
+            fail("duplicate key '" + key + "'");
+        }
+        seen = true;
+    }
+
+    /// 'text' or "text", without escapes or line breaks.
+    std::string parse_string(const std::string& what) {
+        const char quote = peek();
+        if (quote != '\'' && quote != '"') {
+            fail("expected " + what + " " + where());
+        }
+        const std::size_t start = ++pos_;
+        while (pos_ < text_.size() && text_[pos_] != quote) {
+            const char c = text_[pos_];
+            if (c == '\n' || c == '\r') {
+                fail("unterminated string");
+            }
+            if (c == '\\') {
+                fail("unsupported character in a string (escapes are not allowed) " + where());
+            }
+            ++pos_;
+        }
+        if (pos_ >= text_.size()) {
+            fail("unterminated string");
+        }
+        std::string out(text_.substr(start, pos_ - start));
+        ++pos_;
+        return out;
+    }
+
+    bool parse_bool() {
+        const std::size_t start = pos_;
+        while (pos_ < text_.size() &&
+               (std::isalnum(static_cast<unsigned char>(text_[pos_])) != 0 || text_[pos_] == '_')) {
+            ++pos_;
+        }
+        const std::string_view word = text_.substr(start, pos_ - start);
+        if (word == "True") {
+            return true;
+        }
+        if (word == "False") {
+            return false;
+        }
+        pos_ = start;
+        fail("expected True or False for 'fortran_order' " + where());
+    }
+
+    /// (), (3,), (2, 3), (2, 3,) — a Python tuple of non-negative integers.
+    std::vector<std::size_t> parse_shape() {
+        expect('(', "a tuple such as (2, 3) for 'shape'");
+        std::vector<std::size_t> dims;
+        skip_ws();
+        if (peek() == ')') {
+            ++pos_;
+            return dims;
+        }
+        bool trailing_comma = false;
+        for (;;) {
+            if (dims.size() == npy_max_rank) {
+                fail("shape has more than " + std::to_string(npy_max_rank) + " dimensions");
+            }
+            dims.push_back(parse_dim());
+            skip_ws();
+            if (peek() == ',') {
+                ++pos_;
+                skip_ws();
+                if (peek() == ')') {
+                    ++pos_;
+                    trailing_comma = true;
+                    break;
+                }
+                continue;
+            }
+            if (peek() == ')') {
+                ++pos_;
+                break;
+            }
+            fail("expected ',' or ')' in 'shape' " + where());
+        }
+        if (dims.size() == 1 && !trailing_comma) {
+            fail("'shape' is not a tuple (a 1-d shape is written (N,))");
+        }
+        return dims;
+    }
+
+    /// A Python int literal: digits, no sign, no leading zeros. NPY v1/v2 headers written
+    /// by Python 2 may carry a long suffix 'L', which numpy itself still strips.
+    std::size_t parse_dim() {
+        if (peek() == '-') {
+            fail("negative dimension in 'shape' " + where());
+        }
+        const std::size_t start = pos_;
+        std::size_t value = 0;
+        while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
+            const auto digit = static_cast<std::size_t>(text_[pos_] - '0');
+            if (value > (std::numeric_limits<std::size_t>::max() - digit) / 10) {
+                fail("dimension in 'shape' is too large");
+            }
+            value = value * 10 + digit;
+            ++pos_;
+        }
+        if (pos_ == start) {
+            fail("expected a dimension (a non-negative integer) in 'shape' " + where());
+        }
+        if (text_[start] == '0' && pos_ - start > 1) {
+            fail("dimension with a leading zero in 'shape'");
+        }
+        if (major_version_ < 3 && peek() == 'L') {
+            ++pos_;
+        }
+        return value;
+    }
+
+    std::string_view text_;
+    std::string_view name_;
+    int major_version_;
+    std::size_t pos_ = 0;
+};
+
+/// Reads one N-byte element starting at p as an unsigned integer, in the file's byte order.
+template <std::size_t N>
+std::uint64_t load_raw(const std::uint8_t* p, bool big_endian) {
+    std::uint64_t raw = 0;
+    if (big_endian) {
+        for (std::size_t k = 0; k < N; ++k) {
+            raw = (raw << 8) | p[k];
+        }
+    } else {
+        for (std::size_t k = N; k-- > 0;) {
+            raw = (raw << 8) | p[k];
+        }
+    }
+    return raw;
+}
+
+/// Fills dst[0, count) in C order from the payload, converting each element with
+/// `decode(raw bits)`. Fortran-ordered payloads are transposed on the way: an odometer over
+/// the C index keeps the matching column-major offset.
+template <std::size_t N, class Decode>
+void decode_payload(const std::uint8_t* src,
+                    const NpyHeader& header,
+                    bool big_endian,
+                    float* dst,
+                    std::size_t count,
+                    Decode decode) {
+    const std::size_t rank = header.shape.size();
+    if (!header.fortran_order || rank < 2) {
+        for (std::size_t i = 0; i < count; ++i) {
+            dst[i] = decode(load_raw<N>(src + i * N, big_endian));
+        }
+        return;
+    }
+    std::vector<std::size_t> fortran_stride(rank, 1);
+    for (std::size_t k = 1; k < rank; ++k) {
+        fortran_stride[k] = fortran_stride[k - 1] * header.shape[k - 1];  // <= count: no overflow
+    }
+    std::vector<std::size_t> index(rank, 0);
+    std::size_t offset = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        dst[i] = decode(load_raw<N>(src + offset * N, big_endian));
+        for (std::size_t k = rank; k-- > 0;) {  // next C-order index: last axis fastest
+            ++index[k];
+            offset += fortran_stride[k];
+            if (index[k] < header.shape[k]) {
+                break;
+            }
+            offset -= fortran_stride[k] * header.shape[k];
+            index[k] = 0;
+        }
+    }
+}
+
+void decode_npy(const std::uint8_t* src,
+                const NpyHeader& header,
+                const DType& type,
+                float* dst,
+                std::size_t count) {
+    const bool be = type.big_endian;
+    switch (type.kind) {
+    case ElementKind::floating:
+        if (type.size == 2) {
+            decode_payload<2>(src, header, be, dst, count, [](std::uint64_t r) {
+                return half_to_float(static_cast<std::uint16_t>(r));
+            });
+        } else if (type.size == 4) {
+            decode_payload<4>(src, header, be, dst, count, [](std::uint64_t r) {
+                return std::bit_cast<float>(static_cast<std::uint32_t>(r));
+            });
+        } else {
+            // Rounds to nearest; beyond float range gives ±inf, as numpy's astype(float32).
+            decode_payload<8>(src, header, be, dst, count, [](std::uint64_t r) {
+                return static_cast<float>(std::bit_cast<double>(r));
+            });
+        }
+        return;
+    case ElementKind::signed_int:
+        switch (type.size) {
+        case 1:
+            decode_payload<1>(src, header, be, dst, count, [](std::uint64_t r) {
+                return static_cast<float>(static_cast<std::int8_t>(r));
+            });
+            return;
+        case 2:
+            decode_payload<2>(src, header, be, dst, count, [](std::uint64_t r) {
+                return static_cast<float>(static_cast<std::int16_t>(r));
+            });
+            return;
+        case 4:
+            decode_payload<4>(src, header, be, dst, count, [](std::uint64_t r) {
+                return static_cast<float>(static_cast<std::int32_t>(r));
+            });
+            return;
+        default:
+            decode_payload<8>(src, header, be, dst, count, [](std::uint64_t r) {
+                return static_cast<float>(static_cast<std::int64_t>(r));
+            });
+            return;
+        }
+    case ElementKind::unsigned_int:
+        switch (type.size) {
+        case 1:
+            decode_payload<1>(src, header, be, dst, count, [](std::uint64_t r) {
+                return static_cast<float>(r);
+            });
+            return;
+        case 2:
+            decode_payload<2>(src, header, be, dst, count, [](std::uint64_t r) {
+                return static_cast<float>(r);
+            });
+            return;
+        case 4:
+            decode_payload<4>(src, header, be, dst, count, [](std::uint64_t r) {
+                return static_cast<float>(r);
+            });
+            return;
+        default:
+            decode_payload<8>(src, header, be, dst, count, [](std::uint64_t r) {
+                return static_cast<float>(r);
+            });
+            return;
+        }
+    case ElementKind::boolean:
+        // numpy reads any non-zero byte as True.
+        decode_payload<1>(src, header, be, dst, count, [](std::uint64_t r) {
+            return r != 0 ? 1.0f : 0.0f;
+        });
+        return;
+    }
+}
+
+/// Elements of a (validated) header's shape; () has one.
+std::size_t element_count(const std::vector<std::size_t>& shape) {
+    std::size_t count = 1;
+    for (const std::size_t d : shape) {
+        count *= d;
+    }
+    return count;
+}
+
+/// The Python repr of a shape tuple, as numpy writes it: (), (3,), (2, 3).
+std::string python_shape(const std::vector<std::size_t>& shape) {
+    std::string out = "(";
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (i > 0) {
+            out += ", ";
+        }
+        out += std::to_string(shape[i]);
+    }
+    if (shape.size() == 1) {
+        out += ',';
+    }
+    out += ')';
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// JSON arrays
+// ---------------------------------------------------------------------------------------
+
+constexpr std::size_t json_max_rank = 4;
+
+/// "a number", "an object", "null", ...
+std::string json_kind(const nlohmann::json& j) {
+    switch (j.type()) {
+    case nlohmann::json::value_t::null:
+        return "null";
+    case nlohmann::json::value_t::object:
+        return "an object";
+    case nlohmann::json::value_t::array:
+        return "an array";
+    case nlohmann::json::value_t::string:
+        return "a string";
+    case nlohmann::json::value_t::boolean:
+        return "a boolean";
+    case nlohmann::json::value_t::binary:
+        return "binary data";
+    case nlohmann::json::value_t::discarded:
+        return "a discarded value";
+    default:
+        return "a number";
+    }
+}
+
+/// Walks a JSON array literal of a known shape, appending the leaves in C order.
+class JsonArrayReader {
+public:
+    JsonArrayReader(std::string_view name, ArrayKind kind, Array& out)
+        : name_(name), kind_(kind), out_(out) {}
+
+    void walk(const nlohmann::json& node, std::size_t depth) {
+        const std::vector<std::size_t>& shape = out_.shape;
+        if (depth == shape.size()) {
+            leaf(node);
+            return;
+        }
+        if (!node.is_array()) {
+            fail("expected an array of " + elements(shape[depth]) + ", got " + json_kind(node));
+        }
+        if (node.size() != shape[depth]) {
+            fail("expected " + elements(shape[depth]) + ", got " + std::to_string(node.size()));
+        }
+        const std::size_t path_length = path_.size();
+        std::size_t i = 0;
+        for (const nlohmann::json& child : node) {
+            path_ += '[';
+            path_ += std::to_string(i);
+            path_ += ']';
+            walk(child, depth + 1);
+            path_.resize(path_length);
+            ++i;
+        }
+    }
+
+    std::size_t booleans() const { return booleans_; }
+
+private:
+    [[noreturn]] void fail(const std::string& detail) const {
+        throw InputError(std::string(name_) + ": " + (path_.empty() ? "" : path_ + ": ") + detail);
+    }
+
+    void leaf(const nlohmann::json& node) {
+        switch (node.type()) {
+        case nlohmann::json::value_t::number_float:
+            // Rounds to nearest; beyond float range gives ±inf, as numpy's astype(float32).
+            out_.values.push_back(static_cast<float>(node.get<double>()));
+            return;
+        case nlohmann::json::value_t::number_integer:
+            out_.values.push_back(static_cast<float>(node.get<std::int64_t>()));
+            return;
+        case nlohmann::json::value_t::number_unsigned:
+            out_.values.push_back(static_cast<float>(node.get<std::uint64_t>()));
+            return;
+        case nlohmann::json::value_t::string: {
+            const auto& text = node.get_ref<const std::string&>();
+            if (text == "inf") {
+                out_.values.push_back(std::numeric_limits<float>::infinity());
+            } else if (text == "-inf") {
+                out_.values.push_back(-std::numeric_limits<float>::infinity());
+            } else if (text == "nan") {
+                out_.values.push_back(std::numeric_limits<float>::quiet_NaN());
+            } else {
+                fail("expected a number, got the string \"" + printable(text) +
+                     "\" (only \"inf\", \"-inf\" and \"nan\" stand for numbers)");
+            }
+            return;
+        }
+        case nlohmann::json::value_t::boolean:
+            if (kind_ != ArrayKind::mask) {
+                fail("expected a number, got a boolean (booleans are allowed only in masks)");
+            }
+            out_.values.push_back(node.get<bool>() ? 1.0f : 0.0f);
+            ++booleans_;
+            return;
+        case nlohmann::json::value_t::array:
+            fail("expected a number, got an array (the array is ragged)");
+        default:
+            fail("expected a number, got " + json_kind(node));
+        }
+    }
+
+    std::string_view name_;
+    ArrayKind kind_;
+    Array& out_;
+    std::string path_;
+    std::size_t booleans_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------
+// Files
+// ---------------------------------------------------------------------------------------
+
+[[noreturn]] void throw_write_error(const std::string& path, int err) {
+    throw SystemError(path + ": cannot write: " + errno_text(err != 0 ? err : EIO));
+}
+
+/// Writes everything to fd, retrying partial writes and EINTR. Returns 0 or an errno.
+int write_all(int fd, std::span<const std::uint8_t> bytes) {
+    constexpr std::size_t max_chunk = std::size_t{1} << 30;
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        const std::size_t chunk = std::min(bytes.size() - done, max_chunk);
+        const ssize_t n = ::write(fd, bytes.data() + done, chunk);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return errno;
+        }
+        if (n == 0) {
+            return ENOSPC;  // a regular file that takes nothing is full
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    return 0;
+}
+
+/// Six characters for a temp file name. Uniqueness is enforced by O_EXCL, not by this.
+std::string temp_suffix() {
+    static std::atomic<std::uint64_t> counter{0};
+    std::uint64_t x = static_cast<std::uint64_t>(
+                          std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                      (static_cast<std::uint64_t>(::getpid()) << 32) ^
+                      (counter.fetch_add(1) * 0x9e3779b97f4a7c15ULL);
+    // splitmix64 finaliser
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    static constexpr char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    std::string out;
+    for (int i = 0; i < 6; ++i) {
+        out += alphabet[x % 62];
+        x /= 62;
+    }
+    return out;
+}
+
+/// stdout, for the path "-".
+void write_stdout(std::span<const std::uint8_t> bytes) {
+    errno = 0;
+    if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size()) {
+        throw_write_error("stdout", errno);
+    }
+    if (std::fflush(stdout) != 0) {
+        throw_write_error("stdout", errno);
+    }
+}
+
+/// Devices and pipes (/dev/null, /dev/stdout, a FIFO) cannot be replaced by a rename and
+/// have no partial-file problem: write to them directly.
+void write_special(const std::string& path, std::span<const std::uint8_t> bytes) {
+    int fd = -1;
+    do {
+        fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        throw_write_error(path, errno);
+    }
+    const int err = write_all(fd, bytes);
+    if (err != 0) {
+        ::close(fd);
+        throw_write_error(path, err);
+    }
+    if (::close(fd) != 0) {
+        throw_write_error(path, errno);
+    }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Public API
+// ---------------------------------------------------------------------------------------
+
+NpyHeader parse_npy_header(std::span<const std::uint8_t> bytes, std::string_view name) {
+    const std::string prefix(name);
+    if (bytes.empty()) {
+        throw InputError(prefix + ": not an NPY file (the file is empty)");
+    }
+    if (bytes.size() < npy_magic.size() ||
+        !std::equal(npy_magic.begin(), npy_magic.end(), bytes.begin())) {
+        throw InputError(prefix + ": not an NPY file (bad magic)");
+    }
+    if (bytes.size() < 8) {
+        throw InputError(prefix + ": truncated header (the file ends inside the NPY preamble)");
+    }
+    const int major = bytes[6];
+    const int minor = bytes[7];
+    if ((major != 1 && major != 2 && major != 3) || minor != 0) {
+        throw InputError(prefix + ": unsupported NPY version " + std::to_string(major) + "." +
+                         std::to_string(minor) + " (expected 1.0, 2.0 or 3.0)");
+    }
+    // v1: 2-byte little-endian header length; v2 and v3: 4 bytes.
+    const std::size_t length_bytes = major == 1 ? 2 : 4;
+    const std::size_t preamble = 8 + length_bytes;
+    if (bytes.size() < preamble) {
+        throw InputError(prefix + ": truncated header (the file ends inside the NPY preamble)");
+    }
+    std::size_t header_length = 0;
+    for (std::size_t k = length_bytes; k-- > 0;) {
+        header_length = (header_length << 8) | bytes[8 + k];
+    }
+    if (header_length > bytes.size() - preamble) {
+        throw InputError(prefix + ": truncated header: it says " + std::to_string(header_length) +
+                         " bytes, the file has " + std::to_string(bytes.size() - preamble));
+    }
+
+    NpyHeader header;
+    header.major_version = major;
+    header.header_bytes = preamble + header_length;
+    // v1/v2 headers are latin-1 and v3 headers UTF-8, but every valid token is ASCII, so a
+    // byte-wise parse rejects exactly what a decoding parse would reject.
+    const std::string_view text(reinterpret_cast<const char*>(bytes.data() + preamble),
+                                header_length);
+    HeaderParser(text, name, major).parse(header);
+
+    const DType type = parse_descr(header.descr, name);
+    header.item_size = type.size;
+    header.dtype = type.name;
+
+    // Overflow-checked size of the payload, compared with what is there before any
+    // allocation: a hostile shape cannot make us allocate anything.
+    std::size_t count = 1;
+    std::size_t payload = 0;
+    for (const std::size_t d : header.shape) {
+        if (!checked_mul(count, d, count)) {
+            throw InputError(prefix + ": shape " + python_shape(header.shape) +
+                             " is too large (its element count overflows)");
+        }
+    }
+    if (!checked_mul(count, type.size, payload)) {
+        throw InputError(prefix + ": shape " + python_shape(header.shape) +
+                         " is too large (its byte size overflows)");
+    }
+    const std::size_t present = bytes.size() - header.header_bytes;
+    if (payload > present) {
+        throw InputError(prefix + ": truncated: header says " + std::to_string(payload) +
+                         " bytes of data, file has " + std::to_string(present));
+    }
+    return header;
+}
+
+Array parse_npy(std::span<const std::uint8_t> bytes, std::string_view name) {
+    const NpyHeader header = parse_npy_header(bytes, name);
+    const DType type = parse_descr(header.descr, name);
+    const std::size_t count = element_count(header.shape);
+    const std::size_t payload = count * header.item_size;  // checked by parse_npy_header
+    const std::size_t present = bytes.size() - header.header_bytes;
+    if (present != payload) {
+        throw InputError(std::string(name) + ": trailing bytes: header says " +
+                         std::to_string(payload) + " bytes of data, file has " +
+                         std::to_string(present));
+    }
+    Array out;
+    out.shape = header.shape;
+    out.dtype = header.dtype;
+    out.is_bool = type.kind == ElementKind::boolean;
+    out.values.resize(count);
+    decode_npy(bytes.data() + header.header_bytes, header, type, out.values.data(), count);
+    return out;
+}
+
+Array parse_json_array(const nlohmann::json& j, std::string_view name, ArrayKind kind) {
+    if (!j.is_array()) {
+        throw InputError(std::string(name) + ": expected an array (nested lists of rank 1 to 4), got " +
+                         json_kind(j));
+    }
+    Array out;
+    out.dtype = "json";
+    // The shape follows the first element down; the walk below checks every other one.
+    // Never looks deeper than json_max_rank + 1 levels, whatever the nesting.
+    const nlohmann::json* node = &j;
+    while (node->is_array()) {
+        if (out.shape.size() == json_max_rank) {
+            throw InputError(std::string(name) + ": the array is nested deeper than rank " +
+                             std::to_string(json_max_rank));
+        }
+        out.shape.push_back(node->size());
+        if (node->empty()) {
+            break;
+        }
+        node = &node->front();
+    }
+    JsonArrayReader reader(name, kind, out);
+    reader.walk(j, 0);
+    out.is_bool = reader.booleans() > 0 && reader.booleans() == out.values.size();
+    return out;
+}
+
+std::vector<std::uint8_t> read_file(const std::filesystem::path& path) {
+    const std::string shown = path.string();
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) {
+        throw InputError(shown + ": cannot read: " + errno_text(EISDIR));
+    }
+    errno = 0;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        throw InputError(shown + ": cannot read: " + errno_text(errno != 0 ? errno : EIO));
+    }
+    std::vector<std::uint8_t> out;
+    if (fs::is_regular_file(path, ec)) {
+        const std::uintmax_t size = fs::file_size(path, ec);
+        if (!ec && size <= std::numeric_limits<std::size_t>::max()) {
+            out.reserve(static_cast<std::size_t>(size));
+        }
+    }
+    std::vector<char> buffer(std::size_t{1} << 16);
+    for (;;) {
+        errno = 0;
+        in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+        const auto got = static_cast<std::size_t>(in.gcount());
+        const auto* first = reinterpret_cast<const std::uint8_t*>(buffer.data());
+        out.insert(out.end(), first, first + got);
+        if (!in) {
+            if (in.eof() && !in.bad()) {
+                break;
+            }
+            throw InputError(shown + ": cannot read: " + errno_text(errno != 0 ? errno : EIO));
+        }
+    }
+    return out;
+}
+
+Array read_array_file(const std::filesystem::path& path, ArrayKind kind) {
+    const ArrayFormat format = array_format_for(path);
+    const std::string shown = path.string();
+    const std::vector<std::uint8_t> bytes = read_file(path);
+    if (format == ArrayFormat::npy) {
+        return parse_npy(bytes, shown);
+    }
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(bytes.begin(), bytes.end());
+    } catch (const nlohmann::json::parse_error& e) {
+        // what(): "[json.exception.parse_error.101] parse error at line 1, column 2: DETAIL"
+        std::string detail = e.what();
+        const std::size_t at = detail.find("parse error");
+        if (at != std::string::npos) {
+            const std::size_t colon = detail.find(": ", at);
+            if (colon != std::string::npos) {
+                detail = detail.substr(colon + 2);
+            }
+        }
+        std::replace(detail.begin(), detail.end(), '\n', ' ');
+        std::replace(detail.begin(), detail.end(), '\r', ' ');
+        throw InputError(shown + ": invalid JSON: byte " + std::to_string(e.byte) + ": " + detail);
+    }
+    return parse_json_array(j, shown, kind);
+}
+
+std::string format_float(float x) {
+    if (std::isnan(x)) {
+        return "nan";
+    }
+    if (std::isinf(x)) {
+        return x > 0 ? "inf" : "-inf";
+    }
+    if (x == 0.0f && std::signbit(x)) {
+        return "-0.0";  // JSON readers take "-0" for the integer 0 and lose the sign
+    }
+    std::array<char, 32> buffer{};
+    const auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), x);
+    ATTN_ASSERT(result.ec == std::errc());
+    return std::string(buffer.data(), result.ptr);
+}
+
+std::string encode_json_array(const std::vector<std::size_t>& shape, const float* values) {
+    const std::size_t rank = shape.size();
+    auto write_number = [](std::string& out, float x) {
+        if (std::isfinite(x)) {
+            out += format_float(x);
+        } else {
+            out += '"';
+            out += format_float(x);
+            out += '"';
+        }
+    };
+    std::string out;
+    if (rank == 0) {
+        write_number(out, values[0]);
+        return out;
+    }
+    const std::size_t count = element_count(shape);
+    if (count == 0) {
+        // Nesting stops at the first zero dimension: [] for [0, 3], [[],[]] for [2, 0].
+        std::size_t zero_at = 0;
+        while (shape[zero_at] != 0) {
+            ++zero_at;
+        }
+        std::string inner = "[]";
+        for (std::size_t depth = zero_at; depth-- > 0;) {
+            std::string level = "[";
+            for (std::size_t i = 0; i < shape[depth]; ++i) {
+                if (i > 0) {
+                    level += ',';
+                }
+                level += inner;
+            }
+            level += ']';
+            inner = std::move(level);
+        }
+        return inner;
+    }
+    out.reserve(count * 12 + 2 * rank);
+    // An odometer over the C index: open brackets as indices reset, close them as they wrap.
+    out.append(rank, '[');
+    std::vector<std::size_t> index(rank, 0);
+    for (std::size_t i = 0; i < count; ++i) {
+        write_number(out, values[i]);
+        std::size_t k = rank;
+        while (k-- > 0) {
+            if (++index[k] < shape[k]) {
+                break;
+            }
+            index[k] = 0;
+            out += ']';
+        }
+        if (i + 1 < count) {
+            // k is the axis that advanced; every axis after it starts a new list.
+            out += ',';
+            out.append(rank - 1 - k, '[');
+        }
+    }
+    return out;
+}
+
+std::vector<std::uint8_t> encode_npy(const std::vector<std::size_t>& shape,
+                                     const float* values,
+                                     bool f64) {
+    const std::string dict = std::string("{'descr': '") + (f64 ? "<f8" : "<f4") +
+                             "', 'fortran_order': False, 'shape': " + python_shape(shape) +
+                             ", }";
+    // numpy pads with spaces and ends with '\n' so that magic + length + header is a
+    // multiple of 64; v2.0 (4-byte length) only when the v1.0 length field cannot hold it.
+    constexpr std::size_t align = 64;
+    std::size_t preamble = 10;
+    std::size_t header_length = dict.size() + 1;
+    header_length += (align - (preamble + header_length) % align) % align;
+    int major = 1;
+    if (header_length > 0xffff) {
+        major = 2;
+        preamble = 12;
+        header_length = dict.size() + 1;
+        header_length += (align - (preamble + header_length) % align) % align;
+    }
+    const std::size_t count = element_count(shape);
+    const std::size_t item = f64 ? 8 : 4;
+
+    std::vector<std::uint8_t> out;
+    out.reserve(preamble + header_length + count * item);
+    out.insert(out.end(), npy_magic.begin(), npy_magic.end());
+    out.push_back(static_cast<std::uint8_t>(major));
+    out.push_back(0);
+    for (std::size_t k = 0; k < preamble - 8; ++k) {
+        out.push_back(static_cast<std::uint8_t>((header_length >> (8 * k)) & 0xffu));
+    }
+    out.insert(out.end(), dict.begin(), dict.end());
+    out.insert(out.end(), header_length - dict.size() - 1, ' ');
+    out.push_back('\n');
+    for (std::size_t i = 0; i < count; ++i) {
+        // Little endian whatever the host.
+        if (f64) {
+            const auto bits = std::bit_cast<std::uint64_t>(static_cast<double>(values[i]));
+            for (std::size_t k = 0; k < 8; ++k) {
+                out.push_back(static_cast<std::uint8_t>((bits >> (8 * k)) & 0xffu));
+            }
+        } else {
+            const auto bits = std::bit_cast<std::uint32_t>(values[i]);
+            for (std::size_t k = 0; k < 4; ++k) {
+                out.push_back(static_cast<std::uint8_t>((bits >> (8 * k)) & 0xffu));
+            }
+        }
+    }
+    return out;
+}
+
+ArrayFormat array_format_for(const std::filesystem::path& path) {
+    std::string ext = path.extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](char c) {
+        return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    });
+    if (ext == ".npy") {
+        return ArrayFormat::npy;
+    }
+    if (ext == ".json") {
+        return ArrayFormat::json;
+    }
+    throw InputError(path.string() + ": unknown array format (expected .npy or .json)");
+}
+
+void write_file_atomic(const std::filesystem::path& path, std::span<const std::uint8_t> bytes) {
+    const std::string shown = path.string();
+    if (shown == "-") {
+        write_stdout(bytes);
+        return;
+    }
+    struct stat st {};
+    if (::stat(shown.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            throw_write_error(shown, EISDIR);
+        }
+        if (!S_ISREG(st.st_mode)) {
+            write_special(shown, bytes);
+            return;
+        }
+    }
+    const std::string file_name = path.filename().string();
+    if (file_name.empty()) {
+        throw_write_error(shown, EISDIR);  // "out/"
+    }
+    const fs::path dir = path.parent_path();
+
+    // A sibling temp file, created exclusively with mode 0666 so that the kernel applies
+    // the umask (and any default ACL) itself: no racy umask() read-and-restore needed.
+    std::string temp;
+    int fd = -1;
+    for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+        temp = (dir / ("." + file_name + ".tmp." + temp_suffix())).string();
+        do {
+            fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0666);
+        } while (fd < 0 && errno == EINTR);
+        if (fd < 0 && errno != EEXIST) {
+            throw_write_error(shown, errno);
+        }
+    }
+    if (fd < 0) {
+        throw_write_error(shown, EEXIST);
+    }
+
+    auto give_up = [&](int err) {
+        if (fd >= 0) {
+            ::close(fd);
+        }
+        ::unlink(temp.c_str());
+        throw_write_error(shown, err);
+    };
+    if (const int err = write_all(fd, bytes); err != 0) {
+        give_up(err);
+    }
+    if (::fsync(fd) != 0) {
+        give_up(errno);
+    }
+    const int closed = ::close(fd);
+    fd = -1;  // closed even when close() fails: never close twice
+    if (closed != 0) {
+        give_up(errno);
+    }
+    if (::rename(temp.c_str(), shown.c_str()) != 0) {
+        give_up(errno);
+    }
+    // Make the rename itself durable; best effort, the data is already in place.
+    const std::string dir_name = dir.empty() ? std::string(".") : dir.string();
+    const int dir_fd = ::open(dir_name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd >= 0) {
+        ::fsync(dir_fd);
+        ::close(dir_fd);
+    }
+}
+
+void write_file_atomic(const std::filesystem::path& path, std::string_view text) {
+    write_file_atomic(path, std::span<const std::uint8_t>(
+                                reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+}
+
+}  // namespace attn::io

@@ -1,0 +1,28 @@
+#!/bin/sh
+# Installs the Debian 12 packages attn needs to build and test, and nothing else.
+# Idempotent and fast when everything is present: `apt-get update` runs only when a
+# package is missing, once. Works as root on a bare (minbase) Debian 12.
+set -eu
+
+PACKAGES="g++ cmake ninja-build libcli11-dev nlohmann-json3-dev libstb-dev libxtensor-dev \
+libxsimd-dev libopenblas-dev libgtest-dev libbenchmark-dev fonts-dejavu-core python3 \
+python3-numpy"
+
+missing=""
+for p in $PACKAGES; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+        missing="$missing $p"
+    fi
+done
+
+if [ -n "$missing" ]; then
+    echo "setup: installing:$missing" >&2
+    SUDO=""
+    if [ "$(id -u)" -ne 0 ]; then
+        SUDO="sudo"
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    # shellcheck disable=SC2086
+    $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi

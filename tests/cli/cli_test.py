@@ -1,0 +1,320 @@
+#!/usr/bin/env python3
+"""CLI acceptance tests for attn: a table of (args, stdin, exit code, stderr regex,
+checks), the bundled samples against samples/expected/, and the README's commands.
+
+Run from the repository root: /usr/bin/python3 tests/cli/cli_test.py PATH/TO/attn
+Ends with the line "N passed, M failed"; exits 1 if any case failed.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ATTN = os.path.abspath(sys.argv[1])
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+TMP = tempfile.mkdtemp(prefix="attn-cli-")
+failures = []
+passed = 0
+
+
+def run(args, stdin=None, cwd=None):
+    p = subprocess.run([ATTN] + args, input=stdin, capture_output=True, cwd=cwd or TMP,
+                       timeout=60)
+    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
+
+
+def check(name, cond, detail=""):
+    global passed
+    if cond:
+        passed += 1
+    else:
+        failures.append(f"{name}: {detail}")
+        print(f"FAIL {name}: {detail}")
+
+
+def case(name, args, code=0, err=None, stdin=None, out=None, cwd=None):
+    """Runs attn; checks the exit code, that stderr matches `err` (one line for errors),
+    and calls out(stdout_bytes) for further checks."""
+    rc, so, se = run(args, stdin, cwd)
+    ok = rc == code
+    detail = f"exit {rc} (want {code}); stderr={se.strip()[:300]!r}"
+    if ok and err is not None:
+        ok = re.search(err, se) is not None
+        detail += f"; stderr !~ {err!r}"
+    if ok and code == 2:
+        lines = se.strip().splitlines()
+        ok = len(lines) == 1 and lines[0].startswith("attn: error: ")
+        detail += "; error must be one 'attn: error:' line"
+    if ok and out is not None:
+        try:
+            r = out(so)
+            ok = r is None or r is True
+            detail += f"; output check returned {r}"
+        except Exception as e:  # noqa: BLE001 - report any checker failure
+            ok = False
+            detail += f"; output check raised {e!r}"
+    check(name, ok, detail)
+    return so
+
+
+def write(name, obj):
+    path = os.path.join(TMP, name)
+    if name.endswith(".npy"):
+        np.save(path, obj)
+    else:
+        with open(path, "w") as f:
+            f.write(obj if isinstance(obj, str) else json.dumps(obj))
+    return path
+
+
+def doc(so):
+    return json.loads(so)
+
+
+def close(a, b, tol=1e-5):
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    return a.shape == b.shape and np.allclose(a, b, rtol=tol, atol=tol)
+
+
+# --- the seed's worked example ----------------------------------------------------------
+SEED = {"query": [[1, 0, 1], [0, 1, 1]], "key": [[1, 0, 1], [1, 1, 0], [0, 1, 1]],
+        "value": [[10, 0], [0, 10], [5, 5]]}
+e = np.e
+W = np.array([[e, 1, 1], [1, 1, e]]) / (e + 2)
+CTX = W @ np.array(SEED["value"], dtype=float)
+write("seed.json", dict(SEED, variant="dot"))
+case("seed dot weights and context", ["compute", "seed.json"],
+     out=lambda so: close(doc(so)["weights"], W) and close(doc(so)["output"], CTX))
+case("stdin problem", ["compute", "-"], stdin=json.dumps(dict(SEED, scale=1)).encode(),
+     out=lambda so: close(doc(so)["weights"], W))
+q, k, v = (np.array(SEED[n], dtype=np.float32) for n in ("query", "key", "value"))
+write("q.npy", q)
+write("k.npy", k)
+write("v.npy", v)
+write("v64.npy", v.astype(np.float64))
+case("flags only -q -k -v", ["compute", "-q", "q.npy", "-k", "k.npy", "-v", "v.npy",
+                             "--scale", "1"],
+     out=lambda so: close(doc(so)["weights"], W))
+case("long flags, f64 value", ["compute", "--query", "q.npy", "--key", "k.npy", "--value",
+                               "v64.npy", "--variant", "dot"],
+     out=lambda so: close(doc(so)["output"], CTX))
+case("default scale is 1/sqrt(d)", ["compute", "-q", "q.npy", "-k", "k.npy", "-v", "v.npy"],
+     out=lambda so: close(doc(so)["weights"],
+                          np.exp(np.array([[2, 1, 1], [1, 1, 2]]) / np.sqrt(3)) /
+                          np.exp(np.array([[2, 1, 1], [1, 1, 2]]) / np.sqrt(3)).sum(1,
+                                                                               keepdims=True)))
+case("--scale default", ["compute", "seed.json", "--scale", "default"],
+     out=lambda so: not close(doc(so)["weights"], W))
+case("flag overrides problem field", ["compute", "seed.json", "--scale", "0"],
+     out=lambda so: close(doc(so)["weights"], np.full((2, 3), 1 / 3)))
+case("--causal is top-left", ["compute", "seed.json", "--causal"],
+     out=lambda so: close(doc(so)["weights"], [[1, 0, 0], [0.5, 0.5, 0]]))
+case("--causal=bottom-right", ["compute", "seed.json", "--causal=bottom-right"],
+     out=lambda so: close(doc(so)["weights"][0][2], 0) and doc(so)["weights"][0][1] > 0)
+
+# --- outputs -------------------------------------------------------------------------------
+case("--output npy + --weights json", ["compute", "seed.json", "--output", "o.npy",
+                                       "--weights", "w.json"], out=lambda so: so == b"")
+check("output.npy content", os.path.exists(os.path.join(TMP, "o.npy")) and
+      close(np.load(os.path.join(TMP, "o.npy")), CTX))
+check("output.npy is float32", np.load(os.path.join(TMP, "o.npy")).dtype == np.float32)
+check("weights.json content", close(json.load(open(os.path.join(TMP, "w.json"))), W))
+case("--dtype f64", ["compute", "seed.json", "--output", "o64.npy", "--dtype", "f64"])
+check("f64 npy", np.load(os.path.join(TMP, "o64.npy")).dtype == np.float64)
+case("--output json", ["compute", "seed.json", "-o", "o.json"])
+check("output.json content", close(json.load(open(os.path.join(TMP, "o.json"))), CTX))
+case("--no-weights on stdout", ["compute", "seed.json", "--no-weights"],
+     out=lambda so: "weights" not in doc(so) and close(doc(so)["output"], CTX))
+case("--threads 1", ["compute", "seed.json", "--threads", "1"],
+     out=lambda so: close(doc(so)["weights"], W))
+case("--no-weights with --weights", ["compute", "seed.json", "--no-weights", "--weights",
+                                     "x.npy"], code=2, err="--no-weights")
+case("unknown output extension", ["compute", "seed.json", "-o", "out.txt"], code=2,
+     err=r"out\.txt")
+check("no file for a refused output", not os.path.exists(os.path.join(TMP, "out.txt")))
+# A failed write leaves the old file untouched and no temp file behind.
+with open(os.path.join(TMP, "keep.npy"), "wb") as f:
+    f.write(b"old")
+case("unwritable output dir", ["compute", "seed.json", "-o", "missing/dir/o.npy"], code=1,
+     err="cannot write")
+case("failed compute keeps old output", ["compute", "seed.json", "-o", "keep.npy", "--heads",
+                                         "2"], code=2, err="divisible")
+check("old file untouched", open(os.path.join(TMP, "keep.npy"), "rb").read() == b"old")
+check("no temp files left", not [n for n in os.listdir(TMP) if ".tmp" in n],
+      str(os.listdir(TMP)))
+
+# --- ids, tokens, non-finite ------------------------------------------------------------
+case("id and tokens echoed", ["compute", "-"], stdin=json.dumps(
+    dict(SEED, id={"n": 7}, query_tokens=["a", "b"], key_tokens=["x", "y", "z"])).encode(),
+    out=lambda so: doc(so)["id"] == {"n": 7} and doc(so)["key_tokens"] == ["x", "y", "z"])
+case("tokens for both needs Lq == Lk", ["compute", "-"],
+     stdin=json.dumps(dict(SEED, tokens=["a", "b"])).encode(), code=2, err="tokens")
+case("inf in bias blocks; strings in output", ["compute", "-"], stdin=json.dumps(
+    dict(SEED, scale=1, bias=[["-inf", 0, 0], [0, 0, 0]])).encode(),
+    out=lambda so: doc(so)["weights"][0][0] == 0)
+case("nan input propagates as string", ["compute", "-"], stdin=json.dumps(
+    dict(SEED, query=[["nan", 0, 1], [0, 1, 1]])).encode(),
+    out=lambda so: doc(so)["output"][0][0] == "nan")
+case("fully masked row warns", ["compute", "-"], stdin=json.dumps(
+    dict(SEED, mask=[[0, 0, 0], [1, 1, 1]])).encode(), err=r"warning: 1 query row",
+     out=lambda so: doc(so)["weights"][0] == [0, 0, 0] and doc(so)["output"][0] == [0, 0])
+case("--quiet silences the warning", ["compute", "-", "--quiet"], stdin=json.dumps(
+    dict(SEED, mask=[[0, 0, 0], [1, 1, 1]])).encode(), out=lambda so: True)
+rc, so, se = run(["compute", "-", "--quiet"],
+                 json.dumps(dict(SEED, mask=[[0, 0, 0], [1, 1, 1]])).encode())
+check("--quiet stderr empty", se == "", se)
+case("bool mask accepted", ["compute", "-"], stdin=json.dumps(
+    dict(SEED, mask=[[True, False, True], [True, True, True]])).encode(),
+    out=lambda so: doc(so)["weights"][0][1] == 0)
+case("key padding [Lk]", ["compute", "-"], stdin=json.dumps(
+    dict(SEED, key_padding_mask=[1, 1, 0])).encode(),
+    out=lambda so: doc(so)["weights"][0][2] == 0 and doc(so)["weights"][1][2] == 0)
+
+# --- relative paths ------------------------------------------------------------------------
+os.makedirs(os.path.join(TMP, "sub"), exist_ok=True)
+np.save(os.path.join(TMP, "sub", "q.npy"), q)
+write("sub/p.json", {"query": "q.npy", "key": "../k.npy", "value": [[10, 0], [0, 10], [5, 5]],
+                     "scale": 1})
+case("paths relative to the problem file", ["compute", "sub/p.json"],
+     out=lambda so: close(doc(so)["weights"], W))
+case("flag paths relative to the working folder", ["compute", "sub/p.json", "-k", "k.npy"],
+     out=lambda so: close(doc(so)["weights"], W))
+
+# --- errors: exit 2, one line naming the culprit ----------------------------------------
+BAD = [
+    ("invalid JSON", "{", "invalid JSON"),
+    ("not an object", "[1, 2]", "expected a JSON object"),
+    ("unknown field", json.dumps(dict(SEED, quary=1)), "unknown field 'quary'"),
+    ("unknown variant", json.dumps(dict(SEED, variant="fancy")), "variant"),
+    ("self without weights", json.dumps({"variant": "self", "input": [[1.0]]}),
+     "params or init"),
+    ("ragged array", json.dumps(dict(SEED, query=[[1, 0, 1], [0, 1]])), "query"),
+    ("deep array", json.dumps(dict(SEED, query=[[[[[1]]]]])), "query"),
+    ("string in numbers", json.dumps(dict(SEED, query=[["x", 0, 1], [0, 1, 1]])), "query"),
+    ("bool in numbers", json.dumps(dict(SEED, query=[[True, 0, 1], [0, 1, 1]])), "query"),
+    ("null in numbers", json.dumps(dict(SEED, value=[[None, 0], [0, 10], [5, 5]])), "value"),
+    ("key feature mismatch", json.dumps(dict(SEED, key=[[1, 0], [1, 1], [0, 1]])),
+     r"key.*expected shape \[1, 2, 3\]|key"),
+    ("value length mismatch", json.dumps(dict(SEED, value=[[10, 0], [0, 10]])),
+     r"value: expected shape"),
+    ("mask shape", json.dumps(dict(SEED, mask=[[1, 1], [1, 1]])),
+     r"mask: expected shape \[Lq, Lk\] = \[2, 3\], got \[2, 2\]"),
+    ("bias shape", json.dumps(dict(SEED, bias=[[[0, 0, 0]]])), r"bias: expected shape"),
+    ("key padding shape", json.dumps(dict(SEED, key_padding_mask=[1, 1])),
+     r"key_padding_mask: expected shape"),
+    ("heads do not divide", json.dumps(dict(SEED, num_heads=2)), "divisible"),
+    ("kv heads do not divide", json.dumps(dict(SEED, num_heads=3, num_kv_heads=2)),
+     "num_kv_heads"),
+    ("bad num_heads type", json.dumps(dict(SEED, num_heads="2")), "num_heads"),
+    ("bad causal", json.dumps(dict(SEED, causal="sideways")), "causal"),
+    ("bad scale", json.dumps(dict(SEED, scale="inf")), "scale"),
+    ("missing value", json.dumps({"query": SEED["query"], "key": SEED["key"]}), "value"),
+    ("no query", json.dumps({"key": SEED["key"], "value": SEED["value"]}), "query"),
+    ("query and input", json.dumps(dict(SEED, input=SEED["query"])), "query"),
+    ("missing file", json.dumps(dict(SEED, query="nope.npy")), r"query: .*nope\.npy"),
+    ("unknown param", json.dumps({"input": [[1.0, 2.0]], "params": {"wq": [[1.0]]}}),
+     "unknown weight 'wq'"),
+    ("param shape", json.dumps({"input": [[1.0, 2.0]], "params": {"w_q": [[1.0]]}}),
+     r"w_q: expected shape \[\*, 2\], got \[1, 1\]"),
+    ("params and init", json.dumps({"input": [[1.0]], "params": {}, "init": {}}), "init"),
+    ("rank-4 with params", json.dumps({"query": [[[[1.0]]]], "key": [[[[1.0]]]],
+                                       "value": [[[[1.0]]]], "init": {"seed": 1}}), "params"),
+    ("rank-4 num_heads disagree", json.dumps({"query": [[[[1.0]]]], "key": [[[[1.0]]]],
+                                              "value": [[[[1.0]]]], "num_heads": 2}),
+     "num_heads"),
+    ("rank-1 query", json.dumps(dict(SEED, query=[1, 2, 3])), "query"),
+]
+for name, text, err in BAD:
+    case("error: " + name, ["compute", "-"], stdin=text.encode(), code=2, err=err)
+
+with open(os.path.join(TMP, "trunc.npy"), "wb") as f:
+    f.write(open(os.path.join(TMP, "q.npy"), "rb").read()[:-4])
+case("truncated npy", ["compute", "-q", "trunc.npy", "-k", "k.npy", "-v", "v.npy"], code=2,
+     err=r"query: .*trunc\.npy")
+case("missing problem file", ["compute", "nope.json"], code=2, err="nope.json")
+case("no problem at all", ["compute"], code=2, err="no problem")
+case("unknown flag", ["compute", "--frobnicate"], code=2, err="frobnicate")
+case("bad --heads", ["compute", "seed.json", "--heads", "0"], code=2, err="heads")
+case("bad --dtype", ["compute", "seed.json", "--dtype", "f16"], code=2, err="dtype")
+case("bad --scale", ["compute", "seed.json", "--scale", "abc"], code=2, err="scale")
+case("unknown subcommand", ["frobnicate"], code=2)
+case("no subcommand", [], code=2)
+
+# --- help and version -------------------------------------------------------------------
+PROJECT_VERSION = re.search(r"project\(attn VERSION ([0-9.]+)",
+                            open(os.path.join(ROOT, "CMakeLists.txt")).read()).group(1)
+for args in (["--version"], ["compute", "--version"], ["info", "--version"]):
+    case("version " + " ".join(args), args,
+         out=lambda so: so.decode().strip() == "attn " + PROJECT_VERSION)
+for args in (["--help"], ["compute", "--help"], ["info", "--help"], ["batch", "--help"],
+             ["heatmap", "--help"]):
+    case("help " + " ".join(args), args, out=lambda so: b"Usage" in so or b"usage" in so)
+case("compute help lists every flag", ["compute", "--help"], out=lambda so: all(
+    f.encode() in so for f in ["--query", "--key", "--value", "--input", "--context",
+                               "--params", "--heads", "--kv-heads", "--scale", "--causal",
+                               "--mask", "--bias", "--key-padding", "--seed", "--variant",
+                               "--output", "--weights", "--heatmap", "--no-weights",
+                               "--dtype", "--threads"]))
+
+# --- info --------------------------------------------------------------------------------
+case("info npy", ["info", "q.npy"], out=lambda so: b"[2, 3]" in so and b"float32" in so)
+case("info json", ["info", "w.json"], out=lambda so: b"[2, 3]" in so)
+case("info --json", ["info", "v64.npy", "--json"],
+     out=lambda so: doc(so)["shape"] == [3, 2] and doc(so)["dtype"] == "float64")
+case("info bad file", ["info", "trunc.npy"], code=2, err="trunc.npy")
+case("info missing", ["info", "none.npy"], code=2, err="none.npy")
+
+# --- batch -------------------------------------------------------------------------------
+lines = "\n".join([json.dumps(dict(SEED, id=1, scale=1)), "", "not json",
+                   json.dumps(dict(SEED, id=3, num_heads=2)), json.dumps(dict(SEED, id=4))])
+case("batch: order, errors, exit 1", ["batch"], stdin=lines.encode(), code=1,
+     out=lambda so: [json.loads(x).get("id") for x in so.decode().splitlines()] ==
+     [1, None, 3, 4] and "error" in json.loads(so.decode().splitlines()[2]) and
+     close(json.loads(so.decode().splitlines()[0])["weights"], W))
+
+# --- samples against samples/expected (computed by tests/oracle/reference.py) ---------------
+SAMPLES = os.path.join(ROOT, "samples")
+for name in sorted(os.listdir(SAMPLES)):
+    if not name.endswith(".json") or name.endswith(".params.json"):
+        continue
+    exp_path = os.path.join(SAMPLES, "expected", name)
+    check("sample has expected output " + name, os.path.exists(exp_path))
+    if not os.path.exists(exp_path):
+        continue
+    expected = json.load(open(exp_path))
+    case("sample " + name, ["compute", os.path.join(SAMPLES, name)], out=lambda so: close(
+        doc(so)["output"], expected["output"]) and close(doc(so)["weights"],
+                                                         expected["weights"]))
+
+# --- README: every `$ attn ...` command in a ```console block runs, and prints what the
+# README shows under it (the README cannot lie). -------------------------------------------
+import shlex  # noqa: E402
+
+readme_path = os.path.join(ROOT, "README.md")
+readme = open(readme_path).read() if os.path.exists(readme_path) else ""
+examples = []
+for block in re.findall(r"```console\n(.*?)```", readme, re.S):
+    for chunk in re.split(r"^\$ ", block, flags=re.M)[1:]:
+        cmd, _, shown = chunk.partition("\n")
+        examples.append((cmd, shown))
+check("README has example commands", len(examples) >= 5, str(len(examples)))
+for cmd, shown in examples:
+    if not cmd.startswith("attn "):
+        continue
+    p = subprocess.run([ATTN] + shlex.split(cmd)[1:], cwd=ROOT, capture_output=True,
+                       timeout=60)
+    # `attn batch` exits 1 when a line failed (the README shows one that does).
+    want = (0, 1) if cmd.startswith("attn batch") else (0,)
+    check("README command: " + cmd, p.returncode in want, f"exit {p.returncode}")
+    check("README output of: " + cmd, p.stdout.decode() == shown,
+          f"prints {p.stdout.decode()[:200]!r}, README shows {shown[:200]!r}")
+
+shutil.rmtree(TMP, ignore_errors=True)
+print(f"{passed} passed, {len(failures)} failed")
+sys.exit(1 if failures else 0)

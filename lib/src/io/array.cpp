@@ -7,12 +7,6 @@
 
 #include "attn/error.hpp"
 
-#include <nlohmann/json.hpp>
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -24,9 +18,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
 #include <system_error>
+#include <unistd.h>
 #include <utility>
 
 namespace attn::io {
@@ -87,9 +85,9 @@ enum class ElementKind { floating, signed_int, unsigned_int, boolean };
 /// One supported NPY element type, decoded from a descr string such as "<f4".
 struct DType {
     ElementKind kind = ElementKind::floating;
-    std::size_t size = 0;     ///< bytes per element
-    bool big_endian = false;  ///< swap bytes when reading
-    const char* name = "";    ///< numpy's name: "float32", ...
+    std::size_t size = 0;    ///< bytes per element
+    bool big_endian = false; ///< swap bytes when reading
+    const char* name = "";   ///< numpy's name: "float32", ...
 };
 
 /// The dtypes we read, by type code (the descr without its byte-order character).
@@ -147,7 +145,7 @@ float half_to_float(std::uint16_t h) {
         const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
         bits = sign | std::bit_cast<std::uint32_t>(magnitude);
     } else if (exponent == 0x1f) {
-        bits = sign | 0x7f800000u | (mantissa << 13);  // inf, or NaN keeping its payload
+        bits = sign | 0x7f800000u | (mantissa << 13); // inf, or NaN keeping its payload
     } else {
         bits = sign | ((exponent + (127 - 15)) << 23) | (mantissa << 13);
     }
@@ -159,7 +157,7 @@ float half_to_float(std::uint16_t h) {
 /// Keys in any order, each exactly once; whitespace anywhere between tokens; trailing
 /// commas allowed. No escapes, no string prefixes, no expressions.
 class HeaderParser {
-public:
+  public:
     HeaderParser(std::string_view text, std::string_view name, int major_version)
         : text_(text), name_(name), major_version_(major_version) {}
 
@@ -217,7 +215,7 @@ public:
         }
     }
 
-private:
+  private:
     [[noreturn]] void fail(const std::string& detail) const {
         throw InputError(std::string(name_) + ": bad NPY header: " + detail);
     }
@@ -226,8 +224,8 @@ private:
         if (pos_ >= text_.size()) {
             return "at the end of the header";
         }
-        return "at header byte " + std::to_string(pos_) + " ('" +
-               printable(text_.substr(pos_, 1)) + "')";
+        return "at header byte " + std::to_string(pos_) + " ('" + printable(text_.substr(pos_, 1)) +
+               "')";
     }
 
     /// The next character, or '\0' at the end (never a valid token character here).
@@ -235,9 +233,9 @@ private:
 
     void skip_ws() {
         // Inside brackets Python ignores spaces, tabs, form feeds and line breaks.
-        while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
-                                       text_[pos_] == '\n' || text_[pos_] == '\r' ||
-                                       text_[pos_] == '\f')) {
+        while (pos_ < text_.size() &&
+               (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' ||
+                text_[pos_] == '\r' || text_[pos_] == '\f')) {
             ++pos_;
         }
     }
@@ -371,8 +369,7 @@ private:
 };
 
 /// Reads one N-byte element starting at p as an unsigned integer, in the file's byte order.
-template <std::size_t N>
-std::uint64_t load_raw(const std::uint8_t* p, bool big_endian) {
+template <std::size_t N> std::uint64_t load_raw(const std::uint8_t* p, bool big_endian) {
     std::uint64_t raw = 0;
     if (big_endian) {
         for (std::size_t k = 0; k < N; ++k) {
@@ -405,13 +402,13 @@ void decode_payload(const std::uint8_t* src,
     }
     std::vector<std::size_t> fortran_stride(rank, 1);
     for (std::size_t k = 1; k < rank; ++k) {
-        fortran_stride[k] = fortran_stride[k - 1] * header.shape[k - 1];  // <= count: no overflow
+        fortran_stride[k] = fortran_stride[k - 1] * header.shape[k - 1]; // <= count: no overflow
     }
     std::vector<std::size_t> index(rank, 0);
     std::size_t offset = 0;
     for (std::size_t i = 0; i < count; ++i) {
         dst[i] = decode(load_raw<N>(src + offset * N, big_endian));
-        for (std::size_t k = rank; k-- > 0;) {  // next C-order index: last axis fastest
+        for (std::size_t k = rank; k-- > 0;) { // next C-order index: last axis fastest
             ++index[k];
             offset += fortran_stride[k];
             if (index[k] < header.shape[k]) {
@@ -472,31 +469,26 @@ void decode_npy(const std::uint8_t* src,
     case ElementKind::unsigned_int:
         switch (type.size) {
         case 1:
-            decode_payload<1>(src, header, be, dst, count, [](std::uint64_t r) {
-                return static_cast<float>(r);
-            });
+            decode_payload<1>(
+                src, header, be, dst, count, [](std::uint64_t r) { return static_cast<float>(r); });
             return;
         case 2:
-            decode_payload<2>(src, header, be, dst, count, [](std::uint64_t r) {
-                return static_cast<float>(r);
-            });
+            decode_payload<2>(
+                src, header, be, dst, count, [](std::uint64_t r) { return static_cast<float>(r); });
             return;
         case 4:
-            decode_payload<4>(src, header, be, dst, count, [](std::uint64_t r) {
-                return static_cast<float>(r);
-            });
+            decode_payload<4>(
+                src, header, be, dst, count, [](std::uint64_t r) { return static_cast<float>(r); });
             return;
         default:
-            decode_payload<8>(src, header, be, dst, count, [](std::uint64_t r) {
-                return static_cast<float>(r);
-            });
+            decode_payload<8>(
+                src, header, be, dst, count, [](std::uint64_t r) { return static_cast<float>(r); });
             return;
         }
     case ElementKind::boolean:
         // numpy reads any non-zero byte as True.
-        decode_payload<1>(src, header, be, dst, count, [](std::uint64_t r) {
-            return r != 0 ? 1.0f : 0.0f;
-        });
+        decode_payload<1>(
+            src, header, be, dst, count, [](std::uint64_t r) { return r != 0 ? 1.0f : 0.0f; });
         return;
     }
 }
@@ -556,7 +548,7 @@ std::string json_kind(const nlohmann::json& j) {
 
 /// Walks a JSON array literal of a known shape, appending the leaves in C order.
 class JsonArrayReader {
-public:
+  public:
     JsonArrayReader(std::string_view name, ArrayKind kind, Array& out)
         : name_(name), kind_(kind), out_(out) {}
 
@@ -586,7 +578,7 @@ public:
 
     std::size_t booleans() const { return booleans_; }
 
-private:
+  private:
     [[noreturn]] void fail(const std::string& detail) const {
         throw InputError(std::string(name_) + ": " + (path_.empty() ? "" : path_ + ": ") + detail);
     }
@@ -660,7 +652,7 @@ int write_all(int fd, std::span<const std::uint8_t> bytes) {
             return errno;
         }
         if (n == 0) {
-            return ENOSPC;  // a regular file that takes nothing is full
+            return ENOSPC; // a regular file that takes nothing is full
         }
         done += static_cast<std::size_t>(n);
     }
@@ -670,10 +662,10 @@ int write_all(int fd, std::span<const std::uint8_t> bytes) {
 /// Six characters for a temp file name. Uniqueness is enforced by O_EXCL, not by this.
 std::string temp_suffix() {
     static std::atomic<std::uint64_t> counter{0};
-    std::uint64_t x = static_cast<std::uint64_t>(
-                          std::chrono::steady_clock::now().time_since_epoch().count()) ^
-                      (static_cast<std::uint64_t>(::getpid()) << 32) ^
-                      (counter.fetch_add(1) * 0x9e3779b97f4a7c15ULL);
+    std::uint64_t x =
+        static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+        (static_cast<std::uint64_t>(::getpid()) << 32) ^
+        (counter.fetch_add(1) * 0x9e3779b97f4a7c15ULL);
     // splitmix64 finaliser
     x ^= x >> 30;
     x *= 0xbf58476d1ce4e5b9ULL;
@@ -721,7 +713,7 @@ void write_special(const std::string& path, std::span<const std::uint8_t> bytes)
     }
 }
 
-}  // namespace
+} // namespace
 
 // ---------------------------------------------------------------------------------------
 // Public API
@@ -799,7 +791,7 @@ Array parse_npy(std::span<const std::uint8_t> bytes, std::string_view name) {
     const NpyHeader header = parse_npy_header(bytes, name);
     const DType type = parse_descr(header.descr, name);
     const std::size_t count = element_count(header.shape);
-    const std::size_t payload = count * header.item_size;  // checked by parse_npy_header
+    const std::size_t payload = count * header.item_size; // checked by parse_npy_header
     const std::size_t present = bytes.size() - header.header_bytes;
     if (present != payload) {
         throw InputError(std::string(name) + ": trailing bytes: header says " +
@@ -817,8 +809,8 @@ Array parse_npy(std::span<const std::uint8_t> bytes, std::string_view name) {
 
 Array parse_json_array(const nlohmann::json& j, std::string_view name, ArrayKind kind) {
     if (!j.is_array()) {
-        throw InputError(std::string(name) + ": expected an array (nested lists of rank 1 to 4), got " +
-                         json_kind(j));
+        throw InputError(std::string(name) +
+                         ": expected an array (nested lists of rank 1 to 4), got " + json_kind(j));
     }
     Array out;
     out.dtype = "json";
@@ -912,7 +904,7 @@ std::string format_float(float x) {
         return x > 0 ? "inf" : "-inf";
     }
     if (x == 0.0f && std::signbit(x)) {
-        return "-0.0";  // JSON readers take "-0" for the integer 0 and lose the sign
+        return "-0.0"; // JSON readers take "-0" for the integer 0 and lose the sign
     }
     std::array<char, 32> buffer{};
     const auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), x);
@@ -980,12 +972,10 @@ std::string encode_json_array(const std::vector<std::size_t>& shape, const float
     return out;
 }
 
-std::vector<std::uint8_t> encode_npy(const std::vector<std::size_t>& shape,
-                                     const float* values,
-                                     bool f64) {
+std::vector<std::uint8_t>
+encode_npy(const std::vector<std::size_t>& shape, const float* values, bool f64) {
     const std::string dict = std::string("{'descr': '") + (f64 ? "<f8" : "<f4") +
-                             "', 'fortran_order': False, 'shape': " + python_shape(shape) +
-                             ", }";
+                             "', 'fortran_order': False, 'shape': " + python_shape(shape) + ", }";
     // numpy pads with spaces and ends with '\n' so that magic + length + header is a
     // multiple of 64; v2.0 (4-byte length) only when the v1.0 length field cannot hold it.
     constexpr std::size_t align = 64;
@@ -1002,28 +992,31 @@ std::vector<std::uint8_t> encode_npy(const std::vector<std::size_t>& shape,
     const std::size_t count = element_count(shape);
     const std::size_t item = f64 ? 8 : 4;
 
-    std::vector<std::uint8_t> out;
-    out.reserve(preamble + header_length + count * item);
-    out.insert(out.end(), npy_magic.begin(), npy_magic.end());
-    out.push_back(static_cast<std::uint8_t>(major));
-    out.push_back(0);
+    std::string head(npy_magic.begin(), npy_magic.end());
+    head += static_cast<char>(major);
+    head += '\0';
     for (std::size_t k = 0; k < preamble - 8; ++k) {
-        out.push_back(static_cast<std::uint8_t>((header_length >> (8 * k)) & 0xffu));
+        head += static_cast<char>((header_length >> (8 * k)) & 0xffu);
     }
-    out.insert(out.end(), dict.begin(), dict.end());
-    out.insert(out.end(), header_length - dict.size() - 1, ' ');
-    out.push_back('\n');
+    head += dict;
+    head.append(header_length - dict.size() - 1, ' ');
+    head += '\n';
+    // Sized once and filled in place: no per-byte push_back.
+    std::vector<std::uint8_t> out(head.size() + count * item);
+    std::transform(
+        head.begin(), head.end(), out.begin(), [](char c) { return static_cast<std::uint8_t>(c); });
+    auto p = out.begin() + static_cast<std::ptrdiff_t>(head.size());
     for (std::size_t i = 0; i < count; ++i) {
         // Little endian whatever the host.
         if (f64) {
             const auto bits = std::bit_cast<std::uint64_t>(static_cast<double>(values[i]));
             for (std::size_t k = 0; k < 8; ++k) {
-                out.push_back(static_cast<std::uint8_t>((bits >> (8 * k)) & 0xffu));
+                *p++ = static_cast<std::uint8_t>((bits >> (8 * k)) & 0xffu);
             }
         } else {
             const auto bits = std::bit_cast<std::uint32_t>(values[i]);
             for (std::size_t k = 0; k < 4; ++k) {
-                out.push_back(static_cast<std::uint8_t>((bits >> (8 * k)) & 0xffu));
+                *p++ = static_cast<std::uint8_t>((bits >> (8 * k)) & 0xffu);
             }
         }
     }
@@ -1060,11 +1053,23 @@ void write_file_atomic(const std::filesystem::path& path, std::span<const std::u
             return;
         }
     }
-    const std::string file_name = path.filename().string();
-    if (file_name.empty()) {
-        throw_write_error(shown, EISDIR);  // "out/"
+    if (path.filename().empty()) {
+        throw_write_error(shown, EISDIR); // "out/"
     }
-    const fs::path dir = path.parent_path();
+    // Through a symlink, replace the file it points to, not the link itself (as `>` does).
+    fs::path target = path;
+    struct stat link {};
+    if (::lstat(shown.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+        std::error_code ec;
+        fs::path resolved = fs::weakly_canonical(path, ec);
+        if (!ec && !resolved.filename().empty()) {
+            target = std::move(resolved);
+        }
+    }
+    const std::string target_name = target.string();
+    // Cut long names so that the temp name stays within NAME_MAX when the target's does.
+    const std::string file_name = target.filename().string().substr(0, 200);
+    const fs::path dir = target.parent_path();
 
     // A sibling temp file, created exclusively with mode 0666 so that the kernel applies
     // the umask (and any default ACL) itself: no racy umask() read-and-restore needed.
@@ -1097,11 +1102,11 @@ void write_file_atomic(const std::filesystem::path& path, std::span<const std::u
         give_up(errno);
     }
     const int closed = ::close(fd);
-    fd = -1;  // closed even when close() fails: never close twice
+    fd = -1; // closed even when close() fails: never close twice
     if (closed != 0) {
         give_up(errno);
     }
-    if (::rename(temp.c_str(), shown.c_str()) != 0) {
+    if (::rename(temp.c_str(), target_name.c_str()) != 0) {
         give_up(errno);
     }
     // Make the rename itself durable; best effort, the data is already in place.
@@ -1114,8 +1119,9 @@ void write_file_atomic(const std::filesystem::path& path, std::span<const std::u
 }
 
 void write_file_atomic(const std::filesystem::path& path, std::string_view text) {
-    write_file_atomic(path, std::span<const std::uint8_t>(
-                                reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+    write_file_atomic(path,
+                      std::span<const std::uint8_t>(
+                          reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
 }
 
-}  // namespace attn::io
+} // namespace attn::io

@@ -1,0 +1,223 @@
+// Tests of write_file_atomic: content lands whole, an existing file is replaced only by a
+// complete new one, failures throw SystemError and leave neither a temp file nor a changed
+// target. Failures are provoked without root-sensitive permission tricks: missing folders,
+// RLIMIT_FSIZE (EFBIG mid-write) and /dev/full (ENOSPC).
+#include "attn/error.hpp"
+#include "attn/io/array.hpp"
+
+#include <algorithm>
+#include <csignal>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <string>
+#include <string_view>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using attn::SystemError;
+using attn::io::write_file_atomic;
+
+/// The whole file (an independent reader: not attn::io::read_file).
+std::string slurp(const fs::path& path) {
+    std::string out(fs::file_size(path), '\0');
+    std::ifstream in(path, std::ios::binary);
+    in.read(out.data(), static_cast<std::streamsize>(out.size()));
+    EXPECT_EQ(static_cast<std::size_t>(in.gcount()), out.size()) << path;
+    return out;
+}
+
+/// The names in a folder, sorted.
+std::vector<std::string> listing(const fs::path& dir) {
+    std::vector<std::string> names;
+    for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
+        names.push_back(entry.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+/// Runs `write` and expects a one-line SystemError "PATH: cannot write: ..." containing
+/// `needle`. Returns the message.
+template <class F>
+std::string expect_write_error(F write, const std::string& path, std::string_view needle) {
+    std::string message;
+    try {
+        write();
+        ADD_FAILURE() << "no exception writing " << path;
+    } catch (const SystemError& e) {
+        message = e.what();
+    } catch (const std::exception& e) {
+        ADD_FAILURE() << "not a SystemError: " << e.what();
+    }
+    if (!message.empty()) {
+        EXPECT_EQ(message.rfind(path + ": cannot write: ", 0), 0U) << message;
+        EXPECT_PRED_FORMAT2(::testing::IsSubstring, std::string(needle), message);
+        EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    }
+    return message;
+}
+
+class AtomicFile : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        dir_ = fs::temp_directory_path() /
+               ("attn_atomic_test_" + std::to_string(::getpid()) + "_" + info->name());
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    fs::path dir_;
+};
+
+TEST_F(AtomicFile, WritesBytesAndText) {
+    const std::vector<std::uint8_t> bytes = {0, 1, 2, 0xff, '\n', 0};
+    write_file_atomic(dir_ / "a.npy", bytes);
+    EXPECT_EQ(slurp(dir_ / "a.npy"), std::string("\0\1\2\xff\n\0", 6));
+    write_file_atomic(dir_ / "b.json", std::string_view("[1,2]\n"));
+    EXPECT_EQ(slurp(dir_ / "b.json"), "[1,2]\n");
+    EXPECT_EQ(listing(dir_), (std::vector<std::string>{"a.npy", "b.json"})); // no temp files
+}
+
+TEST_F(AtomicFile, EmptyAndLargeContent) {
+    write_file_atomic(dir_ / "empty", std::string_view());
+    EXPECT_TRUE(fs::exists(dir_ / "empty"));
+    EXPECT_EQ(fs::file_size(dir_ / "empty"), 0U);
+    std::string big(8u << 20, 'x');
+    for (std::size_t i = 0; i < big.size(); i += 4093) {
+        big[i] = static_cast<char>('a' + i % 26);
+    }
+    write_file_atomic(dir_ / "big", big);
+    EXPECT_EQ(slurp(dir_ / "big"), big);
+}
+
+TEST_F(AtomicFile, ReplacesExistingContentWhole) {
+    const fs::path path = dir_ / "out.json";
+    write_file_atomic(path, std::string_view("a much longer first version of the file"));
+    write_file_atomic(path, std::string_view("short"));
+    EXPECT_EQ(slurp(path), "short");
+    EXPECT_EQ(listing(dir_), std::vector<std::string>{"out.json"});
+}
+
+TEST_F(AtomicFile, RelativePathInTheWorkingFolder) {
+    const fs::path before = fs::current_path();
+    fs::current_path(dir_);
+    write_file_atomic("rel.json", std::string_view("[]"));
+    fs::current_path(before);
+    EXPECT_EQ(slurp(dir_ / "rel.json"), "[]");
+    EXPECT_EQ(listing(dir_), std::vector<std::string>{"rel.json"});
+}
+
+TEST_F(AtomicFile, WritesThroughSymlinks) {
+    fs::create_directory(dir_ / "real");
+    write_file_atomic(dir_ / "real" / "out.json", std::string_view("old"));
+    fs::create_symlink(dir_ / "real" / "out.json", dir_ / "link.json");
+    write_file_atomic(dir_ / "link.json", std::string_view("new"));
+    EXPECT_TRUE(fs::is_symlink(dir_ / "link.json"));
+    EXPECT_EQ(slurp(dir_ / "real" / "out.json"), "new");
+    EXPECT_EQ(listing(dir_ / "real"), std::vector<std::string>{"out.json"});
+}
+
+TEST_F(AtomicFile, LongFileNames) {
+    const std::string name = std::string(250, 'n') + ".npy"; // 254: just within NAME_MAX
+    write_file_atomic(dir_ / name, std::string_view("x"));
+    EXPECT_EQ(slurp(dir_ / name), "x");
+    EXPECT_EQ(listing(dir_), std::vector<std::string>{name});
+}
+
+TEST_F(AtomicFile, ModeFollowsTheUmask) {
+    const mode_t old = ::umask(027);
+    write_file_atomic(dir_ / "m.npy", std::string_view("x"));
+    ::umask(022);
+    write_file_atomic(dir_ / "n.npy", std::string_view("x"));
+    ::umask(old);
+    struct stat st {};
+    ASSERT_EQ(::stat((dir_ / "m.npy").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0640U);
+    ASSERT_EQ(::stat((dir_ / "n.npy").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0644U);
+}
+
+TEST_F(AtomicFile, MissingFolderThrowsAndLeavesNothing) {
+    const fs::path path = dir_ / "that/does/not/exist/x.npy";
+    expect_write_error([&] { write_file_atomic(path, std::string_view("data")); },
+                       path.string(),
+                       "No such file or directory");
+    EXPECT_TRUE(listing(dir_).empty());
+}
+
+TEST_F(AtomicFile, DirectoryTargetThrowsAndIsUntouched) {
+    fs::create_directory(dir_ / "out.npy");
+    std::ofstream(dir_ / "out.npy" / "inside") << "keep";
+    expect_write_error([&] { write_file_atomic(dir_ / "out.npy", std::string_view("data")); },
+                       (dir_ / "out.npy").string(),
+                       "Is a directory");
+    const std::string with_slash = (dir_ / "new").string() + "/";
+    expect_write_error([&] { write_file_atomic(with_slash, std::string_view("data")); },
+                       with_slash,
+                       "Is a directory");
+    EXPECT_EQ(slurp(dir_ / "out.npy" / "inside"), "keep");
+    EXPECT_EQ(listing(dir_), std::vector<std::string>{"out.npy"});
+}
+
+TEST_F(AtomicFile, FailedWriteKeepsTheOldFileAndRemovesTheTemp) {
+    // RLIMIT_FSIZE makes write() fail with EFBIG part-way through (root cannot bypass it);
+    // SIGXFSZ is ignored so the failure comes back as an error, not a signal.
+    const fs::path path = dir_ / "out.npy";
+    write_file_atomic(path, std::string_view("old content"));
+
+    struct rlimit old_limit {};
+    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+    struct rlimit small = old_limit;
+    small.rlim_cur = 4096;
+    const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+    const std::string big(1u << 20, 'n');
+    std::string message;
+    try {
+        write_file_atomic(path, big);
+    } catch (const SystemError& e) {
+        message = e.what();
+    }
+    ::setrlimit(RLIMIT_FSIZE, &old_limit);
+    std::signal(SIGXFSZ, old_handler);
+
+    EXPECT_EQ(message, path.string() + ": cannot write: File too large");
+    EXPECT_EQ(slurp(path), "old content");
+    EXPECT_EQ(listing(dir_), std::vector<std::string>{"out.npy"});
+}
+
+TEST_F(AtomicFile, DiskFullIsASystemError) {
+    if (!fs::exists("/dev/full")) {
+        GTEST_SKIP() << "no /dev/full";
+    }
+    // Devices are written in place (a rename cannot replace them): ENOSPC surfaces.
+    expect_write_error([] { write_file_atomic("/dev/full", std::string_view("data")); },
+                       "/dev/full",
+                       "No space left on device");
+}
+
+TEST_F(AtomicFile, DevicesAreWrittenInPlace) {
+    if (!fs::exists("/dev/null")) {
+        GTEST_SKIP() << "no /dev/null";
+    }
+    write_file_atomic("/dev/null", std::string_view("discarded"));
+    EXPECT_TRUE(fs::is_character_file("/dev/null"));
+}
+
+TEST_F(AtomicFile, DashWritesToStdout) {
+    ::testing::internal::CaptureStdout();
+    write_file_atomic("-", std::string_view("{\"output\": []}\n"));
+    EXPECT_EQ(::testing::internal::GetCapturedStdout(), "{\"output\": []}\n");
+    EXPECT_FALSE(fs::exists("-"));
+}
+
+} // namespace

@@ -1,0 +1,104 @@
+// The attention heatmap: panels (one per head), tick labels from tokens, axis titles,
+// a colorbar, annotations, masked cells, pooling of long sequences, and the colour
+// normalisation (linear/log, vmin/vmax, quantile clipping) shared by every back-end
+// (PNG, SVG, terminal). Builds a Figure of pixels and text; writes no files.
+#pragma once
+
+#include "attn/render/colormap.hpp"
+#include "attn/render/figure.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace attn::render {
+
+enum class ColorScale { linear, log };
+enum class PoolMode { max, mean };
+enum class Annotate { automatic, on, off };
+
+/// One map of rows x cols weights (row-major), e.g. one head.
+struct HeatmapPanel {
+    std::string title;                    ///< e.g. "head 3"; shown when there are 2+ panels
+    std::span<const float> values;        ///< rows·cols
+    std::span<const std::uint8_t> masked; ///< empty, or rows·cols with 1 = masked
+};
+
+/// What to draw: panels of equal shape [rows = Lq, cols = Lk] and their labels.
+struct HeatmapInput {
+    std::size_t rows = 0, cols = 0;
+    std::vector<HeatmapPanel> panels;
+    std::vector<std::string> row_labels; ///< empty: indices 0..rows-1
+    std::vector<std::string> col_labels; ///< empty: indices 0..cols-1
+};
+
+struct HeatmapOptions {
+    std::string title;                ///< empty: no title
+    std::string colormap = "viridis"; ///< see colormap_names(); "_r" reverses
+    std::optional<double> vmin, vmax; ///< default: from the data shown (all panels)
+    ColorScale scale = ColorScale::linear;
+    std::optional<double> clip;    ///< quantile q in [0.5, 1]: range = [q(1-q), q(q)]
+    PoolMode pool = PoolMode::max; ///< when there are more cells than pixels
+    Annotate annotate = Annotate::automatic;
+    int decimals = 2;   ///< annotation digits after the point
+    double dpi = 100.0; ///< 100: matplotlib's default pixel size
+    std::string x_title = "Keys";
+    std::string y_title = "Queries";
+};
+
+/// Maps a value to [0, 1] (values outside give t outside; the colormap clamps).
+struct ColorNorm {
+    double vmin = 0.0, vmax = 1.0;
+    ColorScale scale = ColorScale::linear;
+    double operator()(double v) const;
+};
+
+/// Panels reduced to what is displayed: pooled cells, their states, and the colour range.
+struct PreparedHeatmap {
+    std::size_t rows = 0, cols = 0;           ///< displayed cells per panel
+    std::size_t pool_rows = 1, pool_cols = 1; ///< source cells per displayed cell
+    std::vector<std::vector<float>> values;   ///< per panel, rows·cols (NaN unless state value)
+    std::vector<std::vector<CellState>> states;
+    ColorNorm norm;
+    bool any_masked = false, any_bad = false;
+    std::vector<std::string> notes; ///< "max-pooled 9×9: ...", "clipped ..."
+};
+
+/// Validates input and options, pools each panel to at most max_rows x max_cols cells
+/// (an integer factor per axis; max keeps each block's maximum, mean its average, both
+/// over unmasked cells; a block is masked only when all its cells are), and fixes the
+/// colour range from the displayed values of all panels (or vmin/vmax, or the clip
+/// quantiles; log: smallest positive value, at most 6 decades below vmax).
+/// Throws InputError naming the option ("--vmin", "--clip", ...) or the labels.
+PreparedHeatmap prepare_heatmap(const HeatmapInput& input,
+                                const HeatmapOptions& options,
+                                std::size_t max_rows,
+                                std::size_t max_cols);
+
+/// A laid-out heatmap and where its parts landed (for tests and callers).
+struct HeatmapFigure {
+    Figure figure;
+    std::vector<Box> panels; ///< the cell area of each panel
+    Box colorbar;
+    PreparedHeatmap map;
+    bool annotated = false;
+    bool x_labels_rotated = false;
+    std::size_t x_label_step = 1, y_label_step = 1;
+};
+
+/// Lays out the figure: panels in a grid (one row up to 4 panels, then about square),
+/// cells of up to 120 px (at 100 dpi) in a map of at most 480 px per side for one panel,
+/// pooling beyond that, so the image size is bounded whatever Lq and Lk are.
+/// Throws InputError as prepare_heatmap() does, and for --annotate on a pooled map.
+HeatmapFigure heatmap_figure(const HeatmapInput& input, const HeatmapOptions& options);
+
+/// heatmap_figure() rasterised.
+Image heatmap(const HeatmapInput& input, const HeatmapOptions& options);
+
+/// A tick value as text with `decimals` digits ("0.25"), never "-0.00".
+std::string format_fixed(double v, int decimals);
+
+} // namespace attn::render

@@ -1,0 +1,58 @@
+// Text with the embedded DejaVu Sans (compiled into the binary at build time, so no font
+// file is needed at run time), rasterised by stb_truetype with kerning and quarter-pixel
+// positioning. Measures and draws into an Image; it never opens a file and loads no
+// other font (stb_truetype is not safe on untrusted fonts).
+#pragma once
+
+#include "attn/render/image.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace attn::render {
+
+/// Where the given point sits on the text's baseline.
+enum class Anchor { start, middle, end };
+
+/// Vertical metrics of the embedded font at a size in pixels (per em), all positive.
+struct FontMetrics {
+    double ascent = 0.0;     ///< baseline to the top of the tallest glyphs
+    double descent = 0.0;    ///< baseline to the bottom of descenders
+    double cap_height = 0.0; ///< baseline to the top of capitals and digits
+};
+
+/// The bytes of the embedded TrueType font (DejaVu Sans unless ATTN_FONT_FILE says other).
+std::span<const unsigned char> embedded_font();
+
+/// The family name to use for the same font in SVG.
+inline constexpr const char* kFontFamily = "DejaVu Sans";
+
+/// Metrics at `size_px` pixels per em.
+FontMetrics font_metrics(double size_px);
+
+/// Advance width in pixels of a UTF-8 string (invalid bytes count as U+FFFD), with kerning.
+double text_width(std::string_view utf8, double size_px);
+
+/// Draws UTF-8 text. (x, y) is a point on the baseline, placed at the start, middle or
+/// end of the text as `anchor` says. `vertical` rotates the text 90° counter-clockwise
+/// (reading bottom to top, as matplotlib's rotation=90): the baseline then runs upwards
+/// through x and the glyphs' tops point left. Pixels outside the image are skipped.
+void draw_text(Image& image,
+               std::string_view utf8,
+               double x,
+               double y,
+               double size_px,
+               Rgb color,
+               Anchor anchor = Anchor::start,
+               bool vertical = false);
+
+/// `utf8` cut to at most `max_chars` code points, the last one replaced by "…" when cut.
+std::string truncate_text(std::string_view utf8, std::size_t max_chars);
+
+/// Number of code points in a UTF-8 string.
+std::size_t text_length(std::string_view utf8);
+
+} // namespace attn::render

@@ -1,0 +1,259 @@
+// Text measuring and drawing with stb_truetype over the embedded font. A glyph cache
+// (glyph, size, quarter-pixel offset) keeps repeated labels and annotations cheap; a mutex
+// guards it, so rendering from several threads is safe if slow.
+#include "attn/render/text.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <stb_truetype.h>
+#include <tuple>
+#include <vector>
+
+namespace attn::render {
+
+namespace detail {
+// Defined in the source CMake generates from ATTN_FONT_FILE (lib/CMakeLists.txt).
+extern const char kFontBytes[];
+extern const std::size_t kFontByteCount;
+} // namespace detail
+
+namespace {
+
+constexpr int kSubpixelSteps = 4; // horizontal glyph positions per pixel
+
+struct Glyph {
+    int x0 = 0, y0 = 0, w = 0, h = 0; // box relative to the pen on the baseline
+    std::vector<unsigned char> alpha;
+};
+
+struct FontState {
+    stbtt_fontinfo info{};
+    double units_ascent = 0, units_descent = 0, units_cap = 0;
+    std::mutex mutex;
+    std::map<std::tuple<int, long, int>, Glyph> glyphs;
+
+    FontState() {
+        const auto* data = reinterpret_cast<const unsigned char*>(detail::kFontBytes);
+        const int offset = stbtt_GetFontOffsetForIndex(data, 0);
+        stbtt_InitFont(&info, data, offset);
+        int asc = 0, desc = 0, gap = 0;
+        stbtt_GetFontVMetrics(&info, &asc, &desc, &gap);
+        units_ascent = asc;
+        units_descent = -desc;
+        int x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+        stbtt_GetCodepointBox(&info, 'H', &x0, &y0, &x1, &y1);
+        units_cap = y1;
+    }
+
+    float scale(double size_px) {
+        return stbtt_ScaleForMappingEmToPixels(&info, static_cast<float>(size_px));
+    }
+
+    const Glyph& glyph(int index, double size_px, int sub) {
+        const long size_key = std::lround(size_px * 64.0);
+        auto [it, inserted] = glyphs.try_emplace({index, size_key, sub});
+        if (inserted) {
+            const float s = scale(size_px);
+            const float shift = static_cast<float>(sub) / static_cast<float>(kSubpixelSteps);
+            int x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+            stbtt_GetGlyphBitmapBoxSubpixel(&info, index, s, s, shift, 0.0f, &x0, &y0, &x1, &y1);
+            Glyph& g = it->second;
+            g.x0 = x0;
+            g.y0 = y0;
+            g.w = std::max(0, x1 - x0);
+            g.h = std::max(0, y1 - y0);
+            g.alpha.assign(static_cast<std::size_t>(g.w) * static_cast<std::size_t>(g.h), 0);
+            if (g.w > 0 && g.h > 0) {
+                stbtt_MakeGlyphBitmapSubpixel(
+                    &info, g.alpha.data(), g.w, g.h, g.w, s, s, shift, 0.0f, index);
+            }
+        }
+        return it->second;
+    }
+};
+
+FontState& font() {
+    static FontState state;
+    return state;
+}
+
+/// Decodes UTF-8; malformed sequences become U+FFFD.
+std::vector<char32_t> decode_utf8(std::string_view s) {
+    std::vector<char32_t> out;
+    out.reserve(s.size());
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        int len = 0;
+        char32_t cp = 0;
+        if (c < 0x80) {
+            len = 1;
+            cp = c;
+        } else if ((c & 0xE0) == 0xC0) {
+            len = 2;
+            cp = c & 0x1Fu;
+        } else if ((c & 0xF0) == 0xE0) {
+            len = 3;
+            cp = c & 0x0Fu;
+        } else if ((c & 0xF8) == 0xF0) {
+            len = 4;
+            cp = c & 0x07u;
+        }
+        bool ok = len > 0 && i + static_cast<std::size_t>(len) <= s.size();
+        for (int k = 1; ok && k < len; ++k) {
+            const auto cc = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
+            ok = (cc & 0xC0) == 0x80;
+            cp = (cp << 6) | (cc & 0x3Fu);
+        }
+        if (!ok) {
+            out.push_back(0xFFFD);
+            ++i;
+            continue;
+        }
+        out.push_back(cp);
+        i += static_cast<std::size_t>(len);
+    }
+    return out;
+}
+
+/// Glyph indices and pen positions (in pixels from the text start) of a string.
+struct Shaped {
+    std::vector<int> glyphs;
+    std::vector<double> pen;
+    double width = 0.0;
+};
+
+Shaped shape_text(FontState& f, std::string_view utf8, double size_px) {
+    Shaped out;
+    const double s = f.scale(size_px);
+    int prev = 0;
+    double pen = 0.0;
+    for (char32_t cp : decode_utf8(utf8)) {
+        const int g = stbtt_FindGlyphIndex(&f.info, static_cast<int>(cp));
+        if (prev != 0) {
+            pen += s * stbtt_GetGlyphKernAdvance(&f.info, prev, g);
+        }
+        int advance = 0, lsb = 0;
+        stbtt_GetGlyphHMetrics(&f.info, g, &advance, &lsb);
+        out.glyphs.push_back(g);
+        out.pen.push_back(pen);
+        pen += s * advance;
+        prev = g;
+    }
+    out.width = pen;
+    return out;
+}
+
+void blend(Image& img, int x, int y, Rgb c, unsigned a) {
+    if (a == 0 || x < 0 || y < 0 || x >= img.width || y >= img.height) {
+        return;
+    }
+    const std::size_t o = img.offset(x, y);
+    const auto mix = [a](std::uint8_t dst, std::uint8_t src) {
+        return static_cast<std::uint8_t>(
+            (static_cast<unsigned>(src) * a + static_cast<unsigned>(dst) * (255u - a) + 127u) /
+            255u);
+    };
+    img.pixels[o] = mix(img.pixels[o], c.r);
+    img.pixels[o + 1] = mix(img.pixels[o + 1], c.g);
+    img.pixels[o + 2] = mix(img.pixels[o + 2], c.b);
+}
+
+} // namespace
+
+std::span<const unsigned char> embedded_font() {
+    return {reinterpret_cast<const unsigned char*>(detail::kFontBytes), detail::kFontByteCount};
+}
+
+FontMetrics font_metrics(double size_px) {
+    FontState& f = font();
+    const double s = f.scale(size_px);
+    return {f.units_ascent * s, f.units_descent * s, f.units_cap * s};
+}
+
+double text_width(std::string_view utf8, double size_px) {
+    FontState& f = font();
+    std::lock_guard lock(f.mutex);
+    return shape_text(f, utf8, size_px).width;
+}
+
+void draw_text(Image& image,
+               std::string_view utf8,
+               double x,
+               double y,
+               double size_px,
+               Rgb color,
+               Anchor anchor,
+               bool vertical) {
+    FontState& f = font();
+    std::lock_guard lock(f.mutex);
+    const Shaped shaped = shape_text(f, utf8, size_px);
+    const double shift = anchor == Anchor::start    ? 0.0
+                         : anchor == Anchor::middle ? shaped.width / 2.0
+                                                    : shaped.width;
+    // Text frame: u runs along the baseline, v downwards from it. Horizontal text starts
+    // at u = x - shift and pixel (u, v) lands on image (u, base + v). Vertical text starts
+    // at image y + shift and runs upwards: u = -(y + shift) there, and pixel (u, v) lands
+    // on image (base + v, -u - 1).
+    const double origin = vertical ? -(y + shift) : x - shift;
+    const long base = std::lround(vertical ? x : y);
+    for (std::size_t k = 0; k < shaped.glyphs.size(); ++k) {
+        const double pen = origin + shaped.pen[k];
+        // Quarter-pixel placement along the baseline; the baseline itself is snapped.
+        const double fl = std::floor(pen);
+        int sub = static_cast<int>(std::lround((pen - fl) * kSubpixelSteps));
+        long ipen = static_cast<long>(fl);
+        if (sub == kSubpixelSteps) {
+            sub = 0;
+            ++ipen;
+        }
+        const Glyph& g = f.glyph(shaped.glyphs[k], size_px, sub);
+        for (int gy = 0; gy < g.h; ++gy) {
+            for (int gx = 0; gx < g.w; ++gx) {
+                const unsigned a = g.alpha[static_cast<std::size_t>(gy * g.w + gx)];
+                if (a == 0) {
+                    continue;
+                }
+                const long u = ipen + g.x0 + gx;
+                const long v = g.y0 + gy;
+                if (vertical) {
+                    blend(image, static_cast<int>(base + v), static_cast<int>(-u - 1), color, a);
+                } else {
+                    blend(image, static_cast<int>(u), static_cast<int>(base + v), color, a);
+                }
+            }
+        }
+    }
+}
+
+std::size_t text_length(std::string_view utf8) {
+    return decode_utf8(utf8).size();
+}
+
+std::string truncate_text(std::string_view utf8, std::size_t max_chars) {
+    if (max_chars == 0) {
+        return {};
+    }
+    std::size_t count = 0, i = 0;
+    std::size_t cut = utf8.size();
+    while (i < utf8.size()) {
+        if (count == max_chars - 1) {
+            cut = i;
+        }
+        const auto c = static_cast<unsigned char>(utf8[i]);
+        i += c < 0x80             ? 1
+             : (c & 0xE0) == 0xC0 ? 2
+             : (c & 0xF0) == 0xE0 ? 3
+             : (c & 0xF8) == 0xF0 ? 4
+                                  : 1;
+        ++count;
+    }
+    if (count <= max_chars) {
+        return std::string(utf8);
+    }
+    return std::string(utf8.substr(0, cut)) + "\xE2\x80\xA6";
+}
+
+} // namespace attn::render

@@ -1,0 +1,124 @@
+// Colormap tables against matplotlib's published float tables (independent literals,
+// truncated to bytes as matplotlib's Colormap(bytes=True) does), the lookup rule at the
+// edges, name lookup, and the annotation-contrast rule.
+#include "attn/render/colormap.hpp"
+
+#include <cmath>
+#include <gtest/gtest.h>
+#include <limits>
+
+namespace attn::render {
+namespace {
+
+/// matplotlib's float entry as bytes: (x * 255).astype(uint8), i.e. truncation.
+Rgb from_float(double r, double g, double b) {
+    return {static_cast<std::uint8_t>(r * 255.0),
+            static_cast<std::uint8_t>(g * 255.0),
+            static_cast<std::uint8_t>(b * 255.0)};
+}
+
+TEST(Colormap, NamesInDocumentedOrder) {
+    const std::vector<std::string> want{
+        "viridis", "magma", "inferno", "plasma", "cividis", "blues", "greys"};
+    EXPECT_EQ(colormap_names(), want);
+}
+
+TEST(Colormap, ListedTablesMatchMatplotlib) {
+    // Entries 0, 128 and 255 of matplotlib's _cm_listed.py data.
+    struct Case {
+        const char* name;
+        Rgb e0, e128, e255;
+    };
+    const Case cases[] = {
+        {"viridis",
+         from_float(0.267004, 0.004874, 0.329415),
+         from_float(0.127568, 0.566949, 0.550556),
+         from_float(0.993248, 0.906157, 0.143936)},
+        {"magma",
+         from_float(0.001462, 0.000466, 0.013866),
+         from_float(0.716387, 0.214982, 0.47529),
+         from_float(0.987053, 0.991438, 0.749504)},
+        {"inferno",
+         from_float(0.001462, 0.000466, 0.013866),
+         from_float(0.735683, 0.215906, 0.330245),
+         from_float(0.988362, 0.998364, 0.644924)},
+        {"plasma",
+         from_float(0.050383, 0.029803, 0.527975),
+         from_float(0.798216, 0.280197, 0.469538),
+         from_float(0.940015, 0.975158, 0.131326)},
+        {"cividis",
+         from_float(0.0, 0.135112, 0.304751),
+         from_float(0.488697, 0.485318, 0.471008),
+         from_float(0.995737, 0.909344, 0.217772)},
+    };
+    for (const auto& c : cases) {
+        const auto cmap = find_colormap(c.name);
+        ASSERT_TRUE(cmap) << c.name;
+        EXPECT_EQ(cmap->entry(0), c.e0) << c.name;
+        EXPECT_EQ(cmap->entry(128), c.e128) << c.name;
+        EXPECT_EQ(cmap->entry(255), c.e255) << c.name;
+    }
+}
+
+TEST(Colormap, SegmentedTablesHaveTheirEndsAndAreMonotone) {
+    // Blues runs from #f7fbff to #08306b, Greys from white to black (matplotlib's _cm.py).
+    const auto blues = find_colormap("Blues");
+    ASSERT_TRUE(blues);
+    EXPECT_EQ(blues->entry(0), (Rgb{247, 251, 255}));
+    EXPECT_EQ(blues->entry(255), (Rgb{8, 48, 107}));
+    const auto greys = find_colormap("greys");
+    ASSERT_TRUE(greys);
+    EXPECT_EQ(greys->entry(0), (Rgb{255, 255, 255}));
+    EXPECT_EQ(greys->entry(255), (Rgb{0, 0, 0}));
+    for (std::size_t i = 1; i < 256; ++i) {
+        const Rgb a = greys->entry(i - 1), b = greys->entry(i);
+        EXPECT_LE(b.r, a.r) << i;
+        EXPECT_EQ(b.r, b.g);
+        EXPECT_EQ(b.g, b.b);
+        EXPECT_LE(relative_luminance(blues->entry(i)), relative_luminance(blues->entry(i - 1)))
+            << i;
+    }
+}
+
+TEST(Colormap, IndexRuleIsMatplotlibs) {
+    using C = Colormap;
+    EXPECT_EQ(C::colormap_index(0.0), 0u);
+    EXPECT_EQ(C::colormap_index(1.0 / 256.0), 1u);
+    EXPECT_EQ(C::colormap_index(0.5), 128u);
+    EXPECT_EQ(C::colormap_index(255.0 / 256.0), 255u);
+    EXPECT_EQ(C::colormap_index(0.9999), 255u);
+    EXPECT_EQ(C::colormap_index(1.0), 255u); // xa == N is not "over"
+    EXPECT_EQ(C::colormap_index(-0.5), 0u);  // under: the first colour
+    EXPECT_EQ(C::colormap_index(7.0), 255u); // over: the last colour
+    EXPECT_EQ(C::colormap_index(std::numeric_limits<double>::infinity()), 255u);
+    EXPECT_EQ(C::colormap_index(std::numeric_limits<double>::quiet_NaN()), 0u);
+}
+
+TEST(Colormap, LookupIsCaseInsensitiveAndReversible) {
+    const auto v = find_colormap("VIRIDIS");
+    const auto r = find_colormap("viridis_r");
+    ASSERT_TRUE(v);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(v->name, "viridis");
+    EXPECT_EQ(r->name, "viridis_r");
+    for (std::size_t i = 0; i < 256; ++i) {
+        EXPECT_EQ(r->entry(i), v->entry(255 - i));
+    }
+    EXPECT_EQ((*r)(0.0), v->entry(255));
+    EXPECT_FALSE(find_colormap("jet"));
+    EXPECT_FALSE(find_colormap("_r"));
+    EXPECT_FALSE(find_colormap(""));
+}
+
+TEST(Colormap, ContrastTextFollowsLuminance) {
+    EXPECT_DOUBLE_EQ(relative_luminance({255, 255, 255}), 1.0);
+    EXPECT_DOUBLE_EQ(relative_luminance({0, 0, 0}), 0.0);
+    const auto v = find_colormap("viridis");
+    ASSERT_TRUE(v);
+    EXPECT_EQ(contrast_text_color(v->entry(255)), (Rgb{38, 38, 38}));  // dark on yellow
+    EXPECT_EQ(contrast_text_color(v->entry(0)), (Rgb{255, 255, 255})); // white on purple
+    EXPECT_EQ(contrast_text_color({255, 255, 255}), (Rgb{38, 38, 38}));
+}
+
+} // namespace
+} // namespace attn::render

@@ -282,10 +282,13 @@ TEST(Attention, ResultsDoNotDependOnThreadsOrOnKeepingWeights) {
         EXPECT_EQ(one.output, many.output) << t << " threads";
         EXPECT_EQ(*one.weights, *many.weights) << t << " threads";
     }
+    // Without weights attend() streams: a different summation order, so agreement is
+    // within float32 tolerance (streaming_test.cpp pins it over many sizes).
     const auto lean =
         attend(q, k, v, {.causal = Causal::bottom_right, .want_weights = false, .threads = 2});
     EXPECT_FALSE(lean.weights.has_value());
-    EXPECT_EQ(one.output, lean.output);
+    const std::vector<double> want(one.output.begin(), one.output.end());
+    EXPECT_TRUE(all_close(lean.output, want, f32_tol(77), f32_tol(77)));
 }
 
 TEST(Attention, KeyValueBatchOfOneBroadcasts) {

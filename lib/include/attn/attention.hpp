@@ -15,6 +15,11 @@ namespace attn {
 ///   bottom_right: j <= i + Lk - Lq       (KV-cache convention)
 enum class Causal { none, top_left, bottom_right };
 
+/// Which instructions the kernels may use. `best`: AVX-512 when the CPU has it (checked at
+/// run time), else portable. `portable`: plain C++ and BLAS only (tests and benchmarks
+/// use it to cover and measure the fallback). Results agree within float32 tolerance.
+enum class Simd { best, portable };
+
 /// Everything about one call except the Q, K, V data. Pointers are borrowed for the
 /// duration of the call; null means "absent".
 struct AttentionSpec {
@@ -23,8 +28,9 @@ struct AttentionSpec {
     const Mask* keep_mask = nullptr;   ///< [Bm, Hm, Lq, Lk], Bm in {1, B}, Hm in {1, H}
     const Tensor* bias = nullptr;      ///< [Bb, Hb, Lq, Lk], added to scaled scores; -inf blocks
     const Mask* key_padding = nullptr; ///< [Bp, 1, 1, Lk], Bp in {1, B}; 1 = real token
-    bool want_weights = true;          ///< false: no [Lq, Lk] matrix is kept
+    bool want_weights = true;          ///< false: streaming kernel, no [Lq, Lk] matrix
     unsigned threads = 0;              ///< 0: all hardware threads
+    Simd simd = Simd::best;            ///< instruction set of the kernels
 };
 
 struct AttentionResult {

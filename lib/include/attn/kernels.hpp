@@ -7,12 +7,26 @@
 
 namespace attn {
 
-/// Scores a block of queries against all keys with BLAS (Q·Kᵀ and P·V) and keeps the
-/// weights when spec.want_weights. Memory: output (+ weights) + one block×Lk buffer
-/// per thread.
-AttentionResult attend_materialized(const Tensor& q,
-                                    const Tensor& k,
-                                    const Tensor& v,
-                                    const AttentionSpec& spec);
+/// Scores a block of 64 queries against all visible keys with blocked GEMMs (Q·Kᵀ, then
+/// P·V) and a vectorised softmax per row, and keeps the weights when spec.want_weights.
+/// Memory: output (+ weights) + a packed copy of K + one 64×Lk buffer per thread.
+/// Shapes, broadcasting and the fully-masked-row rule are those of attend().
+AttentionResult
+attend_materialized(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec);
 
-}  // namespace attn
+/// Streams over blocks of keys with an online softmax (FlashAttention-style) and never
+/// forms the Lq×Lk matrix: memory is the output plus O((G·D + KB)·64) floats per thread,
+/// where G = H / Hkv. Ignores spec.want_weights (returns no weights). Agrees with
+/// attend_materialized within float32 tolerance; bit-identical for every thread count.
+/// Blocks of keys that the causal rule or the key-padding mask hides from every query of a
+/// block are skipped, so causal attention costs about half.
+///
+/// Example:
+///   auto r = attend_streaming(q, k, v, {.causal = Causal::top_left, .threads = 2});
+AttentionResult
+attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec);
+
+/// What `simd` resolves to on this CPU: "avx512" or "portable" (for benchmark reports).
+const char* simd_name(Simd simd);
+
+} // namespace attn

@@ -65,7 +65,9 @@ AttentionResult attend(const Tensor& q,
                        const Tensor& v,
                        const AttentionSpec& spec) {
     attend_check(q, k, v, spec);
-    return attend_materialized(q, k, v, spec);
+    // Without weights nothing needs the Lq×Lk matrix: stream over key blocks instead.
+    return spec.want_weights ? attend_materialized(q, k, v, spec)
+                             : attend_streaming(q, k, v, spec);
 }
 
 }  // namespace attn

@@ -12,6 +12,15 @@
 namespace attn::detail {
 
 namespace {
+/// C = beta·C, for k == 0 (an empty inner product is 0).
+void scale_only(std::size_t m, std::size_t n, float beta, float* c, std::size_t ldc) {
+    for (std::size_t i = 0; i < m; ++i) {
+        for (std::size_t j = 0; j < n; ++j) {
+            c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+        }
+    }
+}
+
 blasint to_blas(std::size_t n) {
     if (n > static_cast<std::size_t>(INT_MAX)) {
         throw InputError("matrix dimension " + std::to_string(n) + " exceeds BLAS's int range");
@@ -36,17 +45,46 @@ void sgemm(std::size_t m,
         return;
     }
     if (k == 0) {
-        // An empty inner product is 0: C = beta·C.
-        for (std::size_t i = 0; i < m; ++i) {
-            for (std::size_t j = 0; j < n; ++j) {
-                c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
-            }
-        }
+        scale_only(m, n, beta, c, ldc);
         return;
     }
     cblas_sgemm(CblasRowMajor,
                 CblasNoTrans,
                 b_transposed ? CblasTrans : CblasNoTrans,
+                to_blas(m),
+                to_blas(n),
+                to_blas(k),
+                alpha,
+                a,
+                to_blas(std::max<std::size_t>(lda, 1)),
+                b,
+                to_blas(std::max<std::size_t>(ldb, 1)),
+                beta,
+                c,
+                to_blas(std::max<std::size_t>(ldc, 1)));
+}
+
+void sgemm_at(std::size_t m,
+              std::size_t n,
+              std::size_t k,
+              float alpha,
+              const float* a,
+              std::size_t lda,
+              const float* b,
+              std::size_t ldb,
+              float beta,
+              float* c,
+              std::size_t ldc) {
+    if (m == 0 || n == 0) {
+        return;
+    }
+    if (k == 0) {
+        scale_only(m, n, beta, c, ldc);
+        return;
+    }
+    cblas_sgemm(CblasRowMajor,
+                CblasTrans,
+                CblasNoTrans,
                 to_blas(m),
                 to_blas(n),
                 to_blas(k),

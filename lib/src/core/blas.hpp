@@ -22,6 +22,20 @@ void sgemm(std::size_t m,
            float* c,
            std::size_t ldc);
 
+/// C[m, n] = alpha · Aᵀ · B + beta · C, where A is stored row-major as [k, m] (row stride
+/// lda) and B as [k, n] (row stride ldb).
+void sgemm_at(std::size_t m,
+              std::size_t n,
+              std::size_t k,
+              float alpha,
+              const float* a,
+              std::size_t lda,
+              const float* b,
+              std::size_t ldb,
+              float beta,
+              float* c,
+              std::size_t ldc);
+
 /// Makes BLAS single-threaded (we parallelise above it, one thread per output row).
 void blas_single_threaded();
 

@@ -1,0 +1,316 @@
+// Kernel benchmarks: attend_streaming (AVX-512 micro-kernels, and the portable variant built
+// on BLAS micro-GEMMs), attend_materialized (weights on), the float64 test reference as a
+// floor, and OpenBLAS sgemm on the same shapes (Q·Kᵀ then P·V) as the roofline, all in one
+// binary. Each benchmark first checks sampled output rows against a float64 computation and
+// calls SkipWithError on a mismatch; only then is it timed. No assertion here is about speed.
+//
+// Legend: B batch (1 here), H heads, L = Lq = Lk, D = Dv features. FLOPs per call are the
+// dense 4·B·H·Lq·Lk·D for every variant (causal included), so GFLOP/s compare like for like
+// and a causal run's figure is its speed-up over dense work.
+//
+// Without --benchmark_filter a short default set runs (see kDefaultFilter); pass
+// --benchmark_filter=. for everything.
+#include "attn/attention.hpp"
+#include "attn/kernels.hpp"
+#include "reference/naive_attention.hpp"
+
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using attn::AttentionSpec;
+using attn::Causal;
+using attn::Simd;
+using attn::Tensor;
+
+/// The default run: the headline shape and its baselines, 2 threads.
+constexpr const char* kDefaultFilter =
+    "^(bm_streaming|bm_materialized|bm_sgemm_shapes)/L:(1024|4096)/D:64/H:8/"
+    "(causal:[01]/)?threads:2/|^bm_sgemm_square/N:2048/threads:2/";
+
+/// FLOPs of one attention call counted as dense GEMMs: Q·Kᵀ (2·Lq·Lk·D) + P·V (2·Lq·Lk·Dv).
+double
+attention_flops(std::size_t b, std::size_t h, std::size_t lq, std::size_t lk, std::size_t d) {
+    return 4.0 * static_cast<double>(b) * static_cast<double>(h) * static_cast<double>(lq) *
+           static_cast<double>(lk) * static_cast<double>(d);
+}
+
+Tensor random_tensor(std::mt19937& rng, attn::Shape s) {
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    Tensor t = Tensor::from_shape(s);
+    for (auto& x : t) {
+        x = dist(rng);
+    }
+    return t;
+}
+
+struct Problem {
+    Tensor q, k, v;
+};
+
+Problem make_problem(std::size_t h, std::size_t l, std::size_t d) {
+    std::mt19937 rng(42);
+    Problem p;
+    p.q = random_tensor(rng, {1, h, l, d});
+    p.k = random_tensor(rng, {1, h, l, d});
+    p.v = random_tensor(rng, {1, h, l, d});
+    return p;
+}
+
+/// Checks output rows (h, i) for a few sampled heads and rows against float64 sums.
+/// Returns an empty string when every sampled element is within float32 tolerance.
+std::string verify_rows(const Problem& p, const Tensor& out, Causal causal) {
+    const std::size_t h_n = p.q.shape()[1], l = p.q.shape()[2], d = p.q.shape()[3];
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+    const double tol = 16 * 1.2e-7 * std::sqrt(static_cast<double>(l)) + 1e-6;
+    for (std::size_t h : {std::size_t{0}, h_n - 1}) {
+        for (std::size_t i : {std::size_t{0}, l / 3, l / 2 + 1, l - 1}) {
+            const std::size_t n = causal == Causal::none ? l : i + 1;
+            std::vector<double> s(n);
+            double mx = -INFINITY;
+            for (std::size_t j = 0; j < n; ++j) {
+                double acc = 0.0;
+                for (std::size_t x = 0; x < d; ++x) {
+                    acc +=
+                        static_cast<double>(p.q(0, h, i, x)) * static_cast<double>(p.k(0, h, j, x));
+                }
+                s[j] = acc * scale;
+                mx = std::max(mx, s[j]);
+            }
+            double sum = 0.0;
+            for (auto& x : s) {
+                x = std::exp(x - mx);
+                sum += x;
+            }
+            for (std::size_t x = 0; x < d; ++x) {
+                double o = 0.0;
+                for (std::size_t j = 0; j < n; ++j) {
+                    o += s[j] / sum * static_cast<double>(p.v(0, h, j, x));
+                }
+                const double got = static_cast<double>(out(0, h, i, x));
+                if (!(std::abs(got - o) <= tol * (1.0 + std::abs(o)))) {
+                    return "mismatch at h=" + std::to_string(h) + " i=" + std::to_string(i) +
+                           " x=" + std::to_string(x) + ": got " + std::to_string(got) + ", want " +
+                           std::to_string(o);
+                }
+            }
+        }
+    }
+    return {};
+}
+
+enum class Kernel { streaming, streaming_blas, materialized };
+
+/// Args: L, D, H, causal, threads.
+void run_attention(benchmark::State& state, Kernel kernel) {
+    const auto l = static_cast<std::size_t>(state.range(0));
+    const auto d = static_cast<std::size_t>(state.range(1));
+    const auto h = static_cast<std::size_t>(state.range(2));
+    const Causal causal = state.range(3) != 0 ? Causal::top_left : Causal::none;
+    const auto threads = static_cast<unsigned>(state.range(4));
+    const Problem p = make_problem(h, l, d);
+    const AttentionSpec spec{.causal = causal,
+                             .want_weights = kernel == Kernel::materialized,
+                             .threads = threads,
+                             .simd =
+                                 kernel == Kernel::streaming_blas ? Simd::portable : Simd::best};
+    auto call = [&] {
+        return kernel == Kernel::materialized ? attn::attend_materialized(p.q, p.k, p.v, spec)
+                                              : attn::attend_streaming(p.q, p.k, p.v, spec);
+    };
+    // Verify, then time.
+    {
+        const auto r = call();
+        const std::string err = verify_rows(p, r.output, causal);
+        if (!err.empty()) {
+            state.SkipWithError(err.c_str());
+            return;
+        }
+    }
+    for (auto _ : state) {
+        auto r = call();
+        benchmark::DoNotOptimize(r.output.data());
+        benchmark::ClobberMemory();
+    }
+    state.counters["flop"] = benchmark::Counter(attention_flops(1, h, l, l, d),
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_streaming(benchmark::State& state) {
+    run_attention(state, Kernel::streaming);
+}
+void bm_streaming_blas(benchmark::State& state) {
+    run_attention(state, Kernel::streaming_blas);
+}
+void bm_materialized(benchmark::State& state) {
+    run_attention(state, Kernel::materialized);
+}
+
+/// The test reference (float64, unblocked): the floor. Args: L, D, H.
+void bm_naive(benchmark::State& state) {
+    const auto l = static_cast<std::size_t>(state.range(0));
+    const auto d = static_cast<std::size_t>(state.range(1));
+    const auto h = static_cast<std::size_t>(state.range(2));
+    const Problem p = make_problem(h, l, d);
+    for (auto _ : state) {
+        auto r = attn::reference::naive_attention(p.q, p.k, p.v, {});
+        benchmark::DoNotOptimize(r.output.data());
+    }
+    state.counters["flop"] = benchmark::Counter(attention_flops(1, h, l, l, d),
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+
+/// The roofline: per head, S = Q·Kᵀ [L, L] then O = S·V [L, D] with OpenBLAS sgemm on
+/// `threads` threads (no softmax). Args: L, D, H, causal (unused: 0), threads.
+void bm_sgemm_shapes(benchmark::State& state) {
+    const auto l = static_cast<std::size_t>(state.range(0));
+    const auto d = static_cast<std::size_t>(state.range(1));
+    const auto h = static_cast<std::size_t>(state.range(2));
+    const int threads = static_cast<int>(state.range(4));
+    const Problem p = make_problem(h, l, d);
+    std::vector<float> s(l * l);
+    Tensor o = Tensor::from_shape({1, h, l, d});
+    const int li = static_cast<int>(l), di = static_cast<int>(d);
+    openblas_set_num_threads(threads);
+    for (auto _ : state) {
+        for (std::size_t hh = 0; hh < h; ++hh) {
+            const float* q = p.q.data() + hh * l * d;
+            const float* k = p.k.data() + hh * l * d;
+            const float* v = p.v.data() + hh * l * d;
+            cblas_sgemm(CblasRowMajor,
+                        CblasNoTrans,
+                        CblasTrans,
+                        li,
+                        li,
+                        di,
+                        1.0f,
+                        q,
+                        di,
+                        k,
+                        di,
+                        0.0f,
+                        s.data(),
+                        li);
+            cblas_sgemm(CblasRowMajor,
+                        CblasNoTrans,
+                        CblasNoTrans,
+                        li,
+                        di,
+                        li,
+                        1.0f,
+                        s.data(),
+                        li,
+                        v,
+                        di,
+                        0.0f,
+                        o.data() + hh * l * d,
+                        di);
+        }
+        benchmark::DoNotOptimize(o.data());
+        benchmark::ClobberMemory();
+    }
+    openblas_set_num_threads(1); // the portable attention kernels expect single-threaded BLAS
+    state.counters["flop"] = benchmark::Counter(attention_flops(1, h, l, l, d),
+                                                benchmark::Counter::kIsIterationInvariantRate);
+    state.SetLabel(openblas_get_corename());
+}
+
+/// The best case for sgemm on this machine: square N x N x N. Args: N, threads.
+void bm_sgemm_square(benchmark::State& state) {
+    const auto n = static_cast<std::size_t>(state.range(0));
+    const int threads = static_cast<int>(state.range(1));
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> a(n * n), b(n * n), c(n * n);
+    for (auto& x : a) {
+        x = dist(rng);
+    }
+    for (auto& x : b) {
+        x = dist(rng);
+    }
+    const int ni = static_cast<int>(n);
+    openblas_set_num_threads(threads);
+    for (auto _ : state) {
+        cblas_sgemm(CblasRowMajor,
+                    CblasNoTrans,
+                    CblasNoTrans,
+                    ni,
+                    ni,
+                    ni,
+                    1.0f,
+                    a.data(),
+                    ni,
+                    b.data(),
+                    ni,
+                    0.0f,
+                    c.data(),
+                    ni);
+        benchmark::DoNotOptimize(c.data());
+        benchmark::ClobberMemory();
+    }
+    openblas_set_num_threads(1);
+    state.counters["flop"] = benchmark::Counter(2.0 * static_cast<double>(n) *
+                                                    static_cast<double>(n) * static_cast<double>(n),
+                                                benchmark::Counter::kIsIterationInvariantRate);
+    state.SetLabel(openblas_get_corename());
+}
+
+const std::vector<std::string> kAttentionArgs = {"L", "D", "H", "causal", "threads"};
+
+BENCHMARK(bm_streaming)
+    ->ArgNames(kAttentionArgs)
+    ->ArgsProduct({{256, 1024, 4096, 16384}, {64, 128}, {1, 8}, {0, 1}, {1, 2}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_streaming_blas)
+    ->ArgNames(kAttentionArgs)
+    ->ArgsProduct({{256, 1024, 4096}, {64, 128}, {1, 8}, {0, 1}, {1, 2}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_materialized)
+    ->ArgNames(kAttentionArgs)
+    ->ArgsProduct({{256, 1024, 4096}, {64, 128}, {1, 8}, {0, 1}, {1, 2}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_sgemm_shapes)
+    ->ArgNames(kAttentionArgs)
+    ->ArgsProduct({{256, 1024, 4096, 16384}, {64, 128}, {1, 8}, {0}, {1, 2}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_sgemm_square)
+    ->ArgNames({"N", "threads"})
+    ->ArgsProduct({{1024, 2048, 4096}, {1, 2}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_naive)->ArgNames({"L", "D", "H"})->Args({256, 64, 1})->Unit(benchmark::kMillisecond);
+
+} // namespace
+
+int main(int argc, char** argv) {
+    std::vector<char*> args(argv, argv + argc);
+    std::string filter = std::string("--benchmark_filter=") + kDefaultFilter;
+    bool has_filter = false;
+    for (int i = 1; i < argc; ++i) {
+        has_filter = has_filter || std::strncmp(argv[i], "--benchmark_filter", 18) == 0;
+    }
+    if (!has_filter) {
+        args.push_back(filter.data());
+    }
+    int n = static_cast<int>(args.size());
+    benchmark::Initialize(&n, args.data());
+    if (benchmark::ReportUnrecognizedArguments(n, args.data())) {
+        return 1;
+    }
+    benchmark::AddCustomContext("openblas_core", openblas_get_corename());
+    benchmark::AddCustomContext("attn_simd", attn::simd_name(Simd::best));
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

@@ -1,0 +1,152 @@
+#!/usr/bin/python3
+"""attn compute --no-weights against numpy float32 on the same NPY files, in one run.
+
+Writes Q, K, V as [1, H, L, D] float32 .npy files, then alternates runs of
+  attn compute -q q.npy -k k.npy -v v.npy --no-weights --threads T -o out.npy
+and a numpy float32 attention (this script, --numpy mode, one head at a time) under
+/usr/bin/time -v, checks that both outputs agree, and prints the median wall times,
+their ratio and each side's peak RSS. With --attn-only (long sequences, where numpy's
+L x L scores do not fit) it runs attn alone and compares its peak RSS with the size of
+the inputs plus the output.
+
+It does not set or unset OPENBLAS_CORETYPE: the caller decides (prefix the command with
+`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE` or `OPENBLAS_CORETYPE=SkylakeX`), and the
+report names the OpenBLAS kernel numpy actually ran.
+
+Needs Debian's python3-numpy (/usr/bin/python3) and the `time` package (/usr/bin/time).
+Example:
+  /usr/bin/python3 bench/compare_numpy.py --attn build/release/app/attn -L 4096 -H 8 -D 64
+"""
+import argparse
+import ctypes
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def openblas_core():
+    """The OpenBLAS kernel numpy's BLAS runs (read from the loaded library)."""
+    with open("/proc/self/maps") as maps:
+        libs = {line.split()[-1] for line in maps if "blas" in line and ".so" in line}
+    for lib in sorted(libs):
+        try:
+            handle = ctypes.CDLL(lib)
+            fn = handle.openblas_get_corename
+        except (OSError, AttributeError):
+            continue
+        fn.restype = ctypes.c_char_p
+        return fn().decode() + " (" + os.path.realpath(lib) + ")"
+    return "unknown (no OpenBLAS loaded)"
+
+
+def numpy_mode(argv):
+    """--numpy Q K V OUT: float32 softmax(Q·Kᵀ/√D)·V, head by head; prints compute time."""
+    import numpy as np
+
+    qf, kf, vf, outf = argv
+    q, k, v = np.load(qf), np.load(kf), np.load(vf)
+    scale = np.float32(1.0 / np.sqrt(q.shape[-1]))
+    t0 = time.perf_counter()
+    out = np.empty((q.shape[0], q.shape[1], q.shape[2], v.shape[3]), dtype=np.float32)
+    for b in range(q.shape[0]):
+        for h in range(q.shape[1]):
+            s = (q[b, h] @ k[b, h].T) * scale
+            s -= s.max(axis=1, keepdims=True)
+            np.exp(s, out=s)
+            s /= s.sum(axis=1, keepdims=True)
+            out[b, h] = s @ v[b, h]
+    t1 = time.perf_counter()
+    np.save(outf, out)
+    print(f"numpy_compute_seconds {t1 - t0:.4f}")
+    print(f"numpy_blas_core {openblas_core()}")
+
+
+def timed(cmd):
+    """Runs cmd under /usr/bin/time -v: (wall seconds, peak RSS in MiB, stdout)."""
+    t0 = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-v"] + cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{proc.stderr}")
+    rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr).group(1))
+    return wall, rss_kb / 1024.0, proc.stdout
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--numpy":
+        numpy_mode(sys.argv[2:])
+        return
+    import numpy as np
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--attn", required=True, help="path of the attn binary")
+    ap.add_argument("-L", type=int, default=4096)
+    ap.add_argument("-H", type=int, default=8)
+    ap.add_argument("-D", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--causal", action="store_true", help="attn only: --causal (numpy has no skip)")
+    ap.add_argument("--attn-only", action="store_true", help="skip numpy (long sequences)")
+    ap.add_argument("--dir", help="folder for the .npy files (default: a temporary one)")
+    args = ap.parse_args()
+
+    work = args.dir or tempfile.mkdtemp(prefix="attn-cmp-")
+    os.makedirs(work, exist_ok=True)
+    rng = np.random.default_rng(0)
+    shape = (1, args.H, args.L, args.D)
+    paths = {n: os.path.join(work, n + ".npy") for n in ("q", "k", "v")}
+    for n, p in paths.items():
+        np.save(p, rng.uniform(-1, 1, size=shape).astype(np.float32))
+    attn_out = os.path.join(work, "attn_out.npy")
+    numpy_out = os.path.join(work, "numpy_out.npy")
+    attn_cmd = [args.attn, "compute", "-q", paths["q"], "-k", paths["k"], "-v", paths["v"],
+                "--no-weights", "--threads", str(args.threads), "-o", attn_out]
+    if args.causal:
+        attn_cmd.append("--causal")
+    numpy_cmd = ["/usr/bin/python3", os.path.abspath(__file__), "--numpy",
+                 paths["q"], paths["k"], paths["v"], numpy_out]
+
+    io_mib = 4 * args.H * args.L * args.D * 4 / 2**20  # q, k, v and the output, float32
+    print(f"shape [1, {args.H}, {args.L}, {args.D}] f32, threads {args.threads}, "
+          f"inputs+output {io_mib:.0f} MiB, OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}")
+    print("attn: " + " ".join(attn_cmd))
+    attn_runs, numpy_runs, numpy_compute = [], [], []
+    attn_rss = numpy_rss = 0.0
+    core = "-"
+    for _ in range(args.repeats):  # alternate, so drifting machine load hits both alike
+        wall, rss, _ = timed(attn_cmd)
+        attn_runs.append(wall)
+        attn_rss = max(attn_rss, rss)
+        if not args.attn_only:
+            wall, rss, out = timed(numpy_cmd)
+            numpy_runs.append(wall)
+            numpy_rss = max(numpy_rss, rss)
+            numpy_compute.append(float(re.search(r"numpy_compute_seconds (\S+)", out).group(1)))
+            core = re.search(r"numpy_blas_core (.*)", out).group(1)
+
+    flops = 4.0 * args.H * args.L * args.L * args.D
+    a = statistics.median(attn_runs)
+    print(f"attn   wall median {a:.3f} s ({flops / a / 1e9:.1f} GFLOP/s dense-equivalent, "
+          f"incl. reading and writing files), peak RSS {attn_rss:.0f} MiB "
+          f"= {attn_rss / io_mib:.2f}x inputs+output")
+    if args.attn_only:
+        return
+    got = np.load(attn_out)
+    want = np.load(numpy_out)
+    err = float(np.max(np.abs(got - want)))
+    if not err <= 1e-4:
+        sys.exit(f"MISMATCH: max |attn - numpy| = {err:g}")
+    n = statistics.median(numpy_runs)
+    nc = statistics.median(numpy_compute)
+    print(f"numpy  wall median {n:.3f} s (compute only {nc:.3f} s), peak RSS {numpy_rss:.0f} MiB, "
+          f"BLAS kernel {core}")
+    print(f"ratio  numpy/attn wall {n / a:.2f}x, numpy compute-only/attn wall {nc / a:.2f}x; "
+          f"max |attn - numpy| = {err:.2e}")
+
+
+if __name__ == "__main__":
+    main()

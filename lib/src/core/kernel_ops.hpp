@@ -1,0 +1,65 @@
+// The inner operations both attention kernels are built from: a micro-GEMM on blocks, an
+// online-softmax step over a block of transposed scores, and one softmax row. Two
+// implementations sit behind one table: AVX-512 intrinsics (chosen at run time when the
+// CPU has them) and a portable one (BLAS + plain loops). The drivers never see the ISA.
+//
+// Legend: m, n, k are the GEMM sizes; a(r, x) = a[r·a_row + x·a_col] lets one routine
+// read A row-major (a_col = 1) or transposed (a_row = 1) without packing.
+#pragma once
+
+#include "attn/attention.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace attn::detail {
+
+/// Query columns of a transposed score block: one streaming task's query block, and the
+/// width of the AVX-512 micro-kernel's panel (4 vectors of 16 floats).
+constexpr std::size_t kScoreColumns = 64;
+
+struct KernelOps {
+    /// C[m, n] = A[m, k] · B[k, n], or, with `accumulate`, C = diag(row_scale) · C + A · B
+    /// (row_scale null: C += A · B). B and C are row-major with row strides ldb and ldc.
+    void (*gemm)(std::size_t m,
+                 std::size_t n,
+                 std::size_t k,
+                 const float* a,
+                 std::size_t a_row,
+                 std::size_t a_col,
+                 const float* b,
+                 std::size_t ldb,
+                 float* c,
+                 std::size_t ldc,
+                 bool accumulate,
+                 const float* row_scale);
+
+    /// One online-softmax step over st[kb, kScoreColumns]: transposed scores (row = key,
+    /// column = query), already scaled, biased and masked (-inf). Per column i:
+    ///   m' = max(m, max_j st[j, i]);  alpha[i] = exp(m - m') (1 if m' == m);
+    ///   st[j, i] = exp(st[j, i] - m');  l' = l·alpha + sum_j st[j, i].
+    /// Returns whether any alpha differs from 1 (the accumulator needs rescaling).
+    bool (*online_softmax)(float* st, std::size_t kb, float* m, float* l, float* alpha);
+
+    /// One weights row in place: s[j] = softmax_j(s[j]·scale + bias[j], masked) over
+    /// j < n, where mask[j] == 0 or pad[j] == 0 blocks key j (each pointer may be null).
+    /// Returns false when no key is visible (s is then left for the caller to zero).
+    bool (*softmax_row)(float* s,
+                        std::size_t n,
+                        float scale,
+                        const float* bias,
+                        const std::uint8_t* mask,
+                        const std::uint8_t* pad);
+};
+
+/// The portable implementation: BLAS for the GEMM, plain loops and std::exp elsewhere.
+const KernelOps& kernel_ops_portable();
+
+/// The AVX-512 implementation, or null when this build or this CPU lacks AVX-512
+/// (F, DQ, BW, VL).
+const KernelOps* kernel_ops_avx512();
+
+/// The table the spec asks for: AVX-512 when available unless spec.simd is portable.
+const KernelOps& kernel_ops(Simd simd);
+
+} // namespace attn::detail

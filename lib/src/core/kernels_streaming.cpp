@@ -1,0 +1,247 @@
+// The streaming kernel: one pass over key blocks with an online softmax, so no Lq x Lk
+// matrix ever exists. Memory: the output plus, per thread, the group's scaled Qᵀ blocks,
+// one [KB, 64] score block and a running max and sum per query row. It never returns
+// weights (attend_materialized does).
+//
+// Legend: B batch, H query heads, Hkv key/value heads, G = H / Hkv heads per group,
+//         Lq queries, Lk keys, D query/key features, Dv value features,
+//         QB query rows per task (64), KB keys per block.
+#include "attn/kernels.hpp"
+#include "blas.hpp"
+#include "kernel_common.hpp"
+#include "kernel_ops.hpp"
+#include "parallel.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace attn {
+
+namespace {
+
+using detail::kQueryBlock;
+using detail::kScoreColumns;
+static_assert(kQueryBlock == kScoreColumns, "a score block's columns are one query block");
+
+/// KB: keys per block. A [KB, 64] score block is 32 KB and a K or V block of KB rows is
+/// 32 KB at D = 64, so the block's working set stays in L2 (1-2 MB) and the Qᵀ panel the
+/// QK micro-GEMM re-reads (16 KB at D = 64) stays in L1 (48 KB). Measured in
+/// bench/README.md against 64 and 256.
+constexpr std::size_t kKeyBlock = 128;
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+/// Per-thread working memory, O(G·QB·D + KB·QB): independent of Lq and Lk.
+struct Scratch {
+    std::vector<float> qt;    // [G, D, QB]  scale · Q_blockᵀ, zero past the last row
+    std::vector<float> st;    // [KB, QB]    transposed scores, then probabilities
+    std::vector<float> m;     // [G, QB]     running row max
+    std::vector<float> l;     // [G, QB]     running row sum of exp(s - m)
+    std::vector<float> alpha; // [QB]        this block's rescale factor exp(m_old - m_new)
+};
+
+} // namespace
+
+AttentionResult
+attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
+    const std::size_t n_b = q.shape()[0];
+    const std::size_t n_h = q.shape()[1];
+    const std::size_t lq = q.shape()[2];
+    const std::size_t d = q.shape()[3];
+    const std::size_t n_bk = k.shape()[0];
+    const std::size_t n_hkv = k.shape()[1];
+    const std::size_t lk = k.shape()[2];
+    const std::size_t dv = v.shape()[3];
+    const std::size_t group = n_h / n_hkv; // G: query heads sharing one K/V head
+    const float scale =
+        spec.scale ? *spec.scale : (d > 0 ? 1.0f / std::sqrt(static_cast<float>(d)) : 1.0f);
+    const detail::KernelOps& ops = detail::kernel_ops(spec.simd);
+
+    AttentionResult result;
+    result.output = Tensor::from_shape({n_b, n_h, lq, dv});
+
+    // One task = (batch, K/V head, query block) with all G query heads of the group, so
+    // each K/V block is loaded once and used G times while it is in cache.
+    const std::size_t blocks = (lq + kQueryBlock - 1) / kQueryBlock;
+    const std::size_t tasks = n_b * n_hkv * blocks;
+    const unsigned threads = detail::resolve_threads(spec.threads, tasks);
+    detail::blas_single_threaded();
+
+    std::vector<Scratch> scratch(threads);
+    std::vector<std::int64_t> masked_rows(threads, 0);
+
+    detail::parallel_for(tasks, threads, [&](unsigned worker, std::size_t task) {
+        // Under a causal mask later query blocks see more keys: hand them out first so
+        // the last tasks to finish are the short ones.
+        const std::size_t blk = blocks - 1 - task % blocks;
+        const std::size_t hk = (task / blocks) % n_hkv;
+        const std::size_t b = task / (blocks * n_hkv);
+        const std::size_t i0 = blk * kQueryBlock;
+        const std::size_t rows = std::min(kQueryBlock, lq - i0);
+        const std::size_t bk = n_bk == 1 ? 0 : b;
+        const float* k_head = k.data() + (bk * n_hkv + hk) * lk * d;
+        const float* v_head = v.data() + (bk * n_hkv + hk) * lk * dv;
+        const std::uint8_t* pad_row = detail::padding_row(spec.key_padding, b, lk);
+
+        Scratch& s = scratch[worker];
+        s.qt.resize(group * d * kQueryBlock);
+        s.st.resize(kKeyBlock * kQueryBlock);
+        s.m.resize(group * kQueryBlock);
+        s.l.resize(group * kQueryBlock);
+        s.alpha.resize(kQueryBlock);
+
+        // Qᵀ with the scale folded in (scores come out scaled; exact for D = 64, where
+        // scale = 1/8), zero columns past the last row; running max -inf, sum 0; output 0.
+        for (std::size_t g = 0; g < group; ++g) {
+            const std::size_t h = hk * group + g;
+            const float* q_blk = q.data() + ((b * n_h + h) * lq + i0) * d;
+            float* qt = s.qt.data() + g * d * kQueryBlock;
+            for (std::size_t x = 0; x < d; ++x) {
+                for (std::size_t r = 0; r < kQueryBlock; ++r) {
+                    qt[x * kQueryBlock + r] = r < rows ? scale * q_blk[r * d + x] : 0.0f;
+                }
+            }
+            std::fill_n(s.m.data() + g * kQueryBlock, kQueryBlock, kNegInf);
+            std::fill_n(s.l.data() + g * kQueryBlock, kQueryBlock, 0.0f);
+            float* o_blk = result.output.data() + ((b * n_h + h) * lq + i0) * dv;
+            std::fill_n(o_blk, rows * dv, 0.0f);
+        }
+
+        // Causal limits: keys at or past the last row's limit are invisible to the whole
+        // block (skipped: causal costs about half); keys below the first row's limit are
+        // visible to every row (no per-element test needed).
+        const std::size_t key_end = detail::causal_visible(spec.causal, i0 + rows - 1, lq, lk);
+        const std::size_t key_all = detail::causal_visible(spec.causal, i0, lq, lk);
+
+        for (std::size_t j0 = 0; j0 < key_end; j0 += kKeyBlock) {
+            const std::size_t kb = std::min(kKeyBlock, key_end - j0);
+            // A block whose keys are all padding is skipped whole.
+            if (pad_row != nullptr && std::all_of(pad_row + j0,
+                                                  pad_row + j0 + kb,
+                                                  [](std::uint8_t p) { return p == 0; })) {
+                continue;
+            }
+            const bool diagonal = j0 + kb > key_all;
+            for (std::size_t g = 0; g < group; ++g) {
+                const std::size_t h = hk * group + g;
+                float* st = s.st.data();
+                float* m = s.m.data() + g * kQueryBlock;
+                float* l = s.l.data() + g * kQueryBlock;
+                float* o_blk = result.output.data() + ((b * n_h + h) * lq + i0) * dv;
+
+                // pass 1: St[kb, QB] = K_block · (scale · Q_block)ᵀ. The micro-GEMM
+                // broadcasts K entries against Qᵀ rows, so neither K nor V is repacked.
+                ops.gemm(kb,
+                         kQueryBlock,
+                         d,
+                         k_head + j0 * d,
+                         d,
+                         1,
+                         s.qt.data() + g * d * kQueryBlock,
+                         kQueryBlock,
+                         st,
+                         kScoreColumns,
+                         false,
+                         nullptr);
+
+                // pass 2: bias, then masks. A blocked key becomes exactly -inf even when
+                // its score or bias is NaN (masks win); only blocks that need it pay.
+                if (spec.bias != nullptr) {
+                    for (std::size_t r = 0; r < rows; ++r) {
+                        const float* bias_row =
+                            spec.bias->data() + detail::pair_row_offset(*spec.bias, b, h, i0 + r);
+                        for (std::size_t j = 0; j < kb; ++j) {
+                            st[j * kScoreColumns + r] += bias_row[j0 + j];
+                        }
+                    }
+                }
+                if (spec.keep_mask != nullptr) {
+                    for (std::size_t r = 0; r < rows; ++r) {
+                        const std::uint8_t* mask_row =
+                            spec.keep_mask->data() +
+                            detail::pair_row_offset(*spec.keep_mask, b, h, i0 + r);
+                        for (std::size_t j = 0; j < kb; ++j) {
+                            if (mask_row[j0 + j] == 0) {
+                                st[j * kScoreColumns + r] = kNegInf;
+                            }
+                        }
+                    }
+                }
+                if (pad_row != nullptr) {
+                    for (std::size_t j = 0; j < kb; ++j) {
+                        if (pad_row[j0 + j] == 0) {
+                            std::fill_n(st + j * kScoreColumns, kScoreColumns, kNegInf);
+                        }
+                    }
+                }
+                if (diagonal) {
+                    for (std::size_t r = 0; r < rows; ++r) {
+                        const std::size_t limit =
+                            detail::causal_visible(spec.causal, i0 + r, lq, lk);
+                        for (std::size_t j = std::max(limit, j0); j < j0 + kb; ++j) {
+                            st[(j - j0) * kScoreColumns + r] = kNegInf;
+                        }
+                    }
+                }
+
+                // pass 3: online softmax (Milakov & Gimelshein 2018, "Online normalizer
+                // calculation for softmax"; Rabe & Staats 2021, "Self-attention does not
+                // need O(n²) memory"). Per query row, with m the running max and l the
+                // running sum of exp(s - m):
+                //   m' = max(m, max_j s_j)      alpha = exp(m - m')   (1 if m' == m)
+                //   p_j = exp(s_j - m')         l' = l·alpha + sum_j p_j
+                //   O' = O·alpha + sum_j p_j·V_j
+                // exp(-inf - m') is exactly 0, so masked keys add nothing; a NaN score
+                // never becomes the max but makes p, l and the row's output NaN.
+                const bool rescale = ops.online_softmax(st, kb, m, l, s.alpha.data());
+
+                // pass 4: O = diag(alpha)·O + P·V_block, P read transposed from St. The
+                // accumulator is rescaled only when some row's max grew.
+                ops.gemm(rows,
+                         dv,
+                         kb,
+                         st,
+                         1,
+                         kScoreColumns,
+                         v_head + j0 * dv,
+                         dv,
+                         o_blk,
+                         dv,
+                         true,
+                         rescale ? s.alpha.data() : nullptr);
+            }
+        }
+
+        // Normalise: O / l. l == 0 exactly when the row saw no key (a visible key adds
+        // exp(0) = 1 at its row's max, a NaN one makes l NaN): zeros, as the contract says.
+        std::int64_t empty_rows = 0;
+        for (std::size_t g = 0; g < group; ++g) {
+            const std::size_t h = hk * group + g;
+            const float* l = s.l.data() + g * kQueryBlock;
+            float* o_blk = result.output.data() + ((b * n_h + h) * lq + i0) * dv;
+            for (std::size_t r = 0; r < rows; ++r) {
+                float* o = o_blk + r * dv;
+                if (l[r] == 0.0f) {
+                    std::fill_n(o, dv, 0.0f);
+                    ++empty_rows;
+                    continue;
+                }
+                const float inv = 1.0f / l[r];
+                for (std::size_t x = 0; x < dv; ++x) {
+                    o[x] *= inv;
+                }
+            }
+        }
+        masked_rows[worker] += empty_rows;
+    });
+
+    for (const auto n : masked_rows) {
+        result.rows_fully_masked += n;
+    }
+    return result;
+}
+
+} // namespace attn

@@ -25,6 +25,8 @@ void add_compute(CLI::App& app);   // cmd_compute.cpp
 void add_info(CLI::App& app);      // cmd_info.cpp
 void add_heatmap(CLI::App& app);   // cmd_heatmap.cpp
 void add_batch(CLI::App& app);     // cmd_batch.cpp
+void add_diff(CLI::App& app);      // cmd_diff.cpp
+void add_explain(CLI::App& app);   // cmd_explain.cpp
 
 /// Prints "attn: warning: MESSAGE" on stderr (unless warnings are silenced).
 void warn(const std::string& message);

@@ -1,6 +1,7 @@
 // `attn info FILE`: the shape and dtype of an array file (.npy or .json), read with the
 // same strict readers as every other command.
 #include "cli.hpp"
+#include "compute_options.hpp"
 
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
@@ -20,7 +21,7 @@ struct InfoArgs {
 };
 
 void run_info(const InfoArgs& a) {
-    const io::Array arr = io::read_array_file(a.file, io::ArrayKind::mask);
+    const io::Array arr = read_array_arg(a.file, io::ArrayKind::mask);  // "-": stdin
     std::size_t n = 1;
     for (auto d : arr.shape) {
         n *= d;
@@ -46,7 +47,7 @@ void add_info(CLI::App& app) {
     auto args = std::make_shared<InfoArgs>();
     CLI::App* cmd = app.add_subcommand("info", "Print the shape and dtype of an array file");
     add_version_flag(*cmd);
-    cmd->add_option("file", args->file, "a .npy or .json array file")->required();
+    cmd->add_option("file", args->file, "a .npy or .json array file, or - for stdin")->required();
     cmd->add_flag("--json", args->json, "print {\"file\", \"shape\", \"dtype\"} as JSON");
     cmd->callback([args] { run_info(*args); });
 }

@@ -1,41 +1,158 @@
-// The output half of `compute`: files by extension, atomic writes, warnings.
+// The shared halves of the subcommands: problem flags -> problem document, "-" as stdin
+// for every input, and the output side of `compute` (files by extension or --format,
+// atomic writes, "-" as stdout, warnings). Decoding and solving live in attn_io.
 #include "compute_options.hpp"
 
+#include "attn/error.hpp"
 #include "cli.hpp"
 
-#include "attn/error.hpp"
-#include "attn/io/array.hpp"
-
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
+#include <mutex>
+#include <utility>
 
 namespace attn::app {
 
-io::SolveOptions OutputOptions::solve_options() const {
-    io::SolveOptions s;
-    s.want_weights = !no_weights && (output.empty() || !weights.empty() || !heatmap.empty());
-    s.threads = threads;
-    return s;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// --- problem flags ------------------------------------------------------------------------
+
+void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
+    cmd.add_option("problem", args.problem, "JSON problem file, or - for stdin");
+    auto* g_in = "Inputs (override the problem's fields; FILE may be - for stdin)";
+    cmd.add_option("-q,--query", args.query, "Q: .npy/.json, [L,E], [B,L,E] or [B,H,L,D]")
+        ->group(g_in);
+    cmd.add_option("-k,--key", args.key, "K: .npy/.json, same layouts as --query")->group(g_in);
+    cmd.add_option("-v,--value", args.value, "V: .npy/.json, may have its own last dim")
+        ->group(g_in);
+    cmd.add_option("-x,--input", args.input, "X: query source (and K/V source for self-attention)")
+        ->group(g_in);
+    cmd.add_option("-c,--context", args.context, "K/V source for cross-attention")->group(g_in);
+    cmd.add_option("--params", args.params, "projection weights (.json object of arrays/paths)")
+        ->group(g_in);
+    cmd.add_option("--seed", args.seed, "random nn.Linear-style projections from this seed (init)")
+        ->check(CLI::NonNegativeNumber)
+        ->group(g_in);
+    cmd.add_option(
+           "--variant", args.variant, "preset: dot, scaled, self, masked-self, cross, multihead")
+        ->group(g_in);
+    auto* g_att = "Attention";
+    cmd.add_option("--heads", args.heads, "num_heads")->check(CLI::PositiveNumber)->group(g_att);
+    cmd.add_option("--kv-heads", args.kv_heads, "num_kv_heads (grouped-query when < heads)")
+        ->check(CLI::PositiveNumber)
+        ->group(g_att);
+    cmd.add_option("--scale", args.scale, "score scale (default 1/sqrt(head dim); 'default')")
+        ->group(g_att);
+    cmd.add_flag("--causal{top-left}",
+                 args.causal,
+                 "causal mask: --causal (top-left, j <= i) or --causal=bottom-right "
+                 "(j <= i + Lk - Lq)")
+        ->group(g_att);
+    cmd.add_option("--mask", args.mask, "keep-mask file: nonzero/true = may attend")->group(g_att);
+    cmd.add_option("--bias", args.bias, "additive bias file (-inf blocks)")->group(g_att);
+    cmd.add_option("--key-padding",
+                   args.key_padding,
+                   "key_padding_mask file [B,Lk] or [Lk]: 1/true = real token "
+                   "(opposite of PyTorch MHA)")
+        ->group(g_att);
 }
 
-void add_output_options(CLI::App& cmd, OutputOptions& out) {
-    const char* g = "Outputs";
-    cmd.add_option("-o,--output", out.output, "write the output array to FILE (.npy or .json)")
-        ->group(g);
-    cmd.add_option("--weights", out.weights, "write the attention weights to FILE (.npy or .json)")
-        ->group(g);
-    cmd.add_option("--heatmap", out.heatmap, "draw the weights as a PNG heatmap")->group(g);
-    cmd.add_flag("--no-weights",
-                 out.no_weights,
-                 "neither return nor keep the weights (linear memory in sequence length)")
-        ->group(g);
-    cmd.add_option("--dtype", out.dtype, "precision of .npy outputs: f32 (default) or f64")
-        ->check(CLI::IsMember({"f32", "f64"}))
-        ->group(g);
-    cmd.add_option("--threads", out.threads, "worker threads (default: all cores)")
-        ->check(CLI::PositiveNumber)
-        ->group(g);
-    cmd.add_flag("--quiet", out.quiet, "no warnings on stderr")->group(g);
+namespace {
+
+/// A flag's path, made absolute so it resolves against the working folder.
+std::string flag_path(const std::string& p) {
+    return fs::path(p).is_absolute() ? p : (fs::current_path() / p).string();
+}
+
+std::string_view as_text(std::span<const std::uint8_t> bytes) {
+    return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+} // namespace
+
+ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
+    ProblemInput in{json::object(), fs::current_path(), "flags"};
+    if (!a.problem.empty()) {
+        json doc;
+        if (a.problem == "-") {
+            in.name = "<stdin>";
+            const auto bytes = read_stdin("PROBLEM");
+            doc = io::parse_json_text(as_text(bytes), in.name);
+        } else {
+            in.name = a.problem;
+            const auto bytes = io::read_file(a.problem);
+            doc = io::parse_json_text(as_text(bytes), a.problem);
+            in.base = fs::absolute(fs::path(a.problem)).parent_path();
+        }
+        if (!doc.is_object()) {
+            throw InputError(in.name + ": expected a JSON object (a problem), got " +
+                             std::string(doc.type_name()));
+        }
+        in.doc = std::move(doc);
+    }
+    json& doc = in.doc;
+    // Flags override the problem's fields; "-" reads the array from stdin.
+    const std::tuple<const std::string*, const char*, const char*, io::ArrayKind> arrays[] = {
+        {&a.query, "query", "--query", io::ArrayKind::numeric},
+        {&a.key, "key", "--key", io::ArrayKind::numeric},
+        {&a.value, "value", "--value", io::ArrayKind::numeric},
+        {&a.input, "input", "--input", io::ArrayKind::numeric},
+        {&a.context, "context", "--context", io::ArrayKind::numeric},
+        {&a.mask, "mask", "--mask", io::ArrayKind::mask},
+        {&a.bias, "bias", "--bias", io::ArrayKind::numeric},
+        {&a.key_padding, "key_padding_mask", "--key-padding", io::ArrayKind::mask}};
+    for (const auto& [value, field, flag, kind] : arrays) {
+        if (value->empty()) {
+            continue;
+        }
+        if (*value == "-") {
+            const auto bytes = read_stdin(flag);
+            doc[field] =
+                array_to_json(parse_array_bytes(bytes, std::string(field) + ": <stdin>", kind));
+        } else {
+            doc[field] = flag_path(*value);
+        }
+    }
+    if (!a.params.empty()) {
+        if (a.params == "-") {
+            const auto bytes = read_stdin("--params");
+            doc["params"] = io::parse_json_text(as_text(bytes), "params: <stdin>");
+        } else {
+            doc["params"] = flag_path(a.params);
+        }
+    }
+    if (!a.variant.empty()) {
+        doc["variant"] = a.variant;
+    }
+    if (!a.causal.empty()) {
+        doc["causal"] = a.causal;
+    }
+    if (!a.scale.empty()) {
+        doc["scale"] = parse_scale_flag(a.scale);
+    }
+    if (a.heads > 0) {
+        doc["num_heads"] = a.heads;
+    }
+    if (a.kv_heads > 0) {
+        doc["num_kv_heads"] = a.kv_heads;
+    }
+    if (a.seed >= 0) {
+        if (!doc.contains("init") || !doc["init"].is_object()) {
+            doc["init"] = json::object();
+        }
+        doc["init"]["seed"] = a.seed;
+    }
+    if (doc.empty()) {
+        throw InputError(std::string(command) +
+                         ": no problem: give a PROBLEM file (or - for stdin), or "
+                         "--query/--key/--value or --input (see 'attn " +
+                         std::string(command) + " --help')");
+    }
+    return in;
 }
 
 nlohmann::json parse_scale_flag(const std::string& s) {
@@ -55,30 +172,169 @@ nlohmann::json parse_scale_flag(const std::string& s) {
     return x;
 }
 
+// --- stdin ------------------------------------------------------------------------------------
+
+std::vector<std::uint8_t> read_stdin(std::string_view what) {
+    static std::mutex mutex;
+    static std::string first_user;
+    {
+        const std::lock_guard<std::mutex> lock(mutex);
+        if (!first_user.empty()) {
+            throw InputError(std::string(what) + ": stdin (-) is already read by " + first_user +
+                             "; only one input can be -");
+        }
+        first_user = what;
+    }
+    std::vector<std::uint8_t> out;
+    std::vector<std::uint8_t> buffer(std::size_t{1} << 16);
+    for (;;) {
+        const std::size_t got = std::fread(buffer.data(), 1, buffer.size(), stdin);
+        out.insert(out.end(), buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(got));
+        if (got < buffer.size()) {
+            if (std::ferror(stdin) != 0) {
+                throw InputError(std::string(what) + ": <stdin>: cannot read: " +
+                                 std::strerror(errno != 0 ? errno : EIO));
+            }
+            break;
+        }
+    }
+    return out;
+}
+
+bool looks_like_npy(std::span<const std::uint8_t> bytes) {
+    static constexpr std::uint8_t magic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+    return bytes.size() >= sizeof magic && std::memcmp(bytes.data(), magic, sizeof magic) == 0;
+}
+
+io::Array
+parse_array_bytes(std::span<const std::uint8_t> bytes, std::string_view name, io::ArrayKind kind) {
+    if (looks_like_npy(bytes)) {
+        return io::parse_npy(bytes, name);
+    }
+    const json j = io::parse_json_text(as_text(bytes), name);
+    return io::parse_json_array(j, name, kind);
+}
+
+io::Array read_array_arg(const std::string& path, io::ArrayKind kind) {
+    if (path == "-") {
+        const auto bytes = read_stdin("<stdin>");
+        return parse_array_bytes(bytes, "<stdin>", kind);
+    }
+    return io::read_array_file(path, kind);
+}
+
 namespace {
 
-std::vector<std::uint8_t> encode_array(const std::string& path, const io::Array& a, bool f64) {
-    if (io::array_format_for(path) == io::ArrayFormat::npy) {
-        return io::encode_npy(a.shape, a.values.data(), f64);
+json value_to_json(float x) {
+    if (std::isnan(x)) {
+        return "nan";
+    }
+    if (std::isinf(x)) {
+        return x > 0 ? "inf" : "-inf";
+    }
+    return x;
+}
+
+json nested(const io::Array& a, std::size_t dim, std::size_t& offset) {
+    json out = json::array();
+    for (std::size_t i = 0; i < a.shape[dim]; ++i) {
+        if (dim + 1 == a.shape.size()) {
+            out.push_back(value_to_json(a.values[offset++]));
+        } else {
+            out.push_back(nested(a, dim + 1, offset));
+        }
+    }
+    return out;
+}
+
+} // namespace
+
+nlohmann::json array_to_json(const io::Array& a) {
+    if (a.shape.empty()) {
+        return a.values.empty() ? json(nullptr) : value_to_json(a.values[0]);
+    }
+    std::size_t offset = 0;
+    return nested(a, 0, offset);
+}
+
+// --- outputs ----------------------------------------------------------------------------------
+
+io::SolveOptions OutputOptions::solve_options() const {
+    io::SolveOptions s;
+    s.want_weights = !no_weights && (output.empty() || !weights.empty() || !heatmap.empty());
+    s.threads = threads;
+    return s;
+}
+
+void add_output_options(CLI::App& cmd, OutputOptions& out) {
+    const char* g = "Outputs";
+    cmd.add_option("-o,--output",
+                   out.output,
+                   "write the output array to FILE (.npy or .json; - for stdout)")
+        ->group(g);
+    cmd.add_option("--weights",
+                   out.weights,
+                   "write the attention weights to FILE (.npy or .json; - for stdout)")
+        ->group(g);
+    cmd.add_option("--heatmap", out.heatmap, "draw the weights as a PNG heatmap")->group(g);
+    cmd.add_option("--format",
+                   out.format,
+                   "format of --output/--weights: npy or json (default: by extension; json "
+                   "for -)")
+        ->check(CLI::IsMember({"npy", "json"}))
+        ->group(g);
+    cmd.add_flag("--no-weights",
+                 out.no_weights,
+                 "neither return nor keep the weights (linear memory in sequence length)")
+        ->group(g);
+    cmd.add_option("--dtype", out.dtype, "precision of .npy outputs: f32 (default) or f64")
+        ->check(CLI::IsMember({"f32", "f64"}))
+        ->group(g);
+    cmd.add_option("--threads", out.threads, "worker threads (default: all cores)")
+        ->check(CLI::PositiveNumber)
+        ->group(g);
+    cmd.add_flag("--quiet", out.quiet, "no warnings and no progress on stderr")->group(g);
+}
+
+namespace {
+
+io::ArrayFormat format_for(const std::string& path, const std::string& format) {
+    if (format == "npy") {
+        return io::ArrayFormat::npy;
+    }
+    if (format == "json" || path == "-") {
+        return io::ArrayFormat::json;
+    }
+    return io::array_format_for(path);
+}
+
+std::vector<std::uint8_t>
+encode_array(const std::string& path, const io::Array& a, const OutputOptions& o) {
+    if (format_for(path, o.format) == io::ArrayFormat::npy) {
+        return io::encode_npy(a.shape, a.values.data(), o.dtype == "f64");
     }
     const std::string text = io::encode_json_array(a.shape, a.values.data()) + "\n";
     return {text.begin(), text.end()};
 }
 
-}  // namespace
+} // namespace
 
 void emit_solution(const io::Problem& problem, const io::Solution& s, const OutputOptions& o) {
     if (o.no_weights && (!o.weights.empty() || !o.heatmap.empty())) {
         throw InputError("--no-weights: cannot be combined with --weights or --heatmap");
     }
-    const bool f64 = o.dtype == "f64";
+    const int to_stdout = static_cast<int>(o.output == "-") + static_cast<int>(o.weights == "-") +
+                          static_cast<int>(o.heatmap == "-");
+    if (to_stdout > 1) {
+        throw InputError("--output, --weights, --heatmap: only one of them can be - (stdout)");
+    }
     // Encode everything first, so a bad extension fails before any file is written.
     std::vector<std::uint8_t> out_bytes, weight_bytes;
     if (!o.output.empty()) {
-        out_bytes = encode_array(o.output, s.output, f64);
+        out_bytes = encode_array(o.output, s.output, o);
     }
     if (!o.weights.empty()) {
-        weight_bytes = encode_array(o.weights, *s.weights, f64);
+        weight_bytes = encode_array(o.weights, *s.weights, o);
     }
     if (!o.output.empty()) {
         io::write_file_atomic(o.output, out_bytes);
@@ -89,7 +345,7 @@ void emit_solution(const io::Problem& problem, const io::Solution& s, const Outp
     if (!o.heatmap.empty()) {
         write_heatmap_file(o.heatmap, *s.weights, &problem);
     }
-    if (o.output.empty()) {
+    if (o.output.empty() && to_stdout == 0) {
         std::cout << io::result_document(problem, s) << '\n';
         std::cout.flush();
         if (!std::cout) {
@@ -103,4 +359,4 @@ void emit_solution(const io::Problem& problem, const io::Solution& s, const Outp
     }
 }
 
-}  // namespace attn::app
+} // namespace attn::app

@@ -1,19 +1,82 @@
-// Output options shared by `compute` and `batch`: which files to write, in which
-// precision, how many threads, and the writing of one solved problem.
+// What `compute`, `explain`, `batch`, `diff` and `info` share: the problem flags and the
+// problem document they build, the output options and the writing of one solved problem,
+// and reading "-" (stdin) wherever a file is read. No subcommand is registered here.
 #pragma once
 
+#include "attn/io/array.hpp"
 #include "attn/io/problem.hpp"
 
 #include <CLI/CLI.hpp>
-
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace attn::app {
 
+// --- the problem: a PROBLEM file (or -) and a flag per field -------------------------------
+
+/// The command-line form of a problem (shared by `compute` and `explain`).
+struct ProblemArgs {
+    std::string problem; ///< PROBLEM file, "-" for stdin, empty for flags only
+    std::string query, key, value, input, context, params, mask, bias, key_padding, variant;
+    std::string causal;
+    std::string scale;
+    std::size_t heads = 0, kv_heads = 0;
+    std::int64_t seed = -1;
+};
+
+/// Registers the positional PROBLEM and the field flags (--query/-q, ..., --variant).
+void add_problem_options(CLI::App& cmd, ProblemArgs& args);
+
+/// A problem document ready for io::decode_problem.
+struct ProblemInput {
+    nlohmann::json doc;         ///< PROBLEM's fields overlaid with the flags
+    std::filesystem::path base; ///< the folder PROBLEM's relative paths resolve against
+    std::string name;           ///< PROBLEM as given ("<stdin>" for -), or "flags"
+};
+
+/// Reads PROBLEM (a file or stdin) and overlays the flags: a flag overrides the same field.
+/// Array flags given as "-" read the array from stdin (NPY or JSON, sniffed); `--params -`
+/// reads a params object. Throws InputError (no problem at all, invalid JSON, stdin used
+/// twice, ...).
+ProblemInput problem_input(const ProblemArgs& args, std::string_view command);
+
+/// "0.125", "1", "default"/"none" (-> null). Throws InputError for anything else.
+nlohmann::json parse_scale_flag(const std::string& s);
+
+// --- stdin ------------------------------------------------------------------------------------
+
+/// All of stdin. `what` names the argument that asked, for errors. stdin can be consumed
+/// once per process: a second call throws InputError naming both uses.
+std::vector<std::uint8_t> read_stdin(std::string_view what);
+
+/// True when `bytes` start with the NPY magic "\x93NUMPY".
+bool looks_like_npy(std::span<const std::uint8_t> bytes);
+
+/// An array from bytes of unknown format: NPY when it has the NPY magic, else one JSON
+/// array literal. `name` prefixes every message. Throws InputError.
+io::Array
+parse_array_bytes(std::span<const std::uint8_t> bytes, std::string_view name, io::ArrayKind kind);
+
+/// io::read_array_file, except that "-" reads stdin (format sniffed, see
+/// parse_array_bytes). Throws InputError naming the file ("<stdin>" for -).
+io::Array read_array_arg(const std::string& path, io::ArrayKind kind);
+
+/// A JSON array literal holding `a` (non-finite numbers as "inf", "-inf", "nan").
+nlohmann::json array_to_json(const io::Array& a);
+
+// --- outputs ----------------------------------------------------------------------------------
+
 struct OutputOptions {
-    std::string output;   ///< --output FILE (.npy/.json); empty: result document on stdout
-    std::string weights;  ///< --weights FILE (.npy/.json)
-    std::string heatmap;  ///< --heatmap FILE.png
+    std::string output;  ///< --output FILE (.npy/.json, or - for stdout); empty: the result
+                         ///< document on stdout
+    std::string weights; ///< --weights FILE (.npy/.json, or -)
+    std::string heatmap; ///< --heatmap FILE.png
+    std::string format;  ///< --format npy|json; empty: by extension, json for -
     std::string dtype = "f32";
     bool no_weights = false;
     bool quiet = false;
@@ -22,19 +85,21 @@ struct OutputOptions {
     io::SolveOptions solve_options() const;
 };
 
-/// Registers --output, --weights, --heatmap, --no-weights, --dtype, --threads, --quiet.
+/// Registers --output, --weights, --heatmap, --format, --no-weights, --dtype, --threads,
+/// --quiet.
 void add_output_options(CLI::App& cmd, OutputOptions& out);
 
-/// "0.125", "1", "default"/"none" (-> null). Throws InputError for anything else.
-nlohmann::json parse_scale_flag(const std::string& s);
-
-/// Writes the requested files (atomically) or the result document on stdout, and warns
-/// about fully masked rows on stderr.
-void emit_solution(const io::Problem& problem, const io::Solution& solution, const OutputOptions& o);
+/// Writes the requested files (atomically; "-" is stdout) or the result document on
+/// stdout, and warns about fully masked rows on stderr. At most one output may be "-";
+/// when one is, the result document is not printed. Throws InputError for conflicting
+/// options, SystemError when a write fails.
+void emit_solution(const io::Problem& problem,
+                   const io::Solution& solution,
+                   const OutputOptions& o);
 
 /// Renders weights [.., Lq, Lk] as a PNG heatmap at `path` (cmd_heatmap.cpp).
 void write_heatmap_file(const std::string& path,
                         const io::Array& weights,
                         const io::Problem* problem);
 
-}  // namespace attn::app
+} // namespace attn::app

@@ -47,6 +47,8 @@ int run(int argc, char** argv) {
     attn::app::add_heatmap(app);
     attn::app::add_batch(app);
     attn::app::add_info(app);
+    attn::app::add_diff(app);
+    attn::app::add_explain(app);
 
     try {
         app.parse(argc, argv);

@@ -15,6 +15,9 @@ struct Result {
     std::vector<double> output;   // [B, H, Lq, Dv]
     std::vector<double> weights;  // [B, H, Lq, Lk]
     std::int64_t empty_rows = 0;
+    std::vector<double> lse;      // [B, H, Lq]: log(sum_j exp(s_j) + exp(sink)); -inf if empty
+    std::vector<double> entropy;  // [B, H, Lq]: -sum_j w_j log w_j; 0 if empty
+    std::vector<std::int64_t> argmax;  // [B, H, Lq]: first key of the largest weight; -1 if empty
 };
 
 /// q [B,H,Lq,D], k [Bk,Hkv,Lk,D], v [Bk,Hkv,Lk,Dv]; masks as in attend().
@@ -29,6 +32,14 @@ inline Result naive_attention(const Tensor& q,
     Result r;
     r.output.assign(nb * nh * lq * dv, 0.0);
     r.weights.assign(nb * nh * lq * lk, 0.0);
+    r.lse.assign(nb * nh * lq, -std::numeric_limits<double>::infinity());
+    r.entropy.assign(nb * nh * lq, 0.0);
+    r.argmax.assign(nb * nh * lq, -1);
+    // Diagonal offset of window and ALiBi: 0 (top-left) or Lk - Lq (bottom-right).
+    const bool bottom_right =
+        spec.causal == Causal::bottom_right || spec.align == Align::bottom_right;
+    const long long diag_shift =
+        bottom_right ? static_cast<long long>(lk) - static_cast<long long>(lq) : 0;
     for (std::size_t b = 0; b < nb; ++b) {
         const std::size_t bk = k.shape()[0] == 1 ? 0 : b;
         for (std::size_t h = 0; h < nh; ++h) {
@@ -43,6 +54,22 @@ inline Result naive_attention(const Tensor& q,
                                static_cast<double>(k(bk, g, j, x));
                     }
                     s[j] = acc * scale;
+                    if (spec.softcap) {
+                        const double cap = static_cast<double>(*spec.softcap);
+                        s[j] = cap * std::tanh(s[j] / cap);
+                    }
+                    const long long diag = static_cast<long long>(i) + diag_shift;
+                    if (!spec.alibi_slopes.empty()) {
+                        s[j] += static_cast<double>(spec.alibi_slopes[h]) *
+                                static_cast<double>(static_cast<long long>(j) - diag);
+                    }
+                    // Window: diag - left <= j <= diag + right (-1: unbounded).
+                    if ((spec.window.left >= 0 &&
+                         static_cast<long long>(j) < diag - spec.window.left) ||
+                        (spec.window.right >= 0 &&
+                         static_cast<long long>(j) > diag + spec.window.right)) {
+                        seen[j] = false;
+                    }
                     if (spec.bias != nullptr) {
                         const auto& t = *spec.bias;
                         s[j] += static_cast<double>(t(t.shape()[0] == 1 ? 0 : b,
@@ -73,10 +100,14 @@ inline Result naive_attention(const Tensor& q,
                 }
                 double mx = -std::numeric_limits<double>::infinity();
                 bool any = false;
+                std::int64_t best = -1;
                 for (std::size_t j = 0; j < lk; ++j) {
                     if (seen[j]) {
                         any = true;
-                        mx = std::max(mx, s[j]);
+                        if (s[j] > mx) {
+                            mx = s[j];
+                            best = static_cast<std::int64_t>(j);
+                        }
                     }
                 }
                 const std::size_t row = ((b * nh + h) * lq + i);
@@ -84,15 +115,26 @@ inline Result naive_attention(const Tensor& q,
                     ++r.empty_rows;
                     continue;
                 }
-                double sum = 0.0;
+                r.argmax[row] = best;
+                // A sink logit joins the denominator and the max, with no value row.
+                const bool sink = !spec.sinks.empty();
+                const double sink_logit = sink ? static_cast<double>(spec.sinks[h]) : 0.0;
+                if (sink) {
+                    mx = std::max(mx, sink_logit);
+                }
+                double sum = sink ? std::exp(sink_logit - mx) : 0.0;
                 for (std::size_t j = 0; j < lk; ++j) {
                     if (seen[j]) {
                         sum += std::exp(s[j] - mx);
                     }
                 }
+                r.lse[row] = mx + std::log(sum);
                 for (std::size_t j = 0; j < lk; ++j) {
                     const double w = seen[j] ? std::exp(s[j] - mx) / sum : 0.0;
                     r.weights[row * lk + j] = w;
+                    if (w > 0.0) {
+                        r.entropy[row] -= w * std::log(w);
+                    }
                     for (std::size_t x = 0; x < dv; ++x) {
                         r.output[row * dv + x] += w * static_cast<double>(v(bk, g, j, x));
                     }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace attn {
 
@@ -20,6 +21,28 @@ enum class Causal { none, top_left, bottom_right };
 /// use it to cover and measure the fallback). Results agree within float32 tolerance.
 enum class Simd { best, portable };
 
+/// Where the diagonal of a sliding window (and of ALiBi's relative positions) lies:
+/// query i's diagonal key is i + s, with s = 0 (top_left) or s = Lk - Lq (bottom_right).
+/// Causal::bottom_right forces bottom_right.
+enum class Align { top_left, bottom_right };
+
+/// A sliding window (FlashAttention `window_size`): query i sees key j iff
+/// i + s - left <= j <= i + s + right; -1 = unbounded on that side.
+struct Window {
+    std::int64_t left = -1;
+    std::int64_t right = -1;
+};
+
+/// Per-row diagnostics requested through AttentionSpec::want_*, each [B, H, Lq, 1]
+/// (top_k: [B, H, Lq, K]); indices are stored as floats (exact below 2^24).
+struct RowDiagnostics {
+    std::optional<Tensor> lse;           ///< log-sum-exp of the row's final scores (+ sink); -inf if empty
+    std::optional<Tensor> entropy;       ///< -sum_j w_j log w_j (natural log); 0 if empty
+    std::optional<Tensor> argmax;        ///< key of the largest weight (first on ties); -1 if empty
+    std::optional<Tensor> top_k_indices; ///< the K largest weights' keys, largest first; -1 pads
+    std::optional<Tensor> top_k_weights; ///< their weights; 0 pads
+};
+
 /// Everything about one call except the Q, K, V data. Pointers are borrowed for the
 /// duration of the call; null means "absent".
 struct AttentionSpec {
@@ -31,12 +54,28 @@ struct AttentionSpec {
     bool want_weights = true;          ///< false: streaming kernel, no [Lq, Lk] matrix
     unsigned threads = 0;              ///< 0: all hardware threads
     Simd simd = Simd::best;            ///< instruction set of the kernels
+    // Issue 7 features. All default to "off"; the order of a score's treatment is
+    //   s = Q·Kᵀ·scale -> softcap -> + bias + alibi -> masks (keep, padding, causal, window).
+    Window window{};                   ///< sliding window; {-1, -1}: none
+    Align align = Align::top_left;     ///< diagonal of window and alibi (see Align)
+    std::optional<float> softcap{};    ///< s = cap·tanh(s / cap) before bias and masks; > 0
+    std::vector<float> alibi_slopes{}; ///< empty or H: adds slope_h · (j - (i + s))
+    std::vector<float> sinks{};        ///< empty or H: sink logits in each row's denominator
+    bool want_lse = false;             ///< fill RowDiagnostics::lse
+    bool want_entropy = false;         ///< fill RowDiagnostics::entropy (materialized kernel)
+    bool want_argmax = false;          ///< fill RowDiagnostics::argmax
+    std::size_t top_k = 0;             ///< > 0: fill top_k_* (materialized kernel)
 };
+
+/// The standard ALiBi slopes for H heads (ggml, max_bias = 8): n = 2^floor(log2 H),
+/// m0 = 2^(-8/n), m1 = 2^(-4/n); head h < n gets m0^(h+1), else m1^(2(h-n)+1).
+std::vector<float> alibi_default_slopes(std::size_t heads);
 
 struct AttentionResult {
     Tensor output;                     ///< [B, H, Lq, Dv]
     std::optional<Tensor> weights;     ///< [B, H, Lq, Lk] iff spec.want_weights
     std::int64_t rows_fully_masked = 0; ///< query rows (over B and H) that saw no key
+    RowDiagnostics diagnostics{};       ///< what spec.want_* asked for
 };
 
 /// Scaled dot-product attention:

@@ -46,6 +46,7 @@ struct LayerResult {
     Tensor3 output;                     ///< [B, Lq, E_out]
     std::optional<Tensor> weights;      ///< [B, H, Lq, Lk] iff attention.want_weights
     std::int64_t rows_fully_masked = 0;
+    RowDiagnostics diagnostics{};       ///< [B, H, Lq, 1 or K], as attend() returns them
 };
 
 /// Multi-head attention over rank-3 sources.

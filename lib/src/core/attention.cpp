@@ -5,6 +5,9 @@
 #include "attn/error.hpp"
 #include "attn/kernels.hpp"
 
+#include <cmath>
+#include <string>
+
 namespace attn {
 
 namespace {
@@ -58,6 +61,38 @@ void attend_check(const Tensor& q, const Tensor& k, const Tensor& v, const Atten
             throw InputError::shape("key_padding_mask", {b, 1, 1, lk}, shape_of(*spec.key_padding));
         }
     }
+    if (spec.window.left < -1 || spec.window.right < -1) {
+        throw InputError("window: expected [left, right] with each >= -1 (-1 = unbounded), got [" +
+                         std::to_string(spec.window.left) + ", " +
+                         std::to_string(spec.window.right) + "]");
+    }
+    if (spec.softcap && !(std::isfinite(*spec.softcap) && *spec.softcap > 0.0f)) {
+        throw InputError("softcap: expected a finite number > 0");
+    }
+    if (!spec.alibi_slopes.empty() && spec.alibi_slopes.size() != h) {
+        throw InputError("alibi: expected " + std::to_string(h) + " slopes (one per head), got " +
+                         std::to_string(spec.alibi_slopes.size()));
+    }
+    if (!spec.sinks.empty() && spec.sinks.size() != h) {
+        throw InputError("sinks: expected " + std::to_string(h) + " logits (one per head), got " +
+                         std::to_string(spec.sinks.size()));
+    }
+}
+
+std::vector<float> alibi_default_slopes(std::size_t heads) {
+    // ggml_soft_max_ext with max_bias = 8 (llama.cpp's ALiBi): n = 2^floor(log2 H).
+    std::size_t n = 1;
+    while (n * 2 <= heads) {
+        n *= 2;
+    }
+    const double m0 = std::pow(2.0, -8.0 / static_cast<double>(n));
+    const double m1 = std::pow(2.0, -4.0 / static_cast<double>(n));
+    std::vector<float> slopes(heads);
+    for (std::size_t h = 0; h < heads; ++h) {
+        slopes[h] = h < n ? static_cast<float>(std::pow(m0, static_cast<double>(h + 1)))
+                          : static_cast<float>(std::pow(m1, static_cast<double>(2 * (h - n) + 1)));
+    }
+    return slopes;
 }
 
 AttentionResult attend(const Tensor& q,
@@ -66,8 +101,11 @@ AttentionResult attend(const Tensor& q,
                        const AttentionSpec& spec) {
     attend_check(q, k, v, spec);
     // Without weights nothing needs the Lq×Lk matrix: stream over key blocks instead.
-    return spec.want_weights ? attend_materialized(q, k, v, spec)
-                             : attend_streaming(q, k, v, spec);
+    // Entropy and top-k need a whole weights row: the materialized kernel computes them
+    // from its per-thread block buffer (still no Lq×Lk result unless weights are wanted).
+    const bool needs_rows = spec.want_entropy || spec.top_k > 0;
+    return spec.want_weights || needs_rows ? attend_materialized(q, k, v, spec)
+                                           : attend_streaming(q, k, v, spec);
 }
 
 }  // namespace attn

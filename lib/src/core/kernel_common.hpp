@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 namespace attn::detail {
 
@@ -45,6 +46,35 @@ inline const std::uint8_t* padding_row(const Mask* pad, std::size_t b, std::size
         return nullptr;
     }
     return pad->data() + (pad->shape()[0] == 1 ? 0 : b) * lk;
+}
+
+/// The diagonal offset s of the window and ALiBi: query i's diagonal key is i + s.
+inline std::int64_t diagonal_offset(const AttentionSpec& spec, std::size_t lq, std::size_t lk) {
+    const bool bottom_right =
+        spec.causal == Causal::bottom_right || spec.align == Align::bottom_right;
+    return bottom_right ? static_cast<std::int64_t>(lk) - static_cast<std::int64_t>(lq) : 0;
+}
+
+inline bool has_window(const AttentionSpec& spec) {
+    return spec.window.left >= 0 || spec.window.right >= 0;
+}
+
+/// Whether key j lies in the window around diagonal key `diag` (= i + s).
+inline bool window_sees(const Window& w, std::int64_t diag, std::size_t j) {
+    const auto jj = static_cast<std::int64_t>(j);
+    return (w.left < 0 || jj >= diag - w.left) && (w.right < 0 || jj <= diag + w.right);
+}
+
+/// ALiBi's bias for query row i (diagonal key diag = i + s) and key j: slope·(j - diag).
+inline float alibi_bias(float slope, std::int64_t diag, std::size_t j) {
+    return slope * static_cast<float>(static_cast<std::int64_t>(j) - diag);
+}
+
+/// Any per-score feature the vectorised softmax_row does not cover.
+inline bool has_row_features(const AttentionSpec& spec) {
+    return has_window(spec) || spec.softcap.has_value() || !spec.alibi_slopes.empty() ||
+           !spec.sinks.empty() || spec.want_lse || spec.want_entropy || spec.want_argmax ||
+           spec.top_k > 0;
 }
 
 } // namespace attn::detail

@@ -17,12 +17,136 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace attn {
 
 namespace {
 using detail::kQueryBlock;
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+/// Where one row's diagnostics go (each pointer null when not asked for).
+struct RowOut {
+    float* lse = nullptr;
+    float* entropy = nullptr;
+    float* argmax = nullptr;
+    float* top_idx = nullptr; // [K]
+    float* top_w = nullptr;   // [K]
+};
+
+/// The scalar weights row behind the issue-7 features (window, softcap, ALiBi, sinks and
+/// the diagnostics); the vectorised ops.softmax_row covers the plain case. Over j < n:
+///   x_j = scale·s_j; x_j = cap·tanh(x_j / cap); x_j += bias_j + slope·(j - diag);
+///   x_j = -inf where a mask, the padding or the window blocks key j;
+///   m = max(max_j x_j, sink); w_j = exp(x_j - m) / (exp(sink - m) + sum_j exp(x_j - m)).
+/// Returns false when no key is visible (the caller zeros the row; a sink alone does not
+/// make a row visible).
+bool feature_row(float* s,
+                 std::size_t n,
+                 std::size_t lk,
+                 float scale,
+                 const AttentionSpec& spec,
+                 std::size_t h,
+                 std::int64_t diag,
+                 const float* bias,
+                 const std::uint8_t* mask,
+                 const std::uint8_t* pad,
+                 const RowOut& out) {
+    const bool window = detail::has_window(spec);
+    const float slope = spec.alibi_slopes.empty() ? 0.0f : spec.alibi_slopes[h];
+    float row_max = kNegInf;
+    std::int64_t best = -1;
+    bool any_visible = false;
+    for (std::size_t j = 0; j < n; ++j) {
+        float x = s[j] * scale;
+        if (spec.softcap) {
+            x = *spec.softcap * std::tanh(x / *spec.softcap);
+        }
+        if (bias != nullptr) {
+            x += bias[j];
+        }
+        if (!spec.alibi_slopes.empty()) {
+            x += detail::alibi_bias(slope, diag, j);
+        }
+        if ((mask != nullptr && mask[j] == 0) || (pad != nullptr && pad[j] == 0) ||
+            (window && !detail::window_sees(spec.window, diag, j))) {
+            x = kNegInf;
+        }
+        s[j] = x;
+        any_visible = any_visible || x != kNegInf;
+        if (x > row_max) {
+            row_max = x;
+            best = static_cast<std::int64_t>(j);
+        }
+    }
+    if (out.argmax != nullptr) {
+        *out.argmax = static_cast<float>(best);
+    }
+    if (out.top_idx != nullptr) {
+        std::fill_n(out.top_idx, spec.top_k, -1.0f);
+        std::fill_n(out.top_w, spec.top_k, 0.0f);
+    }
+    if (!any_visible) {
+        if (out.lse != nullptr) {
+            *out.lse = kNegInf;
+        }
+        if (out.entropy != nullptr) {
+            *out.entropy = 0.0f;
+        }
+        return false;
+    }
+    const bool sink = !spec.sinks.empty();
+    if (sink && spec.sinks[h] > row_max) {
+        row_max = spec.sinks[h];
+    }
+    if (row_max == kNegInf) {
+        row_max = 0.0f; // only NaN scores are visible: they stay NaN
+    }
+    double sum = sink ? static_cast<double>(std::exp(spec.sinks[h] - row_max)) : 0.0;
+    for (std::size_t j = 0; j < n; ++j) {
+        s[j] = std::exp(s[j] - row_max);
+        sum += static_cast<double>(s[j]);
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    double entropy = 0.0;
+    for (std::size_t j = 0; j < n; ++j) {
+        s[j] *= inv;
+        if (s[j] > 0.0f) {
+            entropy -= static_cast<double>(s[j]) * std::log(static_cast<double>(s[j]));
+        }
+    }
+    std::fill(s + n, s + lk, 0.0f);
+    if (out.lse != nullptr) {
+        *out.lse = static_cast<float>(static_cast<double>(row_max) + std::log(sum));
+    }
+    if (out.entropy != nullptr) {
+        *out.entropy = static_cast<float>(entropy);
+    }
+    if (out.top_idx != nullptr) {
+        // The K largest nonzero weights, largest first, lower key first on ties.
+        std::vector<std::size_t> keys;
+        for (std::size_t j = 0; j < n; ++j) {
+            if (s[j] > 0.0f) {
+                keys.push_back(j);
+            }
+        }
+        const std::size_t kk = std::min(spec.top_k, keys.size());
+        std::partial_sort(keys.begin(),
+                          keys.begin() + static_cast<std::ptrdiff_t>(kk),
+                          keys.end(),
+                          [s](std::size_t a, std::size_t b) {
+                              return s[a] > s[b] || (s[a] == s[b] && a < b);
+                          });
+        for (std::size_t t = 0; t < kk; ++t) {
+            out.top_idx[t] = static_cast<float>(keys[t]);
+            out.top_w[t] = s[keys[t]];
+        }
+    }
+    return true;
+}
+
 } // namespace
 
 AttentionResult
@@ -44,6 +168,22 @@ attend_materialized(const Tensor& q, const Tensor& k, const Tensor& v, const Att
     result.output = Tensor::from_shape({n_b, n_h, lq, dv});
     if (spec.want_weights) {
         result.weights = Tensor::from_shape({n_b, n_h, lq, lk});
+    }
+    const bool features = detail::has_row_features(spec);
+    const std::int64_t diag0 = detail::diagonal_offset(spec, lq, lk);
+    RowDiagnostics& diag_out = result.diagnostics;
+    if (spec.want_lse) {
+        diag_out.lse = Tensor::from_shape({n_b, n_h, lq, 1});
+    }
+    if (spec.want_entropy) {
+        diag_out.entropy = Tensor::from_shape({n_b, n_h, lq, 1});
+    }
+    if (spec.want_argmax) {
+        diag_out.argmax = Tensor::from_shape({n_b, n_h, lq, 1});
+    }
+    if (spec.top_k > 0) {
+        diag_out.top_k_indices = Tensor::from_shape({n_b, n_h, lq, spec.top_k});
+        diag_out.top_k_weights = Tensor::from_shape({n_b, n_h, lq, spec.top_k});
     }
 
     const std::size_t blocks = (lq + kQueryBlock - 1) / kQueryBlock;
@@ -113,7 +253,32 @@ attend_materialized(const Tensor& q, const Tensor& k, const Tensor& v, const Att
                 spec.keep_mask
                     ? spec.keep_mask->data() + detail::pair_row_offset(*spec.keep_mask, b, h, i)
                     : nullptr;
-            if (!ops.softmax_row(srow, limit, scale, bias_row, mask_row, pad_row)) {
+            bool visible = false;
+            if (features) {
+                const std::size_t row = (b * n_h + h) * lq + i;
+                RowOut out;
+                out.lse = diag_out.lse ? diag_out.lse->data() + row : nullptr;
+                out.entropy = diag_out.entropy ? diag_out.entropy->data() + row : nullptr;
+                out.argmax = diag_out.argmax ? diag_out.argmax->data() + row : nullptr;
+                if (spec.top_k > 0) {
+                    out.top_idx = diag_out.top_k_indices->data() + row * spec.top_k;
+                    out.top_w = diag_out.top_k_weights->data() + row * spec.top_k;
+                }
+                visible = feature_row(srow,
+                                      limit,
+                                      lk,
+                                      scale,
+                                      spec,
+                                      h,
+                                      static_cast<std::int64_t>(i) + diag0,
+                                      bias_row,
+                                      mask_row,
+                                      pad_row,
+                                      out);
+            } else {
+                visible = ops.softmax_row(srow, limit, scale, bias_row, mask_row, pad_row);
+            }
+            if (!visible) {
                 // No key visible: the contract gives a zero row (PyTorch would give NaN).
                 std::fill(srow, srow + lk, 0.0f);
                 empty[r] = true;

@@ -41,6 +41,8 @@ struct Scratch {
     std::vector<float> m;     // [G, QB]     running row max
     std::vector<float> l;     // [G, QB]     running row sum of exp(s - m)
     std::vector<float> alpha; // [QB]        this block's rescale factor exp(m_old - m_new)
+    std::vector<float> best;  // [G, QB]     argmax: the largest final score so far
+    std::vector<std::int64_t> best_key; // [G, QB] and its key (-1: none yet)
 };
 
 } // namespace
@@ -62,6 +64,16 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
 
     AttentionResult result;
     result.output = Tensor::from_shape({n_b, n_h, lq, dv});
+    // Issue-7 features, applied per score in pass 2 (entropy and top-k need whole rows:
+    // attend() sends them to attend_materialized; requested here they stay empty).
+    const bool window = detail::has_window(spec);
+    const std::int64_t diag0 = detail::diagonal_offset(spec, lq, lk);
+    if (spec.want_lse) {
+        result.diagnostics.lse = Tensor::from_shape({n_b, n_h, lq, 1});
+    }
+    if (spec.want_argmax) {
+        result.diagnostics.argmax = Tensor::from_shape({n_b, n_h, lq, 1});
+    }
 
     // One task = (batch, K/V head, query block) with all G query heads of the group, so
     // each K/V block is loaded once and used G times while it is in cache.
@@ -92,6 +104,8 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
         s.m.resize(group * kQueryBlock);
         s.l.resize(group * kQueryBlock);
         s.alpha.resize(kQueryBlock);
+        s.best.assign(group * kQueryBlock, kNegInf);
+        s.best_key.assign(group * kQueryBlock, -1);
 
         // Qᵀ with the scale folded in (scores come out scaled; exact for D = 64, where
         // scale = 1/8), zero columns past the last row; running max -inf, sum 0; output 0.
@@ -113,10 +127,27 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
         // Causal limits: keys at or past the last row's limit are invisible to the whole
         // block (skipped: causal costs about half); keys below the first row's limit are
         // visible to every row (no per-element test needed).
-        const std::size_t key_end = detail::causal_visible(spec.causal, i0 + rows - 1, lq, lk);
+        std::size_t key_end = detail::causal_visible(spec.causal, i0 + rows - 1, lq, lk);
         const std::size_t key_all = detail::causal_visible(spec.causal, i0, lq, lk);
+        // A window narrows the keys any row of the block may see to [key_begin, key_end):
+        // blocks outside are skipped; inside, pass 2 masks per score.
+        std::size_t key_begin = 0;
+        if (window) {
+            const std::int64_t first = static_cast<std::int64_t>(i0) + diag0;
+            const std::int64_t last = static_cast<std::int64_t>(i0 + rows - 1) + diag0;
+            const auto clamp = [lk](std::int64_t x) {
+                return static_cast<std::size_t>(
+                    std::clamp(x, std::int64_t{0}, static_cast<std::int64_t>(lk)));
+            };
+            if (spec.window.left >= 0) {
+                key_begin = clamp(first - spec.window.left);
+            }
+            if (spec.window.right >= 0) {
+                key_end = std::min(key_end, clamp(last + spec.window.right + 1));
+            }
+        }
 
-        for (std::size_t j0 = 0; j0 < key_end; j0 += kKeyBlock) {
+        for (std::size_t j0 = key_begin; j0 < key_end; j0 += kKeyBlock) {
             const std::size_t kb = std::min(kKeyBlock, key_end - j0);
             // A block whose keys are all padding is skipped whole.
             if (pad_row != nullptr && std::all_of(pad_row + j0,
@@ -147,14 +178,33 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                          false,
                          nullptr);
 
-                // pass 2: bias, then masks. A blocked key becomes exactly -inf even when
-                // its score or bias is NaN (masks win); only blocks that need it pay.
+                // pass 2: softcap, bias, ALiBi, then masks. A blocked key becomes exactly
+                // -inf even when its score or bias is NaN (masks win); only blocks that
+                // need it pay.
+                if (spec.softcap) {
+                    const float cap = *spec.softcap;
+                    for (std::size_t j = 0; j < kb; ++j) {
+                        for (std::size_t r = 0; r < rows; ++r) {
+                            float& x = st[j * kScoreColumns + r];
+                            x = cap * std::tanh(x / cap);
+                        }
+                    }
+                }
                 if (spec.bias != nullptr) {
                     for (std::size_t r = 0; r < rows; ++r) {
                         const float* bias_row =
                             spec.bias->data() + detail::pair_row_offset(*spec.bias, b, h, i0 + r);
                         for (std::size_t j = 0; j < kb; ++j) {
                             st[j * kScoreColumns + r] += bias_row[j0 + j];
+                        }
+                    }
+                }
+                if (!spec.alibi_slopes.empty()) {
+                    const float slope = spec.alibi_slopes[h];
+                    for (std::size_t r = 0; r < rows; ++r) {
+                        const std::int64_t diag = static_cast<std::int64_t>(i0 + r) + diag0;
+                        for (std::size_t j = 0; j < kb; ++j) {
+                            st[j * kScoreColumns + r] += detail::alibi_bias(slope, diag, j0 + j);
                         }
                     }
                 }
@@ -183,6 +233,32 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                             detail::causal_visible(spec.causal, i0 + r, lq, lk);
                         for (std::size_t j = std::max(limit, j0); j < j0 + kb; ++j) {
                             st[(j - j0) * kScoreColumns + r] = kNegInf;
+                        }
+                    }
+                }
+                if (window) {
+                    for (std::size_t r = 0; r < rows; ++r) {
+                        const std::int64_t diag = static_cast<std::int64_t>(i0 + r) + diag0;
+                        for (std::size_t j = 0; j < kb; ++j) {
+                            if (!detail::window_sees(spec.window, diag, j0 + j)) {
+                                st[j * kScoreColumns + r] = kNegInf;
+                            }
+                        }
+                    }
+                }
+                if (spec.want_argmax) {
+                    // The largest final score is the largest weight; blocks run in key
+                    // order and only a strictly larger score wins, so ties keep the
+                    // first key, as in attend_materialized.
+                    float* best = s.best.data() + g * kQueryBlock;
+                    std::int64_t* best_key = s.best_key.data() + g * kQueryBlock;
+                    for (std::size_t j = 0; j < kb; ++j) {
+                        for (std::size_t r = 0; r < rows; ++r) {
+                            const float x = st[j * kScoreColumns + r];
+                            if (x > best[r]) {
+                                best[r] = x;
+                                best_key[r] = static_cast<std::int64_t>(j0 + j);
+                            }
                         }
                     }
                 }
@@ -217,19 +293,48 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
 
         // Normalise: O / l. l == 0 exactly when the row saw no key (a visible key adds
         // exp(0) = 1 at its row's max, a NaN one makes l NaN): zeros, as the contract says.
+        // A sink logit joins the denominator at the end (it has no value row):
+        //   m' = max(m, sink), l' = l·exp(m - m') + exp(sink - m'), O = O·exp(m - m') / l'.
+        // A row that saw no key stays empty (zeros) even with a sink.
         std::int64_t empty_rows = 0;
         for (std::size_t g = 0; g < group; ++g) {
             const std::size_t h = hk * group + g;
             const float* l = s.l.data() + g * kQueryBlock;
+            const float* m = s.m.data() + g * kQueryBlock;
             float* o_blk = result.output.data() + ((b * n_h + h) * lq + i0) * dv;
             for (std::size_t r = 0; r < rows; ++r) {
+                const std::size_t row = (b * n_h + h) * lq + i0 + r;
+                if (result.diagnostics.argmax) {
+                    result.diagnostics.argmax->data()[row] =
+                        static_cast<float>(s.best_key[g * kQueryBlock + r]);
+                }
                 float* o = o_blk + r * dv;
                 if (l[r] == 0.0f) {
                     std::fill_n(o, dv, 0.0f);
+                    if (result.diagnostics.lse) {
+                        result.diagnostics.lse->data()[row] = kNegInf;
+                    }
                     ++empty_rows;
                     continue;
                 }
-                const float inv = 1.0f / l[r];
+                // m is -inf only when just NaN scores were seen (they were taken at 0).
+                const float m_row = m[r] == kNegInf ? 0.0f : m[r];
+                float l_row = l[r];
+                float shift = 1.0f;
+                float m_fin = m_row;
+                if (!spec.sinks.empty()) {
+                    const float sink = spec.sinks[h];
+                    if (sink > m_row) {
+                        m_fin = sink;
+                        shift = std::exp(m_row - sink);
+                    }
+                    l_row = l_row * shift + std::exp(sink - m_fin);
+                }
+                if (result.diagnostics.lse) {
+                    result.diagnostics.lse->data()[row] = static_cast<float>(
+                        static_cast<double>(m_fin) + std::log(static_cast<double>(l_row)));
+                }
+                const float inv = shift / l_row;
                 for (std::size_t x = 0; x < dv; ++x) {
                     o[x] *= inv;
                 }

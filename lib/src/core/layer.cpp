@@ -162,6 +162,7 @@ LayerResult attend_layer(const Tensor3& query,
     }
     out.weights = std::move(r.weights);
     out.rows_fully_masked = r.rows_fully_masked;
+    out.diagnostics = std::move(r.diagnostics);
     return out;
 }
 

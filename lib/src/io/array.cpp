@@ -6,6 +6,7 @@
 #include "attn/io/array.hpp"
 
 #include "attn/error.hpp"
+#include "attn/io/limits.hpp"
 
 #include <algorithm>
 #include <array>
@@ -16,12 +17,13 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <system_error>
 #include <unistd.h>
@@ -383,62 +385,77 @@ template <std::size_t N> std::uint64_t load_raw(const std::uint8_t* p, bool big_
     return raw;
 }
 
-/// Fills dst[0, count) in C order from the payload, converting each element with
+/// Decodes the source elements [first, first + n) of a payload (`src` points at element
+/// `first`) into `dst`, the whole array in C order, converting each element with
 /// `decode(raw bits)`. Fortran-ordered payloads are transposed on the way: an odometer over
-/// the C index keeps the matching column-major offset.
+/// the Fortran index (first axis fastest) keeps the matching C-order offset, so a payload
+/// can be decoded in chunks as it is read.
 template <std::size_t N, class Decode>
 void decode_payload(const std::uint8_t* src,
+                    std::size_t first,
+                    std::size_t n,
                     const NpyHeader& header,
                     bool big_endian,
                     float* dst,
-                    std::size_t count,
                     Decode decode) {
-    const std::size_t rank = header.shape.size();
+    if (n == 0) {
+        return; // and every dimension is non-zero below
+    }
+    const std::vector<std::size_t>& shape = header.shape;
+    const std::size_t rank = shape.size();
     if (!header.fortran_order || rank < 2) {
-        for (std::size_t i = 0; i < count; ++i) {
-            dst[i] = decode(load_raw<N>(src + i * N, big_endian));
+        for (std::size_t i = 0; i < n; ++i) {
+            dst[first + i] = decode(load_raw<N>(src + i * N, big_endian));
         }
         return;
     }
-    std::vector<std::size_t> fortran_stride(rank, 1);
-    for (std::size_t k = 1; k < rank; ++k) {
-        fortran_stride[k] = fortran_stride[k - 1] * header.shape[k - 1]; // <= count: no overflow
+    std::vector<std::size_t> c_stride(rank, 1);
+    for (std::size_t k = rank - 1; k-- > 0;) {
+        c_stride[k] = c_stride[k + 1] * shape[k + 1]; // <= element count: no overflow
     }
     std::vector<std::size_t> index(rank, 0);
+    std::size_t rest = first;
     std::size_t offset = 0;
-    for (std::size_t i = 0; i < count; ++i) {
-        dst[i] = decode(load_raw<N>(src + offset * N, big_endian));
-        for (std::size_t k = rank; k-- > 0;) { // next C-order index: last axis fastest
+    for (std::size_t k = 0; k < rank; ++k) {
+        index[k] = rest % shape[k];
+        rest /= shape[k];
+        offset += index[k] * c_stride[k];
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        dst[offset] = decode(load_raw<N>(src + i * N, big_endian));
+        for (std::size_t k = 0; k < rank; ++k) { // next Fortran index: first axis fastest
             ++index[k];
-            offset += fortran_stride[k];
-            if (index[k] < header.shape[k]) {
+            offset += c_stride[k];
+            if (index[k] < shape[k]) {
                 break;
             }
-            offset -= fortran_stride[k] * header.shape[k];
+            offset -= c_stride[k] * shape[k];
             index[k] = 0;
         }
     }
 }
 
+/// Decodes source elements [first, first + count) (see decode_payload) of any dtype.
 void decode_npy(const std::uint8_t* src,
+                std::size_t first,
+                std::size_t count,
                 const NpyHeader& header,
                 const DType& type,
-                float* dst,
-                std::size_t count) {
+                float* dst) {
     const bool be = type.big_endian;
     switch (type.kind) {
     case ElementKind::floating:
         if (type.size == 2) {
-            decode_payload<2>(src, header, be, dst, count, [](std::uint64_t r) {
+            decode_payload<2>(src, first, count, header, be, dst, [](std::uint64_t r) {
                 return half_to_float(static_cast<std::uint16_t>(r));
             });
         } else if (type.size == 4) {
-            decode_payload<4>(src, header, be, dst, count, [](std::uint64_t r) {
+            decode_payload<4>(src, first, count, header, be, dst, [](std::uint64_t r) {
                 return std::bit_cast<float>(static_cast<std::uint32_t>(r));
             });
         } else {
             // Rounds to nearest; beyond float range gives ±inf, as numpy's astype(float32).
-            decode_payload<8>(src, header, be, dst, count, [](std::uint64_t r) {
+            decode_payload<8>(src, first, count, header, be, dst, [](std::uint64_t r) {
                 return static_cast<float>(std::bit_cast<double>(r));
             });
         }
@@ -446,22 +463,22 @@ void decode_npy(const std::uint8_t* src,
     case ElementKind::signed_int:
         switch (type.size) {
         case 1:
-            decode_payload<1>(src, header, be, dst, count, [](std::uint64_t r) {
+            decode_payload<1>(src, first, count, header, be, dst, [](std::uint64_t r) {
                 return static_cast<float>(static_cast<std::int8_t>(r));
             });
             return;
         case 2:
-            decode_payload<2>(src, header, be, dst, count, [](std::uint64_t r) {
+            decode_payload<2>(src, first, count, header, be, dst, [](std::uint64_t r) {
                 return static_cast<float>(static_cast<std::int16_t>(r));
             });
             return;
         case 4:
-            decode_payload<4>(src, header, be, dst, count, [](std::uint64_t r) {
+            decode_payload<4>(src, first, count, header, be, dst, [](std::uint64_t r) {
                 return static_cast<float>(static_cast<std::int32_t>(r));
             });
             return;
         default:
-            decode_payload<8>(src, header, be, dst, count, [](std::uint64_t r) {
+            decode_payload<8>(src, first, count, header, be, dst, [](std::uint64_t r) {
                 return static_cast<float>(static_cast<std::int64_t>(r));
             });
             return;
@@ -469,26 +486,31 @@ void decode_npy(const std::uint8_t* src,
     case ElementKind::unsigned_int:
         switch (type.size) {
         case 1:
-            decode_payload<1>(
-                src, header, be, dst, count, [](std::uint64_t r) { return static_cast<float>(r); });
+            decode_payload<1>(src, first, count, header, be, dst, [](std::uint64_t r) {
+                return static_cast<float>(r);
+            });
             return;
         case 2:
-            decode_payload<2>(
-                src, header, be, dst, count, [](std::uint64_t r) { return static_cast<float>(r); });
+            decode_payload<2>(src, first, count, header, be, dst, [](std::uint64_t r) {
+                return static_cast<float>(r);
+            });
             return;
         case 4:
-            decode_payload<4>(
-                src, header, be, dst, count, [](std::uint64_t r) { return static_cast<float>(r); });
+            decode_payload<4>(src, first, count, header, be, dst, [](std::uint64_t r) {
+                return static_cast<float>(r);
+            });
             return;
         default:
-            decode_payload<8>(
-                src, header, be, dst, count, [](std::uint64_t r) { return static_cast<float>(r); });
+            decode_payload<8>(src, first, count, header, be, dst, [](std::uint64_t r) {
+                return static_cast<float>(r);
+            });
             return;
         }
     case ElementKind::boolean:
         // numpy reads any non-zero byte as True.
-        decode_payload<1>(
-            src, header, be, dst, count, [](std::uint64_t r) { return r != 0 ? 1.0f : 0.0f; });
+        decode_payload<1>(src, first, count, header, be, dst, [](std::uint64_t r) {
+            return r != 0 ? 1.0f : 0.0f;
+        });
         return;
     }
 }
@@ -635,7 +657,8 @@ class JsonArrayReader {
 // ---------------------------------------------------------------------------------------
 
 [[noreturn]] void throw_write_error(const std::string& path, int err) {
-    throw SystemError(path + ": cannot write: " + errno_text(err != 0 ? err : EIO));
+    throw SystemError(message_text(path, 4096) +
+                      ": cannot write: " + errno_text(err != 0 ? err : EIO));
 }
 
 /// Writes everything to fd, retrying partial writes and EINTR. Returns 0 or an errno.
@@ -713,15 +736,105 @@ void write_special(const std::string& path, std::span<const std::uint8_t> bytes)
     }
 }
 
-} // namespace
-
 // ---------------------------------------------------------------------------------------
-// Public API
+// Signal cleanup of temp files
 // ---------------------------------------------------------------------------------------
 
-NpyHeader parse_npy_header(std::span<const std::uint8_t> bytes, std::string_view name) {
-    const std::string prefix(name);
-    if (bytes.empty()) {
+/// Temp files in progress, for the signal handlers. A slot is free (0), being filled (1),
+/// armed (2) or taken by a handler (3). Writers claim a free slot with a CAS, copy the path
+/// and arm it; handlers take armed slots with a CAS and unlink them; writers disarm with a
+/// CAS that fails harmlessly when a handler got there first. Lock-free and static: a
+/// handler allocates nothing and never waits.
+constexpr std::size_t temp_slot_count = 64;
+constexpr std::size_t temp_path_max = 4096;
+struct TempSlot {
+    std::atomic<int> state{0};
+    std::array<char, temp_path_max> path{};
+};
+static_assert(std::atomic<int>::is_always_lock_free);
+std::array<TempSlot, temp_slot_count> temp_slots;
+
+constexpr std::array<int, 3> cleanup_signals = {SIGINT, SIGTERM, SIGHUP};
+
+/// Registers `path` for the signal handlers; returns its slot, or -1 when the path is too
+/// long or every slot is taken (the file is then only removed by the normal error paths).
+int arm_temp(const std::string& path) {
+    if (path.size() >= temp_path_max) {
+        return -1;
+    }
+    for (std::size_t i = 0; i < temp_slots.size(); ++i) {
+        int expected = 0;
+        if (temp_slots[i].state.compare_exchange_strong(expected, 1)) {
+            std::memcpy(temp_slots[i].path.data(), path.c_str(), path.size() + 1);
+            temp_slots[i].state.store(2, std::memory_order_release);
+            return static_cast<int>(i);
+        }
+    }
+    return -1;
+}
+
+void disarm_temp(int slot) {
+    if (slot >= 0) {
+        int expected = 2;
+        temp_slots[static_cast<std::size_t>(slot)].state.compare_exchange_strong(expected, 0);
+    }
+}
+
+/// The handler: unlink every armed temp file, then let the signal's default action run
+/// (SA_RESETHAND restored it on entry; the raised signal is delivered when we return).
+void remove_temps_and_reraise(int sig) {
+    const int saved_errno = errno;
+    for (TempSlot& slot : temp_slots) {
+        int expected = 2;
+        if (slot.state.compare_exchange_strong(expected, 3)) {
+            ::unlink(slot.path.data());
+        }
+    }
+    errno = saved_errno;
+    ::raise(sig);
+}
+
+/// Blocks the cleanup signals in this thread while a temp file is created or renamed and
+/// its registration changes, so that a handler never sees a file without its slot.
+class CleanupSignalsBlocked {
+  public:
+    CleanupSignalsBlocked() {
+        sigset_t set;
+        sigemptyset(&set);
+        for (const int sig : cleanup_signals) {
+            sigaddset(&set, sig);
+        }
+        ::pthread_sigmask(SIG_BLOCK, &set, &old_);
+    }
+    CleanupSignalsBlocked(const CleanupSignalsBlocked&) = delete;
+    CleanupSignalsBlocked& operator=(const CleanupSignalsBlocked&) = delete;
+    ~CleanupSignalsBlocked() { ::pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+
+  private:
+    sigset_t old_{};
+};
+
+// ---------------------------------------------------------------------------------------
+// Reading
+// ---------------------------------------------------------------------------------------
+
+/// NPY headers longer than this are refused (numpy itself refuses more than 10000 bytes
+/// by default): a hostile length field cannot make us read or allocate gigabytes.
+constexpr std::size_t max_npy_header_bytes = std::size_t{1} << 20;
+
+/// Bytes of payload read and decoded at a time by read_array_file.
+constexpr std::size_t npy_chunk_bytes = std::size_t{1} << 20;
+
+/// JSON text of n bytes may take up to this many times n to parse (nlohmann's values are
+/// 24 bytes with JSON_DIAGNOSTICS, plus vectors): refused beyond memory_limit().
+constexpr std::uint64_t json_parse_factor = 16;
+
+/// Checks the magic, the version and the header length field (in the first 12 bytes, or
+/// fewer when the file is shorter) against the file size; returns the payload offset.
+std::size_t npy_header_end(std::span<const std::uint8_t> bytes,
+                           std::uint64_t file_size,
+                           const std::string& prefix) {
+    if (file_size == 0) {
         throw InputError(prefix + ": not an NPY file (the file is empty)");
     }
     if (bytes.size() < npy_magic.size() ||
@@ -747,30 +860,50 @@ NpyHeader parse_npy_header(std::span<const std::uint8_t> bytes, std::string_view
     for (std::size_t k = length_bytes; k-- > 0;) {
         header_length = (header_length << 8) | bytes[8 + k];
     }
-    if (header_length > bytes.size() - preamble) {
+    if (header_length > file_size - preamble) {
         throw InputError(prefix + ": truncated header: it says " + std::to_string(header_length) +
-                         " bytes, the file has " + std::to_string(bytes.size() - preamble));
+                         " bytes, the file has " + std::to_string(file_size - preamble));
     }
+    if (header_length > max_npy_header_bytes) {
+        throw InputError(prefix + ": bad NPY header: " + std::to_string(header_length) +
+                         " bytes is too long (at most " + std::to_string(max_npy_header_bytes) +
+                         ")");
+    }
+    return preamble + header_length;
+}
 
+/// parse_npy_header for a file of `file_size` bytes of which `bytes` holds at least the
+/// preamble and the header.
+NpyHeader parse_npy_header_sized(std::span<const std::uint8_t> bytes,
+                                 std::uint64_t file_size,
+                                 std::string_view name) {
+    const std::string prefix(name);
+    const std::size_t end =
+        npy_header_end(bytes.first(std::min<std::size_t>(bytes.size(), 12)), file_size, prefix);
+    ATTN_ASSERT(end <= bytes.size());
     NpyHeader header;
-    header.major_version = major;
-    header.header_bytes = preamble + header_length;
+    header.major_version = bytes[6];
+    header.header_bytes = end;
+    const std::size_t preamble = header.major_version == 1 ? 10 : 12;
     // v1/v2 headers are latin-1 and v3 headers UTF-8, but every valid token is ASCII, so a
     // byte-wise parse rejects exactly what a decoding parse would reject.
     const std::string_view text(reinterpret_cast<const char*>(bytes.data() + preamble),
-                                header_length);
-    HeaderParser(text, name, major).parse(header);
+                                end - preamble);
+    HeaderParser(text, name, header.major_version).parse(header);
 
     const DType type = parse_descr(header.descr, name);
     header.item_size = type.size;
     header.dtype = type.name;
 
     // Overflow-checked size of the payload, compared with what is there before any
-    // allocation: a hostile shape cannot make us allocate anything.
+    // allocation: a hostile shape cannot make us allocate anything. The product of the
+    // non-zero dimensions is checked too, so that an empty array cannot carry dimensions
+    // whose products overflow further down.
     std::size_t count = 1;
+    std::size_t nonzero = 1;
     std::size_t payload = 0;
     for (const std::size_t d : header.shape) {
-        if (!checked_mul(count, d, count)) {
+        if (!checked_mul(count, d, count) || (d != 0 && !checked_mul(nonzero, d, nonzero))) {
             throw InputError(prefix + ": shape " + python_shape(header.shape) +
                              " is too large (its element count overflows)");
         }
@@ -779,12 +912,171 @@ NpyHeader parse_npy_header(std::span<const std::uint8_t> bytes, std::string_view
         throw InputError(prefix + ": shape " + python_shape(header.shape) +
                          " is too large (its byte size overflows)");
     }
-    const std::size_t present = bytes.size() - header.header_bytes;
+    const std::uint64_t present = file_size - header.header_bytes;
     if (payload > present) {
         throw InputError(prefix + ": truncated: header says " + std::to_string(payload) +
                          " bytes of data, file has " + std::to_string(present));
     }
     return header;
+}
+
+/// Refuses arrays whose float32 copy does not fit memory_limit(), before allocating it.
+void check_array_fits(const NpyHeader& header, std::string_view name) {
+    std::size_t bytes = 0;
+    const std::size_t count = element_count(header.shape);
+    const std::uint64_t limit = memory_limit();
+    const bool fits = checked_mul(count, sizeof(float), bytes);
+    if (!fits || bytes > limit) {
+        throw InputError(std::string(name) + ": the array of shape " + python_shape(header.shape) +
+                         " needs " + format_size(fits ? bytes : unlimited_memory) +
+                         " as float32, more than the memory limit of " + format_size(limit) +
+                         " (--max-memory)");
+    }
+}
+
+/// Refuses JSON text that may not fit memory_limit() once parsed.
+void check_json_fits(std::size_t text_bytes, std::string_view name) {
+    const std::uint64_t limit = memory_limit();
+    if (text_bytes > limit / json_parse_factor) {
+        throw InputError(std::string(name) + ": JSON text of " + format_size(text_bytes) +
+                         " may need up to " + std::to_string(json_parse_factor) +
+                         " times that to parse, more than the memory limit of " +
+                         format_size(limit) + " (--max-memory); store large arrays as .npy");
+    }
+}
+
+/// "PATH: invalid JSON: byte N: DETAIL" from nlohmann's parse_error.
+[[noreturn]] void throw_json_error(const nlohmann::json::parse_error& e, const std::string& shown) {
+    // what(): "[json.exception.parse_error.101] parse error at line 1, column 2: DETAIL"
+    std::string detail = e.what();
+    const std::size_t at = detail.find("parse error");
+    if (at != std::string::npos) {
+        const std::size_t colon = detail.find(": ", at);
+        if (colon != std::string::npos) {
+            detail = detail.substr(colon + 2);
+        }
+    }
+    throw InputError(shown + ": invalid JSON: byte " + std::to_string(e.byte) + ": " +
+                     message_text(detail, 300));
+}
+
+/// A file descriptor closed on scope exit.
+class Fd {
+  public:
+    explicit Fd(int fd) : fd_(fd) {}
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    ~Fd() {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+    int get() const { return fd_; }
+
+  private:
+    int fd_;
+};
+
+/// A path as messages show it: whole, but with control characters escaped.
+std::string shown_path(const std::string& path) {
+    return message_text(path, 4096);
+}
+
+/// Opens a file for reading. Throws InputError("PATH: cannot read: ...").
+int open_for_reading(const std::string& file) {
+    int fd = -1;
+    do {
+        fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        throw InputError(shown_path(file) + ": cannot read: " + errno_text(errno));
+    }
+    return fd;
+}
+
+/// Reads up to n bytes (fewer only at the end of the file). Returns the count, or -errno.
+std::ptrdiff_t read_some(int fd, std::uint8_t* dst, std::size_t n) {
+    std::size_t done = 0;
+    while (done < n) {
+        const ssize_t got = ::read(fd, dst + done, n - done);
+        if (got < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return -static_cast<std::ptrdiff_t>(errno);
+        }
+        if (got == 0) {
+            break;
+        }
+        done += static_cast<std::size_t>(got);
+    }
+    return static_cast<std::ptrdiff_t>(done);
+}
+
+/// Exactly n bytes or InputError: "cannot read" on an error, "truncated" when the file
+/// ends early (it shrank while we read it).
+void read_exactly(int fd, std::uint8_t* dst, std::size_t n, const std::string& shown) {
+    const std::ptrdiff_t got = read_some(fd, dst, n);
+    if (got < 0) {
+        throw InputError(shown + ": cannot read: " + errno_text(static_cast<int>(-got)));
+    }
+    if (static_cast<std::size_t>(got) != n) {
+        throw InputError(shown + ": truncated: the file ended while it was read");
+    }
+}
+
+/// A regular .npy file, header first: nothing is allocated for the payload before its
+/// size has been checked against the file size and the memory limit, and the payload is
+/// decoded in chunks as it is read (no second copy of it in memory).
+Array read_npy_file(int fd, std::uint64_t file_size, const std::string& shown) {
+    std::vector<std::uint8_t> head(
+        static_cast<std::size_t>(std::min<std::uint64_t>(file_size, 12)));
+    read_exactly(fd, head.data(), head.size(), shown);
+    const std::size_t end = npy_header_end(head, file_size, shown);
+    if (end > head.size()) {
+        const std::size_t have = head.size();
+        head.resize(end);
+        read_exactly(fd, head.data() + have, end - have, shown);
+    } else if (::lseek(fd, static_cast<off_t>(end), SEEK_SET) < 0) {
+        throw InputError(shown + ": cannot read: " + errno_text(errno));
+    }
+    const NpyHeader header = parse_npy_header_sized(head, file_size, shown);
+    const DType type = parse_descr(header.descr, shown);
+    const std::size_t count = element_count(header.shape);
+    const std::size_t payload = count * header.item_size; // checked by the header parse
+    const std::uint64_t present = file_size - header.header_bytes;
+    if (present != payload) {
+        throw InputError(shown + ": trailing bytes: header says " + std::to_string(payload) +
+                         " bytes of data, file has " + std::to_string(present));
+    }
+    check_array_fits(header, shown);
+    Array out;
+    out.shape = header.shape;
+    out.dtype = header.dtype;
+    out.is_bool = type.kind == ElementKind::boolean;
+    out.values.resize(count);
+    std::vector<std::uint8_t> chunk(std::min(payload, npy_chunk_bytes));
+    const std::size_t per_chunk = npy_chunk_bytes / header.item_size;
+    for (std::size_t first = 0; first < count; first += per_chunk) {
+        const std::size_t n = std::min(per_chunk, count - first);
+        read_exactly(fd, chunk.data(), n * header.item_size, shown);
+        decode_npy(chunk.data(), first, n, header, type, out.values.data());
+    }
+    std::uint8_t extra = 0;
+    if (read_some(fd, &extra, 1) != 0) {
+        throw InputError(shown + ": trailing bytes: the file grew while it was read");
+    }
+    return out;
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------
+// Public API
+// ---------------------------------------------------------------------------------------
+
+NpyHeader parse_npy_header(std::span<const std::uint8_t> bytes, std::string_view name) {
+    return parse_npy_header_sized(bytes, bytes.size(), name);
 }
 
 Array parse_npy(std::span<const std::uint8_t> bytes, std::string_view name) {
@@ -798,12 +1090,13 @@ Array parse_npy(std::span<const std::uint8_t> bytes, std::string_view name) {
                          std::to_string(payload) + " bytes of data, file has " +
                          std::to_string(present));
     }
+    check_array_fits(header, name);
     Array out;
     out.shape = header.shape;
     out.dtype = header.dtype;
     out.is_bool = type.kind == ElementKind::boolean;
     out.values.resize(count);
-    decode_npy(bytes.data() + header.header_bytes, header, type, out.values.data(), count);
+    decode_npy(bytes.data() + header.header_bytes, 0, count, header, type, out.values.data());
     return out;
 }
 
@@ -835,35 +1128,43 @@ Array parse_json_array(const nlohmann::json& j, std::string_view name, ArrayKind
 }
 
 std::vector<std::uint8_t> read_file(const std::filesystem::path& path) {
-    const std::string shown = path.string();
-    std::error_code ec;
-    if (fs::is_directory(path, ec)) {
+    const std::string file = path.string();
+    const std::string shown = shown_path(file);
+    const Fd fd(open_for_reading(file));
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) {
+        throw InputError(shown + ": cannot read: " + errno_text(errno));
+    }
+    if (S_ISDIR(st.st_mode)) {
         throw InputError(shown + ": cannot read: " + errno_text(EISDIR));
     }
-    errno = 0;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        throw InputError(shown + ": cannot read: " + errno_text(errno != 0 ? errno : EIO));
-    }
+    const std::uint64_t limit = memory_limit();
+    auto too_big = [&](std::uint64_t size, const char* how) {
+        return InputError(shown + ": cannot read: the file is " + how + format_size(size) +
+                          ", more than the memory limit of " + format_size(limit) +
+                          " (--max-memory)");
+    };
     std::vector<std::uint8_t> out;
-    if (fs::is_regular_file(path, ec)) {
-        const std::uintmax_t size = fs::file_size(path, ec);
-        if (!ec && size <= std::numeric_limits<std::size_t>::max()) {
-            out.reserve(static_cast<std::size_t>(size));
+    if (S_ISREG(st.st_mode)) {
+        const auto size = static_cast<std::uint64_t>(st.st_size);
+        if (size > limit) {
+            throw too_big(size, "");
         }
+        out.reserve(static_cast<std::size_t>(size));
     }
-    std::vector<char> buffer(std::size_t{1} << 16);
+    // Pipes and devices have no size: read in chunks, refusing them once over the limit.
+    std::vector<std::uint8_t> buffer(std::size_t{1} << 16);
     for (;;) {
-        errno = 0;
-        in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-        const auto got = static_cast<std::size_t>(in.gcount());
-        const auto* first = reinterpret_cast<const std::uint8_t*>(buffer.data());
-        out.insert(out.end(), first, first + got);
-        if (!in) {
-            if (in.eof() && !in.bad()) {
-                break;
-            }
-            throw InputError(shown + ": cannot read: " + errno_text(errno != 0 ? errno : EIO));
+        const std::ptrdiff_t got = read_some(fd.get(), buffer.data(), buffer.size());
+        if (got < 0) {
+            throw InputError(shown + ": cannot read: " + errno_text(static_cast<int>(-got)));
+        }
+        if (out.size() + static_cast<std::size_t>(got) > limit) {
+            throw too_big(out.size() + static_cast<std::size_t>(got), "at least ");
+        }
+        out.insert(out.end(), buffer.begin(), buffer.begin() + got);
+        if (static_cast<std::size_t>(got) < buffer.size()) {
+            break;
         }
     }
     return out;
@@ -871,29 +1172,83 @@ std::vector<std::uint8_t> read_file(const std::filesystem::path& path) {
 
 Array read_array_file(const std::filesystem::path& path, ArrayKind kind) {
     const ArrayFormat format = array_format_for(path);
-    const std::string shown = path.string();
-    const std::vector<std::uint8_t> bytes = read_file(path);
+    const std::string shown = shown_path(path.string());
     if (format == ArrayFormat::npy) {
-        return parse_npy(bytes, shown);
+        const Fd fd(open_for_reading(path.string()));
+        struct stat st {};
+        if (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode)) {
+            return read_npy_file(fd.get(), static_cast<std::uint64_t>(st.st_size), shown);
+        }
+        // A pipe or device named .npy: read it whole (within the limit), then parse.
+        return parse_npy(read_file(path), shown);
     }
+    const std::vector<std::uint8_t> bytes = read_file(path);
+    const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    check_json_fits(text.size(), shown);
+    check_json_depth(text, shown);
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(bytes.begin(), bytes.end());
+        j = nlohmann::json::parse(text);
     } catch (const nlohmann::json::parse_error& e) {
-        // what(): "[json.exception.parse_error.101] parse error at line 1, column 2: DETAIL"
+        throw_json_error(e, shown);
+    } catch (const nlohmann::json::exception& e) {
+        // Not a syntax error but still the file's fault, e.g. out_of_range.406 "number
+        // overflow parsing '1e400'" (beyond double range).
         std::string detail = e.what();
-        const std::size_t at = detail.find("parse error");
+        const std::size_t at = detail.find("] ");
         if (at != std::string::npos) {
-            const std::size_t colon = detail.find(": ", at);
-            if (colon != std::string::npos) {
-                detail = detail.substr(colon + 2);
-            }
+            detail = detail.substr(at + 2);
         }
-        std::replace(detail.begin(), detail.end(), '\n', ' ');
-        std::replace(detail.begin(), detail.end(), '\r', ' ');
-        throw InputError(shown + ": invalid JSON: byte " + std::to_string(e.byte) + ": " + detail);
+        throw InputError(shown + ": invalid JSON: " + message_text(detail, 300));
     }
     return parse_json_array(j, shown, kind);
+}
+
+void check_json_depth(std::string_view text, std::string_view name, std::size_t max_depth) {
+    std::size_t depth = 0;
+    bool in_string = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\') {
+                ++i; // the escaped character, whatever it is
+            } else if (c == '"') {
+                in_string = false;
+            }
+            continue;
+        }
+        if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_depth) {
+                throw InputError(std::string(name) + ": JSON nested deeper than " +
+                                 std::to_string(max_depth) + " levels (at byte " +
+                                 std::to_string(i) + ")");
+            }
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth;
+        }
+    }
+}
+
+std::string message_text(std::string_view text, std::size_t max_chars) {
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (i == max_chars) {
+            out += "...";
+            break;
+        }
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c < 0x20 || c == 0x7f) {
+            out += "\\x";
+            out += hex[c >> 4];
+            out += hex[c & 0xf];
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out;
 }
 
 std::string format_float(float x) {
@@ -1034,7 +1389,122 @@ ArrayFormat array_format_for(const std::filesystem::path& path) {
     if (ext == ".json") {
         return ArrayFormat::json;
     }
-    throw InputError(path.string() + ": unknown array format (expected .npy or .json)");
+    throw InputError(shown_path(path.string()) + ": unknown array format (expected .npy or .json)");
+}
+
+AtomicWriter::AtomicWriter(const std::filesystem::path& path) : shown_(path.string()) {
+    struct stat st {};
+    if (::stat(shown_.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            throw_write_error(shown_, EISDIR);
+        }
+        if (!S_ISREG(st.st_mode)) {
+            // A rename would replace the device or FIFO itself (as root, even /dev/null).
+            throw SystemError(message_text(shown_, 4096) + ": cannot write: not a regular file");
+        }
+    }
+    if (path.filename().empty()) {
+        throw_write_error(shown_, EISDIR); // "out/"
+    }
+    // Through a symlink, replace the file it points to, not the link itself (as `>` does).
+    fs::path target = path;
+    struct stat link {};
+    if (::lstat(shown_.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+        std::error_code ec;
+        fs::path resolved = fs::weakly_canonical(path, ec);
+        if (!ec && !resolved.filename().empty()) {
+            target = std::move(resolved);
+        }
+    }
+    target_ = target.string();
+    // Cut long names so that the temp name stays within NAME_MAX when the target's does.
+    const std::string file_name = target.filename().string().substr(0, 200);
+    const fs::path dir = target.parent_path();
+    dir_ = dir.empty() ? std::string(".") : dir.string();
+
+    // A sibling temp file, created exclusively with mode 0666 so that the kernel applies
+    // the umask (and any default ACL) itself: no racy umask() read-and-restore needed.
+    // The cleanup signals wait until it is registered.
+    const CleanupSignalsBlocked blocked;
+    std::string temp;
+    for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
+        temp = (dir / ("." + file_name + ".tmp." + temp_suffix())).string();
+        do {
+            fd_ = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0666);
+        } while (fd_ < 0 && errno == EINTR);
+        if (fd_ < 0 && errno != EEXIST) {
+            throw_write_error(shown_, errno);
+        }
+    }
+    if (fd_ < 0) {
+        throw_write_error(shown_, EEXIST);
+    }
+    temp_ = std::move(temp);
+    slot_ = arm_temp(temp_);
+}
+
+AtomicWriter::~AtomicWriter() {
+    abandon();
+}
+
+void AtomicWriter::abandon() noexcept {
+    if (fd_ >= 0) {
+        ::close(fd_);
+        fd_ = -1;
+    }
+    if (!temp_.empty()) {
+        const CleanupSignalsBlocked blocked;
+        ::unlink(temp_.c_str());
+        disarm_temp(slot_);
+        slot_ = -1;
+        temp_.clear();
+    }
+}
+
+void AtomicWriter::fail(int err) {
+    abandon();
+    throw_write_error(shown_, err);
+}
+
+void AtomicWriter::write(std::span<const std::uint8_t> bytes) {
+    if (fd_ < 0) {
+        throw SystemError(message_text(shown_, 4096) +
+                          ": cannot write: the file is already committed or abandoned");
+    }
+    if (const int err = write_all(fd_, bytes); err != 0) {
+        fail(err);
+    }
+}
+
+void AtomicWriter::commit() {
+    if (fd_ < 0) {
+        throw SystemError(message_text(shown_, 4096) +
+                          ": cannot write: the file is already committed or abandoned");
+    }
+    if (::fsync(fd_) != 0) {
+        fail(errno);
+    }
+    const int closed = ::close(fd_);
+    fd_ = -1; // closed even when close() fails: never close twice
+    if (closed != 0) {
+        fail(errno);
+    }
+    {
+        const CleanupSignalsBlocked blocked;
+        if (::rename(temp_.c_str(), target_.c_str()) != 0) {
+            const int err = errno;
+            fail(err);
+        }
+        disarm_temp(slot_);
+        slot_ = -1;
+        temp_.clear();
+    }
+    // Make the rename itself durable; best effort, the data is already in place.
+    const int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd >= 0) {
+        ::fsync(dir_fd);
+        ::close(dir_fd);
+    }
 }
 
 void write_file_atomic(const std::filesystem::path& path, std::span<const std::uint8_t> bytes) {
@@ -1044,84 +1514,37 @@ void write_file_atomic(const std::filesystem::path& path, std::span<const std::u
         return;
     }
     struct stat st {};
-    if (::stat(shown.c_str(), &st) == 0) {
-        if (S_ISDIR(st.st_mode)) {
-            throw_write_error(shown, EISDIR);
-        }
-        if (!S_ISREG(st.st_mode)) {
-            write_special(shown, bytes);
-            return;
-        }
+    if (::stat(shown.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+        write_special(shown, bytes);
+        return;
     }
-    if (path.filename().empty()) {
-        throw_write_error(shown, EISDIR); // "out/"
-    }
-    // Through a symlink, replace the file it points to, not the link itself (as `>` does).
-    fs::path target = path;
-    struct stat link {};
-    if (::lstat(shown.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
-        std::error_code ec;
-        fs::path resolved = fs::weakly_canonical(path, ec);
-        if (!ec && !resolved.filename().empty()) {
-            target = std::move(resolved);
-        }
-    }
-    const std::string target_name = target.string();
-    // Cut long names so that the temp name stays within NAME_MAX when the target's does.
-    const std::string file_name = target.filename().string().substr(0, 200);
-    const fs::path dir = target.parent_path();
-
-    // A sibling temp file, created exclusively with mode 0666 so that the kernel applies
-    // the umask (and any default ACL) itself: no racy umask() read-and-restore needed.
-    std::string temp;
-    int fd = -1;
-    for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-        temp = (dir / ("." + file_name + ".tmp." + temp_suffix())).string();
-        do {
-            fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0666);
-        } while (fd < 0 && errno == EINTR);
-        if (fd < 0 && errno != EEXIST) {
-            throw_write_error(shown, errno);
-        }
-    }
-    if (fd < 0) {
-        throw_write_error(shown, EEXIST);
-    }
-
-    auto give_up = [&](int err) {
-        if (fd >= 0) {
-            ::close(fd);
-        }
-        ::unlink(temp.c_str());
-        throw_write_error(shown, err);
-    };
-    if (const int err = write_all(fd, bytes); err != 0) {
-        give_up(err);
-    }
-    if (::fsync(fd) != 0) {
-        give_up(errno);
-    }
-    const int closed = ::close(fd);
-    fd = -1; // closed even when close() fails: never close twice
-    if (closed != 0) {
-        give_up(errno);
-    }
-    if (::rename(temp.c_str(), target_name.c_str()) != 0) {
-        give_up(errno);
-    }
-    // Make the rename itself durable; best effort, the data is already in place.
-    const std::string dir_name = dir.empty() ? std::string(".") : dir.string();
-    const int dir_fd = ::open(dir_name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir_fd >= 0) {
-        ::fsync(dir_fd);
-        ::close(dir_fd);
-    }
+    AtomicWriter out(path);
+    out.write(bytes);
+    out.commit();
 }
 
 void write_file_atomic(const std::filesystem::path& path, std::string_view text) {
     write_file_atomic(path,
                       std::span<const std::uint8_t>(
                           reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+}
+
+void install_signal_cleanup() {
+    for (const int sig : cleanup_signals) {
+        struct sigaction old {};
+        if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) {
+            continue; // nohup and friends: stay ignored
+        }
+        struct sigaction action {};
+        action.sa_handler = remove_temps_and_reraise;
+        sigemptyset(&action.sa_mask);
+        action.sa_flags = static_cast<int>(SA_RESETHAND);
+        ::sigaction(sig, &action, nullptr);
+    }
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    ::sigaction(SIGXFSZ, &ignore, nullptr);
 }
 
 } // namespace attn::io

@@ -5,10 +5,14 @@
 
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/io/limits.hpp"
+#include "attn/io/mask_convention.hpp"
+#include "attn/io/safetensors.hpp"
 #include "attn/layer.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -22,7 +26,8 @@ const std::vector<std::string>& problem_fields() {
         "query", "key",  "value",    "input",            "context",      "params",
         "init",  "num_heads", "num_kv_heads", "scale", "causal", "mask",
         "bias",  "key_padding_mask", "query_tokens", "key_tokens", "tokens", "id",
-        "variant"};
+        "variant", "mask_convention",
+        "window", "window_align", "softcap", "alibi", "sinks", "return", "top_k"};
     return fields;
 }
 
@@ -33,19 +38,60 @@ std::string type_name(const json& j) { return j.type_name(); }
 /// JSON text of a value we echo back; invalid UTF-8 is replaced rather than thrown on.
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+/// A value quoted in a message: one line, and short whatever the input holds.
+std::string shown(const json& j) {
+    return message_text(dump(j), 80);
+}
+
+/// A key or string quoted in a message.
+std::string shown(const std::string& s) {
+    return message_text(s, 80);
+}
+
+/// Records where an array came from and its first value --check-finite refuses.
+void record_source(std::vector<ProblemSource>& sources,
+                   const std::string& name,
+                   const fs::path& path,
+                   const Array& a,
+                   ArrayKind kind) {
+    ProblemSource s{name, path, a.shape, std::nullopt, 0.0f};
+    if (kind == ArrayKind::numeric) {
+        // Masks load as numbers only under mask_convention "additive", where -inf blocks.
+        const bool is_bias = name == "bias" || name == "mask" || name == "key_padding_mask";
+        const auto bad = std::find_if(a.values.begin(), a.values.end(), [&](float x) {
+            return is_bias ? (std::isnan(x) || x == std::numeric_limits<float>::infinity())
+                           : !std::isfinite(x);
+        });
+        if (bad != a.values.end()) {
+            s.first_nonfinite = static_cast<std::size_t>(bad - a.values.begin());
+            s.nonfinite_value = *bad;
+        }
+    }
+    sources.push_back(std::move(s));
+}
+
 /// Loads an array field: a JSON literal, or a .npy/.json path relative to base_dir.
-Array load_array(const json& j, const std::string& name, ArrayKind kind, const fs::path& base) {
+Array load_array(const json& j,
+                 const std::string& name,
+                 ArrayKind kind,
+                 const fs::path& base,
+                 std::vector<ProblemSource>& sources) {
     if (j.is_string()) {
         const fs::path p = j.get<std::string>();
         const fs::path full = p.is_absolute() ? p : base / p;
+        Array a;
         try {
-            return read_array_file(full, kind);
+            a = read_array_file(full, kind);
         } catch (const InputError& e) {
             throw InputError(name + ": " + e.what());
         }
+        record_source(sources, name, full, a, kind);
+        return a;
     }
     if (j.is_array()) {
-        return parse_json_array(j, name, kind);
+        Array a = parse_json_array(j, name, kind);
+        record_source(sources, name, {}, a, kind);
+        return a;
     }
     throw InputError(name + ": expected an array or the path of a .npy/.json file, got " +
                      type_name(j));
@@ -114,17 +160,27 @@ std::array<T, 3> split_thirds(const T& fused, const std::string& name) {
     return parts;
 }
 
-Projections decode_params(const json& j_in, const fs::path& base_in) {
+Projections
+decode_params(const json& j_in, const fs::path& base_in, std::vector<ProblemSource>& sources) {
+    if (is_checkpoint_params(j_in)) {
+        return load_checkpoint_params(j_in, base_in, sources);  // attn/io/safetensors.hpp
+    }
     json j = j_in;
     fs::path base = base_in;
     if (j.is_string()) {
         const fs::path p = j.get<std::string>();
         const fs::path full = p.is_absolute() ? p : base_in / p;
-        const auto bytes = read_file(full);
+        std::vector<std::uint8_t> bytes;
+        try {
+            bytes = read_file(full);
+        } catch (const InputError& e) {
+            throw InputError(std::string("params: ") + e.what());
+        }
         j = parse_json_text(
             std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
-            "params: " + full.string());
+            "params: " + message_text(full.string()));
         base = full.parent_path();
+        sources.push_back({"params", full, {}, std::nullopt, 0.0f});
     }
     if (!j.is_object()) {
         throw InputError("params: expected an object of weights or the path of a .json file "
@@ -137,7 +193,7 @@ Projections decode_params(const json& j_in, const fs::path& base_in) {
         "v_proj_weight"};
     for (const auto& [key, value] : j.items()) {
         if (known.count(key) == 0) {
-            throw InputError("params: unknown weight '" + key +
+            throw InputError("params: unknown weight '" + shown(key) +
                              "' (expected w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o or the names of "
                              "an nn.MultiheadAttention state dict)");
         }
@@ -147,14 +203,14 @@ Projections decode_params(const json& j_in, const fs::path& base_in) {
             return std::nullopt;
         }
         const std::string name = std::string("params.") + key;
-        return to_matrix(load_array(j[key], name, ArrayKind::numeric, base), name);
+        return to_matrix(load_array(j[key], name, ArrayKind::numeric, base, sources), name);
     };
     auto vector = [&](const char* key) -> std::optional<Vector> {
         if (!j.contains(key)) {
             return std::nullopt;
         }
         const std::string name = std::string("params.") + key;
-        return to_vector(load_array(j[key], name, ArrayKind::numeric, base), name);
+        return to_vector(load_array(j[key], name, ArrayKind::numeric, base, sources), name);
     };
     auto set_once = [](auto& slot, auto&& value, const char* a, const char* b) {
         if (!value) {
@@ -198,16 +254,45 @@ Projections decode_params(const json& j_in, const fs::path& base_in) {
 
 std::size_t positive_int(const json& j, const char* name) {
     if (!j.is_number_integer() || j.get<std::int64_t>() < 1 || j.get<std::int64_t>() > (1 << 20)) {
-        throw InputError(std::string(name) + ": expected a positive integer, got " + dump(j));
+        throw InputError(std::string(name) + ": expected a positive integer, got " + shown(j));
     }
     return static_cast<std::size_t>(j.get<std::int64_t>());
 }
 
 bool boolean(const json& j, const char* name) {
     if (!j.is_boolean()) {
-        throw InputError(std::string(name) + ": expected true or false, got " + dump(j));
+        throw InputError(std::string(name) + ": expected true or false, got " + shown(j));
     }
     return j.get<bool>();
+}
+
+/// Issue 7: a list of exactly `want` finite numbers (ALiBi slopes, sink logits).
+std::vector<float> decode_per_head(const json& j, const char* name, std::size_t want) {
+    if (!j.is_array() || j.size() != want) {
+        throw InputError(std::string(name) + ": expected a list of " + std::to_string(want) +
+                         " numbers (one per head), got " + shown(j));
+    }
+    std::vector<float> out;
+    for (const json& x : j) {
+        if (!x.is_number() || !std::isfinite(x.get<double>())) {
+            throw InputError(std::string(name) + ": expected finite numbers, got " + shown(x));
+        }
+        out.push_back(x.get<float>());
+    }
+    return out;
+}
+
+/// Issue 7: "window": [left, right], integers >= -1 (-1 = unbounded).
+Window decode_window(const json& j) {
+    const auto side = [](const json& x) {
+        return x.is_number_integer() && x.get<std::int64_t>() >= -1 &&
+               x.get<std::int64_t>() <= (std::int64_t{1} << 40);
+    };
+    if (!j.is_array() || j.size() != 2 || !side(j[0]) || !side(j[1])) {
+        throw InputError("window: expected [left, right], integers >= -1 (-1 = unbounded), got " +
+                         shown(j));
+    }
+    return {.left = j[0].get<std::int64_t>(), .right = j[1].get<std::int64_t>()};
 }
 
 Causal decode_causal(const json& j) {
@@ -227,7 +312,7 @@ Causal decode_causal(const json& j) {
         }
     }
     throw InputError("causal: expected false, true, \"top-left\" or \"bottom-right\", got " +
-                     dump(j));
+                     shown(j));
 }
 
 std::vector<std::string> decode_tokens(const json& j, const char* name, std::size_t want) {
@@ -284,19 +369,47 @@ Shape pair_shape(const Array& a,
     throw InputError(name + ": expected shape " + want + ", got " + shape_string(s));
 }
 
-Mask to_mask(const Array& a, const Shape& shape) {
-    Mask m = Mask::from_shape(shape);
-    std::transform(a.values.begin(), a.values.end(), m.begin(), [](float x) {
-        return static_cast<std::uint8_t>(x != 0.0f ? 1 : 0);  // NaN != 0: attend
-    });
-    return m;
-}
-
 const char* variant_names = "dot, scaled, self, masked-self, cross, multihead";
+
+/// Refuses random init weights that would not fit memory_limit(), before they are drawn:
+/// w_q [dim, e_q], w_k [kv_dim, e_k], w_v [kv_dim, e_v], w_o [e_q, dim] as random_projections
+/// makes them. Saturating arithmetic: an empty source may carry any feature size.
+void check_init_fits(std::size_t e_q,
+                     std::size_t e_k,
+                     std::size_t e_v,
+                     std::size_t dim,
+                     std::size_t num_heads,
+                     std::size_t num_kv_heads,
+                     bool output_projection) {
+    constexpr std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
+    auto mul = [](std::uint64_t a, std::uint64_t b) { return a != 0 && b > max / a ? max : a * b; };
+    auto add = [](std::uint64_t a, std::uint64_t b) { return a > max - b ? max : a + b; };
+    const std::uint64_t kv_dim = mul(dim / std::max<std::size_t>(num_heads, 1), num_kv_heads);
+    std::uint64_t values = add(mul(dim, e_q), mul(kv_dim, add(e_k, e_v)));
+    if (output_projection) {
+        values = add(values, mul(e_q, dim));
+    }
+    const std::uint64_t bytes = mul(values, sizeof(float));
+    const std::uint64_t limit = memory_limit();
+    if (bytes > limit) {
+        throw InputError("init: random projection weights of dim " + std::to_string(dim) +
+                         " for features " + std::to_string(e_q) + " need " + format_size(bytes) +
+                         ", more than the memory limit of " + format_size(limit) +
+                         " (--max-memory)");
+    }
+}
 
 }  // namespace
 
 nlohmann::json parse_json_text(std::string_view text, std::string_view name) {
+    const std::uint64_t limit = memory_limit();
+    if (text.size() > limit / 16) {
+        throw InputError(std::string(name) + ": JSON text of " + format_size(text.size()) +
+                         " may need up to 16 times that to parse, more than the memory limit "
+                         "of " +
+                         format_size(limit) + " (--max-memory); store large arrays as .npy");
+    }
+    check_json_depth(text, name);
     try {
         return json::parse(text);
     } catch (const json::parse_error& e) {
@@ -306,8 +419,16 @@ nlohmann::json parse_json_text(std::string_view text, std::string_view name) {
         if (pos != std::string::npos) {
             what = what.substr(pos + 2);
         }
-        std::replace(what.begin(), what.end(), '\n', ' ');
-        throw InputError(std::string(name) + ": invalid JSON: " + what);
+        throw InputError(std::string(name) + ": invalid JSON: " + message_text(what, 300));
+    } catch (const json::exception& e) {
+        // Not a syntax error but still the text's fault, e.g. out_of_range.406 "number
+        // overflow parsing '1e400'" (beyond double range).
+        std::string what = e.what();
+        const auto pos = what.find("] ");
+        if (pos != std::string::npos) {
+            what = what.substr(pos + 2);
+        }
+        throw InputError(std::string(name) + ": invalid JSON: " + message_text(what, 300));
     }
 }
 
@@ -319,7 +440,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
     const auto& fields = problem_fields();
     for (const auto& [key, value] : doc.items()) {
         if (std::find(fields.begin(), fields.end(), key) == fields.end()) {
-            throw InputError("problem: unknown field '" + key + "'");
+            throw InputError("problem: unknown field '" + shown(key) + "'");
         }
     }
     auto has = [&](const char* f) { return doc.contains(f) && !doc[f].is_null(); };
@@ -334,7 +455,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
         static const std::set<std::string> known = {"dot", "scaled", "self", "masked-self",
                                                     "cross", "multihead"};
         if (known.count(variant) == 0) {
-            throw InputError("variant: unknown variant '" + variant + "' (expected one of " +
+            throw InputError("variant: unknown variant '" + shown(variant) + "' (expected one of " +
                              variant_names + ")");
         }
     }
@@ -377,7 +498,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
         throw InputError("key: missing (query needs key and value, or context)");
     }
     const char* q_field = has("query") ? "query" : "input";
-    const Array q_arr = load_array(doc[q_field], q_field, ArrayKind::numeric, base);
+    const Array q_arr = load_array(doc[q_field], q_field, ArrayKind::numeric, base, p.sources);
 
     if (q_arr.shape.size() == 4) {
         // Direct heads: [B, H, L, D].
@@ -389,8 +510,8 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
             throw InputError("params: projections apply to rank-2/3 inputs, not to rank-4 "
                              "[B, H, L, D] heads");
         }
-        const Array k_arr = load_array(doc["key"], "key", ArrayKind::numeric, base);
-        const Array v_arr = load_array(doc["value"], "value", ArrayKind::numeric, base);
+        const Array k_arr = load_array(doc["key"], "key", ArrayKind::numeric, base, p.sources);
+        const Array v_arr = load_array(doc["value"], "value", ArrayKind::numeric, base, p.sources);
         const auto& qs = q_arr.shape;
         if (k_arr.shape.size() != 4 || (k_arr.shape[0] != qs[0] && k_arr.shape[0] != 1) ||
             k_arr.shape[3] != qs[3] || k_arr.shape[1] == 0 || qs[1] % k_arr.shape[1] != 0) {
@@ -402,11 +523,11 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
             throw InputError::shape("value", {ks[0], ks[1], ks[2], kAnyDim}, v_arr.shape);
         }
         if (has("num_heads") && positive_int(doc["num_heads"], "num_heads") != qs[1]) {
-            throw InputError("num_heads: " + dump(doc["num_heads"]) + " disagrees with query " +
+            throw InputError("num_heads: " + shown(doc["num_heads"]) + " disagrees with query " +
                              shape_string(qs) + " (" + std::to_string(qs[1]) + " heads)");
         }
         if (has("num_kv_heads") && positive_int(doc["num_kv_heads"], "num_kv_heads") != ks[1]) {
-            throw InputError("num_kv_heads: " + dump(doc["num_kv_heads"]) +
+            throw InputError("num_kv_heads: " + shown(doc["num_kv_heads"]) +
                              " disagrees with key " + shape_string(ks) + " (" +
                              std::to_string(ks[1]) + " heads)");
         }
@@ -424,16 +545,19 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
         p.query_src = to_tensor3(q_arr, q_field, "[L, E]");
         p.batched = q_arr.shape.size() == 3;
         if (has("key")) {
-            p.key_src = to_tensor3(load_array(doc["key"], "key", ArrayKind::numeric, base),
-                                   "key",
-                                   "[L, E]");
-            p.value_src = to_tensor3(load_array(doc["value"], "value", ArrayKind::numeric, base),
-                                     "value",
-                                     "[L, E]");
+            p.key_src =
+                to_tensor3(load_array(doc["key"], "key", ArrayKind::numeric, base, p.sources),
+                           "key",
+                           "[L, E]");
+            p.value_src =
+                to_tensor3(load_array(doc["value"], "value", ArrayKind::numeric, base, p.sources),
+                           "value",
+                           "[L, E]");
         } else if (has("context")) {
-            p.key_src = to_tensor3(load_array(doc["context"], "context", ArrayKind::numeric, base),
-                                   "context",
-                                   "[Lk, Ec]");
+            p.key_src = to_tensor3(
+                load_array(doc["context"], "context", ArrayKind::numeric, base, p.sources),
+                "context",
+                "[Lk, Ec]");
             p.value_src = p.key_src;
         } else {
             p.key_src = p.query_src;
@@ -465,7 +589,11 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
             throw InputError("init: give either params or init, not both");
         }
         if (has("params")) {
-            p.projections = decode_params(doc["params"], base);
+            p.projections = decode_params(doc["params"], base, p.sources);
+            if (!has("num_kv_heads") && is_checkpoint_params(doc["params"])) {
+                // Llama-style GQA: the checkpoint's k_proj rows give the key/value heads.
+                p.num_kv_heads = implied_num_kv_heads(*p.projections, p.num_heads);
+            }
         } else if (has("init")) {
             const json& init = doc["init"];
             if (!init.is_object()) {
@@ -481,7 +609,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
                     if (!value.is_number_integer() || value.get<std::int64_t>() < 0) {
                         if (!value.is_number_unsigned()) {
                             throw InputError("init.seed: expected a non-negative integer, got " +
-                                             dump(value));
+                                             shown(value));
                         }
                     }
                     seed = value.get<std::uint64_t>();
@@ -492,10 +620,17 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
                 } else if (key == "bias") {
                     bias = boolean(value, "init.bias");
                 } else {
-                    throw InputError("init: unknown field '" + key +
+                    throw InputError("init: unknown field '" + shown(key) +
                                      "' (expected seed, dim, output_projection, bias)");
                 }
             }
+            check_init_fits(p.query_src.shape()[2],
+                            p.key_src.shape()[2],
+                            p.value_src.shape()[2],
+                            dim,
+                            p.num_heads,
+                            p.num_kv_heads,
+                            output_projection);
             p.projections = random_projections(seed,
                                                p.query_src.shape()[2],
                                                p.key_src.shape()[2],
@@ -512,26 +647,44 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
     if (has("scale")) {
         const json& s = doc["scale"];
         if (!s.is_number() || !std::isfinite(s.get<double>())) {
-            throw InputError("scale: expected a finite number or null, got " + dump(s));
+            throw InputError("scale: expected a finite number or null, got " + shown(s));
         }
         p.scale = s.get<float>();
     }
     if (has("causal")) {
         p.causal = decode_causal(doc["causal"]);
     }
+    // mask_convention (attn/io/mask_convention.hpp): additive masks join the bias.
+    const MaskConvention convention = has("mask_convention")
+                                          ? decode_mask_convention(doc["mask_convention"])
+                                          : MaskConvention::keep;
     if (has("mask")) {
-        const Array a = load_array(doc["mask"], "mask", ArrayKind::mask, base);
-        p.mask = to_mask(a, pair_shape(a, "mask", p.batch, p.num_heads, p.lq, p.lk));
+        const Array a =
+            load_array(doc["mask"], "mask", mask_array_kind(convention), base, p.sources);
+        DecodedMask m = decode_mask(
+            a, pair_shape(a, "mask", p.batch, p.num_heads, p.lq, p.lk), convention, "mask");
+        p.mask = std::move(m.keep);
+        if (m.bias) {
+            add_bias(p.bias, *m.bias, p.lq, p.lk, "mask");
+        }
     }
     if (has("bias")) {
-        const Array a = load_array(doc["bias"], "bias", ArrayKind::numeric, base);
+        const Array a = load_array(doc["bias"], "bias", ArrayKind::numeric, base, p.sources);
         const Shape s = pair_shape(a, "bias", p.batch, p.num_heads, p.lq, p.lk);
         Tensor t = Tensor::from_shape(s);
         std::copy(a.values.begin(), a.values.end(), t.begin());
-        p.bias = std::move(t);
+        if (p.bias) {
+            add_bias(p.bias, t, p.lq, p.lk, "bias");
+        } else {
+            p.bias = std::move(t);
+        }
     }
     if (has("key_padding_mask")) {
-        const Array a = load_array(doc["key_padding_mask"], "key_padding_mask", ArrayKind::mask, base);
+        const Array a = load_array(doc["key_padding_mask"],
+                                   "key_padding_mask",
+                                   mask_array_kind(convention),
+                                   base,
+                                   p.sources);
         Shape s{};
         if (a.shape.size() == 1 && a.shape[0] == p.lk) {
             s = {1, 1, 1, p.lk};
@@ -543,7 +696,77 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
                              shape_string({p.batch, p.lk}) + " or " + shape_string({p.lk}) +
                              ", got " + shape_string(a.shape));
         }
-        p.key_padding = to_mask(a, s);
+        DecodedMask m = decode_mask(a, s, convention, "key_padding_mask");
+        p.key_padding = std::move(m.keep);
+        if (m.bias) {
+            add_bias(p.bias, *m.bias, p.lq, p.lk, "key_padding_mask");
+        }
+    }
+
+    // Issue 7: window, softcap, ALiBi, sinks, per-row diagnostics.
+    if (has("window")) {
+        p.window = decode_window(doc["window"]);
+    }
+    if (has("window_align")) {
+        const json& a = doc["window_align"];
+        if (a == "top-left") {
+            p.window_align = Align::top_left;
+        } else if (a == "bottom-right") {
+            p.window_align = Align::bottom_right;
+        } else {
+            throw InputError("window_align: expected \"top-left\" or \"bottom-right\", got " +
+                             shown(a));
+        }
+    }
+    if (has("softcap") && !doc["softcap"].is_null()) {
+        const json& c = doc["softcap"];
+        if (!c.is_number() || !std::isfinite(c.get<double>()) || c.get<double>() <= 0.0) {
+            throw InputError("softcap: expected a finite number > 0 or null, got " + shown(c));
+        }
+        p.softcap = c.get<float>();
+    }
+    if (has("alibi")) {
+        const json& a = doc["alibi"];
+        if (a.is_boolean()) {
+            if (a.get<bool>()) {
+                p.alibi_slopes = alibi_default_slopes(p.num_heads);
+            }
+        } else if (a.is_array()) {
+            p.alibi_slopes = decode_per_head(a, "alibi", p.num_heads);
+        } else {
+            throw InputError("alibi: expected true, false or a list of " +
+                             std::to_string(p.num_heads) + " slopes, got " + shown(a));
+        }
+    }
+    if (has("sinks")) {
+        p.sinks = decode_per_head(doc["sinks"], "sinks", p.num_heads);
+    }
+    if (has("top_k") && !has("return")) {
+        throw InputError("top_k: needs \"return\": [\"top_k\"]");
+    }
+    if (has("return")) {
+        const json& r = doc["return"];
+        if (!r.is_array()) {
+            throw InputError("return: expected a list of \"lse\", \"entropy\", \"argmax\", "
+                             "\"top_k\", got " + shown(r));
+        }
+        for (const json& x : r) {
+            if (x == "lse") {
+                p.return_lse = true;
+            } else if (x == "entropy") {
+                p.return_entropy = true;
+            } else if (x == "argmax") {
+                p.return_argmax = true;
+            } else if (x == "top_k") {
+                if (!has("top_k")) {
+                    throw InputError("return: \"top_k\" needs \"top_k\": K");
+                }
+                p.top_k = positive_int(doc["top_k"], "top_k");
+            } else {
+                throw InputError("return: expected \"lse\", \"entropy\", \"argmax\" or "
+                                 "\"top_k\", got " + shown(x));
+            }
+        }
     }
 
     // Labels.
@@ -582,6 +805,10 @@ Array to_array(const T& t, std::vector<std::size_t> shape) {
 }  // namespace
 
 Solution solve(const Problem& p, const SolveOptions& options) {
+    check_memory(p,
+                 options.want_weights,
+                 options.max_memory != 0 ? options.max_memory : memory_limit(),
+                 options.threads);
     AttentionSpec spec;
     spec.scale = p.scale;
     spec.causal = p.causal;
@@ -590,6 +817,16 @@ Solution solve(const Problem& p, const SolveOptions& options) {
     spec.key_padding = p.key_padding ? &*p.key_padding : nullptr;
     spec.want_weights = options.want_weights;
     spec.threads = options.threads;
+    spec.window = p.window;
+    spec.align = p.window_align;
+    spec.softcap = p.softcap;
+    spec.alibi_slopes = p.alibi_slopes;
+    spec.sinks = p.sinks;
+    spec.want_lse = p.return_lse;
+    spec.want_entropy = p.return_entropy;
+    spec.want_argmax = p.return_argmax;
+    spec.top_k = p.top_k;
+    RowDiagnostics diagnostics;
 
     Solution s;
     std::optional<Tensor> weights;
@@ -598,6 +835,7 @@ Solution solve(const Problem& p, const SolveOptions& options) {
         s.output = to_array(r.output, shape_of(r.output));
         weights = std::move(r.weights);
         s.rows_fully_masked = r.rows_fully_masked;
+        diagnostics = std::move(r.diagnostics);
     } else {
         LayerSpec ls;
         ls.num_heads = p.num_heads;
@@ -612,7 +850,31 @@ Solution solve(const Problem& p, const SolveOptions& options) {
         s.output = to_array(r.output, shape);
         weights = std::move(r.weights);
         s.rows_fully_masked = r.rows_fully_masked;
+        diagnostics = std::move(r.diagnostics);
     }
+    // Diagnostics [B, H, Lq, 1|K]: the trailing 1 goes, B and H go as for weights.
+    const auto diag_array = [&p](const std::optional<Tensor>& t, bool per_key) {
+        std::optional<Array> a;
+        if (t) {
+            std::vector<std::size_t> shape = shape_of(*t);
+            if (!per_key) {
+                shape.pop_back();
+            }
+            if (shape[1] == 1) {
+                shape.erase(shape.begin() + 1);
+            }
+            if (!p.batched) {
+                shape.erase(shape.begin());
+            }
+            a = to_array(*t, shape);
+        }
+        return a;
+    };
+    s.lse = diag_array(diagnostics.lse, false);
+    s.entropy = diag_array(diagnostics.entropy, false);
+    s.argmax = diag_array(diagnostics.argmax, false);
+    s.top_k_indices = diag_array(diagnostics.top_k_indices, true);
+    s.top_k_weights = diag_array(diagnostics.top_k_weights, true);
     if (weights) {
         std::vector<std::size_t> shape = shape_of(*weights);
         if (shape[1] == 1) {
@@ -634,6 +896,21 @@ std::string result_document(const Problem& p, const Solution& s) {
     out += "\"output\":" + encode_json_array(s.output.shape, s.output.values.data());
     if (s.weights) {
         out += ",\"weights\":" + encode_json_array(s.weights->shape, s.weights->values.data());
+    }
+    // Issue 7: "return" diagnostics.
+    const auto add = [&out](const char* key, const std::optional<Array>& a) {
+        if (a) {
+            out += std::string(",\"") + key + "\":" + encode_json_array(a->shape, a->values.data());
+        }
+    };
+    add("lse", s.lse);
+    add("entropy", s.entropy);
+    add("argmax", s.argmax);
+    if (s.top_k_indices && s.top_k_weights) {
+        out += ",\"top_k\":{\"indices\":" +
+               encode_json_array(s.top_k_indices->shape, s.top_k_indices->values.data()) +
+               ",\"weights\":" +
+               encode_json_array(s.top_k_weights->shape, s.top_k_weights->values.data()) + "}";
     }
     if (p.query_tokens) {
         out += ",\"query_tokens\":" + dump(json(*p.query_tokens));

@@ -55,12 +55,33 @@ Array parse_npy(std::span<const std::uint8_t> bytes, std::string_view name);
 /// "query: [1][2]: expected a number, got an object". Throws InputError.
 Array parse_json_array(const nlohmann::json& j, std::string_view name, ArrayKind kind);
 
-/// Reads all bytes of a file. Throws InputError("PATH: cannot read: REASON").
+/// Reads all bytes of a file. A file larger than memory_limit() (attn/io/limits.hpp) is
+/// refused before anything is read: by its size for regular files, as the bytes arrive
+/// for pipes and devices. Throws InputError("PATH: cannot read: REASON").
 std::vector<std::uint8_t> read_file(const std::filesystem::path& path);
 
 /// Reads a .npy or .json array file (by extension, case-insensitive). A .json file holds
-/// one array literal. Throws InputError naming the file.
+/// one array literal. A regular .npy file is read header first: its shape is checked
+/// against the file size and memory_limit() before the payload is read or allocated.
+/// Throws InputError naming the file.
 Array read_array_file(const std::filesystem::path& path, ArrayKind kind);
+
+/// JSON nested deeper than this (arrays and objects) is refused before it is parsed:
+/// nlohmann's copies, comparisons and dumps recurse once per level, so a hostile
+/// "[[[[...]]]]" of a million levels would overflow the stack.
+inline constexpr std::size_t max_json_depth = 128;
+
+/// Throws InputError("NAME: JSON nested deeper than 128 levels") when the text nests
+/// arrays and objects deeper than `max_depth`. A linear scan that skips strings; it does
+/// not validate the text (the parser does that afterwards).
+void check_json_depth(std::string_view text,
+                      std::string_view name,
+                      std::size_t max_depth = max_json_depth);
+
+/// `text` made safe for a one-line message: control characters (line breaks, NUL, ESC,
+/// ...) and DEL are written as \xNN, other bytes are kept; cut to `max_chars` bytes
+/// with "..." appended. Use it for anything quoted from the input (keys, paths, strings).
+std::string message_text(std::string_view text, std::size_t max_chars = 200);
 
 /// Shortest decimal text that reads back as the same float32 ("0.70710677", "1e-07").
 /// Non-finite values give "inf", "-inf", "nan" (without quotes).
@@ -82,8 +103,56 @@ ArrayFormat array_format_for(const std::filesystem::path& path);
 
 /// Writes bytes to `path` whole or not at all: a sibling temp file, fsync, then rename;
 /// the temp file is removed on any failure and an existing file is left untouched.
-/// Throws SystemError("PATH: cannot write: REASON").
+/// "-" writes to stdout; devices and FIFOs (which a rename cannot replace) are written in
+/// place. Throws SystemError("PATH: cannot write: REASON").
 void write_file_atomic(const std::filesystem::path& path, std::span<const std::uint8_t> bytes);
 void write_file_atomic(const std::filesystem::path& path, std::string_view text);
+
+/// A regular file written whole or not at all, in pieces: the constructor creates a sibling
+/// temp file (".NAME.tmp.XXXXXX"), write() appends to it, commit() fsyncs it and renames it
+/// over `path` (through a symlink, over the file it points to). Destroyed uncommitted, or
+/// after any failure, it removes the temp file and leaves `path` untouched. While it
+/// exists, the temp file is registered for install_signal_cleanup().
+/// Throws SystemError("PATH: cannot write: REASON").
+///
+/// Example:
+///     io::AtomicWriter out("big.npy");
+///     out.write(header);
+///     out.write(payload);
+///     out.commit();
+class AtomicWriter {
+  public:
+    explicit AtomicWriter(const std::filesystem::path& path);
+    AtomicWriter(const AtomicWriter&) = delete;
+    AtomicWriter& operator=(const AtomicWriter&) = delete;
+    ~AtomicWriter();
+
+    void write(std::span<const std::uint8_t> bytes);
+    void commit();
+
+    /// The temp file being written (empty once committed or abandoned).
+    const std::string& temp_path() const { return temp_; }
+
+  private:
+    [[noreturn]] void fail(int err);
+    void abandon() noexcept;
+
+    std::string shown_;  ///< the path as the user gave it, for messages
+    std::string target_; ///< what the rename replaces
+    std::string dir_;    ///< the folder, fsynced after the rename
+    std::string temp_;
+    int fd_ = -1;
+    int slot_ = -1; ///< signal-cleanup registration, -1 if none
+};
+
+/// Installs SIGINT, SIGTERM and SIGHUP handlers that remove the temp files of the
+/// AtomicWriters in progress (write_file_atomic uses one), then re-raise the signal with
+/// its default action, so the exit status still says "killed by SIGINT". Signals the
+/// process ignores (nohup) stay ignored. Also ignores SIGXFSZ, so a write beyond
+/// RLIMIT_FSIZE fails with EFBIG (and is cleaned up) instead of killing the process.
+/// The handlers only call unlink() and raise() (async-signal-safe); registration is
+/// lock-free. Call once, early in main(). SIGKILL cannot be handled: nothing can clean
+/// up after it.
+void install_signal_cleanup();
 
 }  // namespace attn::io

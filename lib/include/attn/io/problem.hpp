@@ -18,6 +18,19 @@
 
 namespace attn::io {
 
+/// One array (or params file) a problem was decoded from: for --check-finite, the
+/// output-path check and messages in the user's own terms.
+struct ProblemSource {
+    std::string field;              ///< "query", "mask", "params.w_q", "params" (a params file)
+    std::filesystem::path path;     ///< the file read (resolved against base_dir); empty
+                                    ///< for a JSON literal
+    std::vector<std::size_t> shape; ///< as given, in the user's rank; empty for a params file
+    /// The first value --check-finite refuses, as a C-order flat index: NaN or ±inf in
+    /// numeric arrays, NaN or +inf in bias (-inf blocks there); never set for masks.
+    std::optional<std::size_t> first_nonfinite;
+    float nonfinite_value = 0.0f;
+};
+
 /// A decoded problem: every array loaded and checked, the preset applied.
 struct Problem {
     bool direct_heads = false;  ///< rank-4 Q, K, V: [B, H, L, D], no projections
@@ -35,6 +48,17 @@ struct Problem {
     std::optional<std::vector<std::string>> query_tokens, key_tokens;
     std::optional<nlohmann::json> id;
     std::size_t batch = 1, lq = 0, lk = 0;
+    std::vector<ProblemSource> sources; ///< every array field and params file, in load order
+    // Issue 7 (attention features); see AttentionSpec for the definitions.
+    Window window{};                    ///< "window": [left, right], -1 = unbounded
+    Align window_align = Align::top_left; ///< "window_align" (bottom-right forced by causal)
+    std::optional<float> softcap{};     ///< "softcap"
+    std::vector<float> alibi_slopes{};  ///< "alibi": true (default slopes) or H slopes
+    std::vector<float> sinks{};         ///< "sinks": H logits
+    bool return_lse = false;            ///< "return": [..., "lse", ...]
+    bool return_entropy = false;
+    bool return_argmax = false;
+    std::size_t top_k = 0;              ///< "return": [..., "top_k"] with "top_k": K
 };
 
 /// The fields a problem document may hold (the contract's names).
@@ -43,12 +67,17 @@ const std::vector<std::string>& problem_fields();
 /// Decodes a problem document. Relative array paths are resolved against `base_dir`
 /// (the problem file's folder, or the working folder for stdin). Applies the "variant"
 /// preset, loads arrays (JSON literals or .npy/.json paths), checks every shape, and
-/// throws InputError naming the field, with expected and actual shapes.
+/// throws InputError naming the field, with expected and actual shapes. Random `init`
+/// weights that would exceed memory_limit() (attn/io/limits.hpp) are refused before they
+/// are allocated.
 Problem decode_problem(const nlohmann::json& doc, const std::filesystem::path& base_dir);
 
 struct SolveOptions {
     bool want_weights = true;
     unsigned threads = 0;  ///< 0: all cores
+    /// Refuse (InputError, before any allocation) a problem whose estimate_memory() exceeds
+    /// this; 0: memory_limit() (attn/io/limits.hpp).
+    std::uint64_t max_memory = 0;
 };
 
 /// The result in the contract's shapes: output keeps the query source's leading dims;
@@ -57,9 +86,13 @@ struct Solution {
     Array output;
     std::optional<Array> weights;
     std::int64_t rows_fully_masked = 0;
+    /// "return" diagnostics: [B, H, Lq] (top_k: [B, H, Lq, K]), B and H dropped as weights.
+    std::optional<Array> lse, entropy, argmax, top_k_indices, top_k_weights;
 };
 
-/// Computes a decoded problem.
+/// Computes a decoded problem. First checks its memory estimate against
+/// options.max_memory (check_memory() in attn/io/limits.hpp): throws InputError naming the
+/// figures when it does not fit.
 Solution solve(const Problem& problem, const SolveOptions& options);
 
 /// The result document: {"id": .., "output": .., "weights": .., "query_tokens": ..,
@@ -68,6 +101,7 @@ Solution solve(const Problem& problem, const SolveOptions& options);
 std::string result_document(const Problem& problem, const Solution& solution);
 
 /// Parses JSON text (a problem document) with one-line errors: "NAME: invalid JSON: ...".
+/// Text nested deeper than max_json_depth is refused before parsing (check_json_depth).
 nlohmann::json parse_json_text(std::string_view text, std::string_view name);
 
 }  // namespace attn::io

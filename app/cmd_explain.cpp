@@ -1,0 +1,494 @@
+// `attn explain [PROBLEM]`: what a problem resolves to, without computing it: every
+// tensor's shape from the sources through projections and heads to output and weights,
+// head grouping, scale, the combined mask as a grid of which query sees which key, and
+// the memory a run needs with and without weights. It loads the arrays (to know their
+// shapes and masks) but never multiplies anything.
+#include "attn/error.hpp"
+#include "attn/io/array.hpp"
+#include "attn/io/limits.hpp"
+#include "attn/io/problem.hpp"
+#include "cli.hpp"
+#include "compute_options.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace attn::app {
+
+namespace {
+
+using nlohmann::json;
+using Dims = std::vector<std::size_t>;
+
+constexpr std::size_t kGridRows = 32;   // queries shown in the visibility grid
+constexpr std::size_t kGridCols = 64;   // keys shown
+constexpr double kCountCellLimit = 5e7; // count fully masked rows up to this many cells
+
+struct ExplainArgs {
+    ProblemArgs problem;
+};
+
+std::string dims(const Dims& d) {
+    return shape_string(d);
+}
+
+/// Drops the leading batch dim of an unbatched problem (the user's own rank).
+Dims user_rank(Dims d, bool batched) {
+    if (!batched) {
+        d.erase(d.begin());
+    }
+    return d;
+}
+
+/// The report: "label" in a 13-character column, then the text; continuation lines
+/// are indented to the text.
+class Report {
+  public:
+    void row(const std::string& label, const std::string& text) {
+        std::string pad(13 > label.size() ? 13 - label.size() : 1, ' ');
+        out_ << label << pad << text << '\n';
+    }
+    void more(const std::string& text) { out_ << std::string(13, ' ') << text << '\n'; }
+    std::string str() const { return out_.str(); }
+
+  private:
+    std::ostringstream out_;
+};
+
+/// The resolved shapes of one problem, computed the way attend_layer composes them and
+/// checked with the same messages.
+struct Plan {
+    std::size_t b = 1, bk = 1, lq = 0, lk = 0, h = 1, hkv = 1, d = 0, dv = 0;
+    std::size_t eq = 0, ek = 0, ev = 0; // source features
+    std::size_t pq = 0, pk = 0, pv = 0; // projected features (= source without weights)
+    std::size_t merged = 0, eo = 0;     // H·Dv, and after w_o
+    Dims output, weights;
+};
+
+void check_linear(const std::optional<Matrix>& w,
+                  const std::optional<Vector>& bias,
+                  const char* w_name,
+                  const char* b_name,
+                  std::size_t in,
+                  std::size_t& out) {
+    out = in;
+    if (w) {
+        if (w->shape()[1] != in) {
+            throw InputError::shape(w_name, {kAnyDim, in}, shape_of(*w));
+        }
+        out = w->shape()[0];
+        if (bias && bias->shape()[0] != out) {
+            throw InputError("bias of " + std::string(w_name) + ": expected shape " +
+                             shape_string({out}) + ", got " + shape_string(shape_of(*bias)));
+        }
+    } else if (bias && bias->shape()[0] != in) {
+        throw InputError::shape(b_name, {in}, shape_of(*bias));
+    }
+}
+
+void check_heads(std::size_t features, std::size_t heads, const std::string& what) {
+    if (heads == 0 || features % heads != 0) {
+        throw InputError(what + ": feature size " + std::to_string(features) +
+                         " is not divisible by " + std::to_string(heads) + " heads");
+    }
+}
+
+Plan make_plan(const io::Problem& p) {
+    Plan plan;
+    plan.b = p.batch;
+    plan.lq = p.lq;
+    plan.lk = p.lk;
+    plan.h = p.num_heads;
+    plan.hkv = p.num_kv_heads;
+    if (p.direct_heads) {
+        plan.bk = p.k4.shape()[0];
+        plan.d = p.q4.shape()[3];
+        plan.dv = p.v4.shape()[3];
+        plan.output = {plan.b, plan.h, plan.lq, plan.dv};
+    } else {
+        plan.bk = p.key_src.shape()[0];
+        plan.eq = p.query_src.shape()[2];
+        plan.ek = p.key_src.shape()[2];
+        plan.ev = p.value_src.shape()[2];
+        if (plan.hkv == 0 || plan.h % plan.hkv != 0) {
+            throw InputError("num_kv_heads: " + std::to_string(plan.hkv) +
+                             " does not divide num_heads " + std::to_string(plan.h));
+        }
+        static const Projections none;
+        const Projections& w = p.projections ? *p.projections : none;
+        check_linear(w.w_q, w.b_q, "w_q", "b_q", plan.eq, plan.pq);
+        check_linear(w.w_k, w.b_k, "w_k", "b_k", plan.ek, plan.pk);
+        check_linear(w.w_v, w.b_v, "w_v", "b_v", plan.ev, plan.pv);
+        const bool projected = p.projections.has_value();
+        check_heads(plan.pq, plan.h, projected ? "w_q (projected query)" : "query");
+        check_heads(plan.pk, plan.hkv, projected ? "w_k (projected key)" : "key");
+        check_heads(plan.pv, plan.hkv, projected ? "w_v (projected value)" : "value");
+        plan.d = plan.pq / plan.h;
+        plan.dv = plan.pv / plan.hkv;
+        if (plan.pk / plan.hkv != plan.d) {
+            throw InputError(std::string(projected ? "w_k" : "key") + ": key features " +
+                             std::to_string(plan.pk) + " split into " + std::to_string(plan.hkv) +
+                             " key/value heads give head dim " +
+                             std::to_string(plan.pk / plan.hkv) + ", but the query's head dim is " +
+                             std::to_string(plan.d) + " (query features " +
+                             std::to_string(plan.pq) + " / " + std::to_string(plan.h) + " heads)");
+        }
+        plan.merged = plan.h * plan.dv;
+        check_linear(w.w_o, w.b_o, "w_o", "b_o", plan.merged, plan.eo);
+        plan.output = user_rank({plan.b, plan.lq, plan.eo}, p.batched);
+    }
+    plan.weights = {plan.b, plan.h, plan.lq, plan.lk};
+    if (plan.h == 1) {
+        plan.weights.erase(plan.weights.begin() + 1);
+    }
+    plan.weights = user_rank(plan.weights, p.batched);
+    return plan;
+}
+
+/// Whether query i of (batch b, head h) may see key j: causal, mask, key padding and a
+/// -inf bias combined, as the kernels combine them.
+class Visibility {
+  public:
+    explicit Visibility(const io::Problem& p) : p_(p) {}
+
+    bool sees(std::size_t b, std::size_t h, std::size_t i, std::size_t j) const {
+        switch (p_.causal) {
+        case Causal::none:
+            break;
+        case Causal::top_left:
+            if (j > i) {
+                return false;
+            }
+            break;
+        case Causal::bottom_right:
+            if (j + p_.lq > i + p_.lk) { // j <= i + Lk - Lq, without unsigned wrap
+                return false;
+            }
+            break;
+        }
+        if (p_.mask && (*p_.mask)(pick(*p_.mask, 0, b), pick(*p_.mask, 1, h), i, j) == 0) {
+            return false;
+        }
+        if (p_.key_padding && (*p_.key_padding)(pick(*p_.key_padding, 0, b), 0, 0, j) == 0) {
+            return false;
+        }
+        if (p_.bias && (*p_.bias)(pick(*p_.bias, 0, b), pick(*p_.bias, 1, h), i, j) ==
+                           -std::numeric_limits<float>::infinity()) {
+            return false;
+        }
+        return true;
+    }
+
+    /// Whether the pattern may differ between batches or heads.
+    bool varies() const {
+        auto big = [](const auto& t) { return t.shape()[0] > 1 || t.shape()[1] > 1; };
+        return (p_.mask && big(*p_.mask)) || (p_.bias && big(*p_.bias)) ||
+               (p_.key_padding && p_.key_padding->shape()[0] > 1);
+    }
+
+  private:
+    template <class T> static std::size_t pick(const T& t, std::size_t axis, std::size_t i) {
+        return t.shape()[axis] == 1 ? 0 : i;
+    }
+    const io::Problem& p_;
+};
+
+std::string masking_text(const io::Problem& p) {
+    std::vector<std::string> parts;
+    if (p.causal == Causal::top_left) {
+        parts.emplace_back("causal top-left (query i sees key j iff j <= i)");
+    } else if (p.causal == Causal::bottom_right) {
+        const long long shift = static_cast<long long>(p.lk) - static_cast<long long>(p.lq);
+        std::string rule = "j <= i";
+        if (shift != 0) {
+            rule += (shift > 0 ? " + " : " - ") + std::to_string(shift > 0 ? shift : -shift);
+        }
+        parts.push_back("causal bottom-right (query i sees key j iff " + rule +
+                        ": Lk - Lq = " + std::to_string(shift) + ")");
+    }
+    if (p.mask) {
+        parts.push_back("mask " + dims(shape_of(*p.mask)) + " as [B, H, Lq, Lk] (1 broadcasts)");
+    }
+    if (p.bias) {
+        parts.push_back("bias " + dims(shape_of(*p.bias)) + " as [B, H, Lq, Lk] (-inf blocks)");
+    }
+    if (p.key_padding) {
+        std::size_t padded = 0;
+        for (std::size_t j = 0; j < p.lk; ++j) {
+            padded += (*p.key_padding)(0, 0, 0, j) == 0 ? std::size_t{1} : std::size_t{0};
+        }
+        parts.push_back("key_padding_mask (" + std::to_string(padded) + " of " +
+                        std::to_string(p.lk) + " keys padding" +
+                        (p.key_padding->shape()[0] > 1 ? " in batch 0)" : ")"));
+    }
+    if (parts.empty()) {
+        return "none: every query sees every key";
+    }
+    std::string out;
+    for (const auto& s : parts) {
+        out += (out.empty() ? "" : " + ") + s;
+    }
+    return out;
+}
+
+void grid(Report& r, const io::Problem& p, const Visibility& vis) {
+    const std::size_t rows = std::min(p.lq, kGridRows);
+    const std::size_t cols = std::min(p.lk, kGridCols);
+    std::string head = "'#' sees, '.' blocked; rows are queries, columns keys";
+    if (vis.varies()) {
+        head += "; batch 0, head 0 shown";
+    }
+    r.row("visibility", head);
+    // Row labels: index and token (if any), padded to one width.
+    const std::size_t index_width = std::to_string(rows == 0 ? 0 : rows - 1).size();
+    std::size_t token_width = 0;
+    auto token = [&](std::size_t i) -> std::string {
+        if (!p.query_tokens) {
+            return "";
+        }
+        const std::string& t = (*p.query_tokens)[i];
+        return t.size() > 10 ? t.substr(0, 9) + "~" : t;
+    };
+    for (std::size_t i = 0; i < rows; ++i) {
+        token_width = std::max(token_width, token(i).size());
+    }
+    const std::size_t label_width = index_width + (token_width > 0 ? token_width + 1 : 0) + 1;
+    std::string ruler(label_width, ' ');
+    for (std::size_t j = 0; j < cols; ++j) {
+        ruler += static_cast<char>('0' + j % 10);
+    }
+    r.more(ruler);
+    for (std::size_t i = 0; i < rows; ++i) {
+        std::string idx = std::to_string(i);
+        std::string line = std::string(index_width - idx.size(), ' ') + idx;
+        if (token_width > 0) {
+            const std::string t = token(i);
+            line += " " + t + std::string(token_width - t.size(), ' ');
+        }
+        line += " ";
+        for (std::size_t j = 0; j < cols; ++j) {
+            line += vis.sees(0, 0, i, j) ? '#' : '.';
+        }
+        r.more(line);
+    }
+    if (rows < p.lq || cols < p.lk) {
+        r.more("(first " + std::to_string(rows) + " of " + std::to_string(p.lq) + " queries and " +
+               std::to_string(cols) + " of " + std::to_string(p.lk) + " keys shown)");
+    }
+    // Fully masked rows over every batch and head (as compute would warn).
+    const double cells = static_cast<double>(p.batch) * static_cast<double>(p.num_heads) *
+                         static_cast<double>(p.lq) * static_cast<double>(p.lk);
+    if (cells <= kCountCellLimit) {
+        std::size_t empty = 0;
+        const std::size_t nb = vis.varies() ? p.batch : 1;
+        const std::size_t nh = vis.varies() ? p.num_heads : 1;
+        for (std::size_t b = 0; b < nb; ++b) {
+            for (std::size_t h = 0; h < nh; ++h) {
+                for (std::size_t i = 0; i < p.lq; ++i) {
+                    bool any = false;
+                    for (std::size_t j = 0; j < p.lk && !any; ++j) {
+                        any = vis.sees(b, h, i, j);
+                    }
+                    empty += any ? 0 : 1;
+                }
+            }
+        }
+        if (!vis.varies()) {
+            empty *= p.batch * p.num_heads;
+        }
+        if (empty > 0) {
+            r.more(std::to_string(empty) +
+                   " query row(s) (over all batches and heads) see no key: their weights "
+                   "and attention output are zeros");
+        }
+    }
+}
+
+std::string explain(const ProblemInput& in, const io::Problem& p) {
+    const json& doc = in.doc;
+    const Plan plan = make_plan(p);
+    Report r;
+    auto field = [&](const char* f) { return doc.contains(f) && !doc[f].is_null(); };
+
+    std::string title = in.name;
+    if (field("variant") && doc["variant"].is_string()) {
+        title += ", variant " + doc["variant"].get<std::string>();
+    }
+    r.row("problem", title);
+
+    // Sources and projections.
+    if (p.direct_heads) {
+        r.row("query", dims(shape_of(p.q4)) + " = [B, H, Lq, D] (direct heads, no projection)");
+        r.row("key", dims(shape_of(p.k4)) + " = [B, Hkv, Lk, D]");
+        r.row("value", dims(shape_of(p.v4)) + " = [B, Hkv, Lk, Dv]");
+    } else {
+        const char* q_field = field("query") ? "query" : "input";
+        const char* bl = p.batched ? "[B, " : "[";
+        const std::string shared =
+            plan.bk == 1 && plan.b > 1 ? " (batch 1: shared by every batch)" : "";
+        r.row(q_field,
+              dims(user_rank(shape_of(p.query_src), p.batched)) + " = " + bl + "Lq, E]" +
+                  (field("query") ? "" : " (query source)"));
+        if (field("key")) {
+            r.row("key",
+                  dims(user_rank(shape_of(p.key_src), p.batched)) + " = " + bl + "Lk, E]" + shared);
+            r.row("value",
+                  dims(user_rank(shape_of(p.value_src), p.batched)) + " = " + bl + "Lk, Ev]" +
+                      shared);
+        } else if (field("context")) {
+            r.row("context",
+                  dims(user_rank(shape_of(p.key_src), p.batched)) + " = " + bl +
+                      "Lk, Ec] (key/value source: cross-attention)" + shared);
+        } else {
+            r.row("key, value", "= input (self-attention)");
+        }
+
+        const bool projected = p.projections.has_value();
+        if (projected) {
+            const Projections& w = *p.projections;
+            std::string text;
+            if (field("init")) {
+                const json& init = doc["init"];
+                text = "init, seed " +
+                       (init.contains("seed") ? init["seed"].dump() : std::string("0")) + ":";
+            } else {
+                text = doc["params"].is_string()
+                           ? "params " + doc["params"].get<std::string>() + ":"
+                           : std::string("params:");
+            }
+            std::string biases;
+            const std::pair<const char*, const std::optional<Matrix>*> ws[] = {
+                {"w_q", &w.w_q}, {"w_k", &w.w_k}, {"w_v", &w.w_v}, {"w_o", &w.w_o}};
+            for (const auto& [name, m] : ws) {
+                if (m->has_value()) {
+                    text += std::string(" ") + name + " " + dims(shape_of(**m)) + ",";
+                }
+            }
+            const std::pair<const char*, const std::optional<Vector>*> bs[] = {
+                {"b_q", &w.b_q}, {"b_k", &w.b_k}, {"b_v", &w.b_v}, {"b_o", &w.b_o}};
+            for (const auto& [name, v] : bs) {
+                if (v->has_value()) {
+                    biases += std::string(biases.empty() ? "" : ", ") + name;
+                }
+            }
+            text += biases.empty() ? " no biases" : " biases " + biases;
+            if (!w.w_o) {
+                text += "; no output projection";
+            }
+            r.row("projections", text);
+        } else {
+            r.row("projections", "none (Q, K, V are the sources)");
+        }
+        const std::string q_src = field("query") ? "query" : "input";
+        const std::string kv_src = field("key") ? "" : (field("context") ? "context" : "input");
+        auto proj = [&](const std::string& src, const char* w_name, bool has_w) {
+            return has_w ? src + "·" + w_name + "ᵀ " : src + " ";
+        };
+        const Projections none;
+        const Projections& w = projected ? *p.projections : none;
+        auto three = [](std::size_t a, std::size_t b, std::size_t c) { return dims({a, b, c}); };
+        r.row("Q",
+              proj(q_src, "w_q", w.w_q.has_value()) + three(plan.b, plan.lq, plan.pq) + " -> " +
+                  dims({plan.b, plan.h, plan.lq, plan.d}) + " = [B, H, Lq, D]");
+        r.row("K",
+              proj(kv_src.empty() ? "key" : kv_src, "w_k", w.w_k.has_value()) +
+                  three(plan.bk, plan.lk, plan.pk) + " -> " +
+                  dims({plan.bk, plan.hkv, plan.lk, plan.d}) + " = [B, Hkv, Lk, D]");
+        r.row("V",
+              proj(kv_src.empty() ? "value" : kv_src, "w_v", w.w_v.has_value()) +
+                  three(plan.bk, plan.lk, plan.pv) + " -> " +
+                  dims({plan.bk, plan.hkv, plan.lk, plan.dv}) + " = [B, Hkv, Lk, Dv]");
+    }
+
+    // Heads.
+    std::string heads;
+    if (plan.h == 1) {
+        heads = "1 head";
+    } else if (plan.hkv == plan.h) {
+        heads = std::to_string(plan.h) + " heads, each with its own key/value head";
+    } else if (plan.hkv == 1) {
+        heads = std::to_string(plan.h) + " query heads share 1 key/value head (multi-query)";
+    } else {
+        heads = std::to_string(plan.h) + " query heads, " + std::to_string(plan.hkv) +
+                " key/value heads: grouped-query, query head h uses key/value head h / " +
+                std::to_string(plan.h / plan.hkv);
+    }
+    heads += "; head dim " + std::to_string(plan.d) +
+             (plan.dv != plan.d ? ", value head dim " + std::to_string(plan.dv) : "");
+    r.row("heads", heads);
+
+    // Scale, as the kernels resolve it.
+    std::string scale;
+    if (p.scale) {
+        scale = io::format_float(*p.scale) + (field("scale") ? " (given)" : " (variant dot)");
+    } else {
+        const float s = plan.d > 0 ? 1.0f / std::sqrt(static_cast<float>(plan.d)) : 1.0f;
+        scale = io::format_float(s) + " = 1/sqrt(" + std::to_string(plan.d) + ") (default)";
+    }
+    r.row("scale", scale);
+
+    if (!p.direct_heads) {
+        std::string att = dims({plan.b, plan.h, plan.lq, plan.dv}) + " -> merged " +
+                          dims({plan.b, plan.lq, plan.merged});
+        if (p.projections && p.projections->w_o) {
+            att += " -> ·w_oᵀ " + dims({plan.b, plan.lq, plan.eo});
+        }
+        r.row("attention", att);
+    }
+    r.row("output", dims(plan.output));
+    std::string wl = plan.weights.size() == 4 ? "[B, H, Lq, Lk]" : "";
+    if (wl.empty()) {
+        wl = plan.weights.size() == 2 ? "[Lq, Lk]" : (p.batched ? "[B, Lq, Lk]" : "[H, Lq, Lk]");
+    }
+    r.row("weights", dims(plan.weights) + " = " + wl);
+    r.row("masking", masking_text(p));
+    const Visibility vis(p);
+    grid(r, p, vis);
+
+    // Memory: the same estimate that solve() checks against --max-memory / memory_limit().
+    const io::MemoryEstimate with = io::estimate_memory(p, true, 1);
+    const io::MemoryEstimate without = io::estimate_memory(p, false, 1);
+    r.row("memory",
+          "~" + io::format_size(with.total) + " with weights: inputs " +
+              io::format_size(with.inputs) + ", intermediates " +
+              io::format_size(with.intermediates) + ", output " + io::format_size(with.output) +
+              ", weights " + io::format_size(with.weights));
+    r.more("~" + io::format_size(without.total) + " with --no-weights (no [Lq, Lk] matrix)");
+    const std::uint64_t per_thread = io::estimate_memory(p, true, 2).total - with.total;
+    const std::uint64_t per_thread_lean = io::estimate_memory(p, false, 2).total - without.total;
+    r.more("(1 thread; each further thread adds " + io::format_size(per_thread) + ", or " +
+           io::format_size(per_thread_lean) + " with --no-weights)");
+    return r.str();
+}
+
+void run_explain(const ExplainArgs& a) {
+    const ProblemInput in = problem_input(a.problem, "explain");
+    const io::Problem problem = io::decode_problem(in.doc, in.base);
+    std::cout << explain(in, problem);
+    std::cout.flush();
+    if (!std::cout) {
+        throw SystemError("<stdout>: cannot write");
+    }
+}
+
+} // namespace
+
+void add_explain(CLI::App& app) {
+    auto args = std::make_shared<ExplainArgs>();
+    CLI::App* cmd = app.add_subcommand(
+        "explain",
+        "Show what a problem resolves to (shapes, heads, masks, memory) without computing");
+    cmd->footer("Takes compute's inputs: a PROBLEM file (- for stdin) and/or the same flags.");
+    add_version_flag(*cmd);
+    add_problem_options(*cmd, args->problem);
+    cmd->callback([args] { run_explain(*args); });
+}
+
+} // namespace attn::app

@@ -1,0 +1,149 @@
+// Progress on stderr: the batch status line and the delayed compute spinner. Lines are
+// redrawn with "\r" and erased with "\r\033[K" (the VT100 erase-to-end-of-line that every
+// terminal emulator understands); they are only drawn when stderr is a terminal.
+#include "progress.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+namespace attn::app {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kRedrawEvery = std::chrono::milliseconds(100);
+constexpr int kBarWidth = 20;
+
+void put_stderr(const std::string& s) {
+    std::fwrite(s.data(), 1, s.size(), stderr);
+    std::fflush(stderr);
+}
+
+double seconds_since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string fixed1(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", x);
+    return buf;
+}
+
+} // namespace
+
+bool progress_wanted(bool quiet) {
+    if (quiet || ::isatty(STDERR_FILENO) == 0) {
+        return false;
+    }
+    const char* term = std::getenv("TERM");
+    return term == nullptr || std::strcmp(term, "dumb") != 0;
+}
+
+// --- ProgressLine --------------------------------------------------------------------------
+
+ProgressLine::ProgressLine(bool enabled, std::string label, std::uint64_t total_bytes)
+    : enabled_(enabled), label_(std::move(label)), total_bytes_(total_bytes), start_(Clock::now()),
+      last_draw_(start_) {}
+
+ProgressLine::~ProgressLine() {
+    clear();
+}
+
+void ProgressLine::update(std::uint64_t done, std::uint64_t failed, std::uint64_t bytes_read) {
+    done_ = done;
+    failed_ = failed;
+    bytes_read_ = bytes_read;
+    if (!enabled_) {
+        return;
+    }
+    const auto now = Clock::now();
+    if (now - last_draw_ < kRedrawEvery) {
+        return;
+    }
+    last_draw_ = now;
+    draw();
+}
+
+void ProgressLine::draw() {
+    const double elapsed = seconds_since(start_);
+    std::string line = "\r" + label_ + ": " + std::to_string(done_) + " done";
+    if (failed_ > 0) {
+        line += ", " + std::to_string(failed_) + " failed";
+    }
+    if (elapsed > 0.0) {
+        line += ", " +
+                std::to_string(static_cast<std::uint64_t>(static_cast<double>(done_) / elapsed)) +
+                "/s";
+    }
+    line += ", " + fixed1(elapsed) + " s";
+    if (total_bytes_ > 0) {
+        const double frac =
+            std::min(1.0, static_cast<double>(bytes_read_) / static_cast<double>(total_bytes_));
+        const int filled = static_cast<int>(frac * kBarWidth);
+        line += " [" + std::string(static_cast<std::size_t>(filled), '#') +
+                std::string(static_cast<std::size_t>(kBarWidth - filled), '.') + "] " +
+                std::to_string(static_cast<int>(frac * 100.0)) + "%";
+    }
+    line += "\033[K";
+    put_stderr(line);
+    shown_ = true;
+}
+
+void ProgressLine::clear() {
+    if (shown_) {
+        put_stderr("\r\033[K");
+        shown_ = false;
+    }
+}
+
+// --- DelayedSpinner ------------------------------------------------------------------------
+
+DelayedSpinner::DelayedSpinner(bool enabled, std::string label, std::chrono::milliseconds delay)
+    : label_(std::move(label)), start_(Clock::now()) {
+    if (enabled) {
+        thread_ = std::thread([this, delay] {
+            {
+                std::unique_lock<std::mutex> lock(mutex_);
+                if (wake_.wait_for(lock, delay, [this] { return stopping_; })) {
+                    return;
+                }
+            }
+            run();
+        });
+    }
+}
+
+DelayedSpinner::~DelayedSpinner() {
+    stop();
+}
+
+void DelayedSpinner::run() {
+    static constexpr char frames[] = {'|', '/', '-', '\\'};
+    std::size_t frame = 0;
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stopping_) {
+        put_stderr("\rattn: " + label_ + " " + frames[frame % 4] + " " +
+                   fixed1(seconds_since(start_)) + " s\033[K");
+        ++frame;
+        wake_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stopping_; });
+    }
+    put_stderr("\r\033[K");
+}
+
+void DelayedSpinner::stop() {
+    if (!thread_.joinable()) {
+        return;
+    }
+    {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+}
+
+} // namespace attn::app

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Fuzz smoke for CI: builds the `fuzz` preset (clang, libFuzzer, ASan + UBSan) into
+# build/fuzz and runs every fuzz target for FUZZ_SECONDS (default 30) from its committed
+# corpus and regressions, mutating a scratch copy (the repository is never written to).
+# A crash, leak, sanitizer report or failed property fails the script; the input that did
+# it is kept in build/fuzz/fuzz-artifacts/<target>/ for tests/fuzz/regressions/<target>/.
+# Needs clang and libclang-rt-14-dev (scripts/setup.sh installs them).
+# Usage: scripts/fuzz_smoke.sh [TARGET...]      e.g. FUZZ_SECONDS=600 scripts/fuzz_smoke.sh npy
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${FUZZ_SECONDS:-30}
+if [ "$#" -gt 0 ]; then
+    targets=("$@")
+else
+    targets=(npy json_array problem batch_line heatmap_input safetensors)
+fi
+
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz --target "${targets[@]/%/_fuzz}"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+status=0
+for t in "${targets[@]}"; do
+    artifacts="build/fuzz/fuzz-artifacts/$t"
+    mkdir -p "$work/$t" "$artifacts"
+    log="$work/$t.log"
+    if OPENBLAS_NUM_THREADS=1 "build/fuzz/tests/fuzz/${t}_fuzz" "$work/$t" \
+        "tests/fuzz/corpus/$t" "tests/fuzz/regressions/$t" \
+        -max_total_time="$seconds" -max_len=4096 -artifact_prefix="$artifacts/" \
+        -print_final_stats=1 >"$log" 2>&1; then
+        done_line=$(grep -E '^#[0-9]+ +DONE' "$log" | tail -1 | tr -s ' ')
+        echo "fuzz_smoke: $t: ok (${seconds}s): $done_line"
+    else
+        echo "fuzz_smoke: $t: FAILED; the input is in $artifacts/" >&2
+        tail -n 60 "$log" >&2
+        status=1
+    fi
+done
+exit "$status"

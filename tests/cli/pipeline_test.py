@@ -1,0 +1,658 @@
+#!/usr/bin/env python3
+"""Pipeline tests for attn: `batch` (order under --jobs, error lines, exit codes,
+streaming, bounded input buffering, progress only on a terminal), `-` as stdin/stdout,
+`diff` (numpy.allclose's rule, shapes, NaN, documents) and `explain` (against the
+samples' expected results).
+
+Run from the repository root: /usr/bin/python3 tests/cli/pipeline_test.py PATH/TO/attn
+Ends with the line "N passed, M failed"; exits 1 if any case failed.
+"""
+import io
+import json
+import os
+import pty
+import re
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+ATTN = os.path.abspath(sys.argv[1])
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SAMPLES = os.path.join(ROOT, "samples")
+TMP = tempfile.mkdtemp(prefix="attn-pipe-")
+failures = []
+passed = 0
+
+
+def run(args, stdin=None, cwd=None, timeout=120):
+    p = subprocess.run([ATTN] + args, input=stdin, capture_output=True, cwd=cwd or TMP,
+                       timeout=timeout)
+    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
+
+
+def check(name, cond, detail=""):
+    global passed
+    if cond:
+        passed += 1
+    else:
+        failures.append(f"{name}: {detail}")
+        print(f"FAIL {name}: {detail}")
+
+
+def case(name, args, code=0, err=None, stdin=None, out=None, cwd=None):
+    """Runs attn; checks the exit code, stderr against the regex `err` (exit 2: exactly
+    one 'attn: error:' line), and out(stdout_bytes), which must return True or None."""
+    rc, so, se = run(args, stdin, cwd)
+    ok = rc == code
+    detail = f"exit {rc} (want {code}); stderr={se.strip()[:300]!r}"
+    if ok and err is not None:
+        ok = re.search(err, se) is not None
+        detail += f"; stderr !~ {err!r}"
+    if ok and code == 2:
+        lines = se.strip().splitlines()
+        ok = len(lines) == 1 and lines[0].startswith("attn: error: ")
+        detail += "; error must be one 'attn: error:' line"
+    if ok and out is not None:
+        try:
+            r = out(so)
+            ok = r is None or r is True
+            detail += f"; output check returned {r!r}; stdout={so[:300]!r}"
+        except Exception as e:  # noqa: BLE001 - report any checker failure
+            ok = False
+            detail += f"; output check raised {e!r}; stdout={so[:300]!r}"
+    check(name, ok, detail)
+    return so
+
+
+def path(name):
+    return os.path.join(TMP, name)
+
+
+def write(name, obj):
+    if name.endswith(".npy"):
+        np.save(path(name), obj)
+    else:
+        with open(path(name), "w") as f:
+            f.write(obj if isinstance(obj, str) else json.dumps(obj))
+    return path(name)
+
+
+def jsonl(so):
+    return [json.loads(x) for x in so.decode().splitlines()]
+
+
+rng = np.random.default_rng(4)
+
+
+def rand(*shape):
+    return np.round(rng.uniform(-1, 1, size=shape), 4).tolist()
+
+
+SEED = {"query": [[1, 0, 1], [0, 1, 1]], "key": [[1, 0, 1], [1, 1, 0], [0, 1, 1]],
+        "value": [[10, 0], [0, 10], [5, 5]], "scale": 1}
+e = np.e
+W = np.array([[e, 1, 1], [1, 1, e]]) / (e + 2)
+CTX = W @ np.array(SEED["value"], dtype=float)
+
+# --- batch: order under --jobs, identical results -------------------------------------------
+VARIANTS = ["dot", "scaled", "self", "masked-self", "cross", "multihead"]
+
+
+def problem(i):
+    """Problem i: sizes vary a lot so that with several jobs lines finish out of order."""
+    lq = [2, 70, 5, 130, 1, 33][i % 6]
+    lk = [3, 9, 64, 2, 17, 130][(i // 6) % 6]
+    e_ = 8
+    var = VARIANTS[i % len(VARIANTS)]
+    p = {"id": i, "variant": var}
+    if var in ("dot", "scaled"):
+        p.update(query=rand(lq, e_), key=rand(lk, e_), value=rand(lk, 4))
+    elif var == "cross":
+        p.update(input=rand(lq, e_), context=rand(lk, 6), init={"seed": i})
+    else:
+        p.update(input=rand(lq, e_), init={"seed": i})
+        if var == "multihead":
+            p["num_heads"] = 2
+    return p
+
+
+PROBLEMS = [problem(i) for i in range(48)]
+BATCH = "\n".join(json.dumps(p) for p in PROBLEMS) + "\n"
+runs = {}
+for args in (["--jobs", "1"], ["--jobs", "2"], ["--jobs", "5"], ["--jobs", "3", "--threads", "2"],
+             []):
+    name = "batch order " + (" ".join(args) or "(default jobs)")
+    so = case(name, ["batch"] + args, stdin=BATCH.encode(),
+              out=lambda so: [d["id"] for d in jsonl(so)] == list(range(48)))
+    runs[" ".join(args)] = so
+check("batch results identical for every --jobs/--threads",
+      len(set(runs.values())) == 1, str({k: len(v) for k, v in runs.items()}))
+first = jsonl(runs["--jobs 1"])
+check("batch line equals compute of the same problem",
+      run(["compute", "-"], json.dumps(PROBLEMS[7]).encode())[1].decode().strip() ==
+      runs["--jobs 1"].decode().splitlines()[7])
+check("batch has weights by default", all("weights" in d for d in first))
+case("batch --no-weights", ["batch", "--no-weights", "-j", "2"], stdin=BATCH.encode(),
+     out=lambda so: all("weights" not in d and "output" in d for d in jsonl(so)))
+write("batch.jsonl", BATCH)
+case("batch FILE", ["batch", "batch.jsonl", "-j", "2"], out=lambda so: so == runs["--jobs 1"])
+case("batch - is stdin", ["batch", "-"], stdin=BATCH.encode(),
+     out=lambda so: so == runs["--jobs 1"])
+
+# --- batch: error lines, blank lines, exit codes --------------------------------------------
+lines = [json.dumps(dict(SEED, id="a")), "", "   ", "not json", "[1, 2]",
+         json.dumps(dict(SEED, id={"k": [1]}, num_heads=2)), json.dumps(dict(SEED, id=None)),
+         json.dumps(dict(SEED, mask=[[1, 1], [1, 1]])), json.dumps(dict(SEED, id=9)) + "\r"]
+text = "\n".join(lines)  # no final newline: the last line still counts
+for jobs in ("1", "4"):
+    so = case(f"batch errors --jobs {jobs}: exit 1, one line each", ["batch", "-j", jobs],
+              stdin=text.encode(), code=1, err=r"warning: 4 of 7 problem\(s\) failed")
+    got = so.decode().splitlines()
+    check(f"batch errors --jobs {jobs}: 7 result lines (blank lines skipped)", len(got) == 7,
+          str(got))
+    if len(got) == 7:
+        docs = [json.loads(x) for x in got]
+        check(f"batch errors --jobs {jobs}: ids in order",
+              [d.get("id") for d in docs] == ["a", None, None, {"k": [1]}, None, None, 9],
+              str([d.get("id") for d in docs]))
+        check(f"batch errors --jobs {jobs}: error lines start with id",
+              all(got[i].startswith('{"id":') and list(docs[i]) == ["id", "error"]
+                  for i in (1, 2, 3, 5)), str(got))
+        check(f"batch errors --jobs {jobs}: messages",
+              "line 4: invalid JSON" in docs[1]["error"] and
+              "expected a JSON object" in docs[2]["error"] and
+              "divisible" in docs[3]["error"] and "mask: expected shape" in docs[5]["error"],
+              str(docs))
+        check(f"batch errors --jobs {jobs}: good lines computed",
+              np.allclose(docs[0]["output"], CTX, atol=1e-5) and
+              np.allclose(docs[6]["weights"], W, atol=1e-6) and "error" not in docs[4])
+case("batch --quiet: no warning", ["batch", "--quiet"], stdin=text.encode(), code=1,
+     err=r"^$")
+case("batch all good: exit 0, stderr empty", ["batch"], stdin=BATCH.encode(), err=r"^$")
+case("batch empty input", ["batch"], stdin=b"", out=lambda so: so == b"")
+case("batch only blank lines", ["batch"], stdin=b"\n\n  \n", out=lambda so: so == b"")
+case("batch missing file", ["batch", "nope.jsonl"], code=2, err="nope.jsonl")
+case("batch directory", ["batch", TMP], code=2, err="directory")
+case("batch --jobs 0", ["batch", "--jobs", "0"], code=2, err="jobs")
+case("batch fully masked warning, once", ["batch", "-j", "2"],
+     stdin=(json.dumps(dict(SEED, mask=[[0, 0, 0], [1, 1, 1]])) + "\n").encode() * 3,
+     err=r"warning: 3 problem\(s\) have query rows that can see no key.*line 1",
+     out=lambda so: len(jsonl(so)) == 3)
+os.makedirs(path("sub"), exist_ok=True)
+np.save(path("sub/q.npy"), np.array(SEED["query"], dtype=np.float32))
+write("sub/rel.jsonl", json.dumps(dict(SEED, query="q.npy")) + "\n")
+case("batch paths relative to FILE's folder", ["batch", "sub/rel.jsonl"],
+     out=lambda so: np.allclose(jsonl(so)[0]["weights"], W, atol=1e-6))
+case("batch paths relative to the working folder for stdin", ["batch"], cwd=path("sub"),
+     stdin=(json.dumps(dict(SEED, query="q.npy")) + "\n").encode(),
+     out=lambda so: np.allclose(jsonl(so)[0]["weights"], W, atol=1e-6))
+
+# Lines in every JSON shape the parser may meet give what compute (json::parse) gives.
+TRICKY = [
+    '{"id": "esc\\u00e9\\n\\"q\\"", "query": [[1,0,1],[0,1,1]], "key": [[1,0,1],[1,1,0],[0,1,1]], '
+    '"value": [[10,0],[0,10],[5,5]]}',
+    '{"id":"t\u00e9st","query":[[1e0,0.0,1E+0],[-0,1,1.0e-0]],"key":[[1,0,1],[1,1,0],[0,1,1]],'
+    '"value":[[10,0],[0,10],[5,5]],"query_tokens":["\u4e2d","b"]}',
+    '{"id":18446744073709551615,"query":[[1,0,1],[0,1,1]],"key":[[1,0,1],[1,1,0],[0,1,1]],'
+    '"value":[[10,0],[0,10],[5,5]]}',
+    '{"id":18446744073709551616,"query":[[1,0,1],[0,1,1]],"key":[[1,0,1],[1,1,0],[0,1,1]],'
+    '"value":[[10,0],[0,10],[5,5]]}',
+    '{"id":-9223372036854775809,"query":[[1,0,1],[0,1,1]],"key":[[1,0,1],[1,1,0],[0,1,1]],'
+    '"value":[[10,0],[0,10],[5,5]]}',
+    '{"id":[1e400],"query":[[1,0,1],[0,1,1]]}',
+    '{"id":1,"id":2,"query":[[1,0,1],[0,1,1]],"key":[[1,0,1],[1,1,0],[0,1,1]],'
+    '"value":[[10,0],[0,10],[5,5]]}',
+    '{"id":{"a":[true,false,null]},"query":[[0.1,2.5e-3,-7],[0,1,1]],"key":[[1,0,1],[1,1,0],'
+    '[0,1,1]],"value":[[10,0],[0,10],["inf",5]],"scale":0.5,"num_heads":1,"init":null}',
+    '  {"query" : [ [ 1 , 0 , 1 ] , [0,1,1] ] , "key":[[1,0,1],[1,1,0],[0,1,1]],\t"value":'
+    '[[10,0],[0,10],[5,5]] }\r',
+    '{"query":[[01,0,1],[0,1,1]]}',
+    '{"query":[[1.,0,1],[0,1,1]]}',
+    '{"query":[[.5,0,1],[0,1,1]]}',
+    '{"query":[[+1,0,1],[0,1,1]]}',
+    '{"query":[[1,0,1],[0,1,1],]}',
+    '{"query":[[1,0,1] [0,1,1]]}',
+    '{"query":[[NaN,0,1],[0,1,1]]}',
+    '{"query":[[1,0,1],[0,1,1]]} x',
+    '{"query":"\x01"}',
+    '{"id":"\xff\xfe"}',
+    '{"id":tru}',
+    '[' * 300 + ']' * 300,
+    '{"id":' + '[' * 40 + ']' * 40 + ',"query":[[1,0,1],[0,1,1]],"key":[[1,0,1],[1,1,0],[0,1,1]],'
+    '"value":[[10,0],[0,10],[5,5]]}',
+    '{"id":' + '[' * 130 + ']' * 130 + ',"query":[[1,0,1],[0,1,1]]}',
+    '"just a string"',
+    '{"num_heads":2.0,"query":[[1,0,1],[0,1,1]],"key":[[1,0,1],[1,1,0],[0,1,1]],'
+    '"value":[[10,0],[0,10],[5,5]]}',
+]
+# Numbers in every spelling: the id echoes each as the exact double it was parsed to.
+num_rng = np.random.default_rng(11)
+spellings = []
+for k in range(400):
+    x = float(num_rng.standard_normal() * 10.0 ** int(num_rng.integers(-30, 30)))
+    forms = [repr(x), f"{x:.3e}", f"{x:.17g}", f"{x:.6f}", f"{x:.15E}", f"{abs(x):.20f}",
+             str(int(num_rng.integers(-10**6, 10**6))) + "e-7", "0.000" + str(k), "-0.0",
+             f"{abs(x):.2e}".replace("e-", "E-").replace("e+", "E+"), "0e0"]
+    spellings.append(forms[k % len(forms)])
+spellings += ["5e-324", "2.2250738585072011e-308", "1.7976931348623157e308", "1e22", "1e23",
+              "9007199254740993", "9007199254740993.0", "0.1", "123456789012345.6",
+              "1234567890123456.7", "4.35e-1"]
+TRICKY.append('{"id":[' + ",".join(spellings) + '],"query":[[1,0,1],[0,1,1]],'
+              '"key":[[1,0,1],[1,1,0],[0,1,1]],"value":[[10,0],[0,10],[5,5]]}')
+for i, t in enumerate(TRICKY):
+    raw = t.encode("utf-8", "surrogateescape") if "\\x" not in t else t.encode("latin-1")
+    rc_c, so_c, se_c = run(["compute", "-"], raw)
+    rc_b, so_b, _ = run(["batch", "--quiet", "-j", "2"], raw + b"\n")
+    if rc_c == 0:
+        check(f"batch parses tricky line {i} as compute does", rc_b == 0 and so_b == so_c,
+              f"{so_b[:200]!r} vs {so_c[:200]!r}")
+    else:
+        err = json.loads(so_b).get("error", "") if rc_b == 1 and so_b else ""
+        want = se_c.strip().removeprefix("attn: error: ").replace("<stdin>", "line 1")
+        if "expected a JSON object" in want:  # compute names the file, batch the problem
+            want = re.sub(r"^line 1: expected a JSON object \(a problem\)",
+                          "problem: expected a JSON object", want)
+        check(f"batch rejects tricky line {i} as compute does", err == want,
+              f"{err!r} vs {want!r}")
+
+# Per-run defaults: a line's own fields win.
+noscale = {k: v for k, v in SEED.items() if k != "scale"}
+case("batch --variant dot applies where the line has no variant", ["batch", "--variant", "dot"],
+     stdin=(json.dumps(noscale) + "\n").encode(),
+     out=lambda so: np.allclose(jsonl(so)[0]["weights"], W, atol=1e-6))
+case("batch --scale default loses to the line's scale", ["batch", "--scale", "0"],
+     stdin=(json.dumps(SEED) + "\n" + json.dumps(noscale) + "\n").encode(),
+     out=lambda so: np.allclose(jsonl(so)[0]["weights"], W, atol=1e-6) and
+     np.allclose(jsonl(so)[1]["weights"], 1 / 3, atol=1e-6))
+case("batch --causal default", ["batch", "--causal"], stdin=(json.dumps(SEED) + "\n").encode(),
+     out=lambda so: jsonl(so)[0]["weights"][0] == [1, 0, 0])
+case("batch bad --scale", ["batch", "--scale", "x"], stdin=b"", code=2, err="scale")
+
+
+# --- batch: streaming (the first result arrives before the input ends) ---------------------
+def read_line(p, timeout):
+    """One line of p.stdout within timeout seconds, or None."""
+    buf = b""
+    end = time.time() + timeout
+    fd = p.stdout.fileno()
+    while time.time() < end:
+        r, _, _ = select.select([fd], [], [], max(0.0, end - time.time()))
+        if not r:
+            break
+        chunk = os.read(fd, 1)
+        if not chunk:
+            break
+        buf += chunk
+        if chunk == b"\n":
+            return buf
+    return None
+
+
+for jobs in ("1", "2"):
+    p = subprocess.Popen([ATTN, "batch", "--jobs", jobs], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=TMP)
+    try:
+        p.stdin.write((json.dumps(dict(SEED, id="first")) + "\n").encode())
+        p.stdin.flush()
+        line1 = read_line(p, 30)
+        check(f"streaming --jobs {jobs}: first result before the input ends",
+              line1 is not None and json.loads(line1)["id"] == "first", repr(line1))
+        p.stdin.write((json.dumps(dict(SEED, id="second")) + "\n").encode())
+        p.stdin.flush()
+        line2 = read_line(p, 30)
+        check(f"streaming --jobs {jobs}: second result before the input ends",
+              line2 is not None and json.loads(line2)["id"] == "second", repr(line2))
+        p.stdin.close()
+        rest = p.stdout.read()
+        check(f"streaming --jobs {jobs}: exit 0 at end of input",
+              p.wait(30) == 0 and rest == b"", repr(rest))
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+# Bounded buffering: with nobody reading its output, batch must stop taking input after a
+# bounded amount (its read buffer, the in-flight window, the pipes), not swallow it all.
+small = (json.dumps(dict(SEED, id=0)) + "\n").encode()
+offered = 64 << 20
+p = subprocess.Popen([ATTN, "batch", "--jobs", "2"], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=TMP)
+try:
+    os.set_blocking(p.stdin.fileno(), False)
+    chunk = small * 2000
+    accepted = 0
+    last_progress = time.time()
+    while accepted < offered and time.time() - last_progress < 3.0:
+        try:
+            n = os.write(p.stdin.fileno(), chunk)
+            accepted += n
+            if n:
+                last_progress = time.time()
+        except BlockingIOError:
+            time.sleep(0.05)
+    rss_kb = 0
+    with open(f"/proc/{p.pid}/status") as f:
+        for ln in f:
+            if ln.startswith("VmHWM:"):
+                rss_kb = int(ln.split()[1])
+    check("batch stops reading when its output is not consumed (bounded memory)",
+          accepted < 8 << 20, f"accepted {accepted} of {offered} bytes")
+    check("batch peak memory stays small while input waits", rss_kb < 200 * 1024,
+          f"VmHWM {rss_kb} kB")
+finally:
+    p.kill()
+    p.wait()
+
+# --- progress: only on a terminal, never with --quiet or in pipes --------------------------
+
+
+def run_with_pty_stderr(args, lines, delay):
+    """Runs attn with stderr on a pseudo-terminal, feeding lines slowly; returns what the
+    terminal received."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen([ATTN] + args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=slave, cwd=TMP, env=dict(os.environ, TERM="xterm"))
+    os.close(slave)
+    got = b""
+    out = []
+    reader = threading.Thread(target=lambda: out.append(p.stdout.read()))
+    reader.start()
+    try:
+        for ln in lines:
+            p.stdin.write(ln)
+            p.stdin.flush()
+            end = time.time() + delay
+            while time.time() < end:
+                r, _, _ = select.select([master], [], [], max(0.0, end - time.time()))
+                if r:
+                    try:
+                        got += os.read(master, 4096)
+                    except OSError:
+                        break
+        p.stdin.close()
+        p.wait(30)
+        while True:
+            r, _, _ = select.select([master], [], [], 0.2)
+            if not r:
+                break
+            try:
+                data = os.read(master, 4096)
+            except OSError:
+                break
+            if not data:
+                break
+            got += data
+    finally:
+        if p.poll() is None:
+            p.kill()
+        reader.join()
+        os.close(master)
+    return got.decode("utf-8", "replace"), (out[0] if out else b"")
+
+
+line = (json.dumps(dict(SEED, id=1)) + "\n").encode()
+tty_err, tty_out = run_with_pty_stderr(["batch", "-j", "2"], [line] * 4, 0.25)
+check("progress: drawn on a terminal's stderr", "attn batch: " in tty_err and "done" in tty_err,
+      repr(tty_err[:300]))
+check("progress: erased at the end", tty_err.endswith("\r\x1b[K") or tty_err == "",
+      repr(tty_err[-40:]))
+check("progress: stdout untouched", len(jsonl(tty_out)) == 4, repr(tty_out[:200]))
+tty_err, _ = run_with_pty_stderr(["batch", "-j", "2", "--quiet"], [line] * 3, 0.25)
+check("progress: --quiet silences it", tty_err == "", repr(tty_err[:200]))
+rc, so, se = run(["batch", "-j", "2"], line * 50)
+check("progress: never when stderr is a pipe", se == "", repr(se[:200]))
+
+# --- "-" everywhere -------------------------------------------------------------------------
+q, k, v = (np.array(SEED[n], dtype=np.float32) for n in ("query", "key", "value"))
+np.save(path("q.npy"), q)
+np.save(path("k.npy"), k)
+np.save(path("v.npy"), v)
+buf = io.BytesIO()
+np.save(buf, q)
+Q_NPY = buf.getvalue()
+case("compute -q - (NPY on stdin)", ["compute", "-q", "-", "-k", "k.npy", "-v", "v.npy",
+                                     "--scale", "1"], stdin=Q_NPY,
+     out=lambda so: np.allclose(json.loads(so)["weights"], W, atol=1e-6))
+case("compute -q - (JSON on stdin)", ["compute", "-q", "-", "-k", "k.npy", "-v", "v.npy",
+                                      "--scale", "1"], stdin=json.dumps(SEED["query"]).encode(),
+     out=lambda so: np.allclose(json.loads(so)["weights"], W, atol=1e-6))
+case("compute --mask - (bool NPY on stdin)",
+     ["compute", "-q", "q.npy", "-k", "k.npy", "-v", "v.npy", "--mask", "-"],
+     stdin=(lambda b: (np.save(b, np.array([[1, 0, 1], [1, 1, 1]], dtype=bool)),
+                       b.getvalue())[1])(io.BytesIO()),
+     out=lambda so: json.loads(so)["weights"][0][1] == 0)
+case("compute --params - ", ["compute", "-x", "q.npy", "--params", "-"],
+     stdin=json.dumps({"w_q": np.eye(3).tolist()}).encode(),
+     out=lambda so: np.array(json.loads(so)["output"]).shape == (2, 3))
+case("compute: stdin only once", ["compute", "-", "-q", "-"], stdin=b"{}", code=2,
+     err="only one input can be -")
+write("seed.json", SEED)
+so = case("compute --output - --format npy", ["compute", "seed.json", "--output", "-",
+                                              "--format", "npy"],
+          out=lambda so: np.allclose(np.load(io.BytesIO(so)), CTX, atol=1e-5) and
+          np.load(io.BytesIO(so)).dtype == np.float32)
+case("compute --output - defaults to JSON", ["compute", "seed.json", "-o", "-"],
+     out=lambda so: np.allclose(json.loads(so), CTX, atol=1e-5))
+case("compute --weights - --format npy --dtype f64",
+     ["compute", "seed.json", "--weights", "-", "--format", "npy", "--dtype", "f64"],
+     out=lambda so: np.load(io.BytesIO(so)).dtype == np.float64 and
+     np.allclose(np.load(io.BytesIO(so)), W, atol=1e-6))
+case("compute --weights - and --output FILE", ["compute", "seed.json", "--weights", "-",
+                                               "--output", "o.npy"],
+     out=lambda so: np.allclose(json.loads(so), W, atol=1e-6))
+check("... the FILE is written too", os.path.exists(path("o.npy")) and
+      np.allclose(np.load(path("o.npy")), CTX, atol=1e-5))
+case("compute --format overrides the extension", ["compute", "seed.json", "-o", "o.bin",
+                                                  "--format", "npy"])
+check("... o.bin is NPY", os.path.exists(path("o.bin")) and
+      np.allclose(np.load(path("o.bin")), CTX, atol=1e-5))
+case("compute: two outputs on stdout", ["compute", "seed.json", "-o", "-", "--weights", "-"],
+     code=2, err="only one of them can be -")
+case("compute bad --format", ["compute", "seed.json", "-o", "-", "--format", "csv"], code=2,
+     err="format")
+case("info - (NPY)", ["info", "-"], stdin=Q_NPY,
+     out=lambda so: b"[2, 3]" in so and b"float32" in so)
+case("info - (JSON)", ["info", "-", "--json"], stdin=b"[[1, 2], [3, 4], [5, 6]]",
+     out=lambda so: json.loads(so)["shape"] == [3, 2])
+case("info - (garbage)", ["info", "-"], stdin=b"\x93NUMPY garbage", code=2, err="stdin")
+case("explain -", ["explain", "-"], stdin=json.dumps(SEED).encode(),
+     out=lambda so: b"output       [2, 2]" in so)
+
+# --- diff: numpy.allclose's rule, B is the reference ----------------------------------------
+
+
+def npy(name, a, dtype=np.float32):
+    np.save(path(name), np.asarray(a, dtype=dtype))
+    return name
+
+
+base = rng.standard_normal((3, 4, 5)).astype(np.float32)
+npy("a.npy", base)
+case("diff identical", ["diff", "a.npy", "a.npy"],
+     out=lambda so: b"identical" in so and so.decode().splitlines()[-1].startswith("equal"))
+write("a.json", json.dumps(base.tolist()))
+case("diff .npy vs .json of the same values", ["diff", "a.npy", "a.json"],
+     out=lambda so: b"identical" in so)
+case("diff -: A from stdin", ["diff", "-", "a.npy"], stdin=open(path("a.npy"), "rb").read(),
+     out=lambda so: b"identical" in so)
+case("diff both -", ["diff", "-", "-"], stdin=b"[1]", code=2, err="only one")
+
+# Random pairs near the threshold: the exit code must agree with numpy.allclose on the same
+# float32 values, compared in float64.
+agree = True
+detail = ""
+for trial in range(40):
+    rtol = [1e-5, 1e-3, 0.0, 1e-7][trial % 4]
+    atol = [1e-6, 0.0, 1e-4, 1e-8][(trial // 4) % 4]
+    a = rng.standard_normal(50).astype(np.float32)
+    b = a.astype(np.float64) * (1 + rng.uniform(-3, 3, 50) * rtol) + \
+        rng.uniform(-3, 3, 50) * atol
+    b = b.astype(np.float32)
+    if trial % 5 == 0:
+        a[3] = b[3] = np.nan
+    want = bool(np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=rtol, atol=atol,
+                            equal_nan=True))
+    npy("ra.npy", a)
+    npy("rb.npy", b)
+    rc, so, se = run(["diff", "ra.npy", "rb.npy", "--rtol", repr(rtol), "--atol", repr(atol)])
+    if rc != (0 if want else 1):
+        agree = False
+        detail = f"trial {trial}: exit {rc}, numpy says {want}; {so.decode()} {se}"
+        break
+check("diff agrees with numpy.allclose(equal_nan=True) on 40 random pairs", agree, detail)
+
+# Worst index, error values, tolerance flags.
+b2 = base.copy()
+b2[1, 2, 3] += 0.5
+b2[2, 0, 0] += 1e-3
+npy("b2.npy", b2)
+case("diff reports the worst index and values", ["diff", "a.npy", "b2.npy"], code=1,
+     out=lambda so: b"max abs err 0.5 at [1, 2, 3]" in so and
+     b"2 outside tolerance, worst at [1, 2, 3]" in so and
+     so.decode().splitlines()[-1].startswith("different"))
+case("diff --atol loosens", ["diff", "a.npy", "b2.npy", "--atol", "0.6"])
+case("diff --quiet prints nothing", ["diff", "a.npy", "b2.npy", "--quiet"], code=1,
+     out=lambda so: so == b"")
+npy("z.npy", [0.0, 1.0])
+npy("z2.npy", [1e-7, 1.0])
+case("diff default atol 1e-6 accepts 1e-7 near zero", ["diff", "z.npy", "z2.npy"])
+case("diff --atol 0 --rtol 0 does not", ["diff", "z.npy", "z2.npy", "--atol", "0", "--rtol",
+                                         "0"], code=1)
+npy("rel_a.npy", [100.0])
+npy("rel_b.npy", [100.0009])
+case("diff rtol scales with |B|", ["diff", "rel_a.npy", "rel_b.npy", "--rtol", "1e-5", "--atol",
+                                   "0"])
+case("diff rtol: just outside", ["diff", "rel_a.npy", "rel_b.npy", "--rtol", "8e-6", "--atol",
+                                 "0"], code=1)
+npy("s.npy", np.zeros((4, 5)))
+case("diff shape mismatch", ["diff", "a.npy", "s.npy"], code=1,
+     out=lambda so: b"shape mismatch: A [3, 4, 5], B [4, 5]" in so)
+npy("n1.npy", [1.0, np.nan, np.inf, -np.inf])
+npy("n2.npy", [1.0, np.nan, np.inf, -np.inf])
+npy("n3.npy", [np.nan, 2.0, np.inf, -np.inf])
+npy("n4.npy", [1.0, np.nan, -np.inf, -np.inf])
+case("diff NaN and inf in the same places", ["diff", "n1.npy", "n2.npy"])
+case("diff NaN in different places", ["diff", "n1.npy", "n3.npy"], code=1,
+     out=lambda so: b"NaN in only one of them at 2 position(s), first at [0]" in so)
+case("diff inf of opposite sign", ["diff", "n1.npy", "n4.npy"], code=1,
+     out=lambda so: b"1 outside tolerance, worst at [2]" in so)
+
+# Result documents.
+rc, doc_a, _ = run(["compute", "seed.json"])
+write("ra.json", doc_a.decode())
+doc = json.loads(doc_a)
+doc["weights"][1][2] += 0.01
+write("rb.json", json.dumps(doc))
+case("diff result documents: output and weights", ["diff", "ra.json", "rb.json"], code=1,
+     out=lambda so: so.decode().startswith("output: shape [2, 2], 4 values: identical\n"
+                                           "weights: shape [2, 3], 6 values; max abs err 0.01 at "
+                                           "[1, 2]"))
+rc, doc_nw, _ = run(["compute", "seed.json", "--no-weights"])
+write("rnw.json", doc_nw.decode())
+case("diff documents, weights only in one", ["diff", "ra.json", "rnw.json"],
+     out=lambda so: b"weights: only in A (not compared)" in so)
+npy("ctx.npy", CTX)
+case("diff array vs document: its output", ["diff", "ctx.npy", "ra.json", "--atol", "1e-5"],
+     out=lambda so: so.startswith(b"output: "))
+npy("w.npy", W)
+case("diff array vs document: weights when the shape says so", ["diff", "ra.json", "w.npy"],
+     out=lambda so: so.startswith(b"weights: "))
+write("err.json", {"id": 1, "error": "boom"})
+case("diff an error document", ["diff", "err.json", "ra.json"], code=2, err="boom")
+case("diff missing file", ["diff", "nope.npy", "a.npy"], code=2, err="nope.npy")
+write("bad.json", "{")
+case("diff invalid JSON", ["diff", "bad.json", "a.npy"], code=2, err="invalid JSON")
+write("obj.json", {"foo": 1})
+case("diff object without arrays", ["diff", "obj.json", "a.npy"], code=2, err="output")
+case("diff unknown extension", ["diff", "a.txt", "a.npy"], code=2, err="a.txt")
+case("diff negative --rtol", ["diff", "a.npy", "a.npy", "--rtol", "-1"], code=2, err="rtol")
+
+# --- explain: against the samples' expected results -----------------------------------------
+
+
+def explain_rows(so):
+    rows = {}
+    for ln in so.decode().splitlines():
+        if ln[:1] != " ":
+            rows[ln[:13].strip()] = ln[13:]
+    return rows
+
+
+def shape_of(text):
+    m = re.match(r"\[([0-9, ]*)\]", text)
+    return [int(x) for x in m.group(1).split(",")] if m and m.group(1) else []
+
+
+def grid_of(so):
+    """The '#'/'.' rows of the visibility grid."""
+    out = []
+    lines = so.decode().splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("visibility"))
+    for ln in lines[start + 2:]:
+        if not ln.startswith(" ") or not re.search(r" [#.]+$", ln):
+            break
+        out.append(ln.rsplit(" ", 1)[1])
+    return out
+
+
+for name in sorted(os.listdir(os.path.join(SAMPLES, "expected"))):
+    exp = json.load(open(os.path.join(SAMPLES, "expected", name)))
+    so = case("explain " + name, ["explain", os.path.join(SAMPLES, name)])
+    if not so:
+        continue
+    rows = explain_rows(so)
+    out_shape = list(np.array(exp["output"]).shape)
+    w = np.array(exp["weights"], dtype=float)
+    check(f"explain {name}: output shape", shape_of(rows.get("output", "")) == out_shape,
+          f"{rows.get('output')} vs {out_shape}")
+    check(f"explain {name}: weights shape", shape_of(rows.get("weights", "")) == list(w.shape),
+          f"{rows.get('weights')} vs {list(w.shape)}")
+    # The grid is batch 0, head 0: '#' exactly where the expected weights are nonzero.
+    w00 = w.reshape((-1,) + w.shape[-2:])[0]
+    want = ["".join("#" if x > 0 else "." for x in row) for row in w00]
+    check(f"explain {name}: visibility grid matches the expected weights",
+          grid_of(so) == want, f"{grid_of(so)} vs {want}")
+    for key in ("heads", "scale", "masking", "memory", "Q", "K", "V"):
+        check(f"explain {name}: has {key}", key in rows or key in ("Q", "K", "V"), str(rows))
+
+case("explain with flags only", ["explain", "-q", "q.npy", "-k", "k.npy", "-v", "v.npy",
+                                 "--causal", "--heads", "1"],
+     out=lambda so: grid_of(so) == ["#..", "##."] and b"scale        0.57735026 = 1/sqrt(3)" in so)
+long = {"input": np.zeros((100, 8)).tolist(), "variant": "masked-self", "init": {"seed": 1},
+        "num_heads": 4, "num_kv_heads": 2, "key_padding_mask": [1] * 90 + [0] * 10}
+write("long.json", long)
+case("explain truncates the grid", ["explain", "long.json"],
+     out=lambda so: len(grid_of(so)) == 32 and len(grid_of(so)[0]) == 64 and
+     b"(first 32 of 100 queries and 64 of 100 keys shown)" in so and
+     b"4 query heads, 2 key/value heads: grouped-query" in so and
+     b", weights 625.0 KiB\n" in so)
+bad = dict(SEED, num_heads=2)
+rc_c, _, se_c = run(["compute", "-"], json.dumps(bad).encode())
+case("explain: same error as compute", ["explain", "-"], stdin=json.dumps(bad).encode(), code=2,
+     out=lambda so: so == b"", err=re.escape(se_c.strip()))
+check("explain: compute failed too", rc_c == 2, str(rc_c))
+bad_wo = {"input": rand(3, 4), "params": {"w_q": np.eye(4).tolist(), "w_o": np.eye(3).tolist()}}
+rc_c, _, se_c = run(["compute", "-"], json.dumps(bad_wo).encode())
+case("explain: w_o mismatch named as compute names it", ["explain", "-"],
+     stdin=json.dumps(bad_wo).encode(), code=2, err=re.escape(se_c.strip()))
+case("explain: bottom-right with Lq < Lk", ["explain", "-"],
+     stdin=json.dumps(dict(SEED, causal="bottom-right")).encode(),
+     out=lambda so: grid_of(so) == ["##.", "###"] and b"j <= i + 1" in so)
+case("explain: fully masked rows counted", ["explain", "-"],
+     stdin=json.dumps(dict(SEED, mask=[[0, 0, 0], [1, 1, 1]])).encode(),
+     out=lambda so: b"1 query row(s) (over all batches and heads) see no key" in so)
+case("explain: -inf bias blocks", ["explain", "-"],
+     stdin=json.dumps(dict(SEED, bias=[["-inf", 0, 0], [0, 0, 1]])).encode(),
+     out=lambda so: grid_of(so) == [".##", "###"])
+case("explain help", ["explain", "--help"], out=lambda so: b"--query" in so)
+case("diff help", ["diff", "--help"], out=lambda so: b"--rtol" in so and b"--atol" in so)
+
+shutil.rmtree(TMP, ignore_errors=True)
+print(f"{passed} passed, {len(failures)} failed")
+sys.exit(1 if failures else 0)

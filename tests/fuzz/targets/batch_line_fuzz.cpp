@@ -1,0 +1,61 @@
+// Fuzz target: one line of `attn batch` (the input up to its first '\n'), handled as
+// app/cmd_batch.cpp handles it: parse, take the id, decode, solve, and either the result
+// document or the error line {"id": .., "error": ".."}. Properties: nothing but InputError
+// escapes decode and solve, its message is one line; the error line and the result
+// document are valid JSON that parse back to the same id, message and values.
+#include "attn/io/problem.hpp"
+#include "fuzz_common.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+using namespace attn;
+
+namespace {
+
+std::string dump(const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
+    fuzz::fixture_dir();
+    return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    fuzz::set_limits();
+    std::string_view line(reinterpret_cast<const char*>(data), size);
+    line = line.substr(0, line.find('\n'));
+
+    nlohmann::json id;
+    io::Problem p;
+    std::string message;
+    const bool decoded = fuzz::only_input_errors(
+        "line",
+        [&] {
+            const nlohmann::json doc = io::parse_json_text(line, "line 1");
+            if (doc.is_object()) {
+                if (const auto it = doc.find("id"); it != doc.end()) {
+                    id = *it;
+                }
+            }
+            p = io::decode_problem(doc, fuzz::fixture_dir());
+        },
+        &message);
+    if (decoded) {
+        fuzz::check_decoded_problem(p);
+        return 0;
+    }
+    // The error line, as batch writes it, must be one valid JSON line.
+    const std::string error_line = "{\"id\":" + dump(id) + ",\"error\":" + dump(message) + "}";
+    fuzz::expect(error_line.find('\n') == std::string::npos, "line break in an error line");
+    nlohmann::json back;
+    fuzz::expect(fuzz::only_input_errors("error line",
+                                         [&] { back = io::parse_json_text(error_line, "err"); }),
+                 "the error line is not valid JSON: " + error_line.substr(0, 200));
+    fuzz::expect(back.at("error").is_string(), "the error is not a string");
+    return 0;
+}

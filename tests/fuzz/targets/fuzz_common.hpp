@@ -1,0 +1,284 @@
+// What every fuzz target shares: the properties (nothing but attn::InputError escapes, and
+// its message is one line; whatever parses round-trips), a small memory limit so that the
+// readers' refusals are exercised instead of the machine's memory, and a folder of fixture
+// files that problem documents may name. Header-only; no test framework.
+#pragma once
+
+#include "attn/error.hpp"
+#include "attn/io/array.hpp"
+#include "attn/io/limits.hpp"
+#include "attn/io/problem.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <unistd.h>
+#include <vector>
+
+namespace attn::fuzz {
+
+/// A property failed: print why and abort, which libFuzzer (and the replay runner, through
+/// the abort) reports as a crash with the input that caused it.
+[[noreturn]] inline void fail(const std::string& why) {
+    std::fprintf(stderr, "fuzz property failed: %s\n", why.c_str());
+    std::fflush(stderr);
+    std::abort();
+}
+
+inline void expect(bool ok, const std::string& why) {
+    if (!ok) {
+        fail(why);
+    }
+}
+
+/// The one-line rule of the contract: an error message has no line breaks, no NUL and no
+/// terminal control characters, and is not empty.
+inline void check_message(const std::exception& e) {
+    const std::string_view m = e.what();
+    expect(!m.empty(), "empty error message");
+    for (const char c : m) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f) {
+            fail("control character " + std::to_string(u) + " in the message: " + std::string(m));
+        }
+    }
+}
+
+/// Bit-equal floats, except that any NaN equals any NaN (payloads may be quieted).
+inline bool same_value(float a, float b) {
+    if (std::isnan(a) || std::isnan(b)) {
+        return std::isnan(a) && std::isnan(b);
+    }
+    std::uint32_t x = 0;
+    std::uint32_t y = 0;
+    std::memcpy(&x, &a, sizeof x);
+    std::memcpy(&y, &b, sizeof y);
+    return x == y;
+}
+
+inline void expect_same_array(const io::Array& a, const io::Array& b, const std::string& what) {
+    expect(a.shape == b.shape,
+           what + ": shape " + shape_string(a.shape) + " became " + shape_string(b.shape));
+    expect(a.values.size() == b.values.size(), what + ": value count changed");
+    for (std::size_t i = 0; i < a.values.size(); ++i) {
+        if (!same_value(a.values[i], b.values[i])) {
+            fail(what + ": value " + std::to_string(i) + " " + io::format_float(a.values[i]) +
+                 " became " + io::format_float(b.values[i]));
+        }
+    }
+}
+
+/// The element count a shape promises (the arrays are small here: no overflow check needed
+/// beyond what the readers did).
+inline std::size_t element_count(const std::vector<std::size_t>& shape) {
+    std::size_t n = 1;
+    for (const std::size_t d : shape) {
+        n *= d;
+    }
+    return n;
+}
+
+/// Runs `f` and lets only InputError through (after checking its message). Anything else
+/// escaping is a failed property: std::terminate would say less about it than this does.
+template <class F>
+bool only_input_errors(const char* stage, F&& f, std::string* message = nullptr) {
+    try {
+        f();
+        return true;
+    } catch (const InputError& e) {
+        check_message(e);
+        if (message != nullptr) {
+            *message = e.what();
+        }
+        return false;
+    } catch (const std::exception& e) {
+        fail(std::string(stage) + ": an exception other than InputError escaped: " + e.what());
+    }
+}
+
+/// The memory limit the targets run under: small enough that the readers' refusals are
+/// what a hostile size meets, far below libFuzzer's -rss_limit_mb.
+inline constexpr std::uint64_t fuzz_memory_limit = std::uint64_t{64} << 20;
+
+inline void set_limits() {
+    io::set_memory_limit(fuzz_memory_limit);
+}
+
+// --- fixture files ---------------------------------------------------------------------------
+
+/// An NPY v1 file with any descr, order and shape text, and the given payload.
+inline std::string npy_file(const std::string& descr,
+                            bool fortran,
+                            const std::string& shape,
+                            const std::string& payload,
+                            int major = 1) {
+    std::string dict = "{'descr': '" + descr +
+                       "', 'fortran_order': " + (fortran ? "True" : "False") +
+                       ", 'shape': " + shape + ", }";
+    const std::size_t preamble = major == 1 ? 10 : 12;
+    std::size_t length = dict.size() + 1;
+    length += (64 - (preamble + length) % 64) % 64;
+    dict.append(length - dict.size() - 1, ' ');
+    dict += '\n';
+    std::string out = "\x93NUMPY";
+    out += static_cast<char>(major);
+    out += '\0';
+    for (std::size_t k = 0; k < preamble - 8; ++k) {
+        out += static_cast<char>((length >> (8 * k)) & 0xffu);
+    }
+    return out + dict + payload;
+}
+
+/// Little-endian float32 bytes of the values.
+inline std::string f4(const std::vector<float>& values) {
+    std::string out(values.size() * 4, '\0');
+    std::memcpy(out.data(), values.data(), out.size());
+    return out;
+}
+
+inline std::vector<float> ramp(std::size_t n, float scale = 0.25f) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        v[i] = static_cast<float>(static_cast<int>(i % 7) - 3) * scale;
+    }
+    return v;
+}
+
+/// The folder problem documents resolve their relative paths against, filled once per
+/// process with small arrays of every kind (and a few broken ones), removed at exit.
+/// The seeds of the problem and batch_line corpora name these files.
+inline const std::filesystem::path& fixture_dir() {
+    static const std::filesystem::path dir = [] {
+        namespace fs = std::filesystem;
+        const fs::path d =
+            fs::temp_directory_path() / ("attn_fuzz_fixtures_" + std::to_string(::getpid()));
+        fs::create_directories(d / "sub");
+        auto put = [&](const std::string& name, const std::string& bytes) {
+            std::ofstream(d / name, std::ios::binary) << bytes;
+        };
+        put("q.npy", npy_file("<f4", false, "(2, 4)", f4(ramp(8))));
+        put("k.npy", npy_file("<f4", false, "(3, 4)", f4(ramp(12, 0.5f))));
+        put("v.npy", npy_file("<f4", false, "(3, 2)", f4(ramp(6, 1.0f))));
+        put("x.npy", npy_file("<f4", false, "(2, 3, 4)", f4(ramp(24))));
+        put("ctx.npy", npy_file("<f4", false, "(2, 5, 6)", f4(ramp(60))));
+        put("q4.npy", npy_file("<f4", false, "(1, 2, 3, 4)", f4(ramp(24))));
+        put("k4.npy", npy_file("<f4", false, "(1, 1, 5, 4)", f4(ramp(20))));
+        put("v4.npy", npy_file("<f4", false, "(1, 1, 5, 3)", f4(ramp(15))));
+        put("wq.npy", npy_file("<f4", false, "(4, 4)", f4(ramp(16))));
+        put("w8.npy", npy_file("<f4", false, "(8, 4)", f4(ramp(32))));
+        put("b4.npy", npy_file("<f4", false, "(4,)", f4(ramp(4))));
+        put("mask.npy", npy_file("|b1", false, "(2, 3)", std::string("\1\0\1\1\1\0", 6)));
+        put("kpm.npy", npy_file("|b1", false, "(3,)", std::string("\1\1\0", 3)));
+        put("bias.npy", npy_file("<f8", true, "(2, 3)", std::string(48, '\0')));
+        put("be.npy",
+            npy_file(
+                ">i2", true, "(2, 4)", std::string("\0\1\0\2\xff\xfe\0\4\0\5\0\6\0\7\0\x08", 16)));
+        put("f16.npy", npy_file("<f2", false, "(3, 4)", std::string(24, '\x3c')));
+        put("u8.npy", npy_file("|u1", false, "(3, 2)", "abcdef"));
+        put("v3.npy", npy_file("<f4", false, "(2, 4)", f4(ramp(8)), 3));
+        put("nan.npy",
+            npy_file("<f4", false, "(3, 4)", f4({0, 1, 2, NAN, 4, 5, INFINITY, 7, 8, 9, 10, 11})));
+        put("empty.npy", npy_file("<f4", false, "(0, 4)", ""));
+        put("empty_huge.npy", npy_file("<f4", false, "(0, 1099511627776)", ""));
+        put("huge.npy", npy_file("<f4", false, "(1000000000, 1000000000)", f4(ramp(4))));
+        put("truncated.npy", npy_file("<f4", false, "(3, 4)", f4(ramp(5))));
+        put("bad_magic.npy", "\x93NUMPX\1\0");
+        put("q.json", "[[1, 0, 1, 0], [0, 1, 0, \"inf\"]]");
+        put("ragged.json", "[[1, 2], [3]]");
+        put("deep.json", std::string(200, '[') + std::string(200, ']'));
+        put("params.json",
+            R"({"w_q": "wq.npy", "w_k": "wq.npy", "w_v": "wq.npy", "b_q": "b4.npy"})");
+        put("mha.json",
+            R"({"in_proj_weight": [[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1],[1,0,0,0],[0,1,0,0],)"
+            R"([0,0,1,0],[0,0,0,1],[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]],)"
+            R"("out_proj.weight": "wq.npy", "out_proj.bias": "b4.npy"})");
+        put("sub/params.json", R"({"w_q": "../wq.npy", "w_o": "../w8.npy"})");
+        put("notjson.json", "{\"w_q\": [1, 2");
+        return d;
+    }();
+    // Registered after `dir` is complete, so it runs before `dir` is destroyed.
+    static const bool cleanup_registered = [] {
+        return std::atexit([] {
+                   std::error_code ec;
+                   std::filesystem::remove_all(fixture_dir(), ec);
+               }) == 0;
+    }();
+    static_cast<void>(cleanup_registered);
+    return dir;
+}
+
+/// What every decoded problem goes through: the limit checks (which may only refuse with
+/// InputError), the output-path check (an output named like an input must be refused),
+/// and, for problems small enough to compute per input, solve() with and without weights
+/// and the result document parsed back to the same values.
+inline void check_decoded_problem(const io::Problem& p) {
+    const io::MemoryEstimate m = io::estimate_memory(p, true, 1);
+    const io::MemoryEstimate lean = io::estimate_memory(p, false, 1);
+    expect(m.total >= m.inputs && m.total >= lean.inputs, "memory estimate below its inputs");
+    expect(m.weights >= lean.weights, "weights cost less than no weights");
+    only_input_errors("check_memory", [&] { io::check_memory(p, true, fuzz_memory_limit, 1); });
+    only_input_errors("check_finite", [&] { io::check_finite(p); });
+
+    const std::vector<io::NamedPath> inputs = io::input_paths(p);
+    const std::filesystem::path q = fixture_dir() / "q.npy";
+    bool reads_q = false;
+    for (const io::NamedPath& in : inputs) {
+        std::error_code ec;
+        reads_q = reads_q || std::filesystem::equivalent(in.path, q, ec);
+    }
+    const bool accepted = only_input_errors("check_output_paths", [&] {
+        io::check_output_paths(inputs, {{"--output", fixture_dir() / "out.npy"}, {"--weights", q}});
+    });
+    expect(accepted != reads_q,
+           "an output equal to an input was not refused (or one was "
+           "refused that is not an input)");
+
+    if (m.total > (std::uint64_t{8} << 20)) {
+        return; // correct, but too slow to compute for every input
+    }
+    for (const bool want_weights : {true, false}) {
+        io::SolveOptions options;
+        options.threads = 1;
+        options.want_weights = want_weights;
+        io::Solution s;
+        if (!only_input_errors("solve", [&] { s = io::solve(p, options); })) {
+            continue;
+        }
+        expect(s.weights.has_value() == want_weights, "weights present iff asked for");
+        const std::string doc = io::result_document(p, s);
+        nlohmann::json r;
+        expect(only_input_errors("reparse result", [&] { r = io::parse_json_text(doc, "result"); }),
+               "the result document does not parse: " + doc.substr(0, 200));
+        io::Array out;
+        expect(only_input_errors("result output",
+                                 [&] {
+                                     out = io::parse_json_array(
+                                         r.at("output"), "output", io::ArrayKind::numeric);
+                                 }),
+               "the result's output does not parse");
+        expect(out.values.size() == s.output.values.size(), "output values lost");
+        if (!out.values.empty()) {
+            expect_same_array(s.output, out, "result output round trip");
+        }
+        if (s.weights) {
+            io::Array w;
+            expect(only_input_errors("result weights",
+                                     [&] {
+                                         w = io::parse_json_array(
+                                             r.at("weights"), "weights", io::ArrayKind::numeric);
+                                     }),
+                   "the result's weights do not parse");
+            if (!w.values.empty()) {
+                expect_same_array(*s.weights, w, "result weights round trip");
+            }
+        }
+    }
+}
+
+} // namespace attn::fuzz

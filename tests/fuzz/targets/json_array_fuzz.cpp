@@ -1,0 +1,55 @@
+// Fuzz target: JSON array literals (io::parse_json_text, then io::parse_json_array for
+// numeric arrays and for masks). Properties: nothing but InputError escapes, its message is
+// one line; whatever parses round-trips: encode_json_array -> parse gives the same shape
+// and values (bit for bit, NaN for NaN), the text is stable on a second trip, and the NPY
+// writer and reader agree with it too.
+#include "attn/io/problem.hpp"
+#include "fuzz_common.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+using namespace attn;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    fuzz::set_limits();
+    const std::string_view text(reinterpret_cast<const char*>(data), size);
+    nlohmann::json j;
+    if (!fuzz::only_input_errors("parse_json_text",
+                                 [&] { j = io::parse_json_text(text, "fuzz.json"); })) {
+        return 0;
+    }
+    for (const io::ArrayKind kind : {io::ArrayKind::numeric, io::ArrayKind::mask}) {
+        io::Array a;
+        if (!fuzz::only_input_errors("parse_json_array",
+                                     [&] { a = io::parse_json_array(j, "fuzz.json", kind); })) {
+            continue;
+        }
+        fuzz::expect(!a.shape.empty() && a.shape.size() <= 4, "rank outside 1..4");
+        fuzz::expect(a.values.size() == fuzz::element_count(a.shape),
+                     "values do not fill the shape");
+        fuzz::expect(!a.is_bool || kind == io::ArrayKind::mask, "booleans in a numeric array");
+
+        const std::string encoded = io::encode_json_array(a.shape, a.values.data());
+        io::Array b;
+        fuzz::expect(fuzz::only_input_errors("reparse",
+                                             [&] {
+                                                 b = io::parse_json_array(
+                                                     io::parse_json_text(encoded, "rt.json"),
+                                                     "rt.json",
+                                                     io::ArrayKind::numeric);
+                                             }),
+                     "our own JSON array does not parse: " + encoded.substr(0, 200));
+        fuzz::expect_same_array(a, b, "JSON round trip");
+        fuzz::expect(io::encode_json_array(b.shape, b.values.data()) == encoded,
+                     "JSON text changes on a second round trip");
+
+        const std::vector<std::uint8_t> npy = io::encode_npy(a.shape, a.values.data(), false);
+        io::Array c;
+        fuzz::expect(fuzz::only_input_errors("npy", [&] { c = io::parse_npy(npy, "rt.npy"); }),
+                     "our own NPY does not parse");
+        fuzz::expect_same_array(a, c, "JSON -> NPY round trip");
+    }
+    return 0;
+}

@@ -1,0 +1,35 @@
+// Fuzz target: the problem document (io::parse_json_text, io::decode_problem with params
+// objects and files, relative paths into a folder of fixture arrays, presets, masks, heads),
+// then the limit checks and, for small problems, solve() and the result document.
+// Properties: nothing but InputError escapes, its message is one line; an output path equal
+// to an input is refused; the result document parses back to the same values.
+#include "attn/io/problem.hpp"
+#include "fuzz_common.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+using namespace attn;
+
+extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
+    fuzz::fixture_dir();
+    return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    fuzz::set_limits();
+    const std::string_view text(reinterpret_cast<const char*>(data), size);
+    nlohmann::json doc;
+    if (!fuzz::only_input_errors("parse_json_text",
+                                 [&] { doc = io::parse_json_text(text, "problem.json"); })) {
+        return 0;
+    }
+    io::Problem p;
+    if (!fuzz::only_input_errors("decode_problem",
+                                 [&] { p = io::decode_problem(doc, fuzz::fixture_dir()); })) {
+        return 0;
+    }
+    fuzz::check_decoded_problem(p);
+    return 0;
+}

@@ -1,0 +1,41 @@
+// Fuzz target: the safetensors reader (io::parse_safetensors: the 8-byte length, the JSON
+// header, offsets that must tile the data section, dtype conversion), then the layer
+// layouts (io::detect_layouts, io::map_layout) over whatever tensors it yields.
+// Properties: nothing but InputError escapes, its message is one line; every tensor fills
+// its shape; every tensor round-trips through the NPY writer and reader.
+#include "attn/io/safetensors.hpp"
+#include "fuzz_common.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <span>
+
+using namespace attn;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    fuzz::set_limits();
+    std::map<std::string, io::Array> tensors;
+    if (!fuzz::only_input_errors("parse_safetensors", [&] {
+            tensors = io::parse_safetensors(std::span<const std::uint8_t>(data, size),
+                                            "fuzz.safetensors");
+        })) {
+        return 0;
+    }
+    std::vector<std::string> names;
+    for (const auto& [name, a] : tensors) {
+        names.push_back(name);
+        fuzz::expect(a.values.size() == fuzz::element_count(a.shape),
+                     "tensor '" + name + "' does not fill its shape");
+        const std::vector<std::uint8_t> npy = io::encode_npy(a.shape, a.values.data(), false);
+        io::Array back;
+        fuzz::expect(fuzz::only_input_errors("npy", [&] { back = io::parse_npy(npy, "rt.npy"); }),
+                     "our own NPY does not parse");
+        fuzz::expect_same_array(a, back, "tensor '" + name + "' NPY round trip");
+    }
+    for (const io::ParamsLayout layout : io::detect_layouts(names)) {
+        fuzz::only_input_errors(
+            "map_layout", [&] { io::map_layout(layout, tensors, "params: fuzz.safetensors", ""); });
+    }
+    return 0;
+}

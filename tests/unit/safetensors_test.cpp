@@ -1,0 +1,656 @@
+// Tests of the strict safetensors reader and the checkpoint layouts in attn/io/safetensors.hpp:
+// every weight dtype (F32, F16, BF16, F64 with their specials), one test per header defect
+// that must be refused with a one-line InputError naming the file and the tensor, the layout
+// mappings (Conv1D transposed, fused q|k|v split, GQA heads) and decode_problem with a
+// checkpoint. Files are built byte by byte in the tests; only the file tests touch disk.
+#include "attn/error.hpp"
+#include "attn/io/limits.hpp"
+#include "attn/io/problem.hpp"
+#include "attn/io/safetensors.hpp"
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <gtest/gtest.h>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+using attn::InputError;
+using attn::io::Array;
+using attn::io::ParamsLayout;
+using attn::io::parse_safetensors;
+using attn::io::parse_safetensors_header;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+using Bytes = std::vector<std::uint8_t>;
+
+void append_le(Bytes& out, std::uint64_t v, std::size_t n) {
+    for (std::size_t k = 0; k < n; ++k) {
+        out.push_back(static_cast<std::uint8_t>((v >> (8 * k)) & 0xffu));
+    }
+}
+
+/// A file: the header length, `header` verbatim, then `data`.
+Bytes file_of(std::string_view header, const Bytes& data = {}) {
+    Bytes out;
+    append_le(out, header.size(), 8);
+    out.insert(out.end(), header.begin(), header.end());
+    out.insert(out.end(), data.begin(), data.end());
+    return out;
+}
+
+Bytes f32_bytes(const std::vector<float>& v) {
+    Bytes out;
+    for (const float x : v) {
+        append_le(out, std::bit_cast<std::uint32_t>(x), 4);
+    }
+    return out;
+}
+
+Bytes u16_bytes(const std::vector<std::uint16_t>& v) {
+    Bytes out;
+    for (const std::uint16_t x : v) {
+        append_le(out, x, 2);
+    }
+    return out;
+}
+
+Bytes f64_bytes(const std::vector<double>& v) {
+    Bytes out;
+    for (const double x : v) {
+        append_le(out, std::bit_cast<std::uint64_t>(x), 8);
+    }
+    return out;
+}
+
+/// One tensor entry of a header, as JSON text.
+std::string entry(std::string_view name,
+                  std::string_view dtype,
+                  std::string_view shape,
+                  std::uint64_t begin,
+                  std::uint64_t end) {
+    return "\"" + std::string(name) + "\":{\"dtype\":\"" + std::string(dtype) +
+           "\",\"shape\":" + std::string(shape) + ",\"data_offsets\":[" + std::to_string(begin) +
+           "," + std::to_string(end) + "]}";
+}
+
+/// f() must throw an InputError: one line, starting with "m.safetensors: " and containing
+/// `needle`.
+void expect_error(const std::function<void()>& f,
+                  std::string_view needle,
+                  std::string_view start = "m.safetensors: ") {
+    std::string message;
+    try {
+        f();
+        ADD_FAILURE() << "no exception; wanted one containing: " << needle;
+    } catch (const InputError& e) {
+        message = e.what();
+    } catch (const std::exception& e) {
+        ADD_FAILURE() << "not an InputError: " << e.what();
+    }
+    if (!message.empty()) {
+        EXPECT_PRED_FORMAT2(::testing::IsSubstring, std::string(needle), message);
+        EXPECT_EQ(message.rfind(std::string(start), 0), 0U) << message;
+        EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    }
+}
+
+void expect_file_error(const Bytes& file, std::string_view needle) {
+    expect_error([&] { (void)parse_safetensors(file, "m.safetensors"); }, needle);
+}
+
+void expect_same_float(float actual, float expected, std::size_t index) {
+    if (std::isnan(expected)) {
+        EXPECT_TRUE(std::isnan(actual)) << "at " << index;
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(actual), std::bit_cast<std::uint32_t>(expected))
+            << "NaN payload at " << index;
+    } else {
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(actual), std::bit_cast<std::uint32_t>(expected))
+            << "at " << index << ": got " << actual << ", want " << expected;
+    }
+}
+
+class ScopedLimit {
+  public:
+    explicit ScopedLimit(std::uint64_t bytes) : old_(attn::io::memory_limit()) {
+        attn::io::set_memory_limit(bytes);
+    }
+    ScopedLimit(const ScopedLimit&) = delete;
+    ScopedLimit& operator=(const ScopedLimit&) = delete;
+    ~ScopedLimit() { attn::io::set_memory_limit(old_); }
+
+  private:
+    std::uint64_t old_;
+};
+
+// ----------------------------------------------------------------------------------------
+// Every dtype
+// ----------------------------------------------------------------------------------------
+
+TEST(Safetensors, F32RoundTripsBitForBit) {
+    const std::vector<float> v = {1.5f,
+                                  -0.0f,
+                                  std::numeric_limits<float>::denorm_min(),
+                                  std::numeric_limits<float>::max(),
+                                  -std::numeric_limits<float>::infinity(),
+                                  std::bit_cast<float>(0x7fc12345u)};
+    const auto tensors = parse_safetensors(
+        file_of("{" + entry("w", "F32", "[2,3]", 0, 24) + "}", f32_bytes(v)), "m.safetensors");
+    const Array& a = tensors.at("w");
+    EXPECT_EQ(a.shape, (std::vector<std::size_t>{2, 3}));
+    EXPECT_EQ(a.dtype, "float32");
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        expect_same_float(a.values[i], v[i], i);
+    }
+}
+
+TEST(Safetensors, F16ExactWithSpecials) {
+    // 1, -2, 65504 (max), 2^-24 (smallest subnormal), 2^-14 (smallest normal), -0, +inf,
+    // NaN with a payload, 0.1 rounded to half (0x2e66).
+    const std::vector<std::uint16_t> h = {
+        0x3c00, 0xc000, 0x7bff, 0x0001, 0x0400, 0x8000, 0x7c00, 0x7e01, 0x2e66};
+    const std::vector<float> want = {1.0f,
+                                     -2.0f,
+                                     65504.0f,
+                                     0x1p-24f,
+                                     0x1p-14f,
+                                     -0.0f,
+                                     std::numeric_limits<float>::infinity(),
+                                     std::bit_cast<float>(0x7fc02000u),
+                                     0.0999755859375f};
+    const auto tensors = parse_safetensors(
+        file_of("{" + entry("h", "F16", "[9]", 0, 18) + "}", u16_bytes(h)), "m.safetensors");
+    const Array& a = tensors.at("h");
+    EXPECT_EQ(a.dtype, "float16");
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        expect_same_float(a.values[i], want[i], i);
+    }
+}
+
+TEST(Safetensors, Bf16IsTheTopHalfOfF32) {
+    const std::vector<std::uint16_t> h = {
+        0x3f80, 0xc040, 0x0001, 0x8000, 0x7f80, 0xff80, 0x7fc1, 0x7f7f};
+    const auto tensors = parse_safetensors(
+        file_of("{" + entry("b", "BF16", "[2,2,2]", 0, 16) + "}", u16_bytes(h)), "m.safetensors");
+    const Array& a = tensors.at("b");
+    EXPECT_EQ(a.dtype, "bfloat16");
+    EXPECT_EQ(a.shape, (std::vector<std::size_t>{2, 2, 2}));
+    for (std::size_t i = 0; i < h.size(); ++i) {
+        expect_same_float(a.values[i], std::bit_cast<float>(std::uint32_t{h[i]} << 16), i);
+    }
+    EXPECT_EQ(a.values[0], 1.0f);
+    EXPECT_EQ(a.values[1], -3.0f);
+}
+
+TEST(Safetensors, F64RoundsToNearestFloat) {
+    const std::vector<double> v = {0.1, -1e300, 1.0 + 0x1p-30};
+    const auto tensors = parse_safetensors(
+        file_of("{" + entry("d", "F64", "[3]", 0, 24) + "}", f64_bytes(v)), "m.safetensors");
+    const Array& a = tensors.at("d");
+    EXPECT_EQ(a.values[0], 0.1f);
+    EXPECT_EQ(a.values[1], -std::numeric_limits<float>::infinity());
+    EXPECT_EQ(a.values[2], 1.0f);
+}
+
+TEST(Safetensors, ScalarsEmptyTensorsMetadataAndPadding) {
+    // Two tensors out of name order in the data, a scalar, an empty tensor, metadata and the
+    // space padding the reference writer adds.
+    const std::string header =
+        "{\"__metadata__\":{\"format\":\"pt\"}," + entry("z", "F32", "[0,4]", 4, 4) + "," +
+        entry("b", "F32", "[]", 4, 8) + "," + entry("a", "F16", "[2]", 0, 4) + "}    ";
+    Bytes data = u16_bytes({0x3c00, 0x4000});
+    const Bytes more = f32_bytes({7.0f});
+    data.insert(data.end(), more.begin(), more.end());
+    const Bytes file = file_of(header, data);
+    const auto h = parse_safetensors_header(file, file.size(), "m.safetensors");
+    ASSERT_EQ(h.tensors.size(), 3U);
+    EXPECT_EQ(h.tensors[0].name, "a"); // sorted by name
+    EXPECT_EQ(h.metadata.at("format"), "pt");
+    EXPECT_EQ(h.data_start, 8 + header.size());
+    EXPECT_EQ(h.data_size, 8U);
+    ASSERT_NE(h.find("b"), nullptr);
+    EXPECT_EQ(h.find("b")->begin, 4U);
+    EXPECT_EQ(h.find("c"), nullptr);
+    const auto t = parse_safetensors(file, "m.safetensors");
+    EXPECT_EQ(t.at("b").shape, std::vector<std::size_t>{});
+    EXPECT_EQ(t.at("b").values, std::vector<float>{7.0f});
+    EXPECT_EQ(t.at("z").values.size(), 0U);
+    EXPECT_EQ(t.at("a").values, (std::vector<float>{1.0f, 2.0f}));
+}
+
+TEST(Safetensors, EmptyHeaderObjectIsAValidFile) {
+    EXPECT_TRUE(parse_safetensors(file_of("{}"), "m.safetensors").empty());
+}
+
+// ----------------------------------------------------------------------------------------
+// Every defect: InputError, one line, naming the file and the tensor
+// ----------------------------------------------------------------------------------------
+
+TEST(Safetensors, RefusesShortFiles) {
+    expect_file_error({}, "not a safetensors file: 0 bytes, too short for the 8-byte header");
+    expect_file_error({1, 0, 0}, "not a safetensors file: 3 bytes");
+}
+
+TEST(Safetensors, RefusesHeaderLengthBeyondTheFile) {
+    Bytes f = file_of("{}");
+    f[0] = 200;
+    expect_file_error(f, "truncated: the header length says 200 bytes, but only 2 follow");
+    Bytes huge;
+    append_le(huge, std::numeric_limits<std::uint64_t>::max(), 8);
+    expect_file_error(huge, "truncated: the header length says 18446744073709551615 bytes");
+}
+
+TEST(Safetensors, RefusesHeadersOverTheFormatLimit) {
+    Bytes f;
+    append_le(f, 150'000'000, 8);
+    expect_error([&] { (void)parse_safetensors_header(f, 200'000'000, "m.safetensors"); },
+                 "header length 150000000 is more than the format's limit of 100000000 bytes");
+}
+
+TEST(Safetensors, RefusesHeadersOverTheMemoryLimit) {
+    const ScopedLimit limit(16 * 1024);
+    Bytes f;
+    append_le(f, 2048, 8);
+    expect_error([&] { (void)parse_safetensors_header(f, 1 << 20, "m.safetensors"); },
+                 "a JSON header of 2.0 KiB may need up to 16 times that");
+}
+
+TEST(Safetensors, RefusesHeadersThatAreNotJsonObjects) {
+    expect_file_error(file_of(""), "the header does not start with '{'");
+    expect_file_error(file_of("[]"), "the header does not start with '{'");
+    expect_file_error(file_of(" {}"), "the header does not start with '{'");
+    expect_file_error(file_of("{\"a\":"), "invalid JSON header: byte 6:");
+    expect_file_error(file_of("{} x"), "invalid JSON header");
+    expect_file_error(file_of("{\"\xff\":1}"), "invalid JSON header");
+    expect_file_error(file_of(std::string(200, '{')), "JSON nested deeper than 128 levels");
+}
+
+TEST(Safetensors, RefusesDuplicateKeys) {
+    const std::string e = entry("w", "F32", "[1]", 0, 4);
+    expect_file_error(file_of("{" + e + "," + e + "}", f32_bytes({1})),
+                      "header has the key 'w' twice");
+    expect_file_error(
+        file_of(
+            "{\"w\":{\"dtype\":\"F32\",\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+            f32_bytes({1})),
+        "header has the key 'dtype' twice");
+}
+
+TEST(Safetensors, RefusesBadMetadata) {
+    expect_file_error(file_of("{\"__metadata__\":[1]}"),
+                      "__metadata__: expected an object of strings, got array");
+    expect_file_error(file_of("{\"__metadata__\":{\"n\":1}}"),
+                      "__metadata__: 'n': expected a string, got number");
+}
+
+TEST(Safetensors, RefusesMalformedEntries) {
+    expect_file_error(file_of("{\"w\":[0,4]}"),
+                      "tensor 'w': expected an object {\"dtype\", \"shape\", \"data_offsets\"}");
+    expect_file_error(
+        file_of("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"x\":1}}",
+                f32_bytes({1})),
+        "tensor 'w': unexpected field 'x' (expected dtype, shape, data_offsets)");
+    expect_file_error(file_of("{\"w\":{\"shape\":[1],\"data_offsets\":[0,4]}}", f32_bytes({1})),
+                      "tensor 'w': missing \"dtype\"");
+    expect_file_error(file_of("{\"w\":{\"dtype\":\"F32\",\"data_offsets\":[0,4]}}", f32_bytes({1})),
+                      "tensor 'w': missing \"shape\"");
+    expect_file_error(file_of("{\"w\":{\"dtype\":\"F32\",\"shape\":[1]}}", f32_bytes({1})),
+                      "tensor 'w': missing \"data_offsets\"");
+}
+
+TEST(Safetensors, RefusesUnknownDtypes) {
+    expect_file_error(file_of("{" + entry("w", "F33", "[1]", 0, 4) + "}", f32_bytes({1})),
+                      "tensor 'w': unknown dtype 'F33' (expected F32, F16, BF16, F64");
+    expect_file_error(file_of("{" + entry("w", "f32", "[1]", 0, 4) + "}", f32_bytes({1})),
+                      "tensor 'w': unknown dtype 'f32'");
+    expect_file_error(
+        file_of("{\"w\":{\"dtype\":4,\"shape\":[1],\"data_offsets\":[0,4]}}", f32_bytes({1})),
+        "tensor 'w': dtype: expected a string such as \"F32\", got 4");
+}
+
+TEST(Safetensors, RefusesBadShapes) {
+    expect_file_error(file_of("{" + entry("w", "F32", "3", 0, 12) + "}", f32_bytes({1, 2, 3})),
+                      "tensor 'w': shape: expected a list of non-negative integers, got 3");
+    expect_file_error(file_of("{" + entry("w", "F32", "[-3]", 0, 12) + "}", f32_bytes({1, 2, 3})),
+                      "tensor 'w': shape: [0]: expected a non-negative integer, got -3");
+    expect_file_error(file_of("{" + entry("w", "F32", "[1,1.5]", 0, 4) + "}", f32_bytes({1})),
+                      "tensor 'w': shape: [1]: expected a non-negative integer, got 1.5");
+    std::string many = "[1";
+    for (int i = 0; i < 32; ++i) {
+        many += ",1";
+    }
+    many += "]";
+    expect_file_error(file_of("{" + entry("w", "F32", many, 0, 4) + "}", f32_bytes({1})),
+                      "tensor 'w': shape has 33 dimensions, more than 32");
+    expect_file_error(
+        file_of("{" + entry("w", "F32", "[4294967296,4294967296]", 0, 4) + "}", f32_bytes({1})),
+        "tensor 'w': shape [4294967296, 4294967296] is too large (its element "
+        "count overflows)");
+    expect_file_error(
+        file_of("{" + entry("w", "F32", "[4611686018427387904]", 0, 4) + "}", f32_bytes({1})),
+        "is too large (its byte size overflows)");
+}
+
+TEST(Safetensors, RefusesBadOffsets) {
+    const Bytes four = f32_bytes({1});
+    expect_file_error(
+        file_of("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4]}}", four),
+        "tensor 'w': data_offsets: expected [begin, end] (two non-negative integers), got [4]");
+    expect_file_error(
+        file_of("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4,8]}}", four),
+        "data_offsets: expected [begin, end]");
+    expect_file_error(
+        file_of("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[-4,0]}}", four),
+        "data_offsets: expected [begin, end]");
+    expect_file_error(
+        file_of("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":\"0-4\"}}", four),
+        "data_offsets: expected [begin, end]");
+    expect_file_error(file_of("{" + entry("w", "F32", "[0]", 4, 0) + "}", four),
+                      "tensor 'w': data_offsets [4, 0]: begin is after end");
+    expect_file_error(file_of("{" + entry("w", "F32", "[2]", 0, 8) + "}", four),
+                      "tensor 'w': data_offsets [0, 8] reach past the end of the data (4 bytes)");
+    expect_file_error(file_of("{" + entry("w", "F32", "[2]", 0, 4) + "}", four),
+                      "tensor 'w': data_offsets [0, 4] hold 4 bytes, but F32 [2] needs 8");
+    expect_file_error(
+        file_of("{" + entry("w", "F32", "[1]", 0, 18446744073709551615ULL) + "}", four),
+        "reach past the end of the data");
+}
+
+TEST(Safetensors, RefusesOverlapsGapsAndTrailingBytes) {
+    const Bytes eight = f32_bytes({1, 2});
+    expect_file_error(
+        file_of("{" + entry("a", "F32", "[2]", 0, 8) + "," + entry("b", "F32", "[1]", 4, 8) + "}",
+                eight),
+        "tensors 'a' [0, 8] and 'b' [4, 8] overlap");
+    expect_file_error(
+        file_of("{" + entry("a", "F32", "[1]", 0, 4) + "," + entry("b", "F32", "[1]", 0, 4) + "}",
+                eight),
+        "tensors 'a' [0, 4] and 'b' [0, 4] overlap");
+    expect_file_error(file_of("{" + entry("a", "F32", "[1]", 4, 8) + "}", eight),
+                      "data bytes [0, 4) belong to no tensor (the format allows no gaps)");
+    expect_file_error(file_of("{" + entry("a", "F32", "[1]", 0, 4) + "}", eight),
+                      "data bytes [4, 8) belong to no tensor");
+    expect_file_error(file_of("{}", eight), "data bytes [0, 8) belong to no tensor");
+}
+
+TEST(Safetensors, RefusesNonFloatWeightsWhenRead) {
+    Bytes data;
+    append_le(data, 3, 8);
+    const Bytes file = file_of("{" + entry("n", "I64", "[1]", 0, 8) + "}", data);
+    // The header is fine (I64 is a format dtype); converting it to weights is not.
+    EXPECT_EQ(parse_safetensors_header(file, file.size(), "m.safetensors").tensors.size(), 1U);
+    expect_file_error(file,
+                      "tensor 'n': dtype I64 is not supported for weights (expected F32, "
+                      "F16, BF16 or F64)");
+}
+
+TEST(Safetensors, RefusesTensorsOverTheMemoryLimit) {
+    const ScopedLimit limit(1024);
+    const Bytes file = file_of("{" + entry("w", "F16", "[1024]", 0, 2048) + "}", Bytes(2048, 0));
+    expect_file_error(file,
+                      "tensor 'w': the array of shape [1024] needs 4.0 KiB to load as "
+                      "float32, more than the memory limit of 1.0 KiB (--max-memory)");
+}
+
+TEST(Safetensors, QuotesHostileNamesSafely) {
+    const std::string header = "{" + entry("a\\nb\\u001b", "X", "[1]", 0, 4) + "}";
+    expect_file_error(file_of(header, f32_bytes({1})), "tensor 'a\\x0ab\\x1b': unknown dtype 'X'");
+}
+
+// ----------------------------------------------------------------------------------------
+// Layouts
+// ----------------------------------------------------------------------------------------
+
+Array array(std::vector<std::size_t> shape, std::vector<float> values) {
+    Array a;
+    a.shape = std::move(shape);
+    a.values = std::move(values);
+    a.dtype = "float32";
+    return a;
+}
+
+/// 0, 1, 2, ... in the given shape.
+Array iota(std::vector<std::size_t> shape) {
+    std::size_t n = 1;
+    for (const std::size_t d : shape) {
+        n *= d;
+    }
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        v[i] = static_cast<float>(i);
+    }
+    return array(std::move(shape), std::move(v));
+}
+
+TEST(SafetensorsLayout, DetectsLayoutsByTheirMainWeight) {
+    using attn::io::detect_layouts;
+    EXPECT_EQ(detect_layouts({"w_q", "b_q"}), std::vector<ParamsLayout>{ParamsLayout::attn});
+    EXPECT_EQ(detect_layouts({"in_proj_weight"}),
+              std::vector<ParamsLayout>{ParamsLayout::torch_mha});
+    EXPECT_EQ(detect_layouts({"c_attn.weight", "bias"}),
+              std::vector<ParamsLayout>{ParamsLayout::gpt2});
+    EXPECT_EQ(detect_layouts({"q_proj.weight", "rotary_emb.inv_freq"}),
+              std::vector<ParamsLayout>{ParamsLayout::llama});
+    EXPECT_EQ(detect_layouts({"w_o", "q_proj.weight"}),
+              (std::vector<ParamsLayout>{ParamsLayout::attn, ParamsLayout::llama}));
+    EXPECT_TRUE(detect_layouts({"mlp.c_fc.weight", "b_q"}).empty());
+}
+
+TEST(SafetensorsLayout, Gpt2Conv1DIsTransposedAndSplitByColumns) {
+    // c_attn.weight [in = 2, 3·out = 6]: q = columns 0-1, k = 2-3, v = 4-5, each transposed.
+    std::map<std::string, Array> t;
+    t.emplace("c_attn.weight", iota({2, 6}));
+    t.emplace("c_attn.bias", iota({6}));
+    t.emplace("c_proj.weight", iota({2, 3})); // [in 2, out 3] -> w_o [3, 2]
+    const auto p = attn::io::map_layout(ParamsLayout::gpt2, t, "params: m", "h.0.attn.");
+    ASSERT_TRUE(p.w_q && p.w_k && p.w_v && p.w_o && p.b_q && p.b_v);
+    EXPECT_EQ(attn::shape_of(*p.w_q), (std::vector<std::size_t>{2, 2}));
+    // W = [[0..5], [6..11]]; w_q = W[:, 0:2]ᵀ = [[0, 6], [1, 7]].
+    EXPECT_EQ(std::vector<float>(p.w_q->begin(), p.w_q->end()), (std::vector<float>{0, 6, 1, 7}));
+    EXPECT_EQ(std::vector<float>(p.w_v->begin(), p.w_v->end()), (std::vector<float>{4, 10, 5, 11}));
+    EXPECT_EQ(std::vector<float>(p.b_k->begin(), p.b_k->end()), (std::vector<float>{2, 3}));
+    EXPECT_EQ(attn::shape_of(*p.w_o), (std::vector<std::size_t>{3, 2}));
+    EXPECT_EQ(std::vector<float>(p.w_o->begin(), p.w_o->end()),
+              (std::vector<float>{0, 3, 1, 4, 2, 5}));
+    EXPECT_FALSE(p.b_o);
+}
+
+TEST(SafetensorsLayout, TorchMhaFusedRowsAndSeparateWeights) {
+    std::map<std::string, Array> t;
+    t.emplace("in_proj_weight", iota({6, 2}));
+    t.emplace("in_proj_bias", iota({6}));
+    t.emplace("out_proj.weight", iota({2, 2}));
+    auto p = attn::io::map_layout(ParamsLayout::torch_mha, t, "params: m", "");
+    EXPECT_EQ(std::vector<float>(p.w_k->begin(), p.w_k->end()), (std::vector<float>{4, 5, 6, 7}));
+    EXPECT_EQ(std::vector<float>(p.b_v->begin(), p.b_v->end()), (std::vector<float>{4, 5}));
+    EXPECT_TRUE(p.w_o && !p.b_o);
+
+    std::map<std::string, Array> s;
+    s.emplace("q_proj_weight", iota({2, 2}));
+    s.emplace("k_proj_weight", iota({2, 3}));
+    s.emplace("v_proj_weight", iota({2, 1}));
+    p = attn::io::map_layout(ParamsLayout::torch_mha, s, "params: m", "");
+    EXPECT_EQ(attn::shape_of(*p.w_k), (std::vector<std::size_t>{2, 3}));
+    EXPECT_FALSE(p.w_o);
+
+    s.erase("v_proj_weight");
+    expect_error([&] { (void)attn::io::map_layout(ParamsLayout::torch_mha, s, "params: m", "x."); },
+                 "params: m: layout torch-mha: missing tensor 'x.v_proj_weight'",
+                 "params: m: ");
+    t.emplace("bias_k", iota({1, 1, 2}));
+    expect_error([&] { (void)attn::io::map_layout(ParamsLayout::torch_mha, t, "params: m", ""); },
+                 "params: m: tensor 'bias_k': add_bias_kv (an extra learned key/value row) is "
+                 "not supported",
+                 "params: m: ");
+}
+
+TEST(SafetensorsLayout, LlamaNamesAndShapeErrors) {
+    std::map<std::string, Array> t;
+    t.emplace("q_proj.weight", iota({8, 4}));
+    t.emplace("k_proj.weight", iota({4, 4}));
+    t.emplace("v_proj.weight", iota({4, 4}));
+    t.emplace("o_proj.weight", iota({4, 8}));
+    t.emplace("q_proj.bias", iota({8}));
+    const auto p = attn::io::map_layout(ParamsLayout::llama, t, "params: m", "model.layers.3.");
+    EXPECT_TRUE(p.w_q && p.w_k && p.w_v && p.w_o && p.b_q && !p.b_k);
+    EXPECT_EQ(attn::io::implied_num_kv_heads(p, 4), 2U); // head dim 2, k rows 4
+    EXPECT_EQ(attn::io::implied_num_kv_heads(p, 8), 4U);
+    EXPECT_EQ(attn::io::implied_num_kv_heads(p, 3), 3U); // 8 rows do not split in 3 heads
+    EXPECT_EQ(attn::io::implied_num_kv_heads(p, 1), 1U); // head dim 8 > k rows
+
+    t.erase("k_proj.bias");
+    t.insert_or_assign("k_proj.weight", iota({4, 4, 1}));
+    expect_error(
+        [&] { (void)attn::io::map_layout(ParamsLayout::llama, t, "params: m", "model.layers.3."); },
+        "params: m: tensor 'model.layers.3.k_proj.weight': expected a rank-2 [out, in] weight, "
+        "got shape [4, 4, 1]",
+        "params: m: ");
+    t.insert_or_assign("k_proj.weight", iota({4, 4}));
+    t.insert_or_assign("q_proj.bias", iota({2, 4}));
+    expect_error([&] { (void)attn::io::map_layout(ParamsLayout::llama, t, "params: m", ""); },
+                 "tensor 'q_proj.bias': expected a rank-1 [out] bias, got shape [2, 4]",
+                 "params: m: ");
+}
+
+TEST(SafetensorsLayout, RecognizesCheckpointParams) {
+    using attn::io::is_checkpoint_params;
+    EXPECT_TRUE(is_checkpoint_params(json("model.safetensors")));
+    EXPECT_TRUE(is_checkpoint_params(json("dir/MODEL.SafeTensors")));
+    EXPECT_TRUE(is_checkpoint_params(json{{"file", "x"}}));
+    EXPECT_FALSE(is_checkpoint_params(json("params.json")));
+    EXPECT_FALSE(is_checkpoint_params(json(".safetensor")));
+    EXPECT_FALSE(is_checkpoint_params(json{{"w_q", json::array()}}));
+    EXPECT_FALSE(is_checkpoint_params(json(3)));
+}
+
+// ----------------------------------------------------------------------------------------
+// Files and decode_problem
+// ----------------------------------------------------------------------------------------
+
+class SafetensorsFileTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        dir_ = fs::temp_directory_path() /
+               ("attn-safetensors-test-" + std::to_string(::getpid()) + "-" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::create_directories(dir_);
+    }
+    void TearDown() override { fs::remove_all(dir_); }
+
+    fs::path write(const std::string& name, const Bytes& bytes) {
+        const fs::path p = dir_ / name;
+        std::ofstream out(p, std::ios::binary);
+        out.write(reinterpret_cast<const char*>(bytes.data()),
+                  static_cast<std::streamsize>(bytes.size()));
+        return p;
+    }
+
+    fs::path dir_;
+};
+
+TEST_F(SafetensorsFileTest, ReadsTheHeaderThenOnlyWhatIsAsked) {
+    const std::string header = "{" + entry("x.w_q", "F32", "[2,2]", 0, 16) + "," +
+                               entry("x.w_k", "BF16", "[2,2]", 16, 24) + "}";
+    Bytes data = f32_bytes({1, 2, 3, 4});
+    const Bytes k = u16_bytes({0x3f80, 0x4000, 0x4040, 0x4080});
+    data.insert(data.end(), k.begin(), k.end());
+    const fs::path p = write("m.safetensors", file_of(header, data));
+    const attn::io::SafetensorsFile f(p);
+    ASSERT_EQ(f.header().tensors.size(), 2U);
+    const Array a = f.read(*f.header().find("x.w_k"));
+    EXPECT_EQ(a.values, (std::vector<float>{1, 2, 3, 4}));
+
+    // The file shrinks after the header was read: read() says so.
+    fs::resize_file(p, 8 + header.size() + 10);
+    expect_error([&] { (void)f.read(*f.header().find("x.w_k")); },
+                 "truncated: the file ended while it was read",
+                 p.string());
+}
+
+TEST_F(SafetensorsFileTest, NamesTheFileWhenItCannotBeRead) {
+    expect_error([&] { attn::io::SafetensorsFile f(dir_ / "missing.safetensors"); },
+                 "missing.safetensors: cannot read: No such file or directory",
+                 (dir_ / "missing.safetensors").string());
+    expect_error(
+        [&] { attn::io::SafetensorsFile f(dir_); }, ": cannot read: Is a directory", dir_.string());
+    Bytes bad;
+    append_le(bad, 1'000'000, 8);
+    const fs::path p = write("bad.safetensors", bad);
+    expect_error([&] { attn::io::SafetensorsFile f(p); },
+                 "truncated: the header length says 1000000 bytes, but only 0 follow",
+                 p.string());
+}
+
+TEST_F(SafetensorsFileTest, DecodeProblemLoadsACheckpointLayer) {
+    // A Llama-style layer with 4 query heads and 2 key/value heads: num_kv_heads is implied.
+    const std::string pre = "model.layers.0.self_attn.";
+    std::vector<float> q(8 * 4, 0.0f);
+    std::vector<float> kv(4 * 4, 0.5f);
+    for (std::size_t i = 0; i < 4; ++i) {
+        q[i * 4 + i] = 1.0f;
+    }
+    q[5] = std::numeric_limits<float>::quiet_NaN();
+    Bytes data = f32_bytes(q);
+    for (int r = 0; r < 2; ++r) {
+        const Bytes b = f32_bytes(kv);
+        data.insert(data.end(), b.begin(), b.end());
+    }
+    const std::string header = "{" + entry(pre + "q_proj.weight", "F32", "[8,4]", 0, 128) + "," +
+                               entry(pre + "k_proj.weight", "F32", "[4,4]", 128, 192) + "," +
+                               entry(pre + "v_proj.weight", "F32", "[4,4]", 192, 256) + "}";
+    write("llama.safetensors", file_of(header, data));
+    const json doc = {
+        {"input", json::array({json::array({1, 2, 3, 4}), json::array({4, 3, 2, 1})})},
+        {"num_heads", 4},
+        {"params", {{"file", "llama.safetensors"}, {"prefix", pre}}}};
+    const attn::io::Problem p = attn::io::decode_problem(doc, dir_);
+    ASSERT_TRUE(p.projections);
+    EXPECT_EQ(p.num_kv_heads, 2U);
+    EXPECT_EQ(attn::shape_of(*p.projections->w_q), (std::vector<std::size_t>{8, 4}));
+    EXPECT_FALSE(p.projections->w_o);
+    // Sources: the file, then every tensor read, for --check-finite and the output check.
+    ASSERT_EQ(p.sources.size(), 5U);
+    EXPECT_EQ(p.sources[1].field, "params");
+    EXPECT_EQ(p.sources[2].field, "params." + pre + "q_proj.weight");
+    EXPECT_EQ(p.sources[2].first_nonfinite, std::optional<std::size_t>(5));
+    expect_error([&] { attn::io::check_finite(p); },
+                 "params." + pre + "q_proj.weight: " + (dir_ / "llama.safetensors").string() +
+                     ": non-finite value nan at [1, 1] (--check-finite)",
+                 "params.");
+
+    // An explicit num_kv_heads wins (and here disagrees with the shapes: the layer says so).
+    json explicit_doc = doc;
+    explicit_doc["num_kv_heads"] = 4;
+    EXPECT_EQ(attn::io::decode_problem(explicit_doc, dir_).num_kv_heads, 4U);
+
+    // Not at that prefix: the message lists where the file has attention weights.
+    json wrong = doc;
+    wrong["params"]["prefix"] = "model.layers.1.self_attn.";
+    expect_error([&] { (void)attn::io::decode_problem(wrong, dir_); },
+                 "no attention weights at prefix 'model.layers.1.self_attn.' (looked for w_q, "
+                 "w_k, w_v, w_o, in_proj_weight, q_proj_weight, out_proj.weight, c_attn.weight, "
+                 "q_proj.weight); the file has them at prefix 'model.layers.0.self_attn.': set "
+                 "\"prefix\"",
+                 "params: ");
+    wrong["params"] = {{"file", "llama.safetensors"}, {"prefix", pre}, {"layout", "gpt2"}};
+    expect_error([&] { (void)attn::io::decode_problem(wrong, dir_); },
+                 "no gpt2 attention weights at prefix '" + pre +
+                     "' (looked for c_attn.weight); the file's 3 tensors hold none",
+                 "params: ");
+    wrong["params"] = {{"file", 3}};
+    expect_error([&] { (void)attn::io::decode_problem(wrong, dir_); },
+                 "params.file: expected a string, got number",
+                 "params.file");
+}
+
+} // namespace

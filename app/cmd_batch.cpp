@@ -322,7 +322,7 @@ class FastJson {
                                             1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
         if (digits <= 15 && exponent >= -22 && exponent <= 22) {
             const auto m = static_cast<double>(mantissa); // < 1e15 < 2^53: exact
-            const double v = exponent < 0 ? m * (1.0 / powers[-exponent]) : m * powers[exponent];
+            const double v = exponent < 0 ? m / powers[-exponent] : m * powers[exponent];
             out = negative ? -v : v;
             return true;
         }

@@ -704,6 +704,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
     }
 
     // Issue 7: window, softcap, ALiBi, sinks, per-row diagnostics.
+    const std::size_t n_heads = p.direct_heads ? p.q4.shape()[1] : p.num_heads;
     if (has("window")) {
         p.window = decode_window(doc["window"]);
     }
@@ -729,17 +730,17 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
         const json& a = doc["alibi"];
         if (a.is_boolean()) {
             if (a.get<bool>()) {
-                p.alibi_slopes = alibi_default_slopes(p.num_heads);
+                p.alibi_slopes = alibi_default_slopes(n_heads);
             }
         } else if (a.is_array()) {
-            p.alibi_slopes = decode_per_head(a, "alibi", p.num_heads);
+            p.alibi_slopes = decode_per_head(a, "alibi", n_heads);
         } else {
             throw InputError("alibi: expected true, false or a list of " +
-                             std::to_string(p.num_heads) + " slopes, got " + shown(a));
+                             std::to_string(n_heads) + " slopes, got " + shown(a));
         }
     }
     if (has("sinks")) {
-        p.sinks = decode_per_head(doc["sinks"], "sinks", p.num_heads);
+        p.sinks = decode_per_head(doc["sinks"], "sinks", n_heads);
     }
     if (has("top_k") && !has("return")) {
         throw InputError("top_k: needs \"return\": [\"top_k\"]");

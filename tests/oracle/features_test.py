@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Issue 7 oracle: window, softcap, ALiBi, sinks and the "return" diagnostics of
+`attn compute`, checked against a NumPy float64 reference written from the definitions
+(README "Attention features"). Runs both kernels (weights, --no-weights) and both
+diagonal alignments. Usage: features_test.py PATH/TO/attn  (from the repo root).
+Does not cover: safetensors, mask_convention (features_io_test.py)."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+
+ATTN = sys.argv[1]
+passed = failed = 0
+
+
+def default_slopes(h):
+    n = 1 << int(np.floor(np.log2(h)))
+    m0, m1 = 2.0 ** (-8.0 / n), 2.0 ** (-4.0 / n)
+    return [m0 ** (i + 1) if i < n else m1 ** (2 * (i - n) + 1) for i in range(h)]
+
+
+def reference(q, k, v, f):
+    """q [H, Lq, D], k, v [H, Lk, .]; f: the problem's feature fields."""
+    h, lq, d = q.shape
+    lk = k.shape[1]
+    s = np.einsum("hid,hjd->hij", q, k) / np.sqrt(d)
+    if "softcap" in f:
+        s = f["softcap"] * np.tanh(s / f["softcap"])
+    br = f.get("causal") == "bottom-right" or f.get("window_align") == "bottom-right"
+    shift = lk - lq if br else 0
+    i = np.arange(lq)[:, None]
+    j = np.arange(lk)[None, :]
+    diag = i + shift
+    if "alibi" in f:
+        slopes = default_slopes(h) if f["alibi"] is True else f["alibi"]
+        s = s + np.array(slopes)[:, None, None] * (j - diag)[None]
+    seen = np.ones((lq, lk), bool)
+    if f.get("causal") in (True, "top-left"):
+        seen &= j <= i
+    if f.get("causal") == "bottom-right":
+        seen &= j <= i + lk - lq
+    if "window" in f:
+        left, right = f["window"]
+        if left >= 0:
+            seen &= j >= diag - left
+        if right >= 0:
+            seen &= j <= diag + right
+    s = np.where(seen[None], s, -np.inf)
+    sink = np.array(f["sinks"], float)[:, None] if "sinks" in f else np.full((h, 1), -np.inf)
+    empty = ~seen.any(axis=1)[None].repeat(h, 0)
+    m = np.maximum(np.where(empty, 0, s.max(axis=2)), np.where(empty, -np.inf, sink))
+    e = np.exp(s - m[..., None])
+    den = e.sum(axis=2) + np.exp(sink - m)
+    w = np.where(empty[..., None], 0.0, e / np.where(empty, 1, den)[..., None])
+    out = w @ v
+    lse = np.where(empty, -np.inf, m + np.log(np.where(empty, 1, den)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ent = -np.where(w > 0, w * np.log(w), 0).sum(axis=2)
+    arg = np.where(empty, -1, np.argmax(np.where(seen[None], s, -np.inf), axis=2))
+    return out, w, lse, ent, arg
+
+
+def num(x):
+    if isinstance(x, str):
+        return {"inf": np.inf, "-inf": -np.inf, "nan": np.nan}[x]
+    if isinstance(x, list):
+        return [num(y) for y in x]
+    return x
+
+
+def check(name, cond, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL", name, detail)
+
+
+def close(a, b, tol=2e-4):
+    a = np.asarray(num(a), float)
+    b = np.asarray(b, float)
+    return a.shape == b.shape and np.allclose(a, b, rtol=tol, atol=tol, equal_nan=True)
+
+
+def run(name, h, lq, lk, f, seed):
+    rng = np.random.default_rng(seed)
+    d = 8
+    q = rng.standard_normal((h, lq, d))
+    k = rng.standard_normal((h, lk, d))
+    v = rng.standard_normal((h, lk, 5))
+    want = reference(q, k, v, f)
+    doc = dict(f)
+    doc.update(query=q[None].tolist(), key=k[None].tolist(), value=v[None].tolist())
+    doc["return"] = ["lse", "entropy", "argmax", "top_k"]
+    doc["top_k"] = 3
+    for flags in ([], ["--no-weights"]):
+        tag = f"{name} {' '.join(flags)}"
+        p = subprocess.run([ATTN, "compute", "-", *flags], input=json.dumps(doc),
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            check(tag, False, p.stderr)
+            continue
+        r = json.loads(p.stdout)
+        sq = (lambda x: x[0]) if h > 1 else (lambda x: x[0, 0])
+        # rank-4 input: batched [1, H, ...]; one head drops H.
+        lead = (lambda x: x[:, None]) if False else (lambda x: x)
+        exp_shape = (1, h) if h > 1 else (1,)
+        out, w, lse, ent, arg = want
+        check(tag + " output", close(r["output"], out[None]), "output")
+        if not flags:
+            check(tag + " weights", close(r["weights"], w[None] if h > 1 else w), "weights")
+        hh = (lambda x: x[None]) if h > 1 else (lambda x: x)
+        check(tag + " lse", close(r["lse"], hh(lse) if h > 1 else lse), f'{r["lse"]} vs {lse}')
+        check(tag + " entropy", close(r["entropy"], hh(ent) if h > 1 else ent), "entropy")
+        check(tag + " argmax", close(r["argmax"], hh(arg) if h > 1 else arg), f'{r["argmax"]} vs {arg}')
+        ti = np.asarray(num(r["top_k"]["indices"]), float).reshape(-1, 3)
+        tw = np.asarray(num(r["top_k"]["weights"]), float).reshape(-1, 3)
+        wf = w.reshape(-1, lk)
+        ok = True
+        for row in range(wf.shape[0]):
+            order = sorted([jj for jj in range(lk) if wf[row, jj] > 0], key=lambda jj: -wf[row, jj])[:3]
+            got = [int(x) for x in ti[row] if x >= 0]
+            if not np.allclose(sorted(wf[row, order]), sorted(tw[row][: len(got)]), atol=2e-4) or len(got) != len(order):
+                ok = False
+        check(tag + " top_k", ok, "top_k")
+        del sq, lead, exp_shape
+
+
+cases = []
+for align in ("top-left", "bottom-right"):
+    for (lq, lk) in ((7, 7), (5, 9), (70, 150)):
+        for win in ([2, 0], [1, 3], [-1, 2], [4, -1]):
+            cases.append((f"window {win} {align} {lq}x{lk}", 2, lq, lk, {"window": win, "window_align": align}))
+        cases.append((f"causal {align} window {lq}x{lk}", 1, lq, lk,
+                      {"window": [3, 0], "causal": "bottom-right" if align == "bottom-right" else True}))
+        cases.append((f"alibi default {align} {lq}x{lk}", 3, lq, lk, {"alibi": True, "window_align": align}))
+for (lq, lk) in ((6, 6), (70, 150)):
+    cases.append((f"softcap {lq}x{lk}", 2, lq, lk, {"softcap": 0.5}))
+    cases.append((f"alibi given {lq}x{lk}", 2, lq, lk, {"alibi": [0.5, 0.125], "causal": True}))
+    cases.append((f"sinks {lq}x{lk}", 2, lq, lk, {"sinks": [0.3, 2.5]}))
+    cases.append((f"sinks window 0 {lq}x{lk}", 2, lq, lk,
+                  {"sinks": [1.0, -1.0], "window": [0, 0], "window_align": "bottom-right"}))
+    cases.append((f"all {lq}x{lk}", 4, lq, lk,
+                  {"softcap": 2.0, "alibi": True, "sinks": [0.1, 0.2, 3.0, -2.0], "window": [5, 1],
+                   "causal": "bottom-right"}))
+
+cases.append(("sinks fully masked rows", 2, 9, 4, {"sinks": [1.0, -1.0], "causal": "bottom-right"}))
+cases.append(("window fully masked rows", 2, 9, 4, {"window": [1, 0], "window_align": "bottom-right"}))
+
+for n, c in enumerate(cases):
+    run(*c, seed=n)
+
+# default slopes of 8 heads: 2^-1 .. 2^-8 (ALiBi paper); 6 heads: ggml's interleave
+check("alibi slopes 8", np.allclose(default_slopes(8), [2.0 ** -(i + 1) for i in range(8)]))
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)

@@ -4,6 +4,7 @@
 // order as soon as each is ready; at most a fixed window of lines is in flight, so memory
 // stays bounded however long the input is. It never reads the whole input into memory.
 #include "attn/error.hpp"
+#include "attn/io/limits.hpp"
 #include "attn/io/problem.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
@@ -51,9 +52,10 @@ struct BatchArgs {
 
 /// What every line shares.
 struct LineContext {
-    fs::path base;          ///< relative paths in lines resolve against this folder
-    json defaults;          ///< fields set on every line that does not set them itself
-    io::SolveOptions solve; ///< weights or not, threads per problem
+    fs::path base;              ///< relative paths in lines resolve against this folder
+    json defaults;              ///< fields set on every line that does not set them itself
+    io::SolveOptions solve;     ///< weights or not, threads per problem
+    std::uint64_t max_line = 0; ///< longer lines are skipped (the memory limit)
 };
 
 /// One line's answer, ready to write.
@@ -381,33 +383,45 @@ bool blank(const std::string& line) {
 }
 
 /// Lines from a file descriptor, read in 1 MiB chunks: no line is ever held twice, and
-/// nothing beyond the current chunk and line is kept.
+/// nothing beyond the current chunk and line is kept. A line longer than `max_line` bytes
+/// is not kept either: it is read to its end and reported by overlong().
 class LineReader {
   public:
-    LineReader(int fd, std::string name) : fd_(fd), name_(std::move(name)), buf_(1u << 20) {}
+    LineReader(int fd, std::string name, std::uint64_t max_line)
+        : fd_(fd), name_(std::move(name)), max_line_(max_line), buf_(1u << 20) {}
 
     /// The next line without its '\n'; false at the end of the input. A last line
-    /// without '\n' counts. Throws InputError when the read fails.
+    /// without '\n' counts. An overlong line comes back empty, with overlong() giving its
+    /// length. Throws InputError when the read fails.
     bool next(std::string& line) {
         line.clear();
+        overlong_ = 0;
+        std::uint64_t length = 0;
         for (;;) {
             if (pos_ < end_) {
                 const char* start = buf_.data() + pos_;
                 const std::size_t avail = end_ - pos_;
                 const void* nl = std::memchr(start, '\n', avail);
-                if (nl != nullptr) {
-                    const auto n = static_cast<std::size_t>(static_cast<const char*>(nl) - start);
+                const std::size_t n =
+                    nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - start)
+                                  : avail;
+                length += n;
+                if (length > max_line_) {
+                    overlong_ = length;
+                    line.clear();
+                    line.shrink_to_fit();
+                } else {
                     line.append(start, n);
-                    pos_ += n + 1;
-                    consumed_.fetch_add(n + 1, std::memory_order_relaxed);
+                }
+                const std::size_t used = nl != nullptr ? n + 1 : n;
+                pos_ += used;
+                consumed_.fetch_add(used, std::memory_order_relaxed);
+                if (nl != nullptr) {
                     return true;
                 }
-                line.append(start, avail);
-                pos_ = end_;
-                consumed_.fetch_add(avail, std::memory_order_relaxed);
             }
             if (eof_) {
-                return !line.empty();
+                return length > 0;
             }
             ssize_t n = 0;
             do {
@@ -422,17 +436,32 @@ class LineReader {
         }
     }
 
+    /// The length of the line next() just skipped for being longer than max_line, else 0.
+    std::uint64_t overlong() const { return overlong_; }
+    std::uint64_t max_line() const { return max_line_; }
+
     /// Bytes consumed so far (any thread may ask).
     std::uint64_t bytes_read() const { return consumed_.load(std::memory_order_relaxed); }
 
   private:
     int fd_;
     std::string name_;
+    std::uint64_t max_line_;
     std::vector<char> buf_;
     std::size_t pos_ = 0, end_ = 0;
     bool eof_ = false;
+    std::uint64_t overlong_ = 0;
     std::atomic<std::uint64_t> consumed_{0};
 };
+
+/// The answer for a line too long to hold: it is skipped, never parsed.
+LineResult overlong_line(std::uint64_t line_no, std::uint64_t length, std::uint64_t limit) {
+    return error_line(json(),
+                      line_no,
+                      "line " + std::to_string(line_no) + ": " + io::format_size(length) +
+                          " long, more than the memory limit of " + io::format_size(limit) +
+                          ": skipped");
+}
 
 /// The input: FILE or stdin, its folder, and its size when it is a regular file.
 struct Input {
@@ -530,10 +559,13 @@ void run_inline(LineReader& reader, Writer& writer, const LineContext& ctx) {
     std::uint64_t line_no = 0;
     while (reader.next(line)) {
         ++line_no;
-        if (blank(line)) {
+        if (reader.overlong() > 0) {
+            writer.write(overlong_line(line_no, reader.overlong(), reader.max_line()));
+        } else if (!blank(line)) {
+            writer.write(process_line(line, line_no, ctx));
+        } else {
             continue;
         }
-        writer.write(process_line(line, line_no, ctx));
         writer.flush();
     }
 }
@@ -563,7 +595,7 @@ class Pipeline {
             std::uint64_t line_no = 0;
             while (reader.next(line)) {
                 ++line_no;
-                if (blank(line)) {
+                if (reader.overlong() == 0 && blank(line)) {
                     continue;
                 }
                 std::unique_lock<std::mutex> lock(mutex_);
@@ -571,7 +603,7 @@ class Pipeline {
                 if (abort_) {
                     break;
                 }
-                tasks_.push_back({next_seq_++, line_no, std::move(line)});
+                tasks_.push_back({next_seq_++, line_no, reader.overlong(), std::move(line)});
                 line = std::string();
                 lock.unlock();
                 task_ready_.notify_one();
@@ -602,6 +634,7 @@ class Pipeline {
     struct Task {
         std::uint64_t seq;
         std::uint64_t line_no;
+        std::uint64_t overlong; ///< the length of a line too long to hold, else 0
         std::string line;
     };
     struct Slot {
@@ -622,7 +655,9 @@ class Pipeline {
             tasks_.pop_front();
             lock.unlock();
 
-            LineResult r = process_line(task.line, task.line_no, ctx_);
+            LineResult r = task.overlong > 0
+                               ? overlong_line(task.line_no, task.overlong, ctx_.max_line)
+                               : process_line(task.line, task.line_no, ctx_);
 
             lock.lock();
             slot(task.seq) = {std::move(r), true};
@@ -737,7 +772,9 @@ std::uint64_t run_batch(const BatchArgs& a) {
     // Parallel lines, one thread each, rather than parallel rows inside one small problem.
     ctx.solve.threads = a.threads > 0 ? a.threads : std::max(1u, cores / jobs);
 
-    LineReader reader(input.fd, input.name);
+    // A line longer than the memory limit could not be decoded anyway: skip it unread.
+    ctx.max_line = io::memory_limit();
+    LineReader reader(input.fd, input.name, ctx.max_line);
     // With stdout on the terminal too, the result lines themselves show progress.
     ProgressLine progress(
         progress_wanted(a.quiet) && ::isatty(STDOUT_FILENO) == 0, "attn batch", input.size);

@@ -173,6 +173,15 @@ class Visibility {
             }
             break;
         }
+        if (p_.window.left >= 0 || p_.window.right >= 0) {
+            // Query i's diagonal key is i + s (s = Lk - Lq when bottom-right aligned).
+            const auto diag = static_cast<std::int64_t>(i) + diagonal_offset();
+            const auto jj = static_cast<std::int64_t>(j);
+            if ((p_.window.left >= 0 && jj < diag - p_.window.left) ||
+                (p_.window.right >= 0 && jj > diag + p_.window.right)) {
+                return false;
+            }
+        }
         if (p_.mask && (*p_.mask)(pick(*p_.mask, 0, b), pick(*p_.mask, 1, h), i, j) == 0) {
             return false;
         }
@@ -191,6 +200,15 @@ class Visibility {
         auto big = [](const auto& t) { return t.shape()[0] > 1 || t.shape()[1] > 1; };
         return (p_.mask && big(*p_.mask)) || (p_.bias && big(*p_.bias)) ||
                (p_.key_padding && p_.key_padding->shape()[0] > 1);
+    }
+
+    /// The diagonal offset s of the window: Lk - Lq when bottom-right aligned (also forced
+    /// by causal bottom-right), else 0.
+    std::int64_t diagonal_offset() const {
+        const bool bottom_right =
+            p_.causal == Causal::bottom_right || p_.window_align == Align::bottom_right;
+        return bottom_right ? static_cast<std::int64_t>(p_.lk) - static_cast<std::int64_t>(p_.lq)
+                            : 0;
     }
 
   private:
@@ -212,6 +230,16 @@ std::string masking_text(const io::Problem& p) {
         }
         parts.push_back("causal bottom-right (query i sees key j iff " + rule +
                         ": Lk - Lq = " + std::to_string(shift) + ")");
+    }
+    if (p.window.left >= 0 || p.window.right >= 0) {
+        const bool bottom_right =
+            p.causal == Causal::bottom_right || p.window_align == Align::bottom_right;
+        auto side = [](std::int64_t n) {
+            return n < 0 ? std::string("unbounded") : std::to_string(n);
+        };
+        parts.push_back("sliding window [" + side(p.window.left) + ", " + side(p.window.right) +
+                        "] keys left and right of the diagonal (" +
+                        (bottom_right ? "bottom-right" : "top-left") + ")");
     }
     if (p.mask) {
         parts.push_back("mask " + dims(shape_of(*p.mask)) + " as [B, H, Lq, Lk] (1 broadcasts)");
@@ -449,6 +477,45 @@ std::string explain(const ProblemInput& in, const io::Problem& p) {
     }
     r.row("weights", dims(plan.weights) + " = " + wl);
     r.row("masking", masking_text(p));
+    std::vector<std::string> scores;
+    if (p.softcap) {
+        scores.push_back("softcap " + io::format_float(*p.softcap) + " (s = cap·tanh(s / cap))");
+    }
+    if (!p.alibi_slopes.empty()) {
+        scores.push_back("ALiBi, " + std::to_string(p.alibi_slopes.size()) +
+                         " slopes (adds slope·(j - i - s))");
+    }
+    if (!p.sinks.empty()) {
+        scores.push_back("attention sinks, " + std::to_string(p.sinks.size()) +
+                         " logits in the softmax denominators (rows may sum to less than 1)");
+    }
+    if (!scores.empty()) {
+        std::string text;
+        for (const auto& x : scores) {
+            text += (text.empty() ? "" : "; ") + x;
+        }
+        r.row("scores", text);
+    }
+    std::vector<std::string> extra;
+    if (p.return_lse) {
+        extra.emplace_back("lse");
+    }
+    if (p.return_entropy) {
+        extra.emplace_back("entropy");
+    }
+    if (p.return_argmax) {
+        extra.emplace_back("argmax");
+    }
+    if (p.top_k > 0) {
+        extra.push_back("top_k (K = " + std::to_string(p.top_k) + ")");
+    }
+    if (!extra.empty()) {
+        std::string text;
+        for (const auto& x : extra) {
+            text += (text.empty() ? "" : ", ") + x;
+        }
+        r.row("also returns", text + " per query row");
+    }
     const Visibility vis(p);
     grid(r, p, vis);
 

@@ -656,6 +656,31 @@ case("explain: fully masked rows counted", ["explain", "-"],
 case("explain: -inf bias blocks", ["explain", "-"],
      stdin=json.dumps(dict(SEED, bias=[["-inf", 0, 0], [0, 0, 1]])).encode(),
      out=lambda so: grid_of(so) == [".##", "###"])
+# The grid says what compute does: '#' exactly where compute's weights are nonzero.
+GRID_CASES = [
+    {"window": [1, 0]},
+    {"window": [0, 1], "causal": "bottom-right"},
+    {"window": [1, 1], "window_align": "bottom-right"},
+    {"window": [2, -1], "mask": (rng.uniform(size=(5, 7)) > 0.3).astype(int).tolist()},
+    {"softcap": 5.0, "alibi": True, "causal": True},
+    {"sinks": [0.5], "key_padding_mask": [1, 1, 0, 1, 1, 1, 0]},
+]
+for i, extra in enumerate(GRID_CASES):
+    prob = dict({"query": rand(5, 4), "key": rand(7, 4), "value": rand(7, 3)}, **extra)
+    rc_c, so_c, se_c = run(["compute", "-"], json.dumps(prob).encode())
+    rc_e, so_e, se_e = run(["explain", "-"], json.dumps(prob).encode())
+    if rc_c != 0 or rc_e != 0:
+        check(f"explain grid vs compute, case {i}", False, f"{se_c} {se_e}")
+        continue
+    w = np.array(json.loads(so_c)["weights"], dtype=float)
+    want = ["".join("#" if x > 0 else "." for x in row) for row in w]
+    check(f"explain grid vs compute, case {i} ({', '.join(extra)})", grid_of(so_e) == want,
+          f"{grid_of(so_e)} vs {want}")
+case("explain lists score transforms and extra returns", ["explain", "-"],
+     stdin=json.dumps(dict(SEED, softcap=30, alibi=True, sinks=[0.1], top_k=2,
+                           **{"return": ["lse", "top_k"]})).encode(),
+     out=lambda so: b"scores       softcap 30" in so and b"ALiBi, 1 slopes" in so and
+     b"attention sinks" in so and b"also returns lse, top_k (K = 2) per query row" in so)
 case("explain help", ["explain", "--help"], out=lambda so: b"--query" in so)
 case("diff help", ["diff", "--help"], out=lambda so: b"--rtol" in so and b"--atol" in so)
 

@@ -30,7 +30,7 @@ for t in "${targets[@]}"; do
         "tests/fuzz/corpus/$t" "tests/fuzz/regressions/$t" \
         -max_total_time="$seconds" -max_len=4096 -artifact_prefix="$artifacts/" \
         -print_final_stats=1 >"$log" 2>&1; then
-        done_line=$(grep -E '^#[0-9]+ +DONE' "$log" | tail -1 | tr -s ' ')
+        done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1 | tr -s ' \t' ' ' || true)
         echo "fuzz_smoke: $t: ok (${seconds}s): $done_line"
     else
         echo "fuzz_smoke: $t: FAILED; the input is in $artifacts/" >&2

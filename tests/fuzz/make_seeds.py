@@ -5,8 +5,11 @@ Run with Debian's python3 (numpy) from the repository root; commit what it write
 seeds cover every dtype, byte order, order and version of NPY that numpy writes, JSON
 arrays of every rank with the non-finite strings, every problem field and preset (naming
 the fixture files of tests/fuzz/targets/fuzz_common.hpp), the bundled samples, and the
-result documents `attn heatmap` reads. Inputs that crashed a target go to regressions/,
-never here. Re-running it is idempotent.
+result documents `attn heatmap` reads, and safetensors checkpoints of every layout.
+The hash-named files beside the seeds are what the fuzzers found, merged in with
+`TARGET -merge=1 -use_counters=0 -use_value_profile=0 corpus/TARGET NEW_FINDS/` (new
+coverage edges only, so the corpus stays small). Inputs that crashed a target go to
+regressions/, never here. Re-running this script rewrites the named seeds only.
 """
 import io
 import json

@@ -44,7 +44,9 @@ int main(int argc, char** argv) {
                                       std::istreambuf_iterator<char>());
         // An exactly sized heap copy, so that ASan sees any read past the input's end.
         const auto copy = std::make_unique<std::uint8_t[]>(bytes.size() + (bytes.empty() ? 1 : 0));
-        std::memcpy(copy.get(), bytes.data(), bytes.size());
+        if (!bytes.empty()) {
+            std::memcpy(copy.get(), bytes.data(), bytes.size());
+        }
         std::fprintf(stderr, "replay: %s (%zu bytes)\n", file.c_str(), bytes.size());
         LLVMFuzzerTestOneInput(copy.get(), bytes.size());
     }

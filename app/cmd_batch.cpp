@@ -45,6 +45,8 @@ struct BatchArgs {
     unsigned threads = 0; ///< per problem; 0: cores / jobs (at least 1)
     bool no_weights = false;
     bool quiet = false;
+    std::string max_memory;
+    bool check_finite = false;
     // Defaults for every line (a line's own fields win).
     std::string variant, causal, scale;
     std::size_t heads = 0, kv_heads = 0;
@@ -56,6 +58,7 @@ struct LineContext {
     json defaults;              ///< fields set on every line that does not set them itself
     io::SolveOptions solve;     ///< weights or not, threads per problem
     std::uint64_t max_line = 0; ///< longer lines are skipped (the memory limit)
+    bool check_finite = false;  ///< --check-finite: NaN/inf inputs fail the line
 };
 
 /// One line's answer, ready to write.
@@ -367,6 +370,9 @@ LineResult process_line(const std::string& line, std::uint64_t line_no, const Li
             }
         }
         const io::Problem problem = io::decode_problem(doc, ctx.base);
+        if (ctx.check_finite) {
+            io::check_finite(problem);
+        }
         const io::Solution s = io::solve(problem, ctx.solve);
         return {io::result_document(problem, s) + "\n", line_no, false, s.rows_fully_masked};
     } catch (const std::bad_alloc&) {
@@ -749,6 +755,7 @@ std::uint64_t run_batch(const BatchArgs& a) {
     const unsigned cores = usable_cores();
     const unsigned jobs = a.jobs > 0 ? a.jobs : cores;
 
+    apply_memory_limit(a.max_memory); // per line: each line's problem must fit
     const Input input(a.file);
     LineContext ctx;
     ctx.base = input.base;
@@ -769,6 +776,7 @@ std::uint64_t run_batch(const BatchArgs& a) {
         ctx.defaults["num_kv_heads"] = a.kv_heads;
     }
     ctx.solve.want_weights = !a.no_weights;
+    ctx.check_finite = a.check_finite;
     // Parallel lines, one thread each, rather than parallel rows inside one small problem.
     ctx.solve.threads = a.threads > 0 ? a.threads : std::max(1u, cores / jobs);
 
@@ -821,6 +829,7 @@ void add_batch(CLI::App& app) {
            "--threads", args->threads, "threads per problem (default: cores / jobs, at least 1)")
         ->check(CLI::PositiveNumber);
     cmd->add_flag("--quiet", args->quiet, "no warnings and no progress on stderr");
+    add_limit_options(*cmd, args->max_memory, args->check_finite);
     auto* g = "Defaults for every line (a line's own fields win)";
     cmd->add_option(
            "--variant", args->variant, "preset: dot, scaled, self, masked-self, cross, multihead")

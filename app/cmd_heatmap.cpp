@@ -4,6 +4,7 @@
 // through io::write_file_atomic; this file decides nothing about pixels.
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/io/limits.hpp"
 #include "attn/io/png.hpp"
 #include "attn/io/problem.hpp"
 #include "attn/render/heatmap.hpp"
@@ -348,6 +349,13 @@ void run_heatmap(const HeatmapArgs& a) {
     }
     const bool to_file = !a.output.empty();
     const FileFormat format = to_file ? file_format(a.output, a.format, "-o") : FileFormat::png;
+    std::vector<io::NamedPath> inputs;
+    for (const auto& [name, path] : {std::pair{"WEIGHTS", a.weights}, std::pair{"--mask", a.mask}}) {
+        if (!path.empty() && path != "-") {
+            inputs.push_back({name, path});
+        }
+    }
+    io::check_output_paths(inputs, {{"-o", a.output}});
     Loaded l = load_weights(a.weights);
     const bool rank3_is_batch = l.weights.shape.size() == 3 && a.batch != kAll;
     if (rank3_is_batch && a.head != kAll) {

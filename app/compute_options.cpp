@@ -4,6 +4,7 @@
 #include "compute_options.hpp"
 
 #include "attn/error.hpp"
+#include "attn/io/limits.hpp"
 #include "cli.hpp"
 
 #include <cerrno>
@@ -187,8 +188,13 @@ std::vector<std::uint8_t> read_stdin(std::string_view what) {
     }
     std::vector<std::uint8_t> out;
     std::vector<std::uint8_t> buffer(std::size_t{1} << 16);
+    const std::uint64_t limit = io::memory_limit();
     for (;;) {
         const std::size_t got = std::fread(buffer.data(), 1, buffer.size(), stdin);
+        if (out.size() + got > limit) {
+            throw InputError(std::string(what) + ": <stdin>: more than the memory limit of " +
+                             io::format_size(limit) + " (--max-memory)");
+        }
         out.insert(out.end(), buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(got));
         if (got < buffer.size()) {
             if (std::ferror(stdin) != 0) {
@@ -294,6 +300,40 @@ void add_output_options(CLI::App& cmd, OutputOptions& out) {
         ->check(CLI::PositiveNumber)
         ->group(g);
     cmd.add_flag("--quiet", out.quiet, "no warnings and no progress on stderr")->group(g);
+    add_limit_options(cmd, out.max_memory, out.check_finite);
+}
+
+void add_limit_options(CLI::App& cmd, std::string& max_memory, bool& check_finite) {
+    const char* g = "Limits";
+    cmd.add_option("--max-memory",
+                   max_memory,
+                   "refuse problems that need more: SIZE like 4G, 512M, 50% (of RAM) or none "
+                   "(default: " +
+                       io::format_size(io::default_memory_limit()) + ", half of RAM)")
+        ->type_name("SIZE")
+        ->group(g);
+    cmd.add_flag("--check-finite",
+                 check_finite,
+                 "refuse NaN/inf in the inputs (exit 2, naming the first); default: they "
+                 "propagate as in PyTorch")
+        ->group(g);
+}
+
+void apply_memory_limit(const std::string& max_memory) {
+    if (!max_memory.empty()) {
+        io::set_memory_limit(io::parse_size(max_memory, "--max-memory"));
+    }
+}
+
+void check_outputs(const io::Problem& problem,
+                   const ProblemArgs& args,
+                   const OutputOptions& o) {
+    std::vector<io::NamedPath> inputs = io::input_paths(problem);
+    if (!args.problem.empty() && args.problem != "-") {
+        inputs.push_back({"PROBLEM", args.problem});
+    }
+    io::check_output_paths(
+        inputs, {{"--output", o.output}, {"--weights", o.weights}, {"--heatmap", o.heatmap}});
 }
 
 namespace {

@@ -81,13 +81,29 @@ struct OutputOptions {
     bool no_weights = false;
     bool quiet = false;
     unsigned threads = 0;
+    std::string max_memory;    ///< --max-memory SIZE; empty: io::default_memory_limit()
+    bool check_finite = false; ///< --check-finite
 
     io::SolveOptions solve_options() const;
 };
 
 /// Registers --output, --weights, --heatmap, --format, --no-weights, --dtype, --threads,
-/// --quiet.
+/// --quiet, --max-memory, --check-finite.
 void add_output_options(CLI::App& cmd, OutputOptions& out);
+
+/// Registers --max-memory SIZE and --check-finite (compute registers them through
+/// add_output_options; batch on its own).
+void add_limit_options(CLI::App& cmd, std::string& max_memory, bool& check_finite);
+
+/// Sets the process-wide memory limit from --max-memory (nothing when it is empty).
+/// Call it before anything is read. Throws InputError for a bad SIZE.
+void apply_memory_limit(const std::string& max_memory);
+
+/// Refuses outputs that would overwrite one of the problem's inputs (its arrays, params
+/// files and the PROBLEM file itself) or each other: --output, --weights, --heatmap.
+void check_outputs(const io::Problem& problem,
+                   const ProblemArgs& args,
+                   const OutputOptions& o);
 
 /// Writes the requested files (atomically; "-" is stdout) or the result document on
 /// stdout, and warns about fully masked rows on stderr. At most one output may be "-";

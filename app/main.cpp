@@ -3,6 +3,7 @@
 #include "cli.hpp"
 
 #include "attn/error.hpp"
+#include "attn/io/array.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -64,6 +65,9 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // SIGINT/SIGTERM/SIGHUP remove the temp files of unfinished atomic writes, then the
+    // signal takes its default course: an interrupted run leaves no partial output.
+    attn::io::install_signal_cleanup();
     try {
         return run(argc, argv);
     } catch (const attn::InputError& e) {

@@ -14,10 +14,14 @@ namespace attn {
 
 /// nn.Linear-layout projection weights ([out, in]); an absent weight is the identity
 /// (no projection), an absent bias is zero. w_o absent: no output projection.
-struct Projections {
-    std::optional<Matrix> w_q, w_k, w_v, w_o;
-    std::optional<Vector> b_q, b_k, b_v, b_o;
+/// T: float (Projections) or double (Projections64, precision f64).
+template <class T>
+struct BasicProjections {
+    std::optional<xt::xtensor<T, 2>> w_q, w_k, w_v, w_o;
+    std::optional<xt::xtensor<T, 1>> b_q, b_k, b_v, b_o;
 };
+using Projections = BasicProjections<float>;
+using Projections64 = BasicProjections<double>;
 
 /// Reproducible nn.Linear-style weights, uniform in [-1/sqrt(in), 1/sqrt(in)).
 /// Generator: splitmix64 seeded with `seed`; each value takes the top 24 bits of one
@@ -35,19 +39,37 @@ Projections random_projections(std::uint64_t seed,
                                bool output_projection,
                                bool bias);
 
-struct LayerSpec {
-    std::size_t num_heads = 1;
-    std::size_t num_kv_heads = 0;           ///< 0: num_heads
-    const Projections* projections = nullptr; ///< null: the sources are Q, K, V
-    AttentionSpec attention;                ///< scale, masks ([B|1, H|1, Lq, Lk]), threads
-};
+/// The same weights in float64, not rounded through float32: w = (2u - 1) / sqrt(in)
+/// exactly as double arithmetic gives it (random_projections rounds that to float32).
+Projections64 random_projections64(std::uint64_t seed,
+                                   std::size_t e_q,
+                                   std::size_t e_k,
+                                   std::size_t e_v,
+                                   std::size_t dim,
+                                   std::size_t num_heads,
+                                   std::size_t num_kv_heads,
+                                   bool output_projection,
+                                   bool bias);
 
-struct LayerResult {
-    Tensor3 output;                     ///< [B, Lq, E_out]
-    std::optional<Tensor> weights;      ///< [B, H, Lq, Lk] iff attention.want_weights
-    std::int64_t rows_fully_masked = 0;
-    RowDiagnostics diagnostics{};       ///< [B, H, Lq, 1 or K], as attend() returns them
+template <class T>
+struct BasicLayerSpec {
+    std::size_t num_heads = 1;
+    std::size_t num_kv_heads = 0;                      ///< 0: num_heads
+    const BasicProjections<T>* projections = nullptr;  ///< null: the sources are Q, K, V
+    BasicAttentionSpec<T> attention;                   ///< scale, masks ([B|1, H|1, Lq, Lk]), threads
 };
+using LayerSpec = BasicLayerSpec<float>;
+using LayerSpec64 = BasicLayerSpec<double>;
+
+template <class T>
+struct BasicLayerResult {
+    xt::xtensor<T, 3> output;                  ///< [B, Lq, E_out]
+    std::optional<xt::xtensor<T, 4>> weights;  ///< [B, H, Lq, Lk] iff attention.want_weights
+    std::int64_t rows_fully_masked = 0;
+    BasicRowDiagnostics<T> diagnostics{};      ///< [B, H, Lq, 1 or K], as attend() returns them
+};
+using LayerResult = BasicLayerResult<float>;
+using LayerResult64 = BasicLayerResult<double>;
 
 /// Multi-head attention over rank-3 sources.
 ///   query: [B, Lq, Eq]   key: [Bk, Lk, Ek]   value: [Bk, Lk, Ev]   (Bk in {1, B})
@@ -59,5 +81,11 @@ LayerResult attend_layer(const Tensor3& query,
                          const Tensor3& key,
                          const Tensor3& value,
                          const LayerSpec& spec);
+
+/// The float64 layer (precision f64): dgemm projections and the float64 attend().
+LayerResult64 attend_layer(const Tensor3_64& query,
+                           const Tensor3_64& key,
+                           const Tensor3_64& value,
+                           const LayerSpec64& spec);
 
 }  // namespace attn

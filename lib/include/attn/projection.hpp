@@ -22,4 +22,12 @@ Tensor split_heads(const Tensor3& x, std::size_t num_heads, const char* what = "
 /// [B, H, L, Dh] -> [B, L, H·Dh].
 Tensor3 merge_heads(const Tensor& y);
 
+/// The float64 overloads (`precision: f64`; dgemm), same shapes and errors.
+Tensor3_64 linear(const Tensor3_64& x,
+                  const Matrix64& w,
+                  const Vector64* b,
+                  const char* what = "weight");
+Tensor64 split_heads(const Tensor3_64& x, std::size_t num_heads, const char* what = "input");
+Tensor3_64 merge_heads(const Tensor64& y);
+
 }  // namespace attn

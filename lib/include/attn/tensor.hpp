@@ -1,4 +1,5 @@
-// The value types of the numeric core: rank-4 float32 tensors and uint8 keep-masks.
+// The value types of the numeric core: rank-4 float32 tensors (float64 ones for the
+// f64 precision) and uint8 keep-masks.
 // Lower-rank inputs are lifted to rank 4 once, at the I/O edge; the core never sees
 // files, JSON or the command line.
 #pragma once
@@ -22,6 +23,12 @@ using Matrix = xt::xtensor<float, 2>;
 using Vector = xt::xtensor<float, 1>;
 /// Row-major float32 rank-3 tensor: [batch, length, features].
 using Tensor3 = xt::xtensor<float, 3>;
+
+/// The float64 counterparts, for `precision: f64` (attend() and attend_layer() overloads).
+using Tensor64 = xt::xtensor<double, 4>;
+using Matrix64 = xt::xtensor<double, 2>;
+using Vector64 = xt::xtensor<double, 1>;
+using Tensor3_64 = xt::xtensor<double, 3>;
 
 using Shape = std::array<std::size_t, 4>;
 

@@ -28,9 +28,11 @@ void check_pair_operand(const char* what,
     }
 }
 
-}  // namespace
-
-void attend_check(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
+template <class T>
+void check_all(const xt::xtensor<T, 4>& q,
+               const xt::xtensor<T, 4>& k,
+               const xt::xtensor<T, 4>& v,
+               const BasicAttentionSpec<T>& spec) {
     const std::size_t b = q.shape()[0];
     const std::size_t h = q.shape()[1];
     const std::size_t lq = q.shape()[2];
@@ -66,7 +68,7 @@ void attend_check(const Tensor& q, const Tensor& k, const Tensor& v, const Atten
                          std::to_string(spec.window.left) + ", " +
                          std::to_string(spec.window.right) + "]");
     }
-    if (spec.softcap && !(std::isfinite(*spec.softcap) && *spec.softcap > 0.0f)) {
+    if (spec.softcap && !(std::isfinite(*spec.softcap) && *spec.softcap > T(0))) {
         throw InputError("softcap: expected a finite number > 0");
     }
     if (!spec.alibi_slopes.empty() && spec.alibi_slopes.size() != h) {
@@ -79,7 +81,20 @@ void attend_check(const Tensor& q, const Tensor& k, const Tensor& v, const Atten
     }
 }
 
-std::vector<float> alibi_default_slopes(std::size_t heads) {
+}  // namespace
+
+void attend_check(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
+    check_all(q, k, v, spec);
+}
+
+void attend_check(const Tensor64& q,
+                  const Tensor64& k,
+                  const Tensor64& v,
+                  const AttentionSpec64& spec) {
+    check_all(q, k, v, spec);
+}
+
+std::vector<double> alibi_default_slopes64(std::size_t heads) {
     // ggml_soft_max_ext with max_bias = 8 (llama.cpp's ALiBi): n = 2^floor(log2 H).
     std::size_t n = 1;
     while (n * 2 <= heads) {
@@ -87,10 +102,19 @@ std::vector<float> alibi_default_slopes(std::size_t heads) {
     }
     const double m0 = std::pow(2.0, -8.0 / static_cast<double>(n));
     const double m1 = std::pow(2.0, -4.0 / static_cast<double>(n));
+    std::vector<double> slopes(heads);
+    for (std::size_t h = 0; h < heads; ++h) {
+        slopes[h] = h < n ? std::pow(m0, static_cast<double>(h + 1))
+                          : std::pow(m1, static_cast<double>(2 * (h - n) + 1));
+    }
+    return slopes;
+}
+
+std::vector<float> alibi_default_slopes(std::size_t heads) {
+    const std::vector<double> exact = alibi_default_slopes64(heads);
     std::vector<float> slopes(heads);
     for (std::size_t h = 0; h < heads; ++h) {
-        slopes[h] = h < n ? static_cast<float>(std::pow(m0, static_cast<double>(h + 1)))
-                          : static_cast<float>(std::pow(m1, static_cast<double>(2 * (h - n) + 1)));
+        slopes[h] = static_cast<float>(exact[h]);
     }
     return slopes;
 }
@@ -106,6 +130,15 @@ AttentionResult attend(const Tensor& q,
     const bool needs_rows = spec.want_entropy || spec.top_k > 0;
     return spec.want_weights || needs_rows ? attend_materialized(q, k, v, spec)
                                            : attend_streaming(q, k, v, spec);
+}
+
+AttentionResult64 attend(const Tensor64& q,
+                         const Tensor64& k,
+                         const Tensor64& v,
+                         const AttentionSpec64& spec) {
+    attend_check(q, k, v, spec);
+    // One kernel for every case: blocks of query rows against all keys, in double.
+    return attend_materialized(q, k, v, spec);
 }
 
 }  // namespace attn

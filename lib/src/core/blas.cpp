@@ -13,10 +13,11 @@ namespace attn::detail {
 
 namespace {
 /// C = beta·C, for k == 0 (an empty inner product is 0).
-void scale_only(std::size_t m, std::size_t n, float beta, float* c, std::size_t ldc) {
+template <class T>
+void scale_only(std::size_t m, std::size_t n, T beta, T* c, std::size_t ldc) {
     for (std::size_t i = 0; i < m; ++i) {
         for (std::size_t j = 0; j < n; ++j) {
-            c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+            c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
         }
     }
 }
@@ -85,6 +86,41 @@ void sgemm_at(std::size_t m,
     cblas_sgemm(CblasRowMajor,
                 CblasTrans,
                 CblasNoTrans,
+                to_blas(m),
+                to_blas(n),
+                to_blas(k),
+                alpha,
+                a,
+                to_blas(std::max<std::size_t>(lda, 1)),
+                b,
+                to_blas(std::max<std::size_t>(ldb, 1)),
+                beta,
+                c,
+                to_blas(std::max<std::size_t>(ldc, 1)));
+}
+
+void dgemm(std::size_t m,
+           std::size_t n,
+           std::size_t k,
+           double alpha,
+           const double* a,
+           std::size_t lda,
+           const double* b,
+           std::size_t ldb,
+           bool b_transposed,
+           double beta,
+           double* c,
+           std::size_t ldc) {
+    if (m == 0 || n == 0) {
+        return;
+    }
+    if (k == 0) {
+        scale_only(m, n, beta, c, ldc);
+        return;
+    }
+    cblas_dgemm(CblasRowMajor,
+                CblasNoTrans,
+                b_transposed ? CblasTrans : CblasNoTrans,
                 to_blas(m),
                 to_blas(n),
                 to_blas(k),

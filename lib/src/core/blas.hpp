@@ -1,4 +1,4 @@
-// A thin, checked wrapper over cblas_sgemm for the core's row-major matrices. Private to
+// A thin, checked wrapper over cblas_sgemm (and cblas_dgemm) for the core's row-major matrices. Private to
 // the core: it keeps cblas.h out of the public headers and handles the zero-size cases
 // BLAS rejects (a leading dimension of 0 makes OpenBLAS print an xerbla message).
 #pragma once
@@ -35,6 +35,20 @@ void sgemm_at(std::size_t m,
               float beta,
               float* c,
               std::size_t ldc);
+
+/// The float64 sgemm: C[m, n] = alpha · A[m, k] · op(B) + beta · C, all row-major.
+void dgemm(std::size_t m,
+           std::size_t n,
+           std::size_t k,
+           double alpha,
+           const double* a,
+           std::size_t lda,
+           const double* b,
+           std::size_t ldb,
+           bool b_transposed,
+           double beta,
+           double* c,
+           std::size_t ldc);
 
 /// Makes BLAS single-threaded (we parallelise above it, one thread per output row).
 void blas_single_threaded();

@@ -23,36 +23,38 @@ public:
         z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
         return z ^ (z >> 31);
     }
-    /// (2u - 1) / sqrt(fan_in) with u = top 24 bits / 2^24: exact in float32.
-    float uniform_linear(std::size_t fan_in) {
+    /// (2u - 1) / sqrt(fan_in) with u = top 24 bits / 2^24, in double (the float32
+    /// weights round this once).
+    double uniform_linear(std::size_t fan_in) {
         const double u = static_cast<double>(next() >> 40) / 16777216.0;
         const double bound = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.0;
-        return static_cast<float>((2.0 * u - 1.0) * bound);
+        return (2.0 * u - 1.0) * bound;
     }
 
 private:
     std::uint64_t state_;
 };
 
-Matrix random_matrix(SplitMix64& rng, std::size_t out, std::size_t in) {
-    Matrix w = Matrix::from_shape({out, in});
+template <class T>
+xt::xtensor<T, 2> random_matrix(SplitMix64& rng, std::size_t out, std::size_t in) {
+    auto w = xt::xtensor<T, 2>::from_shape({out, in});
     for (auto& x : w) {
-        x = rng.uniform_linear(in);
+        x = static_cast<T>(rng.uniform_linear(in));
     }
     return w;
 }
 
-Vector random_vector(SplitMix64& rng, std::size_t out, std::size_t in) {
-    Vector b = Vector::from_shape({out});
+template <class T>
+xt::xtensor<T, 1> random_vector(SplitMix64& rng, std::size_t out, std::size_t in) {
+    auto b = xt::xtensor<T, 1>::from_shape({out});
     for (auto& x : b) {
-        x = rng.uniform_linear(in);
+        x = static_cast<T>(rng.uniform_linear(in));
     }
     return b;
 }
 
-}  // namespace
-
-Projections random_projections(std::uint64_t seed,
+template <class T>
+BasicProjections<T> random_projections_impl(std::uint64_t seed,
                                std::size_t e_q,
                                std::size_t e_k,
                                std::size_t e_v,
@@ -67,31 +69,60 @@ Projections random_projections(std::uint64_t seed,
     }
     const std::size_t kv_dim = dim / num_heads * num_kv_heads;
     SplitMix64 rng(seed);
-    Projections p;
-    p.w_q = random_matrix(rng, dim, e_q);
-    p.w_k = random_matrix(rng, kv_dim, e_k);
-    p.w_v = random_matrix(rng, kv_dim, e_v);
+    BasicProjections<T> p;
+    p.w_q = random_matrix<T>(rng, dim, e_q);
+    p.w_k = random_matrix<T>(rng, kv_dim, e_k);
+    p.w_v = random_matrix<T>(rng, kv_dim, e_v);
     if (output_projection) {
-        p.w_o = random_matrix(rng, e_q, dim);
+        p.w_o = random_matrix<T>(rng, e_q, dim);
     }
     if (bias) {
-        p.b_q = random_vector(rng, dim, e_q);
-        p.b_k = random_vector(rng, kv_dim, e_k);
-        p.b_v = random_vector(rng, kv_dim, e_v);
+        p.b_q = random_vector<T>(rng, dim, e_q);
+        p.b_k = random_vector<T>(rng, kv_dim, e_k);
+        p.b_v = random_vector<T>(rng, kv_dim, e_v);
         if (output_projection) {
-            p.b_o = random_vector(rng, e_q, dim);
+            p.b_o = random_vector<T>(rng, e_q, dim);
         }
     }
     return p;
 }
 
+}  // namespace
+
+Projections random_projections(std::uint64_t seed,
+                               std::size_t e_q,
+                               std::size_t e_k,
+                               std::size_t e_v,
+                               std::size_t dim,
+                               std::size_t num_heads,
+                               std::size_t num_kv_heads,
+                               bool output_projection,
+                               bool bias) {
+    return random_projections_impl<float>(
+        seed, e_q, e_k, e_v, dim, num_heads, num_kv_heads, output_projection, bias);
+}
+
+Projections64 random_projections64(std::uint64_t seed,
+                                   std::size_t e_q,
+                                   std::size_t e_k,
+                                   std::size_t e_v,
+                                   std::size_t dim,
+                                   std::size_t num_heads,
+                                   std::size_t num_kv_heads,
+                                   bool output_projection,
+                                   bool bias) {
+    return random_projections_impl<double>(
+        seed, e_q, e_k, e_v, dim, num_heads, num_kv_heads, output_projection, bias);
+}
+
 namespace {
 
-Tensor3 project(const Tensor3& x,
-                const std::optional<Matrix>& w,
-                const std::optional<Vector>& b,
-                const char* w_name,
-                const char* b_name) {
+template <class T>
+xt::xtensor<T, 3> project(const xt::xtensor<T, 3>& x,
+                          const std::optional<xt::xtensor<T, 2>>& w,
+                          const std::optional<xt::xtensor<T, 1>>& b,
+                          const char* w_name,
+                          const char* b_name) {
     if (w) {
         return linear(x, *w, b ? &*b : nullptr, w_name);
     }
@@ -100,7 +131,7 @@ Tensor3 project(const Tensor3& x,
         if (b->shape()[0] != x.shape()[2]) {
             throw InputError::shape(b_name, {x.shape()[2]}, shape_of(*b));
         }
-        Tensor3 y = x;
+        xt::xtensor<T, 3> y = x;
         for (std::size_t r = 0; r < y.size() / x.shape()[2]; ++r) {
             for (std::size_t j = 0; j < x.shape()[2]; ++j) {
                 y.data()[r * x.shape()[2] + j] += (*b)(j);
@@ -111,12 +142,11 @@ Tensor3 project(const Tensor3& x,
     return x;
 }
 
-}  // namespace
-
-LayerResult attend_layer(const Tensor3& query,
-                         const Tensor3& key,
-                         const Tensor3& value,
-                         const LayerSpec& spec) {
+template <class T>
+BasicLayerResult<T> attend_layer_impl(const xt::xtensor<T, 3>& query,
+                                      const xt::xtensor<T, 3>& key,
+                                      const xt::xtensor<T, 3>& value,
+                                      const BasicLayerSpec<T>& spec) {
     const std::size_t n_h = spec.num_heads;
     const std::size_t n_hkv = spec.num_kv_heads == 0 ? n_h : spec.num_kv_heads;
     if (n_h == 0) {
@@ -133,16 +163,16 @@ LayerResult attend_layer(const Tensor3& query,
         throw InputError::shape("key", {query.shape()[0], kAnyDim, kAnyDim}, shape_of(key));
     }
 
-    static const Projections none;
-    const Projections& p = spec.projections != nullptr ? *spec.projections : none;
-    const Tensor3 q = project(query, p.w_q, p.b_q, "w_q", "b_q");
-    const Tensor3 k = project(key, p.w_k, p.b_k, "w_k", "b_k");
-    const Tensor3 v = project(value, p.w_v, p.b_v, "w_v", "b_v");
+    static const BasicProjections<T> none;
+    const BasicProjections<T>& p = spec.projections != nullptr ? *spec.projections : none;
+    const xt::xtensor<T, 3> q = project(query, p.w_q, p.b_q, "w_q", "b_q");
+    const xt::xtensor<T, 3> k = project(key, p.w_k, p.b_k, "w_k", "b_k");
+    const xt::xtensor<T, 3> v = project(value, p.w_v, p.b_v, "w_v", "b_v");
 
     const bool projected = spec.projections != nullptr;
-    const Tensor qh = split_heads(q, n_h, projected ? "w_q (projected query)" : "query");
-    const Tensor kh = split_heads(k, n_hkv, projected ? "w_k (projected key)" : "key");
-    const Tensor vh = split_heads(v, n_hkv, projected ? "w_v (projected value)" : "value");
+    const xt::xtensor<T, 4> qh = split_heads(q, n_h, projected ? "w_q (projected query)" : "query");
+    const xt::xtensor<T, 4> kh = split_heads(k, n_hkv, projected ? "w_k (projected key)" : "key");
+    const xt::xtensor<T, 4> vh = split_heads(v, n_hkv, projected ? "w_v (projected value)" : "value");
     if (kh.shape()[3] != qh.shape()[3]) {
         throw InputError(std::string(projected ? "w_k" : "key") + ": key features " +
                          std::to_string(k.shape()[2]) + " split into " + std::to_string(n_hkv) +
@@ -152,18 +182,34 @@ LayerResult attend_layer(const Tensor3& query,
                          std::to_string(n_h) + " heads)");
     }
 
-    AttentionResult r = attend(qh, kh, vh, spec.attention);
-    LayerResult out;
+    BasicAttentionResult<T> r = attend(qh, kh, vh, spec.attention);
+    BasicLayerResult<T> out;
     out.output = merge_heads(r.output);
     if (p.w_o) {
         out.output = linear(out.output, *p.w_o, p.b_o ? &*p.b_o : nullptr, "w_o");
     } else if (p.b_o) {
-        out.output = project(out.output, std::nullopt, p.b_o, "w_o", "b_o");
+        out.output = project<T>(out.output, std::nullopt, p.b_o, "w_o", "b_o");
     }
     out.weights = std::move(r.weights);
     out.rows_fully_masked = r.rows_fully_masked;
     out.diagnostics = std::move(r.diagnostics);
     return out;
+}
+
+}  // namespace
+
+LayerResult attend_layer(const Tensor3& query,
+                         const Tensor3& key,
+                         const Tensor3& value,
+                         const LayerSpec& spec) {
+    return attend_layer_impl(query, key, value, spec);
+}
+
+LayerResult64 attend_layer(const Tensor3_64& query,
+                           const Tensor3_64& key,
+                           const Tensor3_64& value,
+                           const LayerSpec64& spec) {
+    return attend_layer_impl(query, key, value, spec);
 }
 
 }  // namespace attn

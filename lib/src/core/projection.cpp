@@ -1,4 +1,5 @@
-// nn.Linear projections (one GEMM each) and the head split/merge reshapes.
+// nn.Linear projections (one GEMM each) and the head split/merge reshapes, in float32
+// and (for precision f64) float64.
 #include "attn/projection.hpp"
 
 #include "attn/error.hpp"
@@ -9,7 +10,21 @@
 
 namespace attn {
 
-Tensor3 linear(const Tensor3& x, const Matrix& w, const Vector* b, const char* what) {
+namespace {
+
+void gemm_xwt(std::size_t m, std::size_t n, std::size_t k, const float* x, const float* w, float* y) {
+    detail::sgemm(m, n, k, 1.0f, x, k, w, k, true, 0.0f, y, n);
+}
+
+void gemm_xwt(std::size_t m, std::size_t n, std::size_t k, const double* x, const double* w, double* y) {
+    detail::dgemm(m, n, k, 1.0, x, k, w, k, true, 0.0, y, n);
+}
+
+template <class T>
+xt::xtensor<T, 3> linear_impl(const xt::xtensor<T, 3>& x,
+                              const xt::xtensor<T, 2>& w,
+                              const xt::xtensor<T, 1>* b,
+                              const char* what) {
     const std::size_t n_b = x.shape()[0];
     const std::size_t len = x.shape()[1];
     const std::size_t in = x.shape()[2];
@@ -21,11 +36,11 @@ Tensor3 linear(const Tensor3& x, const Matrix& w, const Vector* b, const char* w
         throw InputError("bias of " + std::string(what) + ": expected shape " +
                          shape_string({out}) + ", got " + shape_string(shape_of(*b)));
     }
-    Tensor3 y = Tensor3::from_shape({n_b, len, out});
+    auto y = xt::xtensor<T, 3>::from_shape({n_b, len, out});
     detail::blas_single_threaded();
-    detail::sgemm(n_b * len, out, in, 1.0f, x.data(), in, w.data(), in, true, 0.0f, y.data(), out);
+    gemm_xwt(n_b * len, out, in, x.data(), w.data(), y.data());
     if (b != nullptr) {
-        float* row = y.data();
+        T* row = y.data();
         for (std::size_t r = 0; r < n_b * len; ++r, row += out) {
             for (std::size_t j = 0; j < out; ++j) {
                 row[j] += (*b)(j);
@@ -35,7 +50,10 @@ Tensor3 linear(const Tensor3& x, const Matrix& w, const Vector* b, const char* w
     return y;
 }
 
-Tensor split_heads(const Tensor3& x, std::size_t num_heads, const char* what) {
+template <class T>
+xt::xtensor<T, 4> split_heads_impl(const xt::xtensor<T, 3>& x,
+                                   std::size_t num_heads,
+                                   const char* what) {
     const std::size_t n_b = x.shape()[0];
     const std::size_t len = x.shape()[1];
     const std::size_t e = x.shape()[2];
@@ -44,12 +62,12 @@ Tensor split_heads(const Tensor3& x, std::size_t num_heads, const char* what) {
                          " is not divisible by " + std::to_string(num_heads) + " heads");
     }
     const std::size_t dh = e / num_heads;
-    Tensor y = Tensor::from_shape({n_b, num_heads, len, dh});
+    auto y = xt::xtensor<T, 4>::from_shape({n_b, num_heads, len, dh});
     for (std::size_t b = 0; b < n_b; ++b) {
         for (std::size_t l = 0; l < len; ++l) {
-            const float* src = x.data() + (b * len + l) * e;
+            const T* src = x.data() + (b * len + l) * e;
             for (std::size_t h = 0; h < num_heads; ++h) {
-                float* dst = y.data() + ((b * num_heads + h) * len + l) * dh;
+                T* dst = y.data() + ((b * num_heads + h) * len + l) * dh;
                 std::copy(src + h * dh, src + (h + 1) * dh, dst);
             }
         }
@@ -57,21 +75,44 @@ Tensor split_heads(const Tensor3& x, std::size_t num_heads, const char* what) {
     return y;
 }
 
-Tensor3 merge_heads(const Tensor& y) {
+template <class T>
+xt::xtensor<T, 3> merge_heads_impl(const xt::xtensor<T, 4>& y) {
     const std::size_t n_b = y.shape()[0];
     const std::size_t n_h = y.shape()[1];
     const std::size_t len = y.shape()[2];
     const std::size_t dh = y.shape()[3];
-    Tensor3 x = Tensor3::from_shape({n_b, len, n_h * dh});
+    auto x = xt::xtensor<T, 3>::from_shape({n_b, len, n_h * dh});
     for (std::size_t b = 0; b < n_b; ++b) {
         for (std::size_t h = 0; h < n_h; ++h) {
             for (std::size_t l = 0; l < len; ++l) {
-                const float* src = y.data() + ((b * n_h + h) * len + l) * dh;
+                const T* src = y.data() + ((b * n_h + h) * len + l) * dh;
                 std::copy(src, src + dh, x.data() + (b * len + l) * n_h * dh + h * dh);
             }
         }
     }
     return x;
 }
+
+}  // namespace
+
+Tensor3 linear(const Tensor3& x, const Matrix& w, const Vector* b, const char* what) {
+    return linear_impl(x, w, b, what);
+}
+
+Tensor3_64 linear(const Tensor3_64& x, const Matrix64& w, const Vector64* b, const char* what) {
+    return linear_impl(x, w, b, what);
+}
+
+Tensor split_heads(const Tensor3& x, std::size_t num_heads, const char* what) {
+    return split_heads_impl(x, num_heads, what);
+}
+
+Tensor64 split_heads(const Tensor3_64& x, std::size_t num_heads, const char* what) {
+    return split_heads_impl(x, num_heads, what);
+}
+
+Tensor3 merge_heads(const Tensor& y) { return merge_heads_impl(y); }
+
+Tensor3_64 merge_heads(const Tensor64& y) { return merge_heads_impl(y); }
 
 }  // namespace attn

@@ -390,13 +390,13 @@ template <std::size_t N> std::uint64_t load_raw(const std::uint8_t* p, bool big_
 /// `decode(raw bits)`. Fortran-ordered payloads are transposed on the way: an odometer over
 /// the Fortran index (first axis fastest) keeps the matching C-order offset, so a payload
 /// can be decoded in chunks as it is read.
-template <std::size_t N, class Decode>
+template <std::size_t N, class Out, class Decode>
 void decode_payload(const std::uint8_t* src,
                     std::size_t first,
                     std::size_t n,
                     const NpyHeader& header,
                     bool big_endian,
-                    float* dst,
+                    Out* dst,
                     Decode decode) {
     if (n == 0) {
         return; // and every dimension is non-zero below
@@ -435,28 +435,31 @@ void decode_payload(const std::uint8_t* src,
     }
 }
 
-/// Decodes source elements [first, first + count) (see decode_payload) of any dtype.
+/// Decodes source elements [first, first + count) (see decode_payload) of any dtype into
+/// Out = float (rounded to nearest) or double (exact: every NPY dtype fits in a double
+/// except 64-bit integers beyond 2^53, which round).
+template <class Out>
 void decode_npy(const std::uint8_t* src,
                 std::size_t first,
                 std::size_t count,
                 const NpyHeader& header,
                 const DType& type,
-                float* dst) {
+                Out* dst) {
     const bool be = type.big_endian;
     switch (type.kind) {
     case ElementKind::floating:
         if (type.size == 2) {
             decode_payload<2>(src, first, count, header, be, dst, [](std::uint64_t r) {
-                return half_to_float(static_cast<std::uint16_t>(r));
+                return static_cast<Out>(half_to_float(static_cast<std::uint16_t>(r)));
             });
         } else if (type.size == 4) {
             decode_payload<4>(src, first, count, header, be, dst, [](std::uint64_t r) {
-                return std::bit_cast<float>(static_cast<std::uint32_t>(r));
+                return static_cast<Out>(std::bit_cast<float>(static_cast<std::uint32_t>(r)));
             });
         } else {
-            // Rounds to nearest; beyond float range gives ±inf, as numpy's astype(float32).
+            // float: rounds to nearest; beyond float range gives ±inf, as numpy's astype(float32).
             decode_payload<8>(src, first, count, header, be, dst, [](std::uint64_t r) {
-                return static_cast<float>(std::bit_cast<double>(r));
+                return static_cast<Out>(std::bit_cast<double>(r));
             });
         }
         return;
@@ -464,22 +467,22 @@ void decode_npy(const std::uint8_t* src,
         switch (type.size) {
         case 1:
             decode_payload<1>(src, first, count, header, be, dst, [](std::uint64_t r) {
-                return static_cast<float>(static_cast<std::int8_t>(r));
+                return static_cast<Out>(static_cast<std::int8_t>(r));
             });
             return;
         case 2:
             decode_payload<2>(src, first, count, header, be, dst, [](std::uint64_t r) {
-                return static_cast<float>(static_cast<std::int16_t>(r));
+                return static_cast<Out>(static_cast<std::int16_t>(r));
             });
             return;
         case 4:
             decode_payload<4>(src, first, count, header, be, dst, [](std::uint64_t r) {
-                return static_cast<float>(static_cast<std::int32_t>(r));
+                return static_cast<Out>(static_cast<std::int32_t>(r));
             });
             return;
         default:
             decode_payload<8>(src, first, count, header, be, dst, [](std::uint64_t r) {
-                return static_cast<float>(static_cast<std::int64_t>(r));
+                return static_cast<Out>(static_cast<std::int64_t>(r));
             });
             return;
         }
@@ -487,29 +490,29 @@ void decode_npy(const std::uint8_t* src,
         switch (type.size) {
         case 1:
             decode_payload<1>(src, first, count, header, be, dst, [](std::uint64_t r) {
-                return static_cast<float>(r);
+                return static_cast<Out>(r);
             });
             return;
         case 2:
             decode_payload<2>(src, first, count, header, be, dst, [](std::uint64_t r) {
-                return static_cast<float>(r);
+                return static_cast<Out>(r);
             });
             return;
         case 4:
             decode_payload<4>(src, first, count, header, be, dst, [](std::uint64_t r) {
-                return static_cast<float>(r);
+                return static_cast<Out>(r);
             });
             return;
         default:
             decode_payload<8>(src, first, count, header, be, dst, [](std::uint64_t r) {
-                return static_cast<float>(r);
+                return static_cast<Out>(r);
             });
             return;
         }
     case ElementKind::boolean:
         // numpy reads any non-zero byte as True.
         decode_payload<1>(src, first, count, header, be, dst, [](std::uint64_t r) {
-            return r != 0 ? 1.0f : 0.0f;
+            return r != 0 ? Out(1) : Out(0);
         });
         return;
     }
@@ -571,8 +574,8 @@ std::string json_kind(const nlohmann::json& j) {
 /// Walks a JSON array literal of a known shape, appending the leaves in C order.
 class JsonArrayReader {
   public:
-    JsonArrayReader(std::string_view name, ArrayKind kind, Array& out)
-        : name_(name), kind_(kind), out_(out) {}
+    JsonArrayReader(std::string_view name, ArrayKind kind, Array& out, bool f64)
+        : name_(name), kind_(kind), out_(out), f64_(f64) {}
 
     void walk(const nlohmann::json& node, std::size_t depth) {
         const std::vector<std::size_t>& shape = out_.shape;
@@ -605,26 +608,34 @@ class JsonArrayReader {
         throw InputError(std::string(name_) + ": " + (path_.empty() ? "" : path_ + ": ") + detail);
     }
 
+    /// One element: rounded to float32, and exact in float64 when the reader keeps that.
+    template <class N> void push(N exact) {
+        // Rounds to nearest; beyond float range gives ±inf, as numpy's astype(float32).
+        out_.values.push_back(static_cast<float>(exact));
+        if (f64_) {
+            out_.values64.push_back(static_cast<double>(exact));
+        }
+    }
+
     void leaf(const nlohmann::json& node) {
         switch (node.type()) {
         case nlohmann::json::value_t::number_float:
-            // Rounds to nearest; beyond float range gives ±inf, as numpy's astype(float32).
-            out_.values.push_back(static_cast<float>(node.get<double>()));
+            push(node.get<double>());
             return;
         case nlohmann::json::value_t::number_integer:
-            out_.values.push_back(static_cast<float>(node.get<std::int64_t>()));
+            push(node.get<std::int64_t>());
             return;
         case nlohmann::json::value_t::number_unsigned:
-            out_.values.push_back(static_cast<float>(node.get<std::uint64_t>()));
+            push(node.get<std::uint64_t>());
             return;
         case nlohmann::json::value_t::string: {
             const auto& text = node.get_ref<const std::string&>();
             if (text == "inf") {
-                out_.values.push_back(std::numeric_limits<float>::infinity());
+                push(std::numeric_limits<double>::infinity());
             } else if (text == "-inf") {
-                out_.values.push_back(-std::numeric_limits<float>::infinity());
+                push(-std::numeric_limits<double>::infinity());
             } else if (text == "nan") {
-                out_.values.push_back(std::numeric_limits<float>::quiet_NaN());
+                push(std::numeric_limits<double>::quiet_NaN());
             } else {
                 fail("expected a number, got the string \"" + printable(text) +
                      "\" (only \"inf\", \"-inf\" and \"nan\" stand for numbers)");
@@ -635,7 +646,7 @@ class JsonArrayReader {
             if (kind_ != ArrayKind::mask) {
                 fail("expected a number, got a boolean (booleans are allowed only in masks)");
             }
-            out_.values.push_back(node.get<bool>() ? 1.0f : 0.0f);
+            push(node.get<bool>() ? 1.0 : 0.0);
             ++booleans_;
             return;
         case nlohmann::json::value_t::array:
@@ -648,6 +659,7 @@ class JsonArrayReader {
     std::string_view name_;
     ArrayKind kind_;
     Array& out_;
+    bool f64_; ///< also keep the exact values in out_.values64
     std::string path_;
     std::size_t booleans_ = 0;
 };
@@ -1028,7 +1040,10 @@ void read_exactly(int fd, std::uint8_t* dst, std::size_t n, const std::string& s
 /// A regular .npy file, header first: nothing is allocated for the payload before its
 /// size has been checked against the file size and the memory limit, and the payload is
 /// decoded in chunks as it is read (no second copy of it in memory).
-Array read_npy_file(int fd, std::uint64_t file_size, const std::string& shown) {
+Array read_npy_file(int fd,
+                    std::uint64_t file_size,
+                    const std::string& shown,
+                    Precision precision) {
     std::vector<std::uint8_t> head(
         static_cast<std::size_t>(std::min<std::uint64_t>(file_size, 12)));
     read_exactly(fd, head.data(), head.size(), shown);
@@ -1055,12 +1070,18 @@ Array read_npy_file(int fd, std::uint64_t file_size, const std::string& shown) {
     out.dtype = header.dtype;
     out.is_bool = type.kind == ElementKind::boolean;
     out.values.resize(count);
+    if (precision == Precision::f64) {
+        out.values64.resize(count);
+    }
     std::vector<std::uint8_t> chunk(std::min(payload, npy_chunk_bytes));
     const std::size_t per_chunk = npy_chunk_bytes / header.item_size;
     for (std::size_t first = 0; first < count; first += per_chunk) {
         const std::size_t n = std::min(per_chunk, count - first);
         read_exactly(fd, chunk.data(), n * header.item_size, shown);
         decode_npy(chunk.data(), first, n, header, type, out.values.data());
+        if (precision == Precision::f64) {
+            decode_npy(chunk.data(), first, n, header, type, out.values64.data());
+        }
     }
     std::uint8_t extra = 0;
     if (read_some(fd, &extra, 1) != 0) {
@@ -1079,7 +1100,7 @@ NpyHeader parse_npy_header(std::span<const std::uint8_t> bytes, std::string_view
     return parse_npy_header_sized(bytes, bytes.size(), name);
 }
 
-Array parse_npy(std::span<const std::uint8_t> bytes, std::string_view name) {
+Array parse_npy(std::span<const std::uint8_t> bytes, std::string_view name, Precision precision) {
     const NpyHeader header = parse_npy_header(bytes, name);
     const DType type = parse_descr(header.descr, name);
     const std::size_t count = element_count(header.shape);
@@ -1097,10 +1118,17 @@ Array parse_npy(std::span<const std::uint8_t> bytes, std::string_view name) {
     out.is_bool = type.kind == ElementKind::boolean;
     out.values.resize(count);
     decode_npy(bytes.data() + header.header_bytes, 0, count, header, type, out.values.data());
+    if (precision == Precision::f64) {
+        out.values64.resize(count);
+        decode_npy(bytes.data() + header.header_bytes, 0, count, header, type, out.values64.data());
+    }
     return out;
 }
 
-Array parse_json_array(const nlohmann::json& j, std::string_view name, ArrayKind kind) {
+Array parse_json_array(const nlohmann::json& j,
+                       std::string_view name,
+                       ArrayKind kind,
+                       Precision precision) {
     if (!j.is_array()) {
         throw InputError(std::string(name) +
                          ": expected an array (nested lists of rank 1 to 4), got " + json_kind(j));
@@ -1121,7 +1149,7 @@ Array parse_json_array(const nlohmann::json& j, std::string_view name, ArrayKind
         }
         node = &node->front();
     }
-    JsonArrayReader reader(name, kind, out);
+    JsonArrayReader reader(name, kind, out, precision == Precision::f64);
     reader.walk(j, 0);
     out.is_bool = reader.booleans() > 0 && reader.booleans() == out.values.size();
     return out;
@@ -1170,17 +1198,18 @@ std::vector<std::uint8_t> read_file(const std::filesystem::path& path) {
     return out;
 }
 
-Array read_array_file(const std::filesystem::path& path, ArrayKind kind) {
+Array read_array_file(const std::filesystem::path& path, ArrayKind kind, Precision precision) {
     const ArrayFormat format = array_format_for(path);
     const std::string shown = shown_path(path.string());
     if (format == ArrayFormat::npy) {
         const Fd fd(open_for_reading(path.string()));
         struct stat st {};
         if (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode)) {
-            return read_npy_file(fd.get(), static_cast<std::uint64_t>(st.st_size), shown);
+            return read_npy_file(
+                fd.get(), static_cast<std::uint64_t>(st.st_size), shown, precision);
         }
         // A pipe or device named .npy: read it whole (within the limit), then parse.
-        return parse_npy(read_file(path), shown);
+        return parse_npy(read_file(path), shown, precision);
     }
     const std::vector<std::uint8_t> bytes = read_file(path);
     const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
@@ -1201,7 +1230,7 @@ Array read_array_file(const std::filesystem::path& path, ArrayKind kind) {
         }
         throw InputError(shown + ": invalid JSON: " + message_text(detail, 300));
     }
-    return parse_json_array(j, shown, kind);
+    return parse_json_array(j, shown, kind, precision);
 }
 
 void check_json_depth(std::string_view text, std::string_view name, std::size_t max_depth) {
@@ -1267,14 +1296,36 @@ std::string format_float(float x) {
     return std::string(buffer.data(), result.ptr);
 }
 
-std::string encode_json_array(const std::vector<std::size_t>& shape, const float* values) {
+std::string format_double(double x) {
+    if (std::isnan(x)) {
+        return "nan";
+    }
+    if (std::isinf(x)) {
+        return x > 0 ? "inf" : "-inf";
+    }
+    if (x == 0.0 && std::signbit(x)) {
+        return "-0.0"; // JSON readers take "-0" for the integer 0 and lose the sign
+    }
+    std::array<char, 40> buffer{};
+    const auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), x);
+    ATTN_ASSERT(result.ec == std::errc());
+    return std::string(buffer.data(), result.ptr);
+}
+
+namespace {
+
+std::string format_number(float x) { return format_float(x); }
+std::string format_number(double x) { return format_double(x); }
+
+template <class T>
+std::string encode_json_array_impl(const std::vector<std::size_t>& shape, const T* values) {
     const std::size_t rank = shape.size();
-    auto write_number = [](std::string& out, float x) {
+    auto write_number = [](std::string& out, T x) {
         if (std::isfinite(x)) {
-            out += format_float(x);
+            out += format_number(x);
         } else {
             out += '"';
-            out += format_float(x);
+            out += format_number(x);
             out += '"';
         }
     };
@@ -1327,8 +1378,27 @@ std::string encode_json_array(const std::vector<std::size_t>& shape, const float
     return out;
 }
 
+}  // namespace
+
+std::string encode_json_array(const std::vector<std::size_t>& shape, const float* values) {
+    return encode_json_array_impl(shape, values);
+}
+
+std::string encode_json_array64(const std::vector<std::size_t>& shape, const double* values) {
+    return encode_json_array_impl(shape, values);
+}
+
+std::string encode_json_array(const Array& a) {
+    return a.values64.empty() || a.values64.size() != a.values.size()
+               ? encode_json_array(a.shape, a.values.data())
+               : encode_json_array64(a.shape, a.values64.data());
+}
+
+namespace {
+
+template <class T>
 std::vector<std::uint8_t>
-encode_npy(const std::vector<std::size_t>& shape, const float* values, bool f64) {
+encode_npy_impl(const std::vector<std::size_t>& shape, const T* values, bool f64) {
     const std::string dict = std::string("{'descr': '") + (f64 ? "<f8" : "<f4") +
                              "', 'fortran_order': False, 'shape': " + python_shape(shape) + ", }";
     // numpy pads with spaces and ends with '\n' so that magic + length + header is a
@@ -1369,13 +1439,31 @@ encode_npy(const std::vector<std::size_t>& shape, const float* values, bool f64)
                 *p++ = static_cast<std::uint8_t>((bits >> (8 * k)) & 0xffu);
             }
         } else {
-            const auto bits = std::bit_cast<std::uint32_t>(values[i]);
+            const auto bits = std::bit_cast<std::uint32_t>(static_cast<float>(values[i]));
             for (std::size_t k = 0; k < 4; ++k) {
                 *p++ = static_cast<std::uint8_t>((bits >> (8 * k)) & 0xffu);
             }
         }
     }
     return out;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t>
+encode_npy(const std::vector<std::size_t>& shape, const float* values, bool f64) {
+    return encode_npy_impl(shape, values, f64);
+}
+
+std::vector<std::uint8_t>
+encode_npy64(const std::vector<std::size_t>& shape, const double* values, bool f64) {
+    return encode_npy_impl(shape, values, f64);
+}
+
+std::vector<std::uint8_t> encode_npy(const Array& a, bool f64) {
+    return a.values64.empty() || a.values64.size() != a.values.size()
+               ? encode_npy(a.shape, a.values.data(), f64)
+               : encode_npy64(a.shape, a.values64.data(), f64);
 }
 
 ArrayFormat array_format_for(const std::filesystem::path& path) {

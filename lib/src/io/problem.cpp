@@ -11,10 +11,13 @@
 #include "attn/layer.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 namespace attn::io {
 
@@ -27,7 +30,8 @@ const std::vector<std::string>& problem_fields() {
         "init",  "num_heads", "num_kv_heads", "scale", "causal", "mask",
         "bias",  "key_padding_mask", "query_tokens", "key_tokens", "tokens", "id",
         "variant", "mask_convention",
-        "window", "window_align", "softcap", "alibi", "sinks", "return", "top_k"};
+        "window", "window_align", "softcap", "alibi", "sinks", "return", "top_k",
+        "precision"};
     return fields;
 }
 
@@ -71,17 +75,23 @@ void record_source(std::vector<ProblemSource>& sources,
 }
 
 /// Loads an array field: a JSON literal, or a .npy/.json path relative to base_dir.
+/// With Precision::f64, numeric arrays also keep their exact float64 values (masks never
+/// need them: booleans, 0/1 and 0/-inf are exact in float32).
 Array load_array(const json& j,
                  const std::string& name,
                  ArrayKind kind,
                  const fs::path& base,
-                 std::vector<ProblemSource>& sources) {
+                 std::vector<ProblemSource>& sources,
+                 Precision precision = Precision::f32) {
+    if (kind != ArrayKind::numeric) {
+        precision = Precision::f32;
+    }
     if (j.is_string()) {
         const fs::path p = j.get<std::string>();
         const fs::path full = p.is_absolute() ? p : base / p;
         Array a;
         try {
-            a = read_array_file(full, kind);
+            a = read_array_file(full, kind, precision);
         } catch (const InputError& e) {
             throw InputError(name + ": " + e.what());
         }
@@ -89,7 +99,7 @@ Array load_array(const json& j,
         return a;
     }
     if (j.is_array()) {
-        Array a = parse_json_array(j, name, kind);
+        Array a = parse_json_array(j, name, kind, precision);
         record_source(sources, name, {}, a, kind);
         return a;
     }
@@ -112,30 +122,80 @@ Tensor3 to_tensor3(const Array& a, const std::string& name, const char* dims) {
     return t;
 }
 
+/// The float64 tensor of an array read with Precision::f64 (values64), in `shape`.
+template <class T>
+T exact_tensor(const Array& a, const typename T::shape_type& shape) {
+    T t = T::from_shape(shape);
+    ATTN_ASSERT(a.values64.size() == t.size());
+    std::copy(a.values64.begin(), a.values64.end(), t.begin());
+    return t;
+}
+
+/// A float32 container widened to float64 (exact): for checkpoint weights, read as float32.
+template <class T, std::size_t N>
+xt::xtensor<double, N> widen(const xt::xtensor<T, N>& x) {
+    auto y = xt::xtensor<double, N>::from_shape(x.shape());
+    std::transform(x.begin(), x.end(), y.begin(), [](T v) { return static_cast<double>(v); });
+    return y;
+}
+
+Projections64 widen(const Projections& p) {
+    Projections64 out;
+    const auto m = [](const std::optional<Matrix>& w) {
+        return w ? std::optional<Matrix64>(widen(*w)) : std::nullopt;
+    };
+    const auto v = [](const std::optional<Vector>& b) {
+        return b ? std::optional<Vector64>(widen(*b)) : std::nullopt;
+    };
+    out.w_q = m(p.w_q);
+    out.w_k = m(p.w_k);
+    out.w_v = m(p.w_v);
+    out.w_o = m(p.w_o);
+    out.b_q = v(p.b_q);
+    out.b_k = v(p.b_k);
+    out.b_v = v(p.b_v);
+    out.b_o = v(p.b_o);
+    return out;
+}
+
+/// bias += addend in float64, broadcasting size-1 dims as add_bias() does (which has
+/// already checked the float32 sum of the same shape against the memory limit).
+void add_bias64(std::optional<Tensor64>& bias, const Tensor64& addend, std::size_t lq, std::size_t lk) {
+    const auto& sa = addend.shape();
+    if (!bias && sa[2] == lq && sa[3] == lk) {
+        bias = addend;
+        return;
+    }
+    std::array<std::size_t, 4> target{sa[0], sa[1], lq, lk};
+    if (bias) {
+        target[0] = std::max(target[0], bias->shape()[0]);
+        target[1] = std::max(target[1], bias->shape()[1]);
+    }
+    auto at = [](const Tensor64& t, std::size_t b, std::size_t h, std::size_t i, std::size_t j) {
+        const auto& s = t.shape();
+        const std::size_t bb = s[0] == 1 ? 0 : b;
+        const std::size_t hh = s[1] == 1 ? 0 : h;
+        const std::size_t ii = s[2] == 1 ? 0 : i;
+        return t.data()[((bb * s[1] + hh) * s[2] + ii) * s[3] + j];
+    };
+    Tensor64 sum = Tensor64::from_shape(target);
+    double* dst = sum.data();
+    for (std::size_t b = 0; b < target[0]; ++b) {
+        for (std::size_t h = 0; h < target[1]; ++h) {
+            for (std::size_t i = 0; i < lq; ++i) {
+                for (std::size_t j = 0; j < lk; ++j) {
+                    *dst++ = (bias ? at(*bias, b, h, i, j) : 0.0) + at(addend, b, h, i, j);
+                }
+            }
+        }
+    }
+    bias = std::move(sum);
+}
+
 Tensor to_tensor4(const Array& a) {
     Tensor t = Tensor::from_shape({a.shape[0], a.shape[1], a.shape[2], a.shape[3]});
     std::copy(a.values.begin(), a.values.end(), t.begin());
     return t;
-}
-
-Matrix to_matrix(const Array& a, const std::string& name) {
-    if (a.shape.size() != 2) {
-        throw InputError(name + ": expected a rank-2 [out, in] weight, got shape " +
-                         shape_string(a.shape));
-    }
-    Matrix m = Matrix::from_shape({a.shape[0], a.shape[1]});
-    std::copy(a.values.begin(), a.values.end(), m.begin());
-    return m;
-}
-
-Vector to_vector(const Array& a, const std::string& name) {
-    if (a.shape.size() != 1) {
-        throw InputError(name + ": expected a rank-1 [out] bias, got shape " +
-                         shape_string(a.shape));
-    }
-    Vector v = Vector::from_shape({a.shape[0]});
-    std::copy(a.values.begin(), a.values.end(), v.begin());
-    return v;
 }
 
 /// Splits rows [3E, ...] of a fused in-projection into q, k, v thirds.
@@ -160,10 +220,99 @@ std::array<T, 3> split_thirds(const T& fused, const std::string& name) {
     return parts;
 }
 
-Projections
-decode_params(const json& j_in, const fs::path& base_in, std::vector<ProblemSource>& sources) {
+/// Builds nn.Linear-layout projections in T (float, or double from values64) from the
+/// arrays of a params object, keyed by their names there.
+template <class T>
+BasicProjections<T> build_projections(const std::map<std::string, Array>& arrays) {
+    using M = xt::xtensor<T, 2>;
+    using V = xt::xtensor<T, 1>;
+    const auto fill = [](const Array& a, auto& t) {
+        if constexpr (std::is_same_v<T, double>) {
+            std::copy(a.values64.begin(), a.values64.end(), t.begin());
+        } else {
+            std::copy(a.values.begin(), a.values.end(), t.begin());
+        }
+    };
+    auto matrix = [&](const char* key) -> std::optional<M> {
+        const auto it = arrays.find(key);
+        if (it == arrays.end()) {
+            return std::nullopt;
+        }
+        const Array& a = it->second;
+        if (a.shape.size() != 2) {
+            throw InputError(std::string("params.") + key +
+                             ": expected a rank-2 [out, in] weight, got shape " +
+                             shape_string(a.shape));
+        }
+        M m = M::from_shape({a.shape[0], a.shape[1]});
+        fill(a, m);
+        return m;
+    };
+    auto vector = [&](const char* key) -> std::optional<V> {
+        const auto it = arrays.find(key);
+        if (it == arrays.end()) {
+            return std::nullopt;
+        }
+        const Array& a = it->second;
+        if (a.shape.size() != 1) {
+            throw InputError(std::string("params.") + key +
+                             ": expected a rank-1 [out] bias, got shape " + shape_string(a.shape));
+        }
+        V v = V::from_shape({a.shape[0]});
+        fill(a, v);
+        return v;
+    };
+    auto set_once = [](auto& slot, auto&& value, const char* a, const char* b) {
+        if (!value) {
+            return;
+        }
+        if (slot) {
+            throw InputError(std::string("params: both ") + a + " and " + b +
+                             " give the same weight");
+        }
+        slot = std::move(value);
+    };
+
+    BasicProjections<T> p;
+    p.w_q = matrix("w_q");
+    p.w_k = matrix("w_k");
+    p.w_v = matrix("w_v");
+    p.w_o = matrix("w_o");
+    p.b_q = vector("b_q");
+    p.b_k = vector("b_k");
+    p.b_v = vector("b_v");
+    p.b_o = vector("b_o");
+    if (auto fused = matrix("in_proj_weight")) {
+        auto parts = split_thirds(*fused, "params.in_proj_weight");
+        set_once(p.w_q, std::optional<M>(std::move(parts[0])), "w_q", "in_proj_weight");
+        set_once(p.w_k, std::optional<M>(std::move(parts[1])), "w_k", "in_proj_weight");
+        set_once(p.w_v, std::optional<M>(std::move(parts[2])), "w_v", "in_proj_weight");
+    }
+    if (auto fused = vector("in_proj_bias")) {
+        auto parts = split_thirds(*fused, "params.in_proj_bias");
+        set_once(p.b_q, std::optional<V>(std::move(parts[0])), "b_q", "in_proj_bias");
+        set_once(p.b_k, std::optional<V>(std::move(parts[1])), "b_k", "in_proj_bias");
+        set_once(p.b_v, std::optional<V>(std::move(parts[2])), "b_v", "in_proj_bias");
+    }
+    set_once(p.w_q, matrix("q_proj_weight"), "w_q", "q_proj_weight");
+    set_once(p.w_k, matrix("k_proj_weight"), "w_k", "k_proj_weight");
+    set_once(p.w_v, matrix("v_proj_weight"), "w_v", "v_proj_weight");
+    set_once(p.w_o, matrix("out_proj.weight"), "w_o", "out_proj.weight");
+    set_once(p.b_o, vector("out_proj.bias"), "b_o", "out_proj.bias");
+    return p;
+}
+
+/// Decodes "params" into p.projections (and, for precision f64, p.exact->projections).
+void decode_params(const json& j_in, const fs::path& base_in, Problem& problem) {
+    std::vector<ProblemSource>& sources = problem.sources;
     if (is_checkpoint_params(j_in)) {
-        return load_checkpoint_params(j_in, base_in, sources);  // attn/io/safetensors.hpp
+        // attn/io/safetensors.hpp. F32/F16/BF16 tensors are exact in float32: widening them
+        // for f64 loses nothing.
+        problem.projections = load_checkpoint_params(j_in, base_in, sources);
+        if (problem.exact) {
+            problem.exact->projections = widen(*problem.projections);
+        }
+        return;
     }
     json j = j_in;
     fs::path base = base_in;
@@ -198,58 +347,26 @@ decode_params(const json& j_in, const fs::path& base_in, std::vector<ProblemSour
                              "an nn.MultiheadAttention state dict)");
         }
     }
-    auto matrix = [&](const char* key) -> std::optional<Matrix> {
-        if (!j.contains(key)) {
-            return std::nullopt;
+    // Load order as before: w_q, w_k, w_v, w_o, b_q, ..., then the state-dict names.
+    static const char* const order[] = {"w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o",
+                                        "in_proj_weight", "in_proj_bias", "q_proj_weight",
+                                        "k_proj_weight", "v_proj_weight", "out_proj.weight",
+                                        "out_proj.bias"};
+    std::map<std::string, Array> arrays;
+    for (const char* key : order) {
+        if (j.contains(key)) {
+            arrays[key] = load_array(j[key],
+                                     std::string("params.") + key,
+                                     ArrayKind::numeric,
+                                     base,
+                                     sources,
+                                     problem.precision);
         }
-        const std::string name = std::string("params.") + key;
-        return to_matrix(load_array(j[key], name, ArrayKind::numeric, base, sources), name);
-    };
-    auto vector = [&](const char* key) -> std::optional<Vector> {
-        if (!j.contains(key)) {
-            return std::nullopt;
-        }
-        const std::string name = std::string("params.") + key;
-        return to_vector(load_array(j[key], name, ArrayKind::numeric, base, sources), name);
-    };
-    auto set_once = [](auto& slot, auto&& value, const char* a, const char* b) {
-        if (!value) {
-            return;
-        }
-        if (slot) {
-            throw InputError(std::string("params: both ") + a + " and " + b +
-                             " give the same weight");
-        }
-        slot = std::move(value);
-    };
-
-    Projections p;
-    p.w_q = matrix("w_q");
-    p.w_k = matrix("w_k");
-    p.w_v = matrix("w_v");
-    p.w_o = matrix("w_o");
-    p.b_q = vector("b_q");
-    p.b_k = vector("b_k");
-    p.b_v = vector("b_v");
-    p.b_o = vector("b_o");
-    if (auto fused = matrix("in_proj_weight")) {
-        auto parts = split_thirds(*fused, "params.in_proj_weight");
-        set_once(p.w_q, std::optional<Matrix>(std::move(parts[0])), "w_q", "in_proj_weight");
-        set_once(p.w_k, std::optional<Matrix>(std::move(parts[1])), "w_k", "in_proj_weight");
-        set_once(p.w_v, std::optional<Matrix>(std::move(parts[2])), "w_v", "in_proj_weight");
     }
-    if (auto fused = vector("in_proj_bias")) {
-        auto parts = split_thirds(*fused, "params.in_proj_bias");
-        set_once(p.b_q, std::optional<Vector>(std::move(parts[0])), "b_q", "in_proj_bias");
-        set_once(p.b_k, std::optional<Vector>(std::move(parts[1])), "b_k", "in_proj_bias");
-        set_once(p.b_v, std::optional<Vector>(std::move(parts[2])), "b_v", "in_proj_bias");
+    problem.projections = build_projections<float>(arrays);
+    if (problem.exact) {
+        problem.exact->projections = build_projections<double>(arrays);
     }
-    set_once(p.w_q, matrix("q_proj_weight"), "w_q", "q_proj_weight");
-    set_once(p.w_k, matrix("k_proj_weight"), "w_k", "k_proj_weight");
-    set_once(p.w_v, matrix("v_proj_weight"), "w_v", "v_proj_weight");
-    set_once(p.w_o, matrix("out_proj.weight"), "w_o", "out_proj.weight");
-    set_once(p.b_o, vector("out_proj.bias"), "b_o", "out_proj.bias");
-    return p;
 }
 
 std::size_t positive_int(const json& j, const char* name) {
@@ -267,17 +384,18 @@ bool boolean(const json& j, const char* name) {
 }
 
 /// Issue 7: a list of exactly `want` finite numbers (ALiBi slopes, sink logits).
-std::vector<float> decode_per_head(const json& j, const char* name, std::size_t want) {
+template <class T>
+std::vector<T> decode_per_head(const json& j, const char* name, std::size_t want) {
     if (!j.is_array() || j.size() != want) {
         throw InputError(std::string(name) + ": expected a list of " + std::to_string(want) +
                          " numbers (one per head), got " + shown(j));
     }
-    std::vector<float> out;
+    std::vector<T> out;
     for (const json& x : j) {
         if (!x.is_number() || !std::isfinite(x.get<double>())) {
             throw InputError(std::string(name) + ": expected finite numbers, got " + shown(x));
         }
-        out.push_back(x.get<float>());
+        out.push_back(x.get<T>());
     }
     return out;
 }
@@ -479,6 +597,19 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
     if (has("id")) {
         p.id = doc["id"];
     }
+    // Precision first: it decides how the arrays are read.
+    if (has("precision")) {
+        const json& pr = doc["precision"];
+        if (pr == "f64") {
+            p.precision = Precision::f64;
+        } else if (pr != "f32") {
+            throw InputError("precision: expected \"f32\" or \"f64\", got " + shown(pr));
+        }
+    }
+    if (p.precision == Precision::f64) {
+        p.exact.emplace();
+    }
+    const Precision prec = p.precision;
 
     // Sources.
     if (has("query") && has("input")) {
@@ -498,7 +629,8 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
         throw InputError("key: missing (query needs key and value, or context)");
     }
     const char* q_field = has("query") ? "query" : "input";
-    const Array q_arr = load_array(doc[q_field], q_field, ArrayKind::numeric, base, p.sources);
+    const Array q_arr =
+        load_array(doc[q_field], q_field, ArrayKind::numeric, base, p.sources, prec);
 
     if (q_arr.shape.size() == 4) {
         // Direct heads: [B, H, L, D].
@@ -510,8 +642,10 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
             throw InputError("params: projections apply to rank-2/3 inputs, not to rank-4 "
                              "[B, H, L, D] heads");
         }
-        const Array k_arr = load_array(doc["key"], "key", ArrayKind::numeric, base, p.sources);
-        const Array v_arr = load_array(doc["value"], "value", ArrayKind::numeric, base, p.sources);
+        const Array k_arr =
+            load_array(doc["key"], "key", ArrayKind::numeric, base, p.sources, prec);
+        const Array v_arr =
+            load_array(doc["value"], "value", ArrayKind::numeric, base, p.sources, prec);
         const auto& qs = q_arr.shape;
         if (k_arr.shape.size() != 4 || (k_arr.shape[0] != qs[0] && k_arr.shape[0] != 1) ||
             k_arr.shape[3] != qs[3] || k_arr.shape[1] == 0 || qs[1] % k_arr.shape[1] != 0) {
@@ -536,6 +670,11 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
         p.q4 = to_tensor4(q_arr);
         p.k4 = to_tensor4(k_arr);
         p.v4 = to_tensor4(v_arr);
+        if (p.exact) {
+            p.exact->q4 = exact_tensor<Tensor64>(q_arr, p.q4.shape());
+            p.exact->k4 = exact_tensor<Tensor64>(k_arr, p.k4.shape());
+            p.exact->v4 = exact_tensor<Tensor64>(v_arr, p.v4.shape());
+        }
         p.num_heads = qs[1];
         p.num_kv_heads = ks[1];
         p.batch = qs[0];
@@ -544,24 +683,36 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
     } else {
         p.query_src = to_tensor3(q_arr, q_field, "[L, E]");
         p.batched = q_arr.shape.size() == 3;
+        if (p.exact) {
+            p.exact->query_src = exact_tensor<Tensor3_64>(q_arr, p.query_src.shape());
+        }
         if (has("key")) {
-            p.key_src =
-                to_tensor3(load_array(doc["key"], "key", ArrayKind::numeric, base, p.sources),
-                           "key",
-                           "[L, E]");
-            p.value_src =
-                to_tensor3(load_array(doc["value"], "value", ArrayKind::numeric, base, p.sources),
-                           "value",
-                           "[L, E]");
+            const Array k_arr =
+                load_array(doc["key"], "key", ArrayKind::numeric, base, p.sources, prec);
+            p.key_src = to_tensor3(k_arr, "key", "[L, E]");
+            const Array v_arr =
+                load_array(doc["value"], "value", ArrayKind::numeric, base, p.sources, prec);
+            p.value_src = to_tensor3(v_arr, "value", "[L, E]");
+            if (p.exact) {
+                p.exact->key_src = exact_tensor<Tensor3_64>(k_arr, p.key_src.shape());
+                p.exact->value_src = exact_tensor<Tensor3_64>(v_arr, p.value_src.shape());
+            }
         } else if (has("context")) {
-            p.key_src = to_tensor3(
-                load_array(doc["context"], "context", ArrayKind::numeric, base, p.sources),
-                "context",
-                "[Lk, Ec]");
+            const Array c_arr =
+                load_array(doc["context"], "context", ArrayKind::numeric, base, p.sources, prec);
+            p.key_src = to_tensor3(c_arr, "context", "[Lk, Ec]");
             p.value_src = p.key_src;
+            if (p.exact) {
+                p.exact->key_src = exact_tensor<Tensor3_64>(c_arr, p.key_src.shape());
+                p.exact->value_src = p.exact->key_src;
+            }
         } else {
             p.key_src = p.query_src;
             p.value_src = p.query_src;
+            if (p.exact) {
+                p.exact->key_src = p.exact->query_src;
+                p.exact->value_src = p.exact->query_src;
+            }
         }
         p.batch = p.query_src.shape()[0];
         p.lq = p.query_src.shape()[1];
@@ -589,7 +740,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
             throw InputError("init: give either params or init, not both");
         }
         if (has("params")) {
-            p.projections = decode_params(doc["params"], base, p.sources);
+            decode_params(doc["params"], base, p);
             if (!has("num_kv_heads") && is_checkpoint_params(doc["params"])) {
                 // Llama-style GQA: the checkpoint's k_proj rows give the key/value heads.
                 p.num_kv_heads = implied_num_kv_heads(*p.projections, p.num_heads);
@@ -640,6 +791,17 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
                                                p.num_kv_heads,
                                                output_projection,
                                                bias);
+            if (p.exact) {
+                p.exact->projections = random_projections64(seed,
+                                                            p.query_src.shape()[2],
+                                                            p.key_src.shape()[2],
+                                                            p.value_src.shape()[2],
+                                                            dim,
+                                                            p.num_heads,
+                                                            p.num_kv_heads,
+                                                            output_projection,
+                                                            bias);
+            }
         }
     }
 
@@ -650,6 +812,9 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
             throw InputError("scale: expected a finite number or null, got " + shown(s));
         }
         p.scale = s.get<float>();
+        if (p.exact) {
+            p.exact->scale = s.get<double>();
+        }
     }
     if (has("causal")) {
         p.causal = decode_causal(doc["causal"]);
@@ -660,19 +825,26 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
                                           : MaskConvention::keep;
     if (has("mask")) {
         const Array a =
-            load_array(doc["mask"], "mask", mask_array_kind(convention), base, p.sources);
-        DecodedMask m = decode_mask(
-            a, pair_shape(a, "mask", p.batch, p.num_heads, p.lq, p.lk), convention, "mask");
+            load_array(doc["mask"], "mask", mask_array_kind(convention), base, p.sources, prec);
+        const Shape s = pair_shape(a, "mask", p.batch, p.num_heads, p.lq, p.lk);
+        DecodedMask m = decode_mask(a, s, convention, "mask");
         p.mask = std::move(m.keep);
         if (m.bias) {
             add_bias(p.bias, *m.bias, p.lq, p.lk, "mask");
+            if (p.exact) {
+                add_bias64(p.exact->bias, exact_tensor<Tensor64>(a, s), p.lq, p.lk);
+            }
         }
     }
     if (has("bias")) {
-        const Array a = load_array(doc["bias"], "bias", ArrayKind::numeric, base, p.sources);
+        const Array a =
+            load_array(doc["bias"], "bias", ArrayKind::numeric, base, p.sources, prec);
         const Shape s = pair_shape(a, "bias", p.batch, p.num_heads, p.lq, p.lk);
         Tensor t = Tensor::from_shape(s);
         std::copy(a.values.begin(), a.values.end(), t.begin());
+        if (p.exact) {
+            add_bias64(p.exact->bias, exact_tensor<Tensor64>(a, s), p.lq, p.lk);
+        }
         if (p.bias) {
             add_bias(p.bias, t, p.lq, p.lk, "bias");
         } else {
@@ -684,7 +856,8 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
                                    "key_padding_mask",
                                    mask_array_kind(convention),
                                    base,
-                                   p.sources);
+                                   p.sources,
+                                   prec);
         Shape s{};
         if (a.shape.size() == 1 && a.shape[0] == p.lk) {
             s = {1, 1, 1, p.lk};
@@ -700,6 +873,9 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
         p.key_padding = std::move(m.keep);
         if (m.bias) {
             add_bias(p.bias, *m.bias, p.lq, p.lk, "key_padding_mask");
+            if (p.exact) {
+                add_bias64(p.exact->bias, exact_tensor<Tensor64>(a, s), p.lq, p.lk);
+            }
         }
     }
 
@@ -725,22 +901,34 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
             throw InputError("softcap: expected a finite number > 0 or null, got " + shown(c));
         }
         p.softcap = c.get<float>();
+        if (p.exact) {
+            p.exact->softcap = c.get<double>();
+        }
     }
     if (has("alibi")) {
         const json& a = doc["alibi"];
         if (a.is_boolean()) {
             if (a.get<bool>()) {
                 p.alibi_slopes = alibi_default_slopes(n_heads);
+                if (p.exact) {
+                    p.exact->alibi_slopes = alibi_default_slopes64(n_heads);
+                }
             }
         } else if (a.is_array()) {
-            p.alibi_slopes = decode_per_head(a, "alibi", n_heads);
+            p.alibi_slopes = decode_per_head<float>(a, "alibi", n_heads);
+            if (p.exact) {
+                p.exact->alibi_slopes = decode_per_head<double>(a, "alibi", n_heads);
+            }
         } else {
             throw InputError("alibi: expected true, false or a list of " +
                              std::to_string(n_heads) + " slopes, got " + shown(a));
         }
     }
     if (has("sinks")) {
-        p.sinks = decode_per_head(doc["sinks"], "sinks", n_heads);
+        p.sinks = decode_per_head<float>(doc["sinks"], "sinks", n_heads);
+        if (p.exact) {
+            p.exact->sinks = decode_per_head<double>(doc["sinks"], "sinks", n_heads);
+        }
     }
     if (has("top_k") && !has("return")) {
         throw InputError("top_k: needs \"return\": [\"top_k\"]");
@@ -794,56 +982,70 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
 
 namespace {
 
+/// A result tensor as an Array; a float64 one keeps its exact values in values64 and their
+/// float32 rounding in values (for heatmaps and float32 files).
 template <class T>
 Array to_array(const T& t, std::vector<std::size_t> shape) {
     Array a;
     a.shape = std::move(shape);
-    a.values.assign(t.begin(), t.end());
-    a.dtype = "float32";
+    if constexpr (std::is_same_v<typename T::value_type, double>) {
+        a.values64.assign(t.begin(), t.end());
+        a.values.resize(a.values64.size());
+        std::transform(a.values64.begin(), a.values64.end(), a.values.begin(), [](double x) {
+            return static_cast<float>(x);
+        });
+        a.dtype = "float64";
+    } else {
+        a.values.assign(t.begin(), t.end());
+        a.dtype = "float32";
+    }
     return a;
 }
 
-}  // namespace
-
-Solution solve(const Problem& p, const SolveOptions& options) {
-    check_memory(p,
-                 options.want_weights,
-                 options.max_memory != 0 ? options.max_memory : memory_limit(),
-                 options.threads);
-    AttentionSpec spec;
-    spec.scale = p.scale;
+/// The spec of a problem in precision T, pointing into `in` (the Problem for float, its
+/// ExactInputs for double) for the T-typed bias and the scalars.
+template <class T, class Inputs>
+BasicAttentionSpec<T> make_spec(const Problem& p, const Inputs& in, const SolveOptions& options) {
+    BasicAttentionSpec<T> spec;
+    spec.scale = in.scale;
     spec.causal = p.causal;
     spec.keep_mask = p.mask ? &*p.mask : nullptr;
-    spec.bias = p.bias ? &*p.bias : nullptr;
+    spec.bias = in.bias ? &*in.bias : nullptr;
     spec.key_padding = p.key_padding ? &*p.key_padding : nullptr;
     spec.want_weights = options.want_weights;
     spec.threads = options.threads;
     spec.window = p.window;
     spec.align = p.window_align;
-    spec.softcap = p.softcap;
-    spec.alibi_slopes = p.alibi_slopes;
-    spec.sinks = p.sinks;
+    spec.softcap = in.softcap;
+    spec.alibi_slopes = in.alibi_slopes;
+    spec.sinks = in.sinks;
     spec.want_lse = p.return_lse;
     spec.want_entropy = p.return_entropy;
     spec.want_argmax = p.return_argmax;
     spec.top_k = p.top_k;
-    RowDiagnostics diagnostics;
+    return spec;
+}
 
+/// Computes the problem from `in` (the Problem itself, or its ExactInputs) in precision T.
+template <class T, class Inputs>
+Solution solve_in(const Problem& p, const Inputs& in, const SolveOptions& options) {
+    const BasicAttentionSpec<T> spec = make_spec<T>(p, in, options);
+    BasicRowDiagnostics<T> diagnostics;
     Solution s;
-    std::optional<Tensor> weights;
+    std::optional<xt::xtensor<T, 4>> weights;
     if (p.direct_heads) {
-        AttentionResult r = attend(p.q4, p.k4, p.v4, spec);
+        BasicAttentionResult<T> r = attend(in.q4, in.k4, in.v4, spec);
         s.output = to_array(r.output, shape_of(r.output));
         weights = std::move(r.weights);
         s.rows_fully_masked = r.rows_fully_masked;
         diagnostics = std::move(r.diagnostics);
     } else {
-        LayerSpec ls;
+        BasicLayerSpec<T> ls;
         ls.num_heads = p.num_heads;
         ls.num_kv_heads = p.num_kv_heads;
-        ls.projections = p.projections ? &*p.projections : nullptr;
+        ls.projections = in.projections ? &*in.projections : nullptr;
         ls.attention = spec;
-        LayerResult r = attend_layer(p.query_src, p.key_src, p.value_src, ls);
+        BasicLayerResult<T> r = attend_layer(in.query_src, in.key_src, in.value_src, ls);
         std::vector<std::size_t> shape = shape_of(r.output);
         if (!p.batched) {
             shape.erase(shape.begin());
@@ -854,7 +1056,7 @@ Solution solve(const Problem& p, const SolveOptions& options) {
         diagnostics = std::move(r.diagnostics);
     }
     // Diagnostics [B, H, Lq, 1|K]: the trailing 1 goes, B and H go as for weights.
-    const auto diag_array = [&p](const std::optional<Tensor>& t, bool per_key) {
+    const auto diag_array = [&p](const std::optional<xt::xtensor<T, 4>>& t, bool per_key) {
         std::optional<Array> a;
         if (t) {
             std::vector<std::size_t> shape = shape_of(*t);
@@ -889,29 +1091,40 @@ Solution solve(const Problem& p, const SolveOptions& options) {
     return s;
 }
 
+}  // namespace
+
+Solution solve(const Problem& p, const SolveOptions& options) {
+    check_memory(p,
+                 options.want_weights,
+                 options.max_memory != 0 ? options.max_memory : memory_limit(),
+                 options.threads);
+    if (p.exact) {
+        return solve_in<double>(p, *p.exact, options);
+    }
+    return solve_in<float>(p, p, options);
+}
+
 std::string result_document(const Problem& p, const Solution& s) {
     std::string out = "{";
     if (p.id) {
         out += "\"id\":" + dump(*p.id) + ",";
     }
-    out += "\"output\":" + encode_json_array(s.output.shape, s.output.values.data());
+    out += "\"output\":" + encode_json_array(s.output);
     if (s.weights) {
-        out += ",\"weights\":" + encode_json_array(s.weights->shape, s.weights->values.data());
+        out += ",\"weights\":" + encode_json_array(*s.weights);
     }
     // Issue 7: "return" diagnostics.
     const auto add = [&out](const char* key, const std::optional<Array>& a) {
         if (a) {
-            out += std::string(",\"") + key + "\":" + encode_json_array(a->shape, a->values.data());
+            out += std::string(",\"") + key + "\":" + encode_json_array(*a);
         }
     };
     add("lse", s.lse);
     add("entropy", s.entropy);
     add("argmax", s.argmax);
     if (s.top_k_indices && s.top_k_weights) {
-        out += ",\"top_k\":{\"indices\":" +
-               encode_json_array(s.top_k_indices->shape, s.top_k_indices->values.data()) +
-               ",\"weights\":" +
-               encode_json_array(s.top_k_weights->shape, s.top_k_weights->values.data()) + "}";
+        out += ",\"top_k\":{\"indices\":" + encode_json_array(*s.top_k_indices) +
+               ",\"weights\":" + encode_json_array(*s.top_k_weights) + "}";
     }
     if (p.query_tokens) {
         out += ",\"query_tokens\":" + dump(json(*p.query_tokens));

@@ -17,10 +17,18 @@
 
 namespace attn::io {
 
-/// An n-d array converted to float32, row-major (C order).
+/// The precision of a computation (`"precision"` / `--precision`): float32, or float64
+/// throughout, with inputs read into double without passing through float32.
+enum class Precision { f32, f64 };
+
+/// An n-d array converted to float32, row-major (C order); read with Precision::f64, also
+/// held exactly in float64 (values64), for the f64 computation.
 struct Array {
     std::vector<std::size_t> shape;
     std::vector<float> values;  ///< product(shape) elements, C order
+    /// Precision::f64 only (empty otherwise, so f32 runs pay nothing): the same elements as
+    /// read, in float64 (NPY f8 and JSON decimals exactly; values is their float32 rounding).
+    std::vector<double> values64;
     std::string dtype;          ///< what the source held: "float32", "float16", "int64", "bool", ...
     bool is_bool = false;       ///< the source was boolean (NPY b1, or JSON true/false)
 };
@@ -45,15 +53,22 @@ struct NpyHeader {
 /// Throws InputError("NAME: ...").
 NpyHeader parse_npy_header(std::span<const std::uint8_t> bytes, std::string_view name);
 
-/// Parses a whole NPY file into float32, C order. Throws InputError.
-Array parse_npy(std::span<const std::uint8_t> bytes, std::string_view name);
+/// Parses a whole NPY file into float32, C order (and float64 too with Precision::f64).
+/// Throws InputError.
+Array parse_npy(std::span<const std::uint8_t> bytes,
+                std::string_view name,
+                Precision precision = Precision::f32);
 
 /// Converts a JSON array literal: nested lists of rank 1 to 4, rectangular; numbers or
 /// the strings "inf", "-inf", "nan" (also "Infinity"/"NaN" are NOT accepted); booleans
 /// only when kind == mask (then true = 1, false = 0). `name` (a field name or a file)
 /// prefixes every message, with the JSON index path of the culprit, e.g.
-/// "query: [1][2]: expected a number, got an object". Throws InputError.
-Array parse_json_array(const nlohmann::json& j, std::string_view name, ArrayKind kind);
+/// "query: [1][2]: expected a number, got an object". With Precision::f64 the numbers are
+/// also kept exactly as parsed, in double (Array::values64). Throws InputError.
+Array parse_json_array(const nlohmann::json& j,
+                       std::string_view name,
+                       ArrayKind kind,
+                       Precision precision = Precision::f32);
 
 /// Reads all bytes of a file. A file larger than memory_limit() (attn/io/limits.hpp) is
 /// refused before anything is read: by its size for regular files, as the bytes arrive
@@ -63,8 +78,11 @@ std::vector<std::uint8_t> read_file(const std::filesystem::path& path);
 /// Reads a .npy or .json array file (by extension, case-insensitive). A .json file holds
 /// one array literal. A regular .npy file is read header first: its shape is checked
 /// against the file size and memory_limit() before the payload is read or allocated.
+/// With Precision::f64 the array is also held exactly in double (Array::values64).
 /// Throws InputError naming the file.
-Array read_array_file(const std::filesystem::path& path, ArrayKind kind);
+Array read_array_file(const std::filesystem::path& path,
+                      ArrayKind kind,
+                      Precision precision = Precision::f32);
 
 /// JSON nested deeper than this (arrays and objects) is refused before it is parsed:
 /// nlohmann's copies, comparisons and dumps recurse once per level, so a hostile
@@ -87,14 +105,30 @@ std::string message_text(std::string_view text, std::size_t max_chars = 200);
 /// Non-finite values give "inf", "-inf", "nan" (without quotes).
 std::string format_float(float x);
 
+/// Shortest decimal text that reads back as the same float64 ("0.1", "0.7071067811865476");
+/// non-finite values as format_float.
+std::string format_double(double x);
+
 /// A JSON array literal (nested lists) of the given shape; non-finite numbers are written
 /// as the strings "inf", "-inf", "nan". Rank 0 gives a bare number.
 std::string encode_json_array(const std::vector<std::size_t>& shape, const float* values);
+/// The same with float64 numbers, each the shortest text that reads back as that double.
+std::string encode_json_array64(const std::vector<std::size_t>& shape, const double* values);
+/// An Array as a JSON literal: its float64 values when it has them (an f64 result), else its
+/// float32 values.
+std::string encode_json_array(const Array& a);
 
 /// An NPY v1.0 file (v2.0 if the header needs it), C order, "<f4" or "<f8" (f64 = true).
 std::vector<std::uint8_t> encode_npy(const std::vector<std::size_t>& shape,
                                      const float* values,
                                      bool f64);
+/// From float64 values: "<f8" exactly, or "<f4" rounded to nearest (f64 = false).
+std::vector<std::uint8_t> encode_npy64(const std::vector<std::size_t>& shape,
+                                       const double* values,
+                                       bool f64);
+/// An Array as NPY: from its float64 values when it has them (so an f64 result written with
+/// f64 = true is exact), else from its float32 values.
+std::vector<std::uint8_t> encode_npy(const Array& a, bool f64);
 
 /// Output formats by extension: ".npy" or ".json" (case-insensitive); anything else
 /// throws InputError naming the path.

@@ -31,6 +31,18 @@ struct ProblemSource {
     float nonfinite_value = 0.0f;
 };
 
+/// The numeric inputs of a problem in float64, never rounded through float32: NPY f8 and
+/// JSON decimals as read, init weights as drawn (precision f64 only). Checkpoint tensors
+/// (F32/F16/BF16) are widened exactly.
+struct ExactInputs {
+    Tensor3_64 query_src, key_src, value_src; ///< as Problem's, when !direct_heads
+    Tensor64 q4, k4, v4;                      ///< as Problem's, when direct_heads
+    std::optional<Projections64> projections;
+    std::optional<Tensor64> bias;             ///< bias + additive masks, [B|1, H|1, Lq, Lk]
+    std::optional<double> scale, softcap;
+    std::vector<double> alibi_slopes, sinks;
+};
+
 /// A decoded problem: every array loaded and checked, the preset applied.
 struct Problem {
     bool direct_heads = false;  ///< rank-4 Q, K, V: [B, H, L, D], no projections
@@ -59,6 +71,11 @@ struct Problem {
     bool return_entropy = false;
     bool return_argmax = false;
     std::size_t top_k = 0;              ///< "return": [..., "top_k"] with "top_k": K
+    /// "precision": "f32" (default) or "f64". With f64 the float fields above still hold
+    /// the float32 rounding of every input (for shapes, explain, heatmaps and estimates) and
+    /// `exact` holds what solve() computes with.
+    Precision precision = Precision::f32;
+    std::optional<ExactInputs> exact; ///< set iff precision == f64
 };
 
 /// The fields a problem document may hold (the contract's names).
@@ -82,6 +99,8 @@ struct SolveOptions {
 
 /// The result in the contract's shapes: output keeps the query source's leading dims;
 /// weights are [B, H, Lq, Lk] with B dropped for unbatched inputs and H for one head.
+/// A precision f64 problem gives Arrays holding the float64 results in values64 (and their
+/// float32 rounding in values); encode_npy(Array, ...) and encode_json_array(Array) use them.
 struct Solution {
     Array output;
     std::optional<Array> weights;
@@ -97,7 +116,9 @@ Solution solve(const Problem& problem, const SolveOptions& options);
 
 /// The result document: {"id": .., "output": .., "weights": .., "query_tokens": ..,
 /// "key_tokens": ..} (id, weights and tokens only where present), one line, no
-/// trailing newline. Numbers round-trip float32; non-finite ones are "inf"/"-inf"/"nan".
+/// trailing newline. Numbers round-trip float32 (float64 for a precision f64 problem: the
+/// shortest text that reads back as the same double); non-finite ones are
+/// "inf"/"-inf"/"nan".
 std::string result_document(const Problem& problem, const Solution& solution);
 
 /// Parses JSON text (a problem document) with one-line errors: "NAME: invalid JSON: ...".

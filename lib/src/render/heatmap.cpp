@@ -28,11 +28,12 @@ double quantile(std::vector<float>& v, double q) {
     const double pos = q * static_cast<double>(v.size() - 1);
     const auto lo = static_cast<std::size_t>(std::floor(pos));
     std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(lo), v.end());
-    const double a = v[lo];
+    const double a = static_cast<double>(v[lo]);
     if (lo + 1 >= v.size()) {
         return a;
     }
-    const double b = *std::min_element(v.begin() + static_cast<std::ptrdiff_t>(lo) + 1, v.end());
+    const float next = *std::min_element(v.begin() + static_cast<std::ptrdiff_t>(lo) + 1, v.end());
+    const double b = static_cast<double>(next);
     return a + (b - a) * (pos - static_cast<double>(lo));
 }
 
@@ -143,7 +144,7 @@ void pool_panel(const HeatmapInput& in,
                 had_mask[d] = 1;
                 continue;
             }
-            const double v = row[j];
+            const double v = static_cast<double>(row[j]);
             if (std::isnan(v)) {
                 continue; // NaN is ignored unless the whole block is NaN
             }
@@ -182,8 +183,8 @@ void fix_range(const HeatmapOptions& o, PreparedHeatmap& out) {
             lo = quantile(data, 1.0 - *o.clip);
         } else {
             const auto [mn, mx] = std::minmax_element(data.begin(), data.end());
-            lo = *mn;
-            hi = *mx;
+            lo = static_cast<double>(*mn);
+            hi = static_cast<double>(*mx);
         }
         if (log && !o.vmin) {
             lo = std::max(lo, hi * 1e-6); // at most 6 decades: one 1e-30 must not flatten all
@@ -484,7 +485,7 @@ HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
                     if (std::isnan(v)) {
                         continue;
                     }
-                    std::string t = format_fixed(v, o.decimals);
+                    std::string t = format_fixed(static_cast<double>(v), o.decimals);
                     if (t.size() >= widest.size()) {
                         const double w = text_width(t, 10.0);
                         if (w > widest_w) {
@@ -594,7 +595,7 @@ HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
         g.cols = m.cols;
         g.colors.resize(m.rows * m.cols);
         for (std::size_t k = 0; k < g.colors.size(); ++k) {
-            g.colors[k] = cmap(m.norm(m.values[i][k]));
+            g.colors[k] = cmap(m.norm(static_cast<double>(m.values[i][k])));
         }
         if (m.any_masked || m.any_bad) {
             g.states = m.states[i];
@@ -607,7 +608,7 @@ HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
                     if (m.states[i][k] != CellState::value) {
                         continue;
                     }
-                    b.text(format_fixed(m.values[i][k], o.decimals),
+                    b.text(format_fixed(static_cast<double>(m.values[i][k]), o.decimals),
                            mx + (static_cast<double>(c) + 0.5) * cw,
                            my + (static_cast<double>(r) + 0.5) * ch + cap / 2,
                            fs_annot,

@@ -196,8 +196,8 @@ std::string table_mode(const HeatmapInput& in,
                     p.text(repeat(kHatch, cw));
                     continue;
                 }
-                const double t = m.norm(m.values[k][c]);
-                const std::string value = annotate ? format_fixed(m.values[k][c], o.decimals) : "";
+                const double t = m.norm(static_cast<double>(m.values[k][c]));
+                const std::string value = annotate ? format_fixed(static_cast<double>(m.values[k][c]), o.decimals) : "";
                 if (mode == TermColor::none) {
                     p.text(annotate ? center(value, cw) : repeat(shade(t), cw));
                     continue;
@@ -257,11 +257,11 @@ std::string pixel_mode(const HeatmapInput& in, const HeatmapOptions& o, const Te
             for (std::size_t j = 0; j < m.cols; ++j) {
                 const std::size_t a = top * m.cols + j;
                 const auto cell_color = [&](std::size_t idx) {
-                    return m.states[k][idx] == CellState::value ? cmap(m.norm(m.values[k][idx]))
+                    return m.states[k][idx] == CellState::value ? cmap(m.norm(static_cast<double>(m.values[k][idx])))
                                                                 : kMaskedBg;
                 };
                 if (!color) {
-                    p.text(m.states[k][a] == CellState::value ? shade(m.norm(m.values[k][a]))
+                    p.text(m.states[k][a] == CellState::value ? shade(m.norm(static_cast<double>(m.values[k][a])))
                                                               : kHatch);
                     continue;
                 }
@@ -341,7 +341,7 @@ heatmap_terminal(const HeatmapInput& in, const HeatmapOptions& o, const TermOpti
         for (const auto& panel : full.values) {
             for (float v : panel) {
                 if (!std::isnan(v)) {
-                    vw = std::max(vw, format_fixed(v, o.decimals).size());
+                    vw = std::max(vw, format_fixed(static_cast<double>(v), o.decimals).size());
                 }
             }
         }

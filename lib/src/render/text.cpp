@@ -127,7 +127,7 @@ struct Shaped {
 
 Shaped shape_text(FontState& f, std::string_view utf8, double size_px) {
     Shaped out;
-    const double s = f.scale(size_px);
+    const double s = static_cast<double>(f.scale(size_px));
     int prev = 0;
     double pen = 0.0;
     for (char32_t cp : decode_utf8(utf8)) {
@@ -169,7 +169,7 @@ std::span<const unsigned char> embedded_font() {
 
 FontMetrics font_metrics(double size_px) {
     FontState& f = font();
-    const double s = f.scale(size_px);
+    const double s = static_cast<double>(f.scale(size_px));
     return {f.units_ascent * s, f.units_descent * s, f.units_cap * s};
 }
 

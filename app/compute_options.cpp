@@ -7,6 +7,7 @@
 #include "attn/io/limits.hpp"
 #include "cli.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -33,7 +34,21 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
     cmd.add_option("-x,--input", args.input, "X: query source (and K/V source for self-attention)")
         ->group(g_in);
     cmd.add_option("-c,--context", args.context, "K/V source for cross-attention")->group(g_in);
-    cmd.add_option("--params", args.params, "projection weights (.json object of arrays/paths)")
+    cmd.add_option("--params",
+                   args.params,
+                   "projection weights: a .json object of arrays/paths (w_q.., or an "
+                   "nn.MultiheadAttention state dict), or a .safetensors checkpoint")
+        ->group(g_in);
+    cmd.add_option("--prefix",
+                   args.prefix,
+                   "with a .safetensors --params: the layer's name prefix, e.g. "
+                   "transformer.h.0.attn. (default: none)")
+        ->group(g_in);
+    cmd.add_option("--layout",
+                   args.layout,
+                   "with a .safetensors --params: attn, torch-mha, gpt2 or llama (default: "
+                   "detected from the tensor names)")
+        ->check(CLI::IsMember({"attn", "torch-mha", "gpt2", "llama"}))
         ->group(g_in);
     cmd.add_option("--seed", args.seed, "random nn.Linear-style projections from this seed (init)")
         ->check(CLI::NonNegativeNumber)
@@ -53,13 +68,68 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
                  "causal mask: --causal (top-left, j <= i) or --causal=bottom-right "
                  "(j <= i + Lk - Lq)")
         ->group(g_att);
-    cmd.add_option("--mask", args.mask, "keep-mask file: nonzero/true = may attend")->group(g_att);
+    cmd.add_option("--mask",
+                   args.mask,
+                   "mask file [Lq,Lk], [B,Lq,Lk] or [B,H,Lq,Lk]; by default a keep-mask: "
+                   "nonzero/true = may attend (see --mask-convention)")
+        ->group(g_att);
     cmd.add_option("--bias", args.bias, "additive bias file (-inf blocks)")->group(g_att);
     cmd.add_option("--key-padding",
                    args.key_padding,
-                   "key_padding_mask file [B,Lk] or [Lk]: 1/true = real token "
-                   "(opposite of PyTorch MHA)")
+                   "key_padding_mask file [B,Lk] or [Lk]: by default 1/true = real token "
+                   "(opposite of PyTorch MHA; see --mask-convention)")
         ->group(g_att);
+    cmd.add_option("--mask-convention",
+                   args.mask_convention,
+                   "how --mask/--key-padding values read: keep (default; true = attend, "
+                   "F.scaled_dot_product_attention), torch-mha (true = ignore, "
+                   "nn.MultiheadAttention), additive (0 keeps, -inf blocks, other values add)")
+        ->check(CLI::IsMember({"keep", "torch-mha", "additive"}))
+        ->group(g_att);
+    cmd.add_option("--window",
+                   args.window,
+                   "sliding window L,R: query i sees keys i+s-L .. i+s+R (-1 = unbounded; "
+                   "FlashAttention window_size)")
+        ->group(g_att);
+    cmd.add_option("--window-align",
+                   args.window_align,
+                   "diagonal of --window and --alibi: top-left (s = 0, default) or "
+                   "bottom-right (s = Lk - Lq; forced by --causal=bottom-right)")
+        ->check(CLI::IsMember({"top-left", "bottom-right"}))
+        ->group(g_att);
+    cmd.add_option("--softcap",
+                   args.softcap,
+                   "logit soft-capping X: s = X*tanh(s/X) after scaling, before bias and masks "
+                   "(Gemma 2; 'none' turns it off)")
+        ->group(g_att);
+    cmd.add_flag("--alibi{default}",
+                 args.alibi,
+                 "ALiBi position bias: --alibi (default slopes, ggml max_bias 8), "
+                 "--alibi=S0,S1,.. (one slope per head) or --alibi=none")
+        ->group(g_att);
+    cmd.add_option("--sinks",
+                   args.sinks,
+                   "attention-sink logits S0,S1,.. (one per head) in each row's softmax "
+                   "denominator ('none' turns them off)")
+        ->group(g_att);
+    cmd.add_option("--precision",
+                   args.precision,
+                   "f32 (default) or f64: the whole computation in float64, inputs read "
+                   "without rounding to float32 (outputs still follow --dtype)")
+        ->check(CLI::IsMember({"f32", "f64"}))
+        ->group(g_att);
+    auto* g_ret = "Extra outputs";
+    cmd.add_option("--return",
+                   args.returns,
+                   "per-row diagnostics, comma-separated: lse, entropy, argmax, top_k "
+                   "(added to the result document)")
+        ->group(g_ret);
+    cmd.add_option("--top-k",
+                   args.top_k,
+                   "return the K largest weights of each row and their keys (implies "
+                   "--return top_k)")
+        ->check(CLI::PositiveNumber)
+        ->group(g_ret);
 }
 
 namespace {
@@ -74,6 +144,139 @@ std::string_view as_text(std::span<const std::uint8_t> bytes) {
 }
 
 } // namespace
+
+namespace {
+
+/// "a,b,c" -> {"a", "b", "c"} (empty items kept, so "1,,2" is refused by the caller).
+std::vector<std::string> split_commas(const std::string& s) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t comma = s.find(',', start);
+        out.push_back(s.substr(start, comma - start));
+        if (comma == std::string::npos) {
+            return out;
+        }
+        start = comma + 1;
+    }
+}
+
+/// A finite number, or InputError naming the flag.
+double flag_number(const std::string& s, const char* flag, const char* what) {
+    std::size_t used = 0;
+    double x = 0.0;
+    try {
+        x = std::stod(s, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (s.empty() || used != s.size() || !std::isfinite(x)) {
+        throw InputError(std::string(flag) + ": expected " + what + ", got '" + s + "'");
+    }
+    return x;
+}
+
+/// An integer >= -1, or InputError naming the flag.
+std::int64_t flag_window_side(const std::string& s) {
+    std::size_t used = 0;
+    long long x = -2;
+    try {
+        x = std::stoll(s, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (s.empty() || used != s.size() || x < -1) {
+        throw InputError("--window: expected L,R, integers >= -1 (-1 = unbounded), got '" + s +
+                         "'");
+    }
+    return x;
+}
+
+/// A comma-separated list of finite numbers (--sinks, --alibi slopes).
+json flag_numbers(const std::string& s, const char* flag) {
+    json out = json::array();
+    for (const std::string& item : split_commas(s)) {
+        out.push_back(flag_number(item, flag, "comma-separated numbers, one per head"));
+    }
+    return out;
+}
+
+bool is_off(const std::string& s) { return s == "none" || s == "off" || s == "false"; }
+
+} // namespace
+
+void apply_feature_flags(const ProblemArgs& a, json& doc) {
+    if (!a.prefix.empty() || !a.layout.empty()) {
+        // Checkpoint params: "model.safetensors" becomes {"file": .., "prefix": .., "layout": ..}.
+        const char* flag = !a.prefix.empty() ? "--prefix" : "--layout";
+        json& params = doc["params"];
+        if (params.is_string()) {
+            params = json{{"file", params}};
+        }
+        if (!params.is_object() || !params.contains("file")) {
+            throw InputError(std::string(flag) +
+                             ": needs --params FILE.safetensors (or a problem whose params is "
+                             "a .safetensors file)");
+        }
+        if (!a.prefix.empty()) {
+            params["prefix"] = a.prefix;
+        }
+        if (!a.layout.empty()) {
+            params["layout"] = a.layout;
+        }
+    }
+    if (!a.window.empty()) {
+        const auto sides = split_commas(a.window);
+        if (sides.size() != 2) {
+            throw InputError("--window: expected L,R, integers >= -1 (-1 = unbounded), got '" +
+                             a.window + "'");
+        }
+        doc["window"] = {flag_window_side(sides[0]), flag_window_side(sides[1])};
+    }
+    if (!a.window_align.empty()) {
+        doc["window_align"] = a.window_align;
+    }
+    if (!a.softcap.empty()) {
+        doc["softcap"] = is_off(a.softcap)
+                             ? json(nullptr)
+                             : json(flag_number(a.softcap, "--softcap", "a number > 0 or 'none'"));
+    }
+    if (!a.alibi.empty()) {
+        if (a.alibi == "default" || a.alibi == "true") {
+            doc["alibi"] = true;
+        } else if (is_off(a.alibi)) {
+            doc["alibi"] = false;
+        } else {
+            doc["alibi"] = flag_numbers(a.alibi, "--alibi");
+        }
+    }
+    if (!a.sinks.empty()) {
+        doc["sinks"] = is_off(a.sinks) ? json(nullptr) : flag_numbers(a.sinks, "--sinks");
+    }
+    if (!a.mask_convention.empty()) {
+        doc["mask_convention"] = a.mask_convention;
+    }
+    if (!a.returns.empty()) {
+        json list = json::array();
+        for (const std::string& item : split_commas(a.returns)) {
+            list.push_back(item); // decode_problem names anything unknown
+        }
+        doc["return"] = std::move(list);
+    }
+    if (a.top_k > 0) {
+        doc["top_k"] = a.top_k;
+        if (!doc.contains("return") || !doc["return"].is_array()) {
+            doc["return"] = json::array();
+        }
+        if (std::find(doc["return"].begin(), doc["return"].end(), json("top_k")) ==
+            doc["return"].end()) {
+            doc["return"].push_back("top_k");
+        }
+    }
+    if (!a.precision.empty()) {
+        doc["precision"] = a.precision;
+    }
+}
 
 ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
     ProblemInput in{json::object(), fs::current_path(), "flags"};
@@ -147,6 +350,7 @@ ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
         }
         doc["init"]["seed"] = a.seed;
     }
+    apply_feature_flags(a, doc);
     if (doc.empty()) {
         throw InputError(std::string(command) +
                          ": no problem: give a PROBLEM file (or - for stdin), or "
@@ -351,9 +555,9 @@ io::ArrayFormat format_for(const std::string& path, const std::string& format) {
 std::vector<std::uint8_t>
 encode_array(const std::string& path, const io::Array& a, const OutputOptions& o) {
     if (format_for(path, o.format) == io::ArrayFormat::npy) {
-        return io::encode_npy(a.shape, a.values.data(), o.dtype == "f64");
+        return io::encode_npy(a, o.dtype == "f64"); // exact float64 for a precision f64 result
     }
-    const std::string text = io::encode_json_array(a.shape, a.values.data()) + "\n";
+    const std::string text = io::encode_json_array(a) + "\n";
     return {text.begin(), text.end()};
 }
 

@@ -27,6 +27,16 @@ struct ProblemArgs {
     std::string scale;
     std::size_t heads = 0, kv_heads = 0;
     std::int64_t seed = -1;
+    // Issue 7 features; empty/0 = not given (the problem's field, if any, stays).
+    std::string prefix, layout;          ///< --prefix, --layout (checkpoint params)
+    std::string window, window_align;    ///< --window L,R; --window-align
+    std::string softcap;                 ///< --softcap X
+    std::string alibi;                   ///< --alibi (default slopes) or --alibi=S0,S1,..
+    std::string sinks;                   ///< --sinks S0,S1,..
+    std::string mask_convention;         ///< --mask-convention keep|torch-mha|additive
+    std::string returns;                 ///< --return lse,entropy,argmax,top_k
+    std::size_t top_k = 0;               ///< --top-k K (also asks for top_k)
+    std::string precision;               ///< --precision f32|f64
 };
 
 /// Registers the positional PROBLEM and the field flags (--query/-q, ..., --variant).
@@ -44,6 +54,11 @@ struct ProblemInput {
 /// reads a params object. Throws InputError (no problem at all, invalid JSON, stdin used
 /// twice, ...).
 ProblemInput problem_input(const ProblemArgs& args, std::string_view command);
+
+/// Overlays the issue-7 feature flags of `a` (--window, --softcap, --alibi, --sinks,
+/// --mask-convention, --return, --top-k, --precision, --prefix, --layout) on `doc`.
+/// Throws InputError naming the flag for a malformed value.
+void apply_feature_flags(const ProblemArgs& a, nlohmann::json& doc);
 
 /// "0.125", "1", "default"/"none" (-> null). Throws InputError for anything else.
 nlohmann::json parse_scale_flag(const std::string& s);

@@ -1,15 +1,22 @@
-// `attn info FILE`: the shape and dtype of an array file (.npy or .json), read with the
-// same strict readers as every other command.
+// `attn info FILE`: the shape and dtype of an array file (.npy or .json), or the tensors
+// of a .safetensors checkpoint and the attention layers `params` can take from it, read with
+// the same strict readers as every other command.
 #include "cli.hpp"
 #include "compute_options.hpp"
 
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/io/limits.hpp"
+#include "attn/io/safetensors.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <iostream>
 #include <memory>
+#include <set>
+#include <utility>
 
 namespace attn::app {
 
@@ -20,7 +27,98 @@ struct InfoArgs {
     bool json = false;
 };
 
+bool is_safetensors(const std::string& file) {
+    constexpr std::string_view ext = ".safetensors";
+    if (file.size() < ext.size()) {
+        return false;
+    }
+    std::string tail = file.substr(file.size() - ext.size());
+    std::transform(tail.begin(), tail.end(), tail.begin(), [](unsigned char c) {
+        return static_cast<char>(std::tolower(c));
+    });
+    return tail == ext;
+}
+
+/// The (layout, prefix) pairs a checkpoint's names hold: a layout's main weight (what
+/// io::detect_layouts recognises) after a prefix that ends at a '.' (or is empty).
+std::set<std::pair<std::string, std::string>>
+recognised_layers(const std::vector<io::SafetensorsEntry>& tensors) {
+    std::set<std::pair<std::string, std::string>> out;
+    for (const io::SafetensorsEntry& t : tensors) {
+        const std::string& n = t.name;
+        for (std::size_t cut = 0; cut < n.size(); cut = n.find('.', cut) + 1) {
+            for (const io::ParamsLayout layout : io::detect_layouts({n.substr(cut)})) {
+                out.insert({std::string(io::layout_name(layout)), n.substr(0, cut)});
+            }
+            if (n.find('.', cut) == std::string::npos) {
+                break;
+            }
+        }
+    }
+    return out;
+}
+
+std::string human_bytes(std::uint64_t n) {
+    return n < 1024 ? std::to_string(n) + " B" : io::format_size(n);
+}
+
+/// A .safetensors file: its header (checked strictly; no tensor data is read), every
+/// tensor's name, dtype, shape and size, and the layers `params` recognises.
+void run_info_safetensors(const InfoArgs& a) {
+    const io::SafetensorsFile file(a.file);
+    const io::SafetensorsHeader& h = file.header();
+    const auto layers = recognised_layers(h.tensors);
+    const auto dump = [](const nlohmann::json& j) {
+        return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    };
+    if (a.json) {
+        nlohmann::json j = {{"file", a.file}, {"format", "safetensors"}};
+        j["tensors"] = nlohmann::json::array();
+        for (const io::SafetensorsEntry& t : h.tensors) {
+            j["tensors"].push_back(
+                {{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"bytes", t.end - t.begin}});
+        }
+        j["layers"] = nlohmann::json::array();
+        for (const auto& [layout, prefix] : layers) {
+            j["layers"].push_back({{"layout", layout}, {"prefix", prefix}});
+        }
+        if (!h.metadata.empty()) {
+            j["metadata"] = h.metadata;
+        }
+        std::cout << dump(j) << '\n';
+        return;
+    }
+    std::size_t width = 4;
+    for (const io::SafetensorsEntry& t : h.tensors) {
+        width = std::max(width, std::min<std::size_t>(io::message_text(t.name).size(), 60));
+    }
+    std::cout << io::message_text(a.file) << ": safetensors, " << h.tensors.size() << " tensor"
+              << (h.tensors.size() == 1 ? "" : "s") << ", " << human_bytes(h.data_size)
+              << " of data\n";
+    for (const io::SafetensorsEntry& t : h.tensors) {
+        const std::string name = io::message_text(t.name);
+        std::cout << "  " << name << std::string(width + 2 - std::min(width, name.size()), ' ')
+                  << t.dtype << std::string(t.dtype.size() < 5 ? 5 - t.dtype.size() : 1, ' ')
+                  << shape_string(t.shape) << "  " << human_bytes(t.end - t.begin) << '\n';
+    }
+    if (layers.empty()) {
+        std::cout << "no attention layer attn recognises (layouts attn, torch-mha, gpt2, "
+                     "llama)\n";
+    } else {
+        std::cout << "attention layers (params: {\"file\", \"prefix\", \"layout\"}, or --params "
+                     "FILE --prefix P --layout L):\n";
+        for (const auto& [layout, prefix] : layers) {
+            std::cout << "  " << layout << std::string(10 - std::min<std::size_t>(9, layout.size()), ' ')
+                      << "prefix '" << io::message_text(prefix) << "'\n";
+        }
+    }
+}
+
 void run_info(const InfoArgs& a) {
+    if (is_safetensors(a.file)) {
+        run_info_safetensors(a);
+        return;
+    }
     const io::Array arr = read_array_arg(a.file, io::ArrayKind::mask);  // "-": stdin
     std::size_t n = 1;
     for (auto d : arr.shape) {
@@ -45,10 +143,17 @@ void run_info(const InfoArgs& a) {
 
 void add_info(CLI::App& app) {
     auto args = std::make_shared<InfoArgs>();
-    CLI::App* cmd = app.add_subcommand("info", "Print the shape and dtype of an array file");
+    CLI::App* cmd = app.add_subcommand(
+        "info",
+        "Print the shape and dtype of an array file, or the tensors of a .safetensors "
+        "checkpoint and the attention layers (layout, prefix) it holds");
     add_version_flag(*cmd);
-    cmd->add_option("file", args->file, "a .npy or .json array file, or - for stdin")->required();
-    cmd->add_flag("--json", args->json, "print {\"file\", \"shape\", \"dtype\"} as JSON");
+    cmd->add_option("file", args->file, "a .npy or .json array file (- for stdin), or a .safetensors file")
+        ->required();
+    cmd->add_flag("--json",
+                  args->json,
+                  "print {\"file\", \"shape\", \"dtype\"} as JSON (safetensors: {\"file\", "
+                  "\"format\", \"tensors\", \"layers\", \"metadata\"})");
     cmd->callback([args] { run_info(*args); });
 }
 

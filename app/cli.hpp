@@ -28,6 +28,10 @@ void add_batch(CLI::App& app);     // cmd_batch.cpp
 void add_diff(CLI::App& app);      // cmd_diff.cpp
 void add_explain(CLI::App& app);   // cmd_explain.cpp
 
+/// A CLI11 check for counts (--threads, --jobs, --heads, ...): a whole number >= 1, with a
+/// plain message ("--threads: expected a whole number of at least 1, got '0'").
+const CLI::Validator& positive_count();
+
 /// Prints "attn: warning: MESSAGE" on stderr (unless warnings are silenced).
 void warn(const std::string& message);
 

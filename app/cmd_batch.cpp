@@ -823,20 +823,20 @@ void add_batch(CLI::App& app) {
     add_version_flag(*cmd);
     cmd->add_option("file", args->file, "JSON Lines file, or - for stdin");
     cmd->add_option("-j,--jobs", args->jobs, "problems computed in parallel (default: all cores)")
-        ->check(CLI::PositiveNumber);
+        ->check(positive_count());
     cmd->add_flag("--no-weights", args->no_weights, "leave the weights out of every result");
     cmd->add_option(
            "--threads", args->threads, "threads per problem (default: cores / jobs, at least 1)")
-        ->check(CLI::PositiveNumber);
+        ->check(positive_count());
     cmd->add_flag("--quiet", args->quiet, "no warnings and no progress on stderr");
     add_limit_options(*cmd, args->max_memory, args->check_finite);
     auto* g = "Defaults for every line (a line's own fields win)";
     cmd->add_option(
            "--variant", args->variant, "preset: dot, scaled, self, masked-self, cross, multihead")
         ->group(g);
-    cmd->add_option("--heads", args->heads, "num_heads")->check(CLI::PositiveNumber)->group(g);
+    cmd->add_option("--heads", args->heads, "num_heads")->check(positive_count())->group(g);
     cmd->add_option("--kv-heads", args->kv_heads, "num_kv_heads")
-        ->check(CLI::PositiveNumber)
+        ->check(positive_count())
         ->group(g);
     cmd->add_option("--scale", args->scale, "score scale (a number, or 'default')")->group(g);
     cmd->add_flag("--causal{top-left}",

@@ -25,6 +25,20 @@ void add_version_flag(CLI::App& app) {
         "Print the version and exit");
 }
 
+const CLI::Validator& positive_count() {
+    static const CLI::Validator v(
+        [](std::string& text) -> std::string {
+            const bool digits = !text.empty() && text.size() <= 9 &&
+                                text.find_first_not_of("0123456789") == std::string::npos;
+            if (!digits || std::stoul(text) == 0) {
+                return "expected a whole number of at least 1, got '" + text + "'";
+            }
+            return {};
+        },
+        "COUNT");
+    return v;
+}
+
 void warn(const std::string& message) { std::cerr << "attn: warning: " << message << '\n'; }
 
 }  // namespace attn::app

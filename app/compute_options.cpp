@@ -57,9 +57,9 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
            "--variant", args.variant, "preset: dot, scaled, self, masked-self, cross, multihead")
         ->group(g_in);
     auto* g_att = "Attention";
-    cmd.add_option("--heads", args.heads, "num_heads")->check(CLI::PositiveNumber)->group(g_att);
+    cmd.add_option("--heads", args.heads, "num_heads")->check(positive_count())->group(g_att);
     cmd.add_option("--kv-heads", args.kv_heads, "num_kv_heads (grouped-query when < heads)")
-        ->check(CLI::PositiveNumber)
+        ->check(positive_count())
         ->group(g_att);
     cmd.add_option("--scale", args.scale, "score scale (default 1/sqrt(head dim); 'default')")
         ->group(g_att);
@@ -128,7 +128,7 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
                    args.top_k,
                    "return the K largest weights of each row and their keys (implies "
                    "--return top_k)")
-        ->check(CLI::PositiveNumber)
+        ->check(positive_count())
         ->group(g_ret);
 }
 
@@ -501,7 +501,7 @@ void add_output_options(CLI::App& cmd, OutputOptions& out) {
         ->check(CLI::IsMember({"f32", "f64"}))
         ->group(g);
     cmd.add_option("--threads", out.threads, "worker threads (default: all cores)")
-        ->check(CLI::PositiveNumber)
+        ->check(positive_count())
         ->group(g);
     cmd.add_flag("--quiet", out.quiet, "no warnings and no progress on stderr")->group(g);
     add_limit_options(cmd, out.max_memory, out.check_finite);

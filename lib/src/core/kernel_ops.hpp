@@ -18,6 +18,12 @@ namespace attn::detail {
 /// width of the AVX-512 micro-kernel's panel (4 vectors of 16 floats).
 constexpr std::size_t kScoreColumns = 64;
 
+/// Row stride of a transposed score block, in floats: 64 columns plus one cache line of
+/// padding. With a stride of 256 bytes the P·V micro-kernel's column reads (6 adjacent
+/// floats per key row) would fall into a quarter of L1's 64 sets and evict the V block;
+/// 320 bytes spreads them over all sets.
+constexpr std::size_t kScoreStride = kScoreColumns + 16;
+
 struct KernelOps {
     /// C[m, n] = A[m, k] · B[k, n], or, with `accumulate`, C = diag(row_scale) · C + A · B
     /// (row_scale null: C += A · B). B and C are row-major with row strides ldb and ldc.
@@ -34,8 +40,9 @@ struct KernelOps {
                  bool accumulate,
                  const float* row_scale);
 
-    /// One online-softmax step over st[kb, kScoreColumns]: transposed scores (row = key,
-    /// column = query), already scaled, biased and masked (-inf). Per column i:
+    /// One online-softmax step over st[kb, kScoreColumns] (row stride kScoreStride):
+    /// transposed scores (row = key, column = query), already scaled, biased and masked
+    /// (-inf). Per column i:
     ///   m' = max(m, max_j st[j, i]);  alpha[i] = exp(m - m') (1 if m' == m);
     ///   st[j, i] = exp(st[j, i] - m');  l' = l·alpha + sum_j st[j, i].
     /// Returns whether any alpha differs from 1 (the accumulator needs rescaling).

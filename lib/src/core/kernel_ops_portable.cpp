@@ -50,7 +50,7 @@ bool online_softmax_portable(float* st, std::size_t kb, float* m, float* l, floa
     for (std::size_t i = 0; i < kScoreColumns; ++i) {
         float bmax = kNegInf;
         for (std::size_t j = 0; j < kb; ++j) {
-            const float x = st[j * kScoreColumns + i];
+            const float x = st[j * kScoreStride + i];
             if (x > bmax) { // NaN never compares greater: it reaches the output via exp
                 bmax = x;
             }
@@ -63,7 +63,7 @@ bool online_softmax_portable(float* st, std::size_t kb, float* m, float* l, floa
         const float m_safe = m_new == kNegInf ? 0.0f : m_new;
         float sum = 0.0f;
         for (std::size_t j = 0; j < kb; ++j) {
-            float& x = st[j * kScoreColumns + i];
+            float& x = st[j * kScoreStride + i];
             x = std::exp(x - m_safe);
             sum += x;
         }

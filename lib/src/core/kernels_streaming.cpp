@@ -24,6 +24,7 @@ namespace {
 
 using detail::kQueryBlock;
 using detail::kScoreColumns;
+using detail::kScoreStride;
 static_assert(kQueryBlock == kScoreColumns, "a score block's columns are one query block");
 
 /// KB: keys per block. A [KB, 64] score block is 32 KB and a K or V block of KB rows is
@@ -37,7 +38,7 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 /// Per-thread working memory, O(G·QB·D + KB·QB): independent of Lq and Lk.
 struct Scratch {
     std::vector<float> qt;    // [G, D, QB]  scale · Q_blockᵀ, zero past the last row
-    std::vector<float> st;    // [KB, QB]    transposed scores, then probabilities
+    std::vector<float> st;    // [KB, QB]    transposed scores, then probabilities (stride 80)
     std::vector<float> m;     // [G, QB]     running row max
     std::vector<float> l;     // [G, QB]     running row sum of exp(s - m)
     std::vector<float> alpha; // [QB]        this block's rescale factor exp(m_old - m_new)
@@ -100,7 +101,7 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
 
         Scratch& s = scratch[worker];
         s.qt.resize(group * d * kQueryBlock);
-        s.st.resize(kKeyBlock * kQueryBlock);
+        s.st.resize(kKeyBlock * kScoreStride);
         s.m.resize(group * kQueryBlock);
         s.l.resize(group * kQueryBlock);
         s.alpha.resize(kQueryBlock);
@@ -174,7 +175,7 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                          s.qt.data() + g * d * kQueryBlock,
                          kQueryBlock,
                          st,
-                         kScoreColumns,
+                         kScoreStride,
                          false,
                          nullptr);
 
@@ -185,7 +186,7 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                     const float cap = *spec.softcap;
                     for (std::size_t j = 0; j < kb; ++j) {
                         for (std::size_t r = 0; r < rows; ++r) {
-                            float& x = st[j * kScoreColumns + r];
+                            float& x = st[j * kScoreStride + r];
                             x = cap * std::tanh(x / cap);
                         }
                     }
@@ -195,7 +196,7 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                         const float* bias_row =
                             spec.bias->data() + detail::pair_row_offset(*spec.bias, b, h, i0 + r);
                         for (std::size_t j = 0; j < kb; ++j) {
-                            st[j * kScoreColumns + r] += bias_row[j0 + j];
+                            st[j * kScoreStride + r] += bias_row[j0 + j];
                         }
                     }
                 }
@@ -204,7 +205,7 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                     for (std::size_t r = 0; r < rows; ++r) {
                         const std::int64_t diag = static_cast<std::int64_t>(i0 + r) + diag0;
                         for (std::size_t j = 0; j < kb; ++j) {
-                            st[j * kScoreColumns + r] += detail::alibi_bias(slope, diag, j0 + j);
+                            st[j * kScoreStride + r] += detail::alibi_bias(slope, diag, j0 + j);
                         }
                     }
                 }
@@ -215,7 +216,7 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                             detail::pair_row_offset(*spec.keep_mask, b, h, i0 + r);
                         for (std::size_t j = 0; j < kb; ++j) {
                             if (mask_row[j0 + j] == 0) {
-                                st[j * kScoreColumns + r] = kNegInf;
+                                st[j * kScoreStride + r] = kNegInf;
                             }
                         }
                     }
@@ -223,7 +224,7 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                 if (pad_row != nullptr) {
                     for (std::size_t j = 0; j < kb; ++j) {
                         if (pad_row[j0 + j] == 0) {
-                            std::fill_n(st + j * kScoreColumns, kScoreColumns, kNegInf);
+                            std::fill_n(st + j * kScoreStride, kScoreColumns, kNegInf);
                         }
                     }
                 }
@@ -232,7 +233,7 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                         const std::size_t limit =
                             detail::causal_visible(spec.causal, i0 + r, lq, lk);
                         for (std::size_t j = std::max(limit, j0); j < j0 + kb; ++j) {
-                            st[(j - j0) * kScoreColumns + r] = kNegInf;
+                            st[(j - j0) * kScoreStride + r] = kNegInf;
                         }
                     }
                 }
@@ -241,7 +242,7 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                         const std::int64_t diag = static_cast<std::int64_t>(i0 + r) + diag0;
                         for (std::size_t j = 0; j < kb; ++j) {
                             if (!detail::window_sees(spec.window, diag, j0 + j)) {
-                                st[j * kScoreColumns + r] = kNegInf;
+                                st[j * kScoreStride + r] = kNegInf;
                             }
                         }
                     }
@@ -254,7 +255,7 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                     std::int64_t* best_key = s.best_key.data() + g * kQueryBlock;
                     for (std::size_t j = 0; j < kb; ++j) {
                         for (std::size_t r = 0; r < rows; ++r) {
-                            const float x = st[j * kScoreColumns + r];
+                            const float x = st[j * kScoreStride + r];
                             if (x > best[r]) {
                                 best[r] = x;
                                 best_key[r] = static_cast<std::int64_t>(j0 + j);
@@ -281,7 +282,7 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                          kb,
                          st,
                          1,
-                         kScoreColumns,
+                         kScoreStride,
                          v_head + j0 * dv,
                          dv,
                          o_blk,

@@ -88,18 +88,22 @@ void run_info_safetensors(const InfoArgs& a) {
         std::cout << dump(j) << '\n';
         return;
     }
-    std::size_t width = 4;
+    std::size_t name_width = 4;
+    std::size_t shape_width = 2;
     for (const io::SafetensorsEntry& t : h.tensors) {
-        width = std::max(width, std::min<std::size_t>(io::message_text(t.name).size(), 60));
+        name_width = std::max(name_width, std::min<std::size_t>(io::message_text(t.name).size(), 60));
+        shape_width = std::max(shape_width, shape_string(t.shape).size());
     }
+    const auto pad = [](const std::string& text, std::size_t width) {
+        return text + std::string(width > text.size() ? width - text.size() : 0, ' ');
+    };
     std::cout << io::message_text(a.file) << ": safetensors, " << h.tensors.size() << " tensor"
               << (h.tensors.size() == 1 ? "" : "s") << ", " << human_bytes(h.data_size)
               << " of data\n";
     for (const io::SafetensorsEntry& t : h.tensors) {
-        const std::string name = io::message_text(t.name);
-        std::cout << "  " << name << std::string(width + 2 - std::min(width, name.size()), ' ')
-                  << t.dtype << std::string(t.dtype.size() < 5 ? 5 - t.dtype.size() : 1, ' ')
-                  << shape_string(t.shape) << "  " << human_bytes(t.end - t.begin) << '\n';
+        std::cout << "  " << pad(io::message_text(t.name), name_width) << "  " << pad(t.dtype, 4)
+                  << "  " << pad(shape_string(t.shape), shape_width) << "  "
+                  << human_bytes(t.end - t.begin) << '\n';
     }
     if (layers.empty()) {
         std::cout << "no attention layer attn recognises (layouts attn, torch-mha, gpt2, "
@@ -108,8 +112,8 @@ void run_info_safetensors(const InfoArgs& a) {
         std::cout << "attention layers (params: {\"file\", \"prefix\", \"layout\"}, or --params "
                      "FILE --prefix P --layout L):\n";
         for (const auto& [layout, prefix] : layers) {
-            std::cout << "  " << layout << std::string(10 - std::min<std::size_t>(9, layout.size()), ' ')
-                      << "prefix '" << io::message_text(prefix) << "'\n";
+            std::cout << "  " << pad(layout, 9) << "  prefix '" << io::message_text(prefix)
+                      << "'\n";
         }
     }
 }

@@ -299,6 +299,11 @@ ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
         in.doc = std::move(doc);
     }
     json& doc = in.doc;
+    // An array read from stdin is carried in the document as JSON numbers: in double when the
+    // problem is computed in f64 (so it is not rounded through float32 on the way).
+    const bool f64 = a.precision == "f64" || (a.precision.empty() && doc.contains("precision") &&
+                                              doc["precision"] == "f64");
+    const io::Precision stdin_precision = f64 ? io::Precision::f64 : io::Precision::f32;
     // Flags override the problem's fields; "-" reads the array from stdin.
     const std::tuple<const std::string*, const char*, const char*, io::ArrayKind> arrays[] = {
         {&a.query, "query", "--query", io::ArrayKind::numeric},
@@ -315,8 +320,8 @@ ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
         }
         if (*value == "-") {
             const auto bytes = read_stdin(flag);
-            doc[field] =
-                array_to_json(parse_array_bytes(bytes, std::string(field) + ": <stdin>", kind));
+            doc[field] = array_to_json(
+                parse_array_bytes(bytes, std::string(field) + ": <stdin>", kind, stdin_precision));
         } else {
             doc[field] = flag_path(*value);
         }
@@ -416,13 +421,15 @@ bool looks_like_npy(std::span<const std::uint8_t> bytes) {
     return bytes.size() >= sizeof magic && std::memcmp(bytes.data(), magic, sizeof magic) == 0;
 }
 
-io::Array
-parse_array_bytes(std::span<const std::uint8_t> bytes, std::string_view name, io::ArrayKind kind) {
+io::Array parse_array_bytes(std::span<const std::uint8_t> bytes,
+                            std::string_view name,
+                            io::ArrayKind kind,
+                            io::Precision precision) {
     if (looks_like_npy(bytes)) {
-        return io::parse_npy(bytes, name);
+        return io::parse_npy(bytes, name, precision);
     }
     const json j = io::parse_json_text(as_text(bytes), name);
-    return io::parse_json_array(j, name, kind);
+    return io::parse_json_array(j, name, kind, precision);
 }
 
 io::Array read_array_arg(const std::string& path, io::ArrayKind kind) {
@@ -435,7 +442,7 @@ io::Array read_array_arg(const std::string& path, io::ArrayKind kind) {
 
 namespace {
 
-json value_to_json(float x) {
+template <class T> json value_to_json(T x) {
     if (std::isnan(x)) {
         return "nan";
     }
@@ -445,11 +452,18 @@ json value_to_json(float x) {
     return x;
 }
 
+/// The element at `offset`: its exact double when the array holds them (read for f64).
+json element_json(const io::Array& a, std::size_t offset) {
+    return a.values64.size() == a.values.size() && !a.values64.empty()
+               ? value_to_json(a.values64[offset])
+               : value_to_json(a.values[offset]);
+}
+
 json nested(const io::Array& a, std::size_t dim, std::size_t& offset) {
     json out = json::array();
     for (std::size_t i = 0; i < a.shape[dim]; ++i) {
         if (dim + 1 == a.shape.size()) {
-            out.push_back(value_to_json(a.values[offset++]));
+            out.push_back(element_json(a, offset++));
         } else {
             out.push_back(nested(a, dim + 1, offset));
         }
@@ -461,7 +475,7 @@ json nested(const io::Array& a, std::size_t dim, std::size_t& offset) {
 
 nlohmann::json array_to_json(const io::Array& a) {
     if (a.shape.empty()) {
-        return a.values.empty() ? json(nullptr) : value_to_json(a.values[0]);
+        return a.values.empty() ? json(nullptr) : element_json(a, 0);
     }
     std::size_t offset = 0;
     return nested(a, 0, offset);

@@ -73,15 +73,19 @@ std::vector<std::uint8_t> read_stdin(std::string_view what);
 bool looks_like_npy(std::span<const std::uint8_t> bytes);
 
 /// An array from bytes of unknown format: NPY when it has the NPY magic, else one JSON
-/// array literal. `name` prefixes every message. Throws InputError.
-io::Array
-parse_array_bytes(std::span<const std::uint8_t> bytes, std::string_view name, io::ArrayKind kind);
+/// array literal. `name` prefixes every message. With Precision::f64 the values are also
+/// kept exactly in double (io::Array::values64). Throws InputError.
+io::Array parse_array_bytes(std::span<const std::uint8_t> bytes,
+                            std::string_view name,
+                            io::ArrayKind kind,
+                            io::Precision precision = io::Precision::f32);
 
 /// io::read_array_file, except that "-" reads stdin (format sniffed, see
 /// parse_array_bytes). Throws InputError naming the file ("<stdin>" for -).
 io::Array read_array_arg(const std::string& path, io::ArrayKind kind);
 
-/// A JSON array literal holding `a` (non-finite numbers as "inf", "-inf", "nan").
+/// A JSON array literal holding `a` (non-finite numbers as "inf", "-inf", "nan"); its
+/// float64 values when it has them.
 nlohmann::json array_to_json(const io::Array& a);
 
 // --- outputs ----------------------------------------------------------------------------------

@@ -144,6 +144,17 @@ if rc == 0 and rc2 == 0:
           np.allclose(np.array(r["output"]), want, rtol=1e-13, atol=1e-13))
 else:
     check("f64 --dtype f64", False, err + err2)
+# Arrays from stdin (NPY f8 or JSON) are not rounded through float32 on the way either.
+q_bytes = open(os.path.join(TMP, "q.npy"), "rb").read()
+rc, out, err = run(["compute", "-q", "-", "-k", "k.npy", "-v", "v.npy", "--precision", "f64"],
+                   q_bytes)
+check("f64 stdin npy == file", rc == 0 and out == doc64, err)
+rc, out, err = run(["compute", "-q", "-", "-k", "k.npy", "-v", "v.npy", "--precision", "f64"],
+                   json.dumps(q.tolist()).encode())
+check("f64 stdin json == file", rc == 0 and out == doc64, err)
+write("f64.json", dict(BASE, precision="f64", query="-"))
+rc, out, err = run(["compute", "f64.json", "-q", "-"], q_bytes)
+check("f64 field, stdin npy == file", rc == 0 and out == doc64, err)
 rc, out, err = run(["compute", *QKV, "--precision", "f64", "-o", "o32.json"])
 check("f64 --output .json writes doubles", rc == 0 and
       json.load(open(os.path.join(TMP, "o32.json"))) == json.loads(doc64)["output"], err)

@@ -10,10 +10,9 @@
 #include "reference/naive_attention.hpp"
 #include "unit/test_util.hpp"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
+#include <gtest/gtest.h>
 #include <limits>
 #include <string>
 #include <tuple>
@@ -114,7 +113,9 @@ Problem make_problem(const Features& f,
 }
 
 /// Flattened [B, H, Lq] (or [.., K]) diagnostic tensor as doubles.
-std::vector<double> flat(const Tensor& t) { return {t.begin(), t.end()}; }
+std::vector<double> flat(const Tensor& t) {
+    return {t.begin(), t.end()};
+}
 
 /// lse and argmax (both kernels), entropy and top-k (when present) against the reference.
 void check_diagnostics(const AttentionResult& got,
@@ -191,8 +192,8 @@ TEST_P(FeatureKernels, EachFeatureMatchesTheReference) {
             p.spec.want_lse = true;
             p.spec.want_argmax = true;
             const auto want = reference::naive_attention(p.q, p.k, p.v, p.spec);
-            const std::string what = f.name + " lq=" + std::to_string(lq) +
-                                     " lk=" + std::to_string(lk);
+            const std::string what =
+                f.name + " lq=" + std::to_string(lq) + " lk=" + std::to_string(lk);
             const double tol = f32_tol(lk);
             const AttentionResult got = attend(p.q, p.k, p.v, p.spec);
             EXPECT_TRUE(all_close(got.output, want.output, tol, tol)) << what;
@@ -257,16 +258,14 @@ TEST_P(FeatureKernels, ResultsAreBitIdenticalForOneTwoAndThreeThreads) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Features,
-                         FeatureKernels,
-                         ::testing::Combine(::testing::Bool(),
-                                            ::testing::Values(Simd::best, Simd::portable)),
-                         [](const auto& param_info) {
-                             return std::string(std::get<0>(param_info.param) ? "weights"
-                                                                        : "no_weights") +
-                                    (std::get<1>(param_info.param) == Simd::best ? "_best"
-                                                                           : "_portable");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Features,
+    FeatureKernels,
+    ::testing::Combine(::testing::Bool(), ::testing::Values(Simd::best, Simd::portable)),
+    [](const auto& param_info) {
+        return std::string(std::get<0>(param_info.param) ? "weights" : "no_weights") +
+               (std::get<1>(param_info.param) == Simd::best ? "_best" : "_portable");
+    });
 
 // --- precision f64 ------------------------------------------------------------------------
 
@@ -311,7 +310,8 @@ TEST_P(FeatureF64, EachFeatureMatchesTheReferenceTo1e12) {
     const double tol = 1e-12;
     unsigned seed = 300;
     for (const Features& f : feature_sets()) {
-        for (const auto& s : {std::array<std::size_t, 2>{3, 5}, std::array<std::size_t, 2>{65, 129}}) {
+        for (const auto& s :
+             {std::array<std::size_t, 2>{3, 5}, std::array<std::size_t, 2>{65, 129}}) {
             Problem p = make_problem(f, 4, 2, s[0], s[1], seed++);
             p.spec.want_weights = want_weights;
             p.spec.want_lse = true;
@@ -366,12 +366,9 @@ TEST_P(FeatureF64, ResultsAreBitIdenticalForOneTwoAndThreeThreads) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Features,
-                         FeatureF64,
-                         ::testing::Bool(),
-                         [](const auto& param_info) {
-                             return std::string(param_info.param ? "weights" : "no_weights");
-                         });
+INSTANTIATE_TEST_SUITE_P(Features, FeatureF64, ::testing::Bool(), [](const auto& param_info) {
+    return std::string(param_info.param ? "weights" : "no_weights");
+});
 
 TEST(FeatureF64, ShapeErrorsAreThoseOfTheFloatPath) {
     const Tensor64 q = Tensor64::from_shape({1, 2, 3, 4});

@@ -132,12 +132,11 @@ bool softmax_row64(double* s,
             }
         }
         const std::size_t kk = std::min(spec.top_k, keys.size());
-        std::partial_sort(keys.begin(),
-                          keys.begin() + static_cast<std::ptrdiff_t>(kk),
-                          keys.end(),
-                          [s](std::size_t a, std::size_t b) {
-                              return s[a] > s[b] || (s[a] == s[b] && a < b);
-                          });
+        std::partial_sort(
+            keys.begin(),
+            keys.begin() + static_cast<std::ptrdiff_t>(kk),
+            keys.end(),
+            [s](std::size_t a, std::size_t b) { return s[a] > s[b] || (s[a] == s[b] && a < b); });
         for (std::size_t t = 0; t < kk; ++t) {
             out.top_idx[t] = static_cast<double>(keys[t]);
             out.top_w[t] = s[keys[t]];

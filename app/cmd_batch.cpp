@@ -48,7 +48,7 @@ struct BatchArgs {
     std::string max_memory;
     bool check_finite = false;
     // Defaults for every line (a line's own fields win).
-    std::string variant, causal, scale;
+    std::string variant, causal, scale, precision;
     std::size_t heads = 0, kv_heads = 0;
 };
 
@@ -775,6 +775,9 @@ std::uint64_t run_batch(const BatchArgs& a) {
     if (a.kv_heads > 0) {
         ctx.defaults["num_kv_heads"] = a.kv_heads;
     }
+    if (!a.precision.empty()) {
+        ctx.defaults["precision"] = a.precision;
+    }
     ctx.solve.want_weights = !a.no_weights;
     ctx.check_finite = a.check_finite;
     // Parallel lines, one thread each, rather than parallel rows inside one small problem.
@@ -839,6 +842,12 @@ void add_batch(CLI::App& app) {
         ->check(positive_count())
         ->group(g);
     cmd->add_option("--scale", args->scale, "score scale (a number, or 'default')")->group(g);
+    cmd->add_option("--precision",
+                    args->precision,
+                    "f32 or f64: the whole computation in float64, results printed as "
+                    "shortest round-trip doubles")
+        ->check(CLI::IsMember({"f32", "f64"}))
+        ->group(g);
     cmd->add_flag("--causal{top-left}",
                   args->causal,
                   "causal mask: --causal (top-left) or --causal=bottom-right")

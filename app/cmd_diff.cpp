@@ -1,7 +1,8 @@
 // `attn diff A B`: compares two arrays or result documents (.npy, .json, or - for stdin)
 // with numpy.allclose's rule |a - b| <= atol + rtol·|b| (B is the reference), NaN equal
-// to NaN in the same position. Exit 0 within tolerance, 1 when not, 2 on bad input. It
-// reads files only; it never computes attention.
+// to NaN in the same position, in float64 on the values exactly as read (an f8 array is
+// never rounded to float32 first). Exit 0 within tolerance, 1 when not, 2 on bad input.
+// It reads files only; it never computes attention.
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
 #include "attn/io/problem.hpp"
@@ -10,6 +11,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -48,18 +50,19 @@ Operand load_operand(const std::string& path, const char* which) {
     Operand op;
     op.name = path == "-" ? "<stdin>" : path;
     const bool from_stdin = path == "-";
+    constexpr io::Precision exact = io::Precision::f64;
     if (!from_stdin && io::array_format_for(path) == io::ArrayFormat::npy) {
-        op.output = io::read_array_file(path, io::ArrayKind::mask);
+        op.output = io::read_array_file(path, io::ArrayKind::mask, exact);
         return op;
     }
     const std::vector<std::uint8_t> bytes = from_stdin ? read_stdin(which) : io::read_file(path);
     if (looks_like_npy(bytes)) {
-        op.output = io::parse_npy(bytes, op.name);
+        op.output = io::parse_npy(bytes, op.name, exact);
         return op;
     }
     const json j = io::parse_json_text(as_text(bytes), op.name);
     if (j.is_array()) {
-        op.output = io::parse_json_array(j, op.name, io::ArrayKind::mask);
+        op.output = io::parse_json_array(j, op.name, io::ArrayKind::mask, exact);
         return op;
     }
     if (!j.is_object()) {
@@ -72,10 +75,10 @@ Operand load_operand(const std::string& path, const char* which) {
     }
     op.document = true;
     if (const auto it = j.find("output"); it != j.end()) {
-        op.output = io::parse_json_array(*it, op.name + ": output", io::ArrayKind::mask);
+        op.output = io::parse_json_array(*it, op.name + ": output", io::ArrayKind::mask, exact);
     }
     if (const auto it = j.find("weights"); it != j.end()) {
-        op.weights = io::parse_json_array(*it, op.name + ": weights", io::ArrayKind::mask);
+        op.weights = io::parse_json_array(*it, op.name + ": weights", io::ArrayKind::mask, exact);
     }
     if (!op.output && !op.weights) {
         throw InputError(op.name + ": expected an array or a result document with \"output\" or "
@@ -101,6 +104,19 @@ std::string g3(double x) {
     return buf;
 }
 
+/// The shortest text that reads back as x: as a float32 when x is one (a float32 array's
+/// values print as "0.40508685", not as their 17-digit double expansion), else as a double.
+std::string format_value(double x) {
+    const auto f = static_cast<float>(x);
+    return static_cast<double>(f) == x ? io::format_float(f) : io::format_double(x);
+}
+
+/// The values as read, in float64 (the readers keep them with Precision::f64).
+const std::vector<double>& exact_values(const io::Array& a) {
+    ATTN_ASSERT(a.values64.size() == a.values.size());
+    return a.values64;
+}
+
 /// Compares one pair; prints one line (unless quiet) and returns whether it is within
 /// tolerance.
 bool compare(const std::string& label,
@@ -119,9 +135,11 @@ bool compare(const std::string& label,
     std::size_t at_abs = 0, at_rel = 0, at_worst = 0, outside = 0;
     std::size_t nan_mismatch = 0, first_nan = 0;
     constexpr double inf = std::numeric_limits<double>::infinity();
+    const std::vector<double>& av = exact_values(a);
+    const std::vector<double>& bv = exact_values(b);
     for (std::size_t i = 0; i < n; ++i) {
-        const double x = static_cast<double>(a.values[i]);
-        const double y = static_cast<double>(b.values[i]);
+        const double x = av[i];
+        const double y = bv[i];
         if (std::isnan(x) || std::isnan(y)) {
             if (!(std::isnan(x) && std::isnan(y))) {
                 if (nan_mismatch++ == 0) {
@@ -158,7 +176,7 @@ bool compare(const std::string& label,
         }
     }
     auto values_at = [&](std::size_t i) {
-        return "A " + io::format_float(a.values[i]) + ", B " + io::format_float(b.values[i]);
+        return "A " + format_value(av[i]) + ", B " + format_value(bv[i]);
     };
     std::string line = prefix + "shape " + shape_string(a.shape) + ", " + std::to_string(n) +
                        (n == 1 ? " value" : " values");
@@ -197,15 +215,12 @@ bool run_diff(const DiffArgs& args) {
         ok = compare("", *a.output, *b.output, args, report);
     } else if (!a.document || !b.document) {
         // An array against a document: its "weights" when only they have the array's
-        // shape, else its "output".
+        // shape (or the document has nothing else), else its "output".
         const io::Array& arr = a.document ? *b.output : *a.output;
         const Operand& d = a.document ? a : b;
-        const bool weights = d.weights && d.weights->shape == arr.shape &&
-                             (!d.output || d.output->shape != arr.shape);
+        const bool weights = !d.output || (d.weights && d.weights->shape == arr.shape &&
+                                           d.output->shape != arr.shape);
         const std::optional<io::Array>& part = weights ? d.weights : d.output;
-        if (!part) {
-            throw InputError(d.name + ": a result document without \"output\": nothing to compare");
-        }
         const io::Array& x = a.document ? *part : arr;
         const io::Array& y = a.document ? arr : *part;
         ok = compare(weights ? "weights" : "output", x, y, args, report);
@@ -240,6 +255,21 @@ bool run_diff(const DiffArgs& args) {
     return ok;
 }
 
+/// --rtol/--atol: a finite number >= 0. NaN would make every comparison pass, and CLI11's
+/// NonNegativeNumber lets it through.
+CLI::Validator tolerance_check() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            char* end = nullptr;
+            const double x = std::strtod(text.c_str(), &end);
+            if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(x) || x < 0.0) {
+                return "expected a finite number >= 0, got '" + io::message_text(text, 40) + "'";
+            }
+            return {};
+        },
+        "NONNEGATIVE");
+}
+
 } // namespace
 
 void add_diff(CLI::App& app) {
@@ -255,9 +285,9 @@ void add_diff(CLI::App& app) {
     cmd->add_option("b", args->b, "B (the reference): .npy/.json array or result document, or -")
         ->required();
     cmd->add_option("--rtol", args->rtol, "relative tolerance (default 1e-5)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(tolerance_check());
     cmd->add_option("--atol", args->atol, "absolute tolerance (default 1e-6)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(tolerance_check());
     cmd->add_flag("--quiet", args->quiet, "print nothing; the exit code tells");
     cmd->callback([args] {
         if (!run_diff(*args)) {

@@ -521,6 +521,8 @@ npy("b2.npy", b2)
 case("diff reports the worst index and values", ["diff", "a.npy", "b2.npy"], code=1,
      out=lambda so: b"max abs err 0.5 at [1, 2, 3]" in so and
      b"2 outside tolerance, worst at [1, 2, 3]" in so and
+     # float32 values print as float32 (at most 9 digits), not as 17-digit doubles
+     re.search(rb"worst at \[1, 2, 3\] \(A [-0-9.e]{1,13}, B [-0-9.e]{1,13}\)", so) and
      so.decode().splitlines()[-1].startswith("different"))
 case("diff --atol loosens", ["diff", "a.npy", "b2.npy", "--atol", "0.6"])
 case("diff --quiet prints nothing", ["diff", "a.npy", "b2.npy", "--quiet"], code=1,
@@ -536,6 +538,52 @@ case("diff rtol scales with |B|", ["diff", "rel_a.npy", "rel_b.npy", "--rtol", "
                                    "0"])
 case("diff rtol: just outside", ["diff", "rel_a.npy", "rel_b.npy", "--rtol", "8e-6", "--atol",
                                  "0"], code=1)
+# On the boundary |a - b| == atol + rtol·|B| is within (numpy's <=); every value here is
+# exact in binary, so the boundary is exact too.
+npy("e1.npy", [5.0, 1.0])
+npy("e2.npy", [4.0, 1.0])
+case("diff boundary: |a-b| == atol + rtol·|B| is within",
+     ["diff", "e1.npy", "e2.npy", "--atol", "0.5", "--rtol", "0.125"],
+     out=lambda so: b"within tolerance" in so)
+case("diff boundary: a hair less atol is not",
+     ["diff", "e1.npy", "e2.npy", "--atol", "0.4999999", "--rtol", "0.125"], code=1,
+     out=lambda so: b"1 outside tolerance, worst at [0] (A 5, B 4)" in so)
+case("diff boundary: atol alone", ["diff", "e1.npy", "e2.npy", "--atol", "1", "--rtol", "0"])
+case("diff boundary: rtol alone", ["diff", "e1.npy", "e2.npy", "--atol", "0", "--rtol", "0.25"])
+npy("e3.npy", [3.0, 1.0])
+case("diff: rtol scales |B|: |3 - 4| <= 0.25·4", ["diff", "e3.npy", "e2.npy", "--atol", "0",
+                                                  "--rtol", "0.25"])
+case("diff: rtol scales |B|, not |A|: |4 - 3| > 0.25·3",
+     ["diff", "e2.npy", "e3.npy", "--atol", "0", "--rtol", "0.25"], code=1)
+# The worst index is the one furthest outside its own tolerance, not the largest error.
+npy("w1.npy", [1000.5, 0.01], np.float64)
+npy("w2.npy", [1000.0, 0.0], np.float64)
+case("diff: worst index by error/tolerance, max abs error reported apart",
+     ["diff", "w1.npy", "w2.npy"], code=1,
+     out=lambda so: b"max abs err 0.5 at [0]" in so and b"max rel err inf at [1]" in so and
+     b"2 outside tolerance, worst at [1] (A 0.01, B 0)" in so)
+# float64 arrays are compared as float64, never rounded to float32 first.
+npy("f1.npy", [1.0, 1e300, 0.1], np.float64)
+npy("f2.npy", [1.0 + 1e-9, 2e300, 0.1], np.float64)
+case("diff float64: 1e-9 apart is not identical", ["diff", "f1.npy", "f2.npy", "--atol", "0",
+                                                    "--rtol", "0"], code=1,
+     out=lambda so: b"max abs err 1e+300 at [1]" in so and b"2 outside tolerance" in so)
+npy("f3.npy", [1.0 + 1e-9, 1e300, 0.1], np.float64)
+case("diff float64: within a tolerance float32 could not resolve",
+     ["diff", "f1.npy", "f3.npy", "--atol", "0", "--rtol", "1e-8"],
+     out=lambda so: b"max abs err 1e-09 at [0]" in so and b"within tolerance" in so)
+case("diff float64: fails just under it", ["diff", "f1.npy", "f3.npy", "--atol", "0", "--rtol",
+                                            "9e-10"], code=1)
+write("f1.json", "[1.0, 1e300, 0.1]")
+case("diff float64 .npy vs the same decimals in JSON", ["diff", "f1.npy", "f1.json", "--atol",
+                                                         "0", "--rtol", "0"],
+     out=lambda so: b"identical" in so)
+for bad_tol in ("nan", "inf", "-0.1", "1e400", "x"):
+    case(f"diff --rtol {bad_tol} refused", ["diff", "a.npy", "a.npy", "--rtol", bad_tol], code=2,
+         err=r"^attn: error: --rtol: expected a finite number >= 0, got '" + re.escape(bad_tol) +
+         r"'.{0,60}$")
+case("diff --atol nan refused", ["diff", "a.npy", "a.npy", "--atol", "nan"], code=2,
+     err="--atol: expected a finite number")
 npy("s.npy", np.zeros((4, 5)))
 case("diff shape mismatch", ["diff", "a.npy", "s.npy"], code=1,
      out=lambda so: b"shape mismatch: A [3, 4, 5], B [4, 5]" in so)
@@ -569,6 +617,20 @@ case("diff array vs document: its output", ["diff", "ctx.npy", "ra.json", "--ato
 npy("w.npy", W)
 case("diff array vs document: weights when the shape says so", ["diff", "ra.json", "w.npy"],
      out=lambda so: so.startswith(b"weights: "))
+write("wonly.json", {"id": 1, "weights": W.tolist()})
+case("diff array vs a document with weights only", ["diff", "w.npy", "wonly.json"],
+     out=lambda so: so.startswith(b"weights: shape [2, 3], 6 values"))
+case("diff array vs a document with weights only, other shape", ["diff", "ctx.npy", "wonly.json"],
+     code=1, out=lambda so: b"weights: shape mismatch: A [2, 2], B [2, 3]" in so)
+doc2 = json.loads(doc_a)
+doc2["output"][0][0] = "nan"
+write("rnan.json", json.dumps(doc2))
+case("diff documents: NaN in one output", ["diff", "ra.json", "rnan.json"], code=1,
+     out=lambda so: b"output: " in so and b"NaN in only one of them at 1 position(s), first at "
+     b"[0, 0]" in so and b"weights: shape [2, 3], 6 values: identical" in so)
+case("diff a batch line against compute's document", ["diff", "-", "ra.json"],
+     stdin=run(["batch"], json.dumps(SEED).encode())[1],
+     out=lambda so: so.decode().splitlines()[-1].startswith("equal"))
 write("err.json", {"id": 1, "error": "boom"})
 case("diff an error document", ["diff", "err.json", "ra.json"], code=2, err="boom")
 case("diff missing file", ["diff", "nope.npy", "a.npy"], code=2, err="nope.npy")

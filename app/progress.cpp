@@ -15,6 +15,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+constexpr auto kFirstDrawAfter = std::chrono::seconds(1); // a quick run never shows one
 constexpr auto kRedrawEvery = std::chrono::milliseconds(100);
 constexpr int kBarWidth = 20;
 
@@ -61,7 +62,7 @@ void ProgressLine::update(std::uint64_t done, std::uint64_t failed, std::uint64_
         return;
     }
     const auto now = Clock::now();
-    if (now - last_draw_ < kRedrawEvery) {
+    if (now - start_ < kFirstDrawAfter || now - last_draw_ < kRedrawEvery) {
         return;
     }
     last_draw_ = now;

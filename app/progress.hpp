@@ -18,8 +18,9 @@ bool progress_wanted(bool quiet);
 
 /// The status line of `attn batch`:
 ///   "attn batch: 1234 done, 2 failed, 812/s, 1.5 s [#######.............] 35%"
-/// The bar and percentage appear when the input size is known (a regular file). Redraws
-/// at most every 100 ms; thread-compatible (call from one thread at a time).
+/// The bar and percentage appear when the input size is known (a regular file). First drawn
+/// once the run has lasted a second (a quick run shows nothing), then redrawn at most every
+/// 100 ms; thread-compatible (call from one thread at a time).
 class ProgressLine {
   public:
     /// `enabled`: draw at all (see progress_wanted); `total_bytes`: 0 when unknown.

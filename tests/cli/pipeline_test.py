@@ -398,7 +398,8 @@ def run_with_pty_stderr(args, lines, delay):
 
 line = (json.dumps(dict(SEED, id=1)) + "\n").encode()
 try:
-    tty_err, tty_out = run_with_pty_stderr(["batch", "-j", "2"], [line] * 4, 0.25)
+    # Lines fed over about 2 s: the status line appears once the run has lasted 1 s.
+    tty_err, tty_out = run_with_pty_stderr(["batch", "-j", "2"], [line] * 8, 0.25)
     have_pty = True
 except OSError as e:  # a chroot or container without /dev/pts: nothing to test on
     print(f"skip: progress-bar checks need a pseudo-terminal ({e})")
@@ -406,10 +407,13 @@ except OSError as e:  # a chroot or container without /dev/pts: nothing to test 
 if have_pty:
     check("progress: drawn on a terminal's stderr",
           "attn batch: " in tty_err and "done" in tty_err, repr(tty_err[:300]))
+    first_draw = re.search(r"attn batch: \d+ done, \d+/s, (\d+\.\d) s", tty_err)
+    check("progress: not drawn before the run has lasted a second",
+          first_draw is not None and float(first_draw.group(1)) >= 1.0, repr(tty_err[:300]))
     check("progress: erased at the end", tty_err.endswith("\r\x1b[K") or tty_err == "",
           repr(tty_err[-40:]))
-    check("progress: stdout untouched", len(jsonl(tty_out)) == 4, repr(tty_out[:200]))
-    tty_err, _ = run_with_pty_stderr(["batch", "-j", "2", "--quiet"], [line] * 3, 0.25)
+    check("progress: stdout untouched", len(jsonl(tty_out)) == 8, repr(tty_out[:200]))
+    tty_err, _ = run_with_pty_stderr(["batch", "-j", "2", "--quiet"], [line] * 8, 0.25)
     check("progress: --quiet silences it", tty_err == "", repr(tty_err[:200]))
 rc, so, se = run(["batch", "-j", "2"], line * 50)
 check("progress: never when stderr is a pipe", se == "", repr(se[:200]))

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Pipeline tests for attn: `batch` (order under --jobs, error lines, exit codes,
-streaming, bounded input buffering, progress only on a terminal), `-` as stdin/stdout,
+streaming, bounded memory: backpressure and the peak RSS of 256 MiB piped through,
+progress only on a terminal), `-` as stdin/stdout,
 `diff` (numpy.allclose's rule, shapes, NaN, documents) and `explain` (against the
 samples' expected results).
 
@@ -145,6 +146,15 @@ case("batch FILE", ["batch", "batch.jsonl", "-j", "2"], out=lambda so: so == run
 case("batch - is stdin", ["batch", "-"], stdin=BATCH.encode(),
      out=lambda so: so == runs["--jobs 1"])
 
+# One slow line ahead of 300 quick ones: with several jobs the quick lines finish first and
+# must wait for it; and no line is lost or written twice.
+slow = {"id": "slow", "variant": "self", "input": rand(1000, 8), "init": {"seed": 3, "dim": 32}}
+quick = "".join(json.dumps(dict(SEED, id=i)) + "\n" for i in range(300))
+for jobs in ("2", "4"):
+    case(f"batch order: slow first line, 300 quick ones, --jobs {jobs}",
+         ["batch", "--no-weights", "-j", jobs], stdin=(json.dumps(slow) + "\n" + quick).encode(),
+         out=lambda so: [d["id"] for d in jsonl(so)] == ["slow"] + list(range(300)))
+
 # --- batch: error lines, blank lines, exit codes --------------------------------------------
 lines = [json.dumps(dict(SEED, id="a")), "", "   ", "not json", "[1, 2]",
          json.dumps(dict(SEED, id={"k": [1]}, num_heads=2)), json.dumps(dict(SEED, id=None)),
@@ -177,6 +187,20 @@ case("batch --quiet: no warning", ["batch", "--quiet"], stdin=text.encode(), cod
 case("batch all good: exit 0, stderr empty", ["batch"], stdin=BATCH.encode(), err=r"^$")
 case("batch empty input", ["batch"], stdin=b"", out=lambda so: so == b"")
 case("batch only blank lines", ["batch"], stdin=b"\n\n  \n", out=lambda so: so == b"")
+case("batch --jobs 3: one bad line of many, exit 1, the rest computed", ["batch", "-j", "3"],
+     stdin=BATCH.replace(json.dumps(PROBLEMS[20]), '{"id": 20, "query": [[1, 2]]}').encode(),
+     code=1, err=r"warning: 1 of 48 problem\(s\) failed",
+     out=lambda so: [d["id"] for d in jsonl(so)] == list(range(48)) and
+     [i for i, d in enumerate(jsonl(so)) if "error" in d] == [20] and
+     jsonl(so)[21] == first[21])
+if os.path.exists("/dev/full"):
+    with open("/dev/full", "wb") as full:
+        p = subprocess.run([ATTN, "batch"], input=BATCH.encode(), stdout=full,
+                           stderr=subprocess.PIPE, cwd=TMP, timeout=120)
+    check("batch: stdout that cannot be written is exit 1 with one error line",
+          p.returncode == 1 and re.fullmatch(r"attn: error: <stdout>: cannot write: .*\n",
+                                             p.stderr.decode()),
+          f"exit {p.returncode}, {p.stderr[:200]!r}")
 case("batch missing file", ["batch", "nope.jsonl"], code=2, err="nope.jsonl")
 case("batch directory", ["batch", TMP], code=2, err="directory")
 case("batch --jobs 0", ["batch", "--jobs", "0"], code=2, err="jobs")
@@ -349,6 +373,40 @@ finally:
     p.kill()
     p.wait()
 
+
+def peak_rss_of_batch(args, chunk, times):
+    """Pipes `chunk` `times` times into `attn batch ARGS` while its output is consumed;
+    returns (exit code, stdout, peak RSS in KiB from wait4's rusage)."""
+    p = subprocess.Popen([ATTN, "batch"] + args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, cwd=TMP)
+    out = []
+    reader = threading.Thread(target=lambda: out.append(p.stdout.read()))
+    reader.start()
+    try:
+        for _ in range(times):
+            p.stdin.write(chunk)
+        p.stdin.close()
+    except BrokenPipeError:
+        pass
+    reader.join()
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return p.returncode, out[0] if out else b"", usage.ru_maxrss
+
+
+# Bounded memory on a long input: 256 MiB piped through while the output is read (a problem
+# padded with 1 MiB of JSON whitespace, then a 1 MiB blank line, 128 times); the peak RSS of
+# the process must stay a small fraction of it.
+pad = b" " * (1 << 20)
+for jobs in ("1", "2"):
+    line_ = json.dumps(dict(SEED, id="x")).encode().replace(b'"id"', pad + b'"id"', 1)
+    rc, so, rss_kb = peak_rss_of_batch(["-j", jobs, "--no-weights"], line_ + b"\n" + pad + b"\n",
+                                       128)
+    check(f"batch --jobs {jobs}: 256 MiB of input, every line answered",
+          rc == 0 and so.count(b'"id":"x"') == 128, f"exit {rc}, {len(so.splitlines())} lines")
+    check(f"batch --jobs {jobs}: peak RSS stays under 96 MiB for 256 MiB of input",
+          rss_kb < 96 * 1024, f"peak RSS {rss_kb} KiB")
+
 # --- progress: only on a terminal, never with --quiet or in pipes --------------------------
 
 
@@ -440,6 +498,24 @@ case("compute --mask - (bool NPY on stdin)",
 case("compute --params - ", ["compute", "-x", "q.npy", "--params", "-"],
      stdin=json.dumps({"w_q": np.eye(3).tolist()}).encode(),
      out=lambda so: np.array(json.loads(so)["output"]).shape == (2, 3))
+for flag in ("-k", "-v"):
+    files = {"-q": "q.npy", "-k": "k.npy", "-v": "v.npy"}
+    src = {"-k": k, "-v": v}[flag]
+    args = ["compute", "--scale", "1"]
+    for f_, name_ in files.items():
+        args += [f_, "-" if f_ == flag else name_]
+    case(f"compute {flag} - (NPY on stdin)", args,
+         stdin=(lambda b: (np.save(b, src), b.getvalue())[1])(io.BytesIO()),
+         out=lambda so: np.allclose(json.loads(so)["weights"], W, atol=1e-6))
+case("compute - with file paths relative to the working folder", ["compute", "-"],
+     stdin=json.dumps(dict(SEED, query="q.npy", key="k.npy")).encode(),
+     out=lambda so: np.allclose(json.loads(so)["output"], CTX, atol=1e-5))
+case("compute - | heatmap - -o - (PNG on stdout)", ["heatmap", "-", "-o", "-"],
+     stdin=run(["compute", "-"], json.dumps(SEED).encode())[1],
+     out=lambda so: so.startswith(b"\x89PNG\r\n\x1a\n") and so.endswith(b"IEND\xaeB`\x82"))
+case("compute --heatmap - (PNG on stdout)", ["compute", "-", "--heatmap", "-", "--output",
+                                             "o2.npy"], stdin=json.dumps(SEED).encode(),
+     out=lambda so: so.startswith(b"\x89PNG\r\n\x1a\n"))
 case("compute: stdin only once", ["compute", "-", "-q", "-"], stdin=b"{}", code=2,
      err="only one input can be -")
 write("seed.json", SEED)
@@ -693,6 +769,32 @@ for name in sorted(os.listdir(os.path.join(SAMPLES, "expected"))):
     for key in ("heads", "scale", "masking", "memory", "Q", "K", "V"):
         check(f"explain {name}: has {key}", key in rows or key in ("Q", "K", "V"), str(rows))
 
+problems = sorted(f for f in os.listdir(SAMPLES)
+                  if f.endswith(".json") and not f.endswith(".params.json"))
+check("explain: every sample problem has an expected result (so is explained above)",
+      problems == sorted(os.listdir(os.path.join(SAMPLES, "expected"))), str(problems))
+# The seed's worked example, line by line where the values are derived by hand.
+so = case("explain samples/seed_dot.json", ["explain", os.path.join(SAMPLES, "seed_dot.json")])
+rows = explain_rows(so)
+for key, want in [("query", "[2, 3] = [Lq, E]"), ("key", "[3, 3] = [Lk, E]"),
+                  ("value", "[3, 2] = [Lk, Ev]"), ("projections", "none (Q, K, V are the sources)"),
+                  ("heads", "1 head; head dim 3, value head dim 2"),
+                  ("scale", "1 (variant dot)"), ("output", "[2, 2]"),
+                  ("weights", "[2, 3] = [Lq, Lk]"),
+                  ("masking", "none: every query sees every key")]:
+    check(f"explain seed_dot: {key}", rows.get(key) == want, f"{rows.get(key)!r} vs {want!r}")
+check("explain seed_dot: grid with token labels",
+      "                 012\n             0 q0 ###\n             1 q1 ###\n" in so.decode(),
+      so.decode())
+rows = explain_rows(run(["explain", os.path.join(SAMPLES, "multihead.json")])[1])
+check("explain multihead: heads, scale and the output projection",
+      rows.get("heads") == "2 heads, each with its own key/value head; head dim 2" and
+      rows.get("scale") == "0.70710677 = 1/sqrt(2) (default)" and
+      rows.get("attention") == "[1, 2, 3, 2] -> merged [1, 3, 4] -> ·w_oᵀ [1, 3, 4]", str(rows))
+rows = explain_rows(run(["explain", os.path.join(SAMPLES, "gqa.json")])[1])
+check("explain gqa: grouping", rows.get("heads", "").startswith(
+    "4 query heads, 2 key/value heads: grouped-query, query head h uses key/value head h / 2"),
+    str(rows))
 case("explain with flags only", ["explain", "-q", "q.npy", "-k", "k.npy", "-v", "v.npy",
                                  "--causal", "--heads", "1"],
      out=lambda so: grid_of(so) == ["#..", "##."] and b"scale        0.57735026 = 1/sqrt(3)" in so)

@@ -40,6 +40,26 @@ struct KernelOps {
                  bool accumulate,
                  const float* row_scale);
 
+    /// gemm, which also pulls `prefetch_bytes` bytes from `prefetch` toward L2, a cache
+    /// line per k step, spread over the row tiles. The streaming kernel fetches the V
+    /// block during Q·Kᵀ and the next K block during P·V this way: a head's K and V
+    /// (2 MB at L = 4096, D = 64) do not stay in L2, and a block read in one burst stalls
+    /// its first row tile on L3. The portable table ignores the hint.
+    void (*gemm_prefetch)(std::size_t m,
+                          std::size_t n,
+                          std::size_t k,
+                          const float* a,
+                          std::size_t a_row,
+                          std::size_t a_col,
+                          const float* b,
+                          std::size_t ldb,
+                          float* c,
+                          std::size_t ldc,
+                          bool accumulate,
+                          const float* row_scale,
+                          const void* prefetch,
+                          std::size_t prefetch_bytes);
+
     /// One online-softmax step over st[kb, kScoreColumns] (row stride kScoreStride):
     /// transposed scores (row = key, column = query), already scaled, biased and masked
     /// (-inf). Per column i:

@@ -103,7 +103,9 @@ void micro_tile(std::size_t k,
                 std::size_t ldc,
                 __mmask16 last,
                 bool accumulate,
-                const float* row_scale) {
+                const float* row_scale,
+                const char* pf,
+                std::size_t pf_lines) {
     __m512 acc[R][NV];
 #pragma GCC unroll 8
     for (std::size_t r = 0; r < R; ++r) {
@@ -121,6 +123,9 @@ void micro_tile(std::size_t k,
         }
     }
     for (std::size_t x = 0; x < k; ++x) {
+        if (x < pf_lines) {
+            _mm_prefetch(pf + x * 64, _MM_HINT_T1);
+        }
         const float* bp = b + x * ldb;
         __m512 bv[NV];
 #pragma GCC unroll 4
@@ -162,7 +167,9 @@ using MicroTile = void (*)(std::size_t,
                            std::size_t,
                            __mmask16,
                            bool,
-                           const float*);
+                           const float*,
+                           const char*,
+                           std::size_t);
 
 template <std::size_t R> constexpr MicroTile tile_of_width(std::size_t nv) {
     return nv == 1   ? &micro_tile<R, 1>
@@ -189,22 +196,30 @@ MicroTile pick_tile(std::size_t rows, std::size_t nv) {
 }
 
 /// Blocked driver: k in passes of kDepth, n in 64-column panels, m in 6-row tiles, so
-/// one B panel is reused from L1/L2 by every row tile.
-void gemm_avx512(std::size_t m,
-                 std::size_t n,
-                 std::size_t k,
-                 const float* a,
-                 std::size_t a_row,
-                 std::size_t a_col,
-                 const float* b,
-                 std::size_t ldb,
-                 float* c,
-                 std::size_t ldc,
-                 bool accumulate,
-                 const float* row_scale) {
+/// one B panel is reused from L1/L2 by every row tile. `pf_bytes` bytes at `pf` are
+/// prefetched toward L2 along the way: each tile takes its share, a line per k step.
+void gemm_prefetch_avx512(std::size_t m,
+                          std::size_t n,
+                          std::size_t k,
+                          const float* a,
+                          std::size_t a_row,
+                          std::size_t a_col,
+                          const float* b,
+                          std::size_t ldb,
+                          float* c,
+                          std::size_t ldc,
+                          bool accumulate,
+                          const float* row_scale,
+                          const void* pf,
+                          std::size_t pf_bytes) {
     if (m == 0 || n == 0) {
         return;
     }
+    const auto* pf_next = static_cast<const char*>(pf);
+    std::size_t pf_left = pf != nullptr ? (pf_bytes + 63) / 64 : 0; // cache lines
+    const std::size_t tiles = ((m + kRows - 1) / kRows) * ((n + kPanel - 1) / kPanel) *
+                              (k == 0 ? 1 : (k + kDepth - 1) / kDepth);
+    const std::size_t pf_per_tile = (pf_left + tiles - 1) / tiles;
     std::size_t k0 = 0;
     do {
         const std::size_t kc = min_size(kDepth, k - k0);
@@ -217,6 +232,11 @@ void gemm_avx512(std::size_t m,
             const __mmask16 last = tail_mask(nc - (vectors - 1) * 16);
             for (std::size_t m0 = 0; m0 < m; m0 += kRows) {
                 const std::size_t mr = min_size(kRows, m - m0);
+                std::size_t lines = min_size(pf_per_tile, pf_left);
+                // More lines than k steps: the excess goes out before the tile.
+                for (; lines > kc; --lines, --pf_left, pf_next += 64) {
+                    _mm_prefetch(pf_next, _MM_HINT_T1);
+                }
                 pick_tile(mr, vectors)(kc,
                                        a + m0 * a_row + k0 * a_col,
                                        a_row,
@@ -227,11 +247,31 @@ void gemm_avx512(std::size_t m,
                                        ldc,
                                        last,
                                        acc,
-                                       rs != nullptr ? rs + m0 : nullptr);
+                                       rs != nullptr ? rs + m0 : nullptr,
+                                       pf_next,
+                                       lines);
+                pf_left -= lines;
+                pf_next += lines * 64;
             }
         }
         k0 += kc;
     } while (k0 < k);
+}
+
+void gemm_avx512(std::size_t m,
+                 std::size_t n,
+                 std::size_t k,
+                 const float* a,
+                 std::size_t a_row,
+                 std::size_t a_col,
+                 const float* b,
+                 std::size_t ldb,
+                 float* c,
+                 std::size_t ldc,
+                 bool accumulate,
+                 const float* row_scale) {
+    gemm_prefetch_avx512(
+        m, n, k, a, a_row, a_col, b, ldb, c, ldc, accumulate, row_scale, nullptr, 0);
 }
 
 bool online_softmax_avx512(float* st, std::size_t kb, float* m, float* l, float* alpha) {
@@ -370,6 +410,7 @@ const KernelOps* kernel_ops_avx512() {
         __builtin_cpu_supports("avx512vl");
     static const KernelOps ops{
         .gemm = &gemm_avx512,
+        .gemm_prefetch = &gemm_prefetch_avx512,
         .online_softmax = &online_softmax_avx512,
         .softmax_row = &softmax_row_avx512,
     };

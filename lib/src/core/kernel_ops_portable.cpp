@@ -45,6 +45,24 @@ void gemm_portable(std::size_t m,
     }
 }
 
+/// The portable table has no prefetch: the hint is dropped.
+void gemm_prefetch_portable(std::size_t m,
+                            std::size_t n,
+                            std::size_t k,
+                            const float* a,
+                            std::size_t a_row,
+                            std::size_t a_col,
+                            const float* b,
+                            std::size_t ldb,
+                            float* c,
+                            std::size_t ldc,
+                            bool accumulate,
+                            const float* row_scale,
+                            const void* /*prefetch*/,
+                            std::size_t /*prefetch_bytes*/) {
+    gemm_portable(m, n, k, a, a_row, a_col, b, ldb, c, ldc, accumulate, row_scale);
+}
+
 bool online_softmax_portable(float* st, std::size_t kb, float* m, float* l, float* alpha) {
     bool any_grew = false;
     for (std::size_t i = 0; i < kScoreColumns; ++i) {
@@ -121,6 +139,7 @@ bool softmax_row_portable(float* s,
 const KernelOps& kernel_ops_portable() {
     static const KernelOps ops{
         .gemm = &gemm_portable,
+        .gemm_prefetch = &gemm_prefetch_portable,
         .online_softmax = &online_softmax_portable,
         .softmax_row = &softmax_row_portable,
     };

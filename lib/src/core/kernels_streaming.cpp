@@ -157,6 +157,8 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                 continue;
             }
             const bool diagonal = j0 + kb > key_all;
+            const std::size_t next_j0 = std::min(j0 + kb, key_end);
+            const std::size_t next_kb = std::min(kKeyBlock, key_end - next_j0);
             for (std::size_t g = 0; g < group; ++g) {
                 const std::size_t h = hk * group + g;
                 float* st = s.st.data();
@@ -166,18 +168,21 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
 
                 // pass 1: St[kb, QB] = K_block · (scale · Q_block)ᵀ. The micro-GEMM
                 // broadcasts K entries against Qᵀ rows, so neither K nor V is repacked.
-                ops.gemm(kb,
-                         kQueryBlock,
-                         d,
-                         k_head + j0 * d,
-                         d,
-                         1,
-                         s.qt.data() + g * d * kQueryBlock,
-                         kQueryBlock,
-                         st,
-                         kScoreStride,
-                         false,
-                         nullptr);
+                // The group's first head pulls this block's V toward L2 meanwhile.
+                ops.gemm_prefetch(kb,
+                                  kQueryBlock,
+                                  d,
+                                  k_head + j0 * d,
+                                  d,
+                                  1,
+                                  s.qt.data() + g * d * kQueryBlock,
+                                  kQueryBlock,
+                                  st,
+                                  kScoreStride,
+                                  false,
+                                  nullptr,
+                                  v_head + j0 * dv,
+                                  g == 0 ? kb * dv * sizeof(float) : 0);
 
                 // pass 2: softcap, bias, ALiBi, then masks. A blocked key becomes exactly
                 // -inf even when its score or bias is NaN (masks win); only blocks that
@@ -276,19 +281,22 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                 const bool rescale = ops.online_softmax(st, kb, m, l, s.alpha.data());
 
                 // pass 4: O = diag(alpha)·O + P·V_block, P read transposed from St. The
-                // accumulator is rescaled only when some row's max grew.
-                ops.gemm(rows,
-                         dv,
-                         kb,
-                         st,
-                         1,
-                         kScoreStride,
-                         v_head + j0 * dv,
-                         dv,
-                         o_blk,
-                         dv,
-                         true,
-                         rescale ? s.alpha.data() : nullptr);
+                // accumulator is rescaled only when some row's max grew. The group's last
+                // head pulls the next K block toward L2 meanwhile.
+                ops.gemm_prefetch(rows,
+                                  dv,
+                                  kb,
+                                  st,
+                                  1,
+                                  kScoreStride,
+                                  v_head + j0 * dv,
+                                  dv,
+                                  o_blk,
+                                  dv,
+                                  true,
+                                  rescale ? s.alpha.data() : nullptr,
+                                  k_head + next_j0 * d,
+                                  g + 1 == group ? next_kb * d * sizeof(float) : 0);
             }
         }
 

@@ -586,19 +586,25 @@ void emit_solution(const io::Problem& problem, const io::Solution& s, const Outp
     if (to_stdout > 1) {
         throw InputError("--output, --weights, --heatmap: only one of them can be - (stdout)");
     }
-    // Encode everything first, so a bad extension fails before any file is written.
-    std::vector<std::uint8_t> out_bytes, weight_bytes;
+    // Every format is known before any file is written (a bad extension writes nothing).
+    // NPY files are written straight from the result, without an encoded copy in memory.
+    const auto write_array = [&o](const std::string& path, const io::Array& a) {
+        if (format_for(path, o.format) == io::ArrayFormat::npy) {
+            io::write_npy_file(path, a, o.dtype == "f64");
+        } else {
+            io::write_file_atomic(path, encode_array(path, a, o));
+        }
+    };
+    for (const std::string* path : {&o.output, &o.weights}) {
+        if (!path->empty()) {
+            format_for(*path, o.format);
+        }
+    }
     if (!o.output.empty()) {
-        out_bytes = encode_array(o.output, s.output, o);
+        write_array(o.output, s.output);
     }
     if (!o.weights.empty()) {
-        weight_bytes = encode_array(o.weights, *s.weights, o);
-    }
-    if (!o.output.empty()) {
-        io::write_file_atomic(o.output, out_bytes);
-    }
-    if (!o.weights.empty()) {
-        io::write_file_atomic(o.weights, weight_bytes);
+        write_array(o.weights, *s.weights);
     }
     if (!o.heatmap.empty()) {
         write_heatmap_file(o.heatmap, *s.weights, &problem);

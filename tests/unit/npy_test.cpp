@@ -932,3 +932,44 @@ TEST(FormatFor, ByExtensionCaseInsensitive) {
 }
 
 } // namespace
+
+namespace {
+
+std::vector<std::uint8_t> file_bytes(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// write_npy_file streams the payload in 1 MiB pieces: the file must be byte for byte what
+// encode_npy builds in memory, for f4 and f8, from float32 and from float64 values, with
+// sizes below, at and across the piece boundary.
+TEST_F(NpyFile, StreamedWriteEqualsTheInMemoryEncoding) {
+    for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{262144},
+                                std::size_t{262145}, std::size_t{700001}}) {
+        Array a;
+        a.shape = {n};
+        a.values = special_and_random_floats(n, static_cast<unsigned>(n));
+        for (const bool with64 : {false, true}) {
+            a.values64.clear();
+            if (with64) {
+                a.values64.resize(n);
+                for (std::size_t i = 0; i < n; ++i) {
+                    a.values64[i] = static_cast<double>(a.values[i]) * (1.0 + 1e-12);
+                }
+            }
+            for (const bool f64 : {false, true}) {
+                SCOPED_TRACE("n " + std::to_string(n) + (with64 ? " values64" : " values") +
+                             (f64 ? " f8" : " f4"));
+                const auto path = dir_ / "out.npy";
+                attn::io::write_npy_file(path, a, f64);
+                EXPECT_EQ(file_bytes(path), encode_npy(a, f64));
+            }
+        }
+    }
+    // Nothing but the file itself is left behind.
+    EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_),
+                            std::filesystem::directory_iterator()),
+              1);
+}
+
+} // namespace

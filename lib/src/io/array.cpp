@@ -1396,9 +1396,9 @@ std::string encode_json_array(const Array& a) {
 
 namespace {
 
-template <class T>
-std::vector<std::uint8_t>
-encode_npy_impl(const std::vector<std::size_t>& shape, const T* values, bool f64) {
+/// The preamble and header of an NPY v1.0 file (v2.0 when the v1.0 length field cannot
+/// hold it), C order, "<f4" or "<f8", padded as numpy pads it.
+std::string npy_header_text(const std::vector<std::size_t>& shape, bool f64) {
     const std::string dict = std::string("{'descr': '") + (f64 ? "<f8" : "<f4") +
                              "', 'fortran_order': False, 'shape': " + python_shape(shape) + ", }";
     // numpy pads with spaces and ends with '\n' so that magic + length + header is a
@@ -1414,9 +1414,6 @@ encode_npy_impl(const std::vector<std::size_t>& shape, const T* values, bool f64
         header_length = dict.size() + 1;
         header_length += (align - (preamble + header_length) % align) % align;
     }
-    const std::size_t count = element_count(shape);
-    const std::size_t item = f64 ? 8 : 4;
-
     std::string head(npy_magic.begin(), npy_magic.end());
     head += static_cast<char>(major);
     head += '\0';
@@ -1426,26 +1423,59 @@ encode_npy_impl(const std::vector<std::size_t>& shape, const T* values, bool f64
     head += dict;
     head.append(header_length - dict.size() - 1, ' ');
     head += '\n';
-    // Sized once and filled in place: no per-byte push_back.
-    std::vector<std::uint8_t> out(head.size() + count * item);
-    std::transform(
-        head.begin(), head.end(), out.begin(), [](char c) { return static_cast<std::uint8_t>(c); });
-    auto p = out.begin() + static_cast<std::ptrdiff_t>(head.size());
-    for (std::size_t i = 0; i < count; ++i) {
-        // Little endian whatever the host.
+    return head;
+}
+
+/// Writes n values as little-endian "<f4" or "<f8" (whatever the host) from `out` on.
+template <class T>
+void encode_npy_payload(const T* values, std::size_t n, bool f64, std::uint8_t* out) {
+    for (std::size_t i = 0; i < n; ++i) {
         if (f64) {
             const auto bits = std::bit_cast<std::uint64_t>(static_cast<double>(values[i]));
             for (std::size_t k = 0; k < 8; ++k) {
-                *p++ = static_cast<std::uint8_t>((bits >> (8 * k)) & 0xffu);
+                *out++ = static_cast<std::uint8_t>((bits >> (8 * k)) & 0xffu);
             }
         } else {
             const auto bits = std::bit_cast<std::uint32_t>(static_cast<float>(values[i]));
             for (std::size_t k = 0; k < 4; ++k) {
-                *p++ = static_cast<std::uint8_t>((bits >> (8 * k)) & 0xffu);
+                *out++ = static_cast<std::uint8_t>((bits >> (8 * k)) & 0xffu);
             }
         }
     }
+}
+
+template <class T>
+std::vector<std::uint8_t>
+encode_npy_impl(const std::vector<std::size_t>& shape, const T* values, bool f64) {
+    const std::string head = npy_header_text(shape, f64);
+    const std::size_t count = element_count(shape);
+    const std::size_t item = f64 ? 8 : 4;
+    // Sized once and filled in place: no per-byte push_back.
+    std::vector<std::uint8_t> out(head.size() + count * item);
+    std::transform(
+        head.begin(), head.end(), out.begin(), [](char c) { return static_cast<std::uint8_t>(c); });
+    encode_npy_payload(values, count, f64, out.data() + head.size());
     return out;
+}
+
+/// write_npy_file's streaming half: header, then the payload 1 MiB at a time.
+template <class T>
+void write_npy_stream(AtomicWriter& out,
+                      const std::vector<std::size_t>& shape,
+                      const T* values,
+                      bool f64) {
+    const std::string head = npy_header_text(shape, f64);
+    out.write(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(head.data()),
+                                            head.size()));
+    const std::size_t count = element_count(shape);
+    const std::size_t item = f64 ? 8 : 4;
+    const std::size_t per_chunk = npy_chunk_bytes / item;
+    std::vector<std::uint8_t> chunk(std::min(count, per_chunk) * item);
+    for (std::size_t first = 0; first < count; first += per_chunk) {
+        const std::size_t n = std::min(per_chunk, count - first);
+        encode_npy_payload(values + first, n, f64, chunk.data());
+        out.write(std::span<const std::uint8_t>(chunk.data(), n * item));
+    }
 }
 
 }  // namespace
@@ -1615,6 +1645,25 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view text)
     write_file_atomic(path,
                       std::span<const std::uint8_t>(
                           reinterpret_cast<const std::uint8_t*>(text.data()), text.size()));
+}
+
+void write_npy_file(const std::filesystem::path& path, const Array& a, bool f64) {
+    const std::string shown = path.string();
+    struct stat st {};
+    const bool special =
+        shown == "-" ||
+        (::stat(shown.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode));
+    if (special) {
+        write_file_atomic(path, encode_npy(a, f64));
+        return;
+    }
+    AtomicWriter out(path);
+    if (a.values64.empty() || a.values64.size() != a.values.size()) {
+        write_npy_stream(out, a.shape, a.values.data(), f64);
+    } else {
+        write_npy_stream(out, a.shape, a.values64.data(), f64);
+    }
+    out.commit();
 }
 
 void install_signal_cleanup() {

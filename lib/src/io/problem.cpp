@@ -107,8 +107,12 @@ Array load_array(const json& j,
                      type_name(j));
 }
 
-/// [L, E] or [B, L, E] -> [B, L, E].
-Tensor3 to_tensor3(const Array& a, const std::string& name, const char* dims) {
+/// Frees an array's float32 values once they have been copied into a tensor, so that a
+/// problem never holds an input twice (shape and values64 stay).
+void release_values(Array& a) { std::vector<float>().swap(a.values); }
+
+/// [L, E] or [B, L, E] -> [B, L, E]; `a`'s float32 values are released.
+Tensor3 to_tensor3(Array& a, const std::string& name, const char* dims) {
     Tensor3 t;
     if (a.shape.size() == 2) {
         t = Tensor3::from_shape({1, a.shape[0], a.shape[1]});
@@ -119,6 +123,7 @@ Tensor3 to_tensor3(const Array& a, const std::string& name, const char* dims) {
                          std::string(dims + 1) + " array, got shape " + shape_string(a.shape));
     }
     std::copy(a.values.begin(), a.values.end(), t.begin());
+    release_values(a);
     return t;
 }
 
@@ -192,9 +197,11 @@ void add_bias64(std::optional<Tensor64>& bias, const Tensor64& addend, std::size
     bias = std::move(sum);
 }
 
-Tensor to_tensor4(const Array& a) {
+/// [B, H, L, D] -> Tensor; `a`'s float32 values are released.
+Tensor to_tensor4(Array& a) {
     Tensor t = Tensor::from_shape({a.shape[0], a.shape[1], a.shape[2], a.shape[3]});
     std::copy(a.values.begin(), a.values.end(), t.begin());
+    release_values(a);
     return t;
 }
 
@@ -629,7 +636,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
         throw InputError("key: missing (query needs key and value, or context)");
     }
     const char* q_field = has("query") ? "query" : "input";
-    const Array q_arr =
+    Array q_arr =
         load_array(doc[q_field], q_field, ArrayKind::numeric, base, p.sources, prec);
 
     if (q_arr.shape.size() == 4) {
@@ -642,9 +649,9 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
             throw InputError("params: projections apply to rank-2/3 inputs, not to rank-4 "
                              "[B, H, L, D] heads");
         }
-        const Array k_arr =
+        Array k_arr =
             load_array(doc["key"], "key", ArrayKind::numeric, base, p.sources, prec);
-        const Array v_arr =
+        Array v_arr =
             load_array(doc["value"], "value", ArrayKind::numeric, base, p.sources, prec);
         const auto& qs = q_arr.shape;
         if (k_arr.shape.size() != 4 || (k_arr.shape[0] != qs[0] && k_arr.shape[0] != 1) ||
@@ -687,10 +694,10 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
             p.exact->query_src = exact_tensor<Tensor3_64>(q_arr, p.query_src.shape());
         }
         if (has("key")) {
-            const Array k_arr =
+            Array k_arr =
                 load_array(doc["key"], "key", ArrayKind::numeric, base, p.sources, prec);
             p.key_src = to_tensor3(k_arr, "key", "[L, E]");
-            const Array v_arr =
+            Array v_arr =
                 load_array(doc["value"], "value", ArrayKind::numeric, base, p.sources, prec);
             p.value_src = to_tensor3(v_arr, "value", "[L, E]");
             if (p.exact) {
@@ -698,7 +705,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
                 p.exact->value_src = exact_tensor<Tensor3_64>(v_arr, p.value_src.shape());
             }
         } else if (has("context")) {
-            const Array c_arr =
+            Array c_arr =
                 load_array(doc["context"], "context", ArrayKind::numeric, base, p.sources, prec);
             p.key_src = to_tensor3(c_arr, "context", "[Lk, Ec]");
             p.value_src = p.key_src;

@@ -130,6 +130,12 @@ std::vector<std::uint8_t> encode_npy64(const std::vector<std::size_t>& shape,
 /// f64 = true is exact), else from its float32 values.
 std::vector<std::uint8_t> encode_npy(const Array& a, bool f64);
 
+/// encode_npy(a, f64) written to `path` as write_file_atomic writes, without holding the
+/// encoded file in memory: a regular file gets the header and then the payload 1 MiB at a
+/// time (so a large output costs no second copy); "-" and devices get the whole encoding.
+/// Throws SystemError("PATH: cannot write: REASON").
+void write_npy_file(const std::filesystem::path& path, const Array& a, bool f64);
+
 /// Output formats by extension: ".npy" or ".json" (case-insensitive); anything else
 /// throws InputError naming the path.
 enum class ArrayFormat { npy, json };

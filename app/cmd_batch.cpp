@@ -604,11 +604,21 @@ class Pipeline {
                 if (reader.overlong() == 0 && blank(line)) {
                     continue;
                 }
+                // At most window_ lines in flight, and at most max_line bytes of their text
+                // (one line alone may always go): memory stays bounded by the limit, not by
+                // window_ times it.
+                const std::uint64_t size = line.size();
                 std::unique_lock<std::mutex> lock(mutex_);
-                space_.wait(lock, [this] { return next_seq_ - next_write_ < window_ || abort_; });
+                space_.wait(lock, [this, size] {
+                    return (next_seq_ - next_write_ < window_ &&
+                            (inflight_bytes_ + size <= ctx_.max_line || next_seq_ == next_write_)) ||
+                           abort_;
+                });
                 if (abort_) {
                     break;
                 }
+                inflight_bytes_ += size;
+                slot(next_seq_).bytes = size;
                 tasks_.push_back({next_seq_++, line_no, reader.overlong(), std::move(line)});
                 line = std::string();
                 lock.unlock();
@@ -646,6 +656,7 @@ class Pipeline {
     struct Slot {
         LineResult result;
         bool ready = false;
+        std::uint64_t bytes = 0; ///< the length of the line's text, held until it is written
     };
 
     Slot& slot(std::uint64_t seq) { return slots_[seq % window_]; }
@@ -666,7 +677,8 @@ class Pipeline {
                                : process_line(task.line, task.line_no, ctx_);
 
             lock.lock();
-            slot(task.seq) = {std::move(r), true};
+            slot(task.seq).result = std::move(r);
+            slot(task.seq).ready = true;
             const bool next_in_line = task.seq == next_write_;
             lock.unlock();
             if (next_in_line) {
@@ -695,13 +707,16 @@ class Pipeline {
                 }
                 Slot& s = slot(next_write_);
                 LineResult r = std::move(s.result);
-                s = Slot{};
+                s.result = LineResult{};
+                s.ready = false;
                 lock.unlock();
 
                 writer_.write(r);
                 unflushed = true;
 
                 lock.lock();
+                inflight_bytes_ -= slot(next_write_).bytes;
+                slot(next_write_).bytes = 0;
                 ++next_write_;
                 lock.unlock();
                 space_.notify_one();
@@ -731,6 +746,7 @@ class Pipeline {
     std::vector<Slot> slots_;
     std::uint64_t next_seq_ = 0;   ///< sequence number of the next line read
     std::uint64_t next_write_ = 0; ///< sequence number of the next line to write
+    std::uint64_t inflight_bytes_ = 0; ///< text of the lines read and not yet written
     bool input_done_ = false;
     bool abort_ = false; ///< a write failed: stop everything
     std::exception_ptr write_error_;

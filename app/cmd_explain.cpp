@@ -483,7 +483,7 @@ std::string explain(const ProblemInput& in, const io::Problem& p) {
     }
     if (!p.alibi_slopes.empty()) {
         scores.push_back("ALiBi, " + std::to_string(p.alibi_slopes.size()) +
-                         " slopes (adds slope·(j - i - s))");
+                         " slopes (adds -slope·|j - (i + s)|)");
     }
     if (!p.sinks.empty()) {
         scores.push_back("attention sinks, " + std::to_string(p.sinks.size()) +

@@ -34,7 +34,9 @@ def reference(q, k, v, f):
     diag = i + shift
     if "alibi" in f:
         slopes = default_slopes(h) if f["alibi"] is True else f["alibi"]
-        s = s + np.array(slopes)[:, None, None] * (j - diag)[None]
+        # FlashAttention's alibi_slopes: -slope * |i + Lk - Lq - j| (bottom-right), llama.cpp's
+        # KQ_mask -|pos_i - pos_j|: the bias falls off on both sides of the diagonal.
+        s = s - np.array(slopes)[:, None, None] * np.abs(j - diag)[None]
     seen = np.ones((lq, lk), bool)
     if f.get("causal") in (True, "top-left"):
         seen &= j <= i

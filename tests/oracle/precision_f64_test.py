@@ -105,7 +105,7 @@ def attention(Q, K, V, f):
                 bb = f["bias"]
                 s = s + bb[0 if bb.shape[0] == 1 else b, 0 if bb.shape[1] == 1 else h]
             if slopes is not None:
-                s = s + slopes[h] * (j - diag)
+                s = s - slopes[h] * np.abs(j - diag)
             if f.get("mask") is not None:
                 m = f["mask"]
                 ok &= m[0 if m.shape[0] == 1 else b, 0 if m.shape[1] == 1 else h] != 0

@@ -60,8 +60,9 @@ inline Result naive_attention(const Tensor& q,
                     }
                     const long long diag = static_cast<long long>(i) + diag_shift;
                     if (!spec.alibi_slopes.empty()) {
-                        s[j] += static_cast<double>(spec.alibi_slopes[h]) *
-                                static_cast<double>(static_cast<long long>(j) - diag);
+                        // FlashAttention / llama.cpp: -slope·|j - diag|.
+                        s[j] -= static_cast<double>(spec.alibi_slopes[h]) *
+                                std::fabs(static_cast<double>(static_cast<long long>(j) - diag));
                     }
                     // Window: diag - left <= j <= diag + right (-1: unbounded).
                     if ((spec.window.left >= 0 &&

@@ -65,9 +65,12 @@ inline bool window_sees(const Window& w, std::int64_t diag, std::size_t j) {
     return (w.left < 0 || jj >= diag - w.left) && (w.right < 0 || jj <= diag + w.right);
 }
 
-/// ALiBi's bias for query row i (diagonal key diag = i + s) and key j: slope·(j - diag).
+/// ALiBi's bias for query row i (diagonal key diag = i + s) and key j: -slope·|j - diag|,
+/// as FlashAttention's alibi_slopes and llama.cpp's ALiBi mask (for keys at or left of the
+/// diagonal, the paper's causal slope·(j - diag)).
 inline float alibi_bias(float slope, std::int64_t diag, std::size_t j) {
-    return slope * static_cast<float>(static_cast<std::int64_t>(j) - diag);
+    const std::int64_t d = static_cast<std::int64_t>(j) - diag;
+    return -slope * static_cast<float>(d < 0 ? -d : d);
 }
 
 /// Any per-score feature the vectorised softmax_row does not cover.

@@ -65,7 +65,8 @@ bool softmax_row64(double* s,
             x += bias[j];
         }
         if (!spec.alibi_slopes.empty()) {
-            x += slope * static_cast<double>(static_cast<std::int64_t>(j) - diag);
+            const std::int64_t d = static_cast<std::int64_t>(j) - diag;
+            x -= slope * static_cast<double>(d < 0 ? -d : d); // -slope·|j - diag|
         }
         if ((mask != nullptr && mask[j] == 0) || (pad != nullptr && pad[j] == 0) ||
             (window && !detail::window_sees(spec.window, diag, j))) {

@@ -230,6 +230,28 @@ TEST(Memory, EstimateCountsTheWeights) {
     EXPECT_EQ(with.total, with.inputs + with.intermediates + with.output + with.weights);
 }
 
+// precision f64 holds every input twice (float32 and float64) and computes in float64:
+// its estimate must grow accordingly, or --max-memory would let it use 3x the limit.
+TEST(Memory, PrecisionF64CountsItsDoubles) {
+    Problem p = long_problem(300, 200);
+    const MemoryEstimate f32 = estimate_memory(p, true, 1);
+    nlohmann::json doc;
+    doc["query"] = nlohmann::json::array();
+    doc["key"] = nlohmann::json::array();
+    for (std::size_t i = 0; i < 300; ++i) {
+        doc["query"].push_back({0.5});
+    }
+    for (std::size_t i = 0; i < 200; ++i) {
+        doc["key"].push_back({0.25});
+    }
+    doc["value"] = doc["key"];
+    doc["precision"] = "f64";
+    const MemoryEstimate f64 = estimate_memory(decode_problem(doc, fs::current_path()), true, 1);
+    EXPECT_EQ(f64.inputs, 3 * f32.inputs);
+    EXPECT_EQ(f64.weights, 2 * f32.weights);
+    EXPECT_GE(f64.total, 2 * f32.total);
+}
+
 TEST(Memory, RefusalNamesTheFiguresAndSuggestsNoWeights) {
     const Problem p = long_problem(2000, 3000);
     const std::string m = input_error_of([&] { check_memory(p, true, 10U << 20, 1); });

@@ -348,6 +348,14 @@ MemoryEstimate estimate_memory(const Problem& p, bool want_weights, unsigned thr
             m.weights_shape.erase(m.weights_shape.begin());
         }
     }
+    if (p.exact) {
+        // precision f64: each input is held in float32 and float64 (4 + 8 bytes a value);
+        // everything computed is float64, and its results keep both too (and longer text).
+        m.inputs = sat_mul(3, m.inputs);
+        m.intermediates = sat_mul(2, m.intermediates);
+        m.output = sat_mul(2, m.output);
+        m.weights = sat_mul(2, m.weights);
+    }
     m.total = sat_add(sat_add(m.inputs, m.intermediates), sat_add(m.output, m.weights));
     return m;
 }

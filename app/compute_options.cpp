@@ -369,17 +369,7 @@ nlohmann::json parse_scale_flag(const std::string& s) {
     if (s == "default" || s == "none" || s == "null") {
         return nullptr;
     }
-    std::size_t used = 0;
-    double x = 0.0;
-    try {
-        x = std::stod(s, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != s.size() || !std::isfinite(x)) {
-        throw InputError("--scale: expected a finite number or 'default', got '" + s + "'");
-    }
-    return x;
+    return flag_number(s, "--scale", "a finite number or 'default'");
 }
 
 // --- stdin ------------------------------------------------------------------------------------

@@ -1280,30 +1280,18 @@ std::string message_text(std::string_view text, std::size_t max_chars) {
     return out;
 }
 
-std::string format_float(float x) {
-    if (std::isnan(x)) {
-        return "nan";
-    }
-    if (std::isinf(x)) {
-        return x > 0 ? "inf" : "-inf";
-    }
-    if (x == 0.0f && std::signbit(x)) {
-        return "-0.0"; // JSON readers take "-0" for the integer 0 and lose the sign
-    }
-    std::array<char, 32> buffer{};
-    const auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), x);
-    ATTN_ASSERT(result.ec == std::errc());
-    return std::string(buffer.data(), result.ptr);
-}
+namespace {
 
-std::string format_double(double x) {
+/// Shortest decimal text that reads back as the same T; "nan", "inf", "-inf", "-0.0".
+template <class T>
+std::string format_shortest(T x) {
     if (std::isnan(x)) {
         return "nan";
     }
     if (std::isinf(x)) {
         return x > 0 ? "inf" : "-inf";
     }
-    if (x == 0.0 && std::signbit(x)) {
+    if (x == T{0} && std::signbit(x)) {
         return "-0.0"; // JSON readers take "-0" for the integer 0 and lose the sign
     }
     std::array<char, 40> buffer{};
@@ -1311,6 +1299,12 @@ std::string format_double(double x) {
     ATTN_ASSERT(result.ec == std::errc());
     return std::string(buffer.data(), result.ptr);
 }
+
+} // namespace
+
+std::string format_float(float x) { return format_shortest(x); }
+
+std::string format_double(double x) { return format_shortest(x); }
 
 namespace {
 

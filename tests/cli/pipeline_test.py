@@ -398,12 +398,19 @@ def peak_rss_of_batch(args, chunk, times):
 # padded with 1 MiB of JSON whitespace, then a 1 MiB blank line, 128 times); the peak RSS of
 # the process must stay a small fraction of it.
 pad = b" " * (1 << 20)
+# Under AddressSanitizer (the asan preset) freed memory waits in a 256 MiB quarantine and
+# shadow memory comes on top: peak RSS says nothing about attn there.
+with open(ATTN, "rb") as f:
+    SANITIZED = b"__asan_init" in f.read()
 for jobs in ("1", "2"):
     line_ = json.dumps(dict(SEED, id="x")).encode().replace(b'"id"', pad + b'"id"', 1)
     rc, so, rss_kb = peak_rss_of_batch(["-j", jobs, "--no-weights"], line_ + b"\n" + pad + b"\n",
                                        128)
     check(f"batch --jobs {jobs}: 256 MiB of input, every line answered",
           rc == 0 and so.count(b'"id":"x"') == 128, f"exit {rc}, {len(so.splitlines())} lines")
+    if SANITIZED:
+        print(f"skip: batch --jobs {jobs}: peak RSS bound (ASan build)")
+        continue
     check(f"batch --jobs {jobs}: peak RSS stays under 96 MiB for 256 MiB of input",
           rss_kb < 96 * 1024, f"peak RSS {rss_kb} KiB")
 

@@ -608,8 +608,9 @@ void emit_solution(const io::Problem& problem, const io::Solution& s, const Outp
     }
     if (s.rows_fully_masked > 0 && !o.quiet) {
         warn(std::to_string(s.rows_fully_masked) +
-             " query row(s) can see no key (fully masked): their weights are zeros and their "
-             "attention output is zeros (before any output projection)");
+             " query row(s) (over all batches and heads) can see no key (fully masked): their "
+             "weights are zeros and their attention output is zeros (before any output "
+             "projection)");
     }
 }
 

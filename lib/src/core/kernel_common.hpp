@@ -1,19 +1,74 @@
-// Index helpers both attention drivers share: the causal limit of a query row, the
-// offset of a broadcast mask/bias row, and the query block that makes one task.
+// What the attention drivers share: index helpers (the causal limit of a query row, the
+// offset of a broadcast mask/bias row, the query block that makes one task) and the scalar
+// feature row of the materialized kernels, templated on the element type (float for
+// attend_materialized, double for the f64 kernel). No SIMD here: the vectorised paths
+// live in kernel_ops.
 // Legend: B batch, H query heads, Lq queries, Lk keys.
 #pragma once
 
 #include "attn/attention.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <optional>
+#include <type_traits>
+#include <vector>
 
 namespace attn::detail {
 
 /// QB: query rows per task. Fixed (never derived from the thread count) so results are
 /// bit-identical for every thread count; 64 = one micro-kernel panel of 4 x 16 floats.
 constexpr std::size_t kQueryBlock = 64;
+
+/// The query rows one task of the materialized kernels owns: rows [i0, i0 + rows) of head
+/// h of batch b.
+struct QueryBlockTask {
+    std::size_t b;
+    std::size_t h;
+    std::size_t i0;
+    std::size_t rows;
+};
+
+/// Task `task` of B·H·blocks (blocks = ceil(Lq / QB)), each head's blocks in reverse order:
+/// under a causal mask the longest blocks go first, so the last tasks to finish are short.
+inline QueryBlockTask
+query_block_task(std::size_t task, std::size_t blocks, std::size_t n_h, std::size_t lq) {
+    const std::size_t blk = blocks - 1 - task % blocks;
+    const std::size_t i0 = blk * kQueryBlock;
+    return {task / (blocks * n_h), (task / blocks) % n_h, i0, std::min(kQueryBlock, lq - i0)};
+}
+
+/// Where a task's [rows, Lk] scores, then weights, live: rows from `first_row` on of the
+/// returned weights when there are any, else the worker's scratch (QB x Lk, reused).
+template <class T>
+T* block_weights(std::optional<xt::xtensor<T, 4>>& weights,
+                 std::vector<T>& scratch,
+                 std::size_t first_row,
+                 std::size_t lk) {
+    if (weights) {
+        return weights->data() + first_row * lk;
+    }
+    scratch.resize(kQueryBlock * lk);
+    return scratch.data();
+}
+
+/// Exact zeros in the output rows [rows, Dv] of a block that saw no key (empty[r]), even
+/// if V holds inf or NaN.
+template <class T>
+void zero_empty_rows(T* o_blk,
+                     const std::array<bool, kQueryBlock>& empty,
+                     std::size_t rows,
+                     std::size_t dv) {
+    for (std::size_t r = 0; r < rows; ++r) {
+        if (empty[r]) {
+            std::fill(o_blk + r * dv, o_blk + (r + 1) * dv, T{0});
+        }
+    }
+}
 
 /// How many leading keys query row i may see under the causal rule (all Lk if none).
 inline std::size_t causal_visible(Causal causal, std::size_t i, std::size_t lq, std::size_t lk) {
@@ -40,6 +95,13 @@ std::size_t pair_row_offset(const T& t, std::size_t b, std::size_t h, std::size_
     return ((bb * s[1] + hh) * s[2] + i) * s[3];
 }
 
+/// Row (b, h, i) of an optional broadcast [B|1, H|1, Lq, Lk] operand (bias or keep-mask),
+/// or null when the operand is absent.
+template <class E>
+const E* pair_row(const xt::xtensor<E, 4>* t, std::size_t b, std::size_t h, std::size_t i) {
+    return t != nullptr ? t->data() + pair_row_offset(*t, b, h, i) : nullptr;
+}
+
 /// Row b of a [B|1, 1, 1, Lk] key-padding mask, or null.
 inline const std::uint8_t* padding_row(const Mask* pad, std::size_t b, std::size_t lk) {
     if (pad == nullptr) {
@@ -48,14 +110,20 @@ inline const std::uint8_t* padding_row(const Mask* pad, std::size_t b, std::size
     return pad->data() + (pad->shape()[0] == 1 ? 0 : b) * lk;
 }
 
+/// The scale of the scores: spec.scale, else 1/sqrt(D) computed in T (1 when D = 0).
+template <class T> T score_scale(const BasicAttentionSpec<T>& spec, std::size_t d) {
+    return spec.scale ? *spec.scale : (d > 0 ? T{1} / std::sqrt(static_cast<T>(d)) : T{1});
+}
+
 /// The diagonal offset s of the window and ALiBi: query i's diagonal key is i + s.
-inline std::int64_t diagonal_offset(const AttentionSpec& spec, std::size_t lq, std::size_t lk) {
+template <class T>
+std::int64_t diagonal_offset(const BasicAttentionSpec<T>& spec, std::size_t lq, std::size_t lk) {
     const bool bottom_right =
         spec.causal == Causal::bottom_right || spec.align == Align::bottom_right;
     return bottom_right ? static_cast<std::int64_t>(lk) - static_cast<std::int64_t>(lq) : 0;
 }
 
-inline bool has_window(const AttentionSpec& spec) {
+template <class T> bool has_window(const BasicAttentionSpec<T>& spec) {
     return spec.window.left >= 0 || spec.window.right >= 0;
 }
 
@@ -68,16 +136,236 @@ inline bool window_sees(const Window& w, std::int64_t diag, std::size_t j) {
 /// ALiBi's bias for query row i (diagonal key diag = i + s) and key j: -slope·|j - diag|,
 /// as FlashAttention's alibi_slopes and llama.cpp's ALiBi mask (for keys at or left of the
 /// diagonal, the paper's causal slope·(j - diag)).
-inline float alibi_bias(float slope, std::int64_t diag, std::size_t j) {
+template <class T> T alibi_bias(T slope, std::int64_t diag, std::size_t j) {
     const std::int64_t d = static_cast<std::int64_t>(j) - diag;
-    return -slope * static_cast<float>(d < 0 ? -d : d);
+    return -slope * static_cast<T>(d < 0 ? -d : d);
 }
 
 /// Any per-score feature the vectorised softmax_row does not cover.
-inline bool has_row_features(const AttentionSpec& spec) {
+template <class T> bool has_row_features(const BasicAttentionSpec<T>& spec) {
     return has_window(spec) || spec.softcap.has_value() || !spec.alibi_slopes.empty() ||
            !spec.sinks.empty() || spec.want_lse || spec.want_entropy || spec.want_argmax ||
            spec.top_k > 0;
+}
+
+/// Allocates the diagnostics spec.want_* asks for: [B, H, Lq, 1] each, top-k [B, H, Lq, K].
+template <class T>
+void allocate_diagnostics(BasicRowDiagnostics<T>& diag,
+                          const BasicAttentionSpec<T>& spec,
+                          std::size_t n_b,
+                          std::size_t n_h,
+                          std::size_t lq) {
+    using Tensor4 = typename BasicRowDiagnostics<T>::Tensor4;
+    if (spec.want_lse) {
+        diag.lse = Tensor4::from_shape({n_b, n_h, lq, 1});
+    }
+    if (spec.want_entropy) {
+        diag.entropy = Tensor4::from_shape({n_b, n_h, lq, 1});
+    }
+    if (spec.want_argmax) {
+        diag.argmax = Tensor4::from_shape({n_b, n_h, lq, 1});
+    }
+    if (spec.top_k > 0) {
+        diag.top_k_indices = Tensor4::from_shape({n_b, n_h, lq, spec.top_k});
+        diag.top_k_weights = Tensor4::from_shape({n_b, n_h, lq, spec.top_k});
+    }
+}
+
+/// Where one row's diagnostics go (each pointer null when not asked for).
+template <class T> struct RowOut {
+    T* lse = nullptr;
+    T* entropy = nullptr;
+    T* argmax = nullptr;
+    T* top_idx = nullptr; // [K]
+    T* top_w = nullptr;   // [K]
+};
+
+/// The diagnostics of row `row` (= (b·H + h)·Lq + i) in `diag`, allocated as above.
+template <class T>
+RowOut<T> row_out(BasicRowDiagnostics<T>& diag, std::size_t row, std::size_t top_k) {
+    RowOut<T> out;
+    out.lse = diag.lse ? diag.lse->data() + row : nullptr;
+    out.entropy = diag.entropy ? diag.entropy->data() + row : nullptr;
+    out.argmax = diag.argmax ? diag.argmax->data() + row : nullptr;
+    if (top_k > 0) {
+        out.top_idx = diag.top_k_indices->data() + row * top_k;
+        out.top_w = diag.top_k_weights->data() + row * top_k;
+    }
+    return out;
+}
+
+/// The scalar weights row behind the issue-7 features (window, softcap, ALiBi, sinks and
+/// the diagnostics), in T = float (attend_materialized, where the vectorised
+/// ops.softmax_row covers the plain case) or T = double (the f64 kernel, every row).
+/// Over keys j < n (the causal limit; keys from n to lk get weight 0):
+///   x_j = scale·s_j; x_j = cap·tanh(x_j / cap); x_j += bias_j - slope·|j - diag|;
+///   x_j = -inf where the keep-mask, the padding or the window blocks key j;
+///   m = max(max_j x_j, sink); w_j = exp(x_j - m) / (exp(sink - m) + sum_j exp(x_j - m)).
+/// Scores, exponentials and weights are computed in T; the sum and the entropy accumulate
+/// in double for both. Returns false when no key is visible (the caller zeros the row; a
+/// sink alone does not make a row visible).
+template <class T>
+bool feature_row(T* s,
+                 std::size_t n,
+                 std::size_t lk,
+                 T scale,
+                 const BasicAttentionSpec<T>& spec,
+                 std::size_t h,
+                 std::int64_t diag,
+                 const T* bias,
+                 const std::uint8_t* mask,
+                 const std::uint8_t* pad,
+                 const RowOut<T>& out) {
+    constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+    const bool window = has_window(spec);
+    const T slope = spec.alibi_slopes.empty() ? T{0} : spec.alibi_slopes[h];
+    // pass 1: final scores, row max and argmax (first key on ties).
+    T row_max = kNegInf;
+    std::int64_t best = -1;
+    bool any_visible = false;
+    for (std::size_t j = 0; j < n; ++j) {
+        T x = s[j] * scale;
+        if (spec.softcap) {
+            x = *spec.softcap * std::tanh(x / *spec.softcap);
+        }
+        if (bias != nullptr) {
+            x += bias[j];
+        }
+        if (!spec.alibi_slopes.empty()) {
+            x += alibi_bias(slope, diag, j);
+        }
+        if ((mask != nullptr && mask[j] == 0) || (pad != nullptr && pad[j] == 0) ||
+            (window && !window_sees(spec.window, diag, j))) {
+            x = kNegInf;
+        }
+        s[j] = x;
+        any_visible = any_visible || x != kNegInf; // NaN counts as visible: it propagates
+        if (x > row_max) {
+            row_max = x;
+            best = static_cast<std::int64_t>(j);
+        }
+    }
+    if (out.argmax != nullptr) {
+        *out.argmax = static_cast<T>(best);
+    }
+    if (out.top_idx != nullptr) {
+        std::fill_n(out.top_idx, spec.top_k, T{-1});
+        std::fill_n(out.top_w, spec.top_k, T{0});
+    }
+    if (!any_visible) {
+        if (out.lse != nullptr) {
+            *out.lse = kNegInf;
+        }
+        if (out.entropy != nullptr) {
+            *out.entropy = T{0};
+        }
+        return false;
+    }
+    // pass 2: max-subtracted exponentials; the sink joins the max and the denominator.
+    const bool sink = !spec.sinks.empty();
+    if (sink && spec.sinks[h] > row_max) {
+        row_max = spec.sinks[h];
+    }
+    if (row_max == kNegInf) {
+        row_max = T{0}; // only NaN scores are visible: they stay NaN
+    }
+    double sum = sink ? static_cast<double>(std::exp(spec.sinks[h] - row_max)) : 0.0;
+    for (std::size_t j = 0; j < n; ++j) {
+        s[j] = std::exp(s[j] - row_max); // exp(-inf) = 0 for blocked keys
+        sum += static_cast<double>(s[j]);
+    }
+    // pass 3: normalise; entropy over the nonzero weights.
+    const T inv = static_cast<T>(1.0 / sum);
+    double entropy = 0.0;
+    for (std::size_t j = 0; j < n; ++j) {
+        s[j] *= inv;
+        if (s[j] > T{0}) {
+            entropy -= static_cast<double>(s[j]) * std::log(static_cast<double>(s[j]));
+        }
+    }
+    std::fill(s + n, s + lk, T{0});
+    if (out.lse != nullptr) {
+        *out.lse = static_cast<T>(static_cast<double>(row_max) + std::log(sum));
+    }
+    if (out.entropy != nullptr) {
+        *out.entropy = static_cast<T>(entropy);
+    }
+    if (out.top_idx != nullptr) {
+        // The K largest nonzero weights, largest first, lower key first on ties.
+        std::vector<std::size_t> keys;
+        for (std::size_t j = 0; j < n; ++j) {
+            if (s[j] > T{0}) {
+                keys.push_back(j);
+            }
+        }
+        const std::size_t kk = std::min(spec.top_k, keys.size());
+        std::partial_sort(
+            keys.begin(),
+            keys.begin() + static_cast<std::ptrdiff_t>(kk),
+            keys.end(),
+            [s](std::size_t a, std::size_t b) { return s[a] > s[b] || (s[a] == s[b] && a < b); });
+        for (std::size_t t = 0; t < kk; ++t) {
+            out.top_idx[t] = static_cast<T>(keys[t]);
+            out.top_w[t] = s[keys[t]];
+        }
+    }
+    return true;
+}
+
+/// Pass 2 of the materialized kernels over one task's rows [i0, i0 + rows) of head (b, h):
+/// each row r of unscaled scores p[r·Lk + j] becomes its weights, through feature_row when
+/// `features`, else through plain_row(srow, limit, bias_row, mask_row, pad_row) -> visible
+/// (the float kernel's vectorised softmax_row; the f64 kernel passes features = true and
+/// plain_row = nullptr). Keys at or past a row's causal limit get weight exactly 0; a row
+/// that sees no key gets zeros and empty[r] = true. first_row = (b·H + h)·Lq + i0 locates
+/// the diagnostics. Returns how many rows saw no key.
+template <class T, class PlainRow>
+std::int64_t weights_block(T* p,
+                           std::array<bool, kQueryBlock>& empty,
+                           const QueryBlockTask& task,
+                           std::size_t first_row,
+                           std::size_t lq,
+                           std::size_t lk,
+                           T scale,
+                           const BasicAttentionSpec<T>& spec,
+                           BasicRowDiagnostics<T>& diag_out,
+                           bool features,
+                           const PlainRow& plain_row) {
+    const std::int64_t diag0 = diagonal_offset(spec, lq, lk);
+    const std::uint8_t* pad_row = padding_row(spec.key_padding, task.b, lk);
+    std::int64_t empty_rows = 0;
+    for (std::size_t r = 0; r < task.rows; ++r) {
+        const std::size_t i = task.i0 + r;
+        T* srow = p + r * lk;
+        const std::size_t limit = causal_visible(spec.causal, i, lq, lk);
+        const T* bias_row = pair_row(spec.bias, task.b, task.h, i);
+        const std::uint8_t* mask_row = pair_row(spec.keep_mask, task.b, task.h, i);
+        bool visible = false;
+        if (features) {
+            visible = feature_row(srow,
+                                  limit,
+                                  lk,
+                                  scale,
+                                  spec,
+                                  task.h,
+                                  static_cast<std::int64_t>(i) + diag0,
+                                  bias_row,
+                                  mask_row,
+                                  pad_row,
+                                  row_out(diag_out, first_row + r, spec.top_k));
+        } else if constexpr (!std::is_null_pointer_v<PlainRow>) {
+            visible = plain_row(srow, limit, bias_row, mask_row, pad_row);
+        }
+        if (!visible) {
+            // No key visible: the contract gives a zero row (PyTorch would give NaN).
+            std::fill(srow, srow + lk, T{0});
+            empty[r] = true;
+            ++empty_rows;
+            continue;
+        }
+        std::fill(srow + limit, srow + lk, T{0});
+    }
+    return empty_rows;
 }
 
 } // namespace attn::detail

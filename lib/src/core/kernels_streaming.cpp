@@ -59,8 +59,7 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
     const std::size_t lk = k.shape()[2];
     const std::size_t dv = v.shape()[3];
     const std::size_t group = n_h / n_hkv; // G: query heads sharing one K/V head
-    const float scale =
-        spec.scale ? *spec.scale : (d > 0 ? 1.0f / std::sqrt(static_cast<float>(d)) : 1.0f);
+    const float scale = detail::score_scale(spec, d);
     const detail::KernelOps& ops = detail::kernel_ops(spec.simd);
 
     AttentionResult result;

@@ -1,4 +1,5 @@
-// cblas_sgemm behind a size_t interface, with the degenerate sizes handled here.
+// cblas_sgemm and cblas_dgemm behind a size_t interface, with the degenerate sizes handled
+// here.
 #include "blas.hpp"
 
 #include <cblas.h>
@@ -6,6 +7,7 @@
 #include <algorithm>
 #include <climits>
 #include <mutex>
+#include <type_traits>
 
 #include "attn/error.hpp"
 
@@ -30,6 +32,44 @@ blasint to_blas(std::size_t n) {
 }
 }  // namespace
 
+namespace {
+
+/// The one call into cblas: C[m, n] = alpha · op(A) · op(B) + beta · C, row-major, with the
+/// degenerate sizes (m or n of 0: nothing; k of 0: C = beta·C) handled here, since BLAS
+/// rejects a leading dimension of 0.
+template <class T>
+void gemm(CBLAS_TRANSPOSE trans_a,
+          CBLAS_TRANSPOSE trans_b,
+          std::size_t m,
+          std::size_t n,
+          std::size_t k,
+          T alpha,
+          const T* a,
+          std::size_t lda,
+          const T* b,
+          std::size_t ldb,
+          T beta,
+          T* c,
+          std::size_t ldc) {
+    if (m == 0 || n == 0) {
+        return;
+    }
+    if (k == 0) {
+        scale_only(m, n, beta, c, ldc);
+        return;
+    }
+    const auto ld = [](std::size_t x) { return to_blas(std::max<std::size_t>(x, 1)); };
+    if constexpr (std::is_same_v<T, float>) {
+        cblas_sgemm(CblasRowMajor, trans_a, trans_b, to_blas(m), to_blas(n), to_blas(k),
+                    alpha, a, ld(lda), b, ld(ldb), beta, c, ld(ldc));
+    } else {
+        cblas_dgemm(CblasRowMajor, trans_a, trans_b, to_blas(m), to_blas(n), to_blas(k),
+                    alpha, a, ld(lda), b, ld(ldb), beta, c, ld(ldc));
+    }
+}
+
+}  // namespace
+
 void sgemm(std::size_t m,
            std::size_t n,
            std::size_t k,
@@ -42,27 +82,8 @@ void sgemm(std::size_t m,
            float beta,
            float* c,
            std::size_t ldc) {
-    if (m == 0 || n == 0) {
-        return;
-    }
-    if (k == 0) {
-        scale_only(m, n, beta, c, ldc);
-        return;
-    }
-    cblas_sgemm(CblasRowMajor,
-                CblasNoTrans,
-                b_transposed ? CblasTrans : CblasNoTrans,
-                to_blas(m),
-                to_blas(n),
-                to_blas(k),
-                alpha,
-                a,
-                to_blas(std::max<std::size_t>(lda, 1)),
-                b,
-                to_blas(std::max<std::size_t>(ldb, 1)),
-                beta,
-                c,
-                to_blas(std::max<std::size_t>(ldc, 1)));
+    gemm(CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
+         ldb, beta, c, ldc);
 }
 
 void sgemm_at(std::size_t m,
@@ -76,27 +97,7 @@ void sgemm_at(std::size_t m,
               float beta,
               float* c,
               std::size_t ldc) {
-    if (m == 0 || n == 0) {
-        return;
-    }
-    if (k == 0) {
-        scale_only(m, n, beta, c, ldc);
-        return;
-    }
-    cblas_sgemm(CblasRowMajor,
-                CblasTrans,
-                CblasNoTrans,
-                to_blas(m),
-                to_blas(n),
-                to_blas(k),
-                alpha,
-                a,
-                to_blas(std::max<std::size_t>(lda, 1)),
-                b,
-                to_blas(std::max<std::size_t>(ldb, 1)),
-                beta,
-                c,
-                to_blas(std::max<std::size_t>(ldc, 1)));
+    gemm(CblasTrans, CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void dgemm(std::size_t m,
@@ -111,27 +112,8 @@ void dgemm(std::size_t m,
            double beta,
            double* c,
            std::size_t ldc) {
-    if (m == 0 || n == 0) {
-        return;
-    }
-    if (k == 0) {
-        scale_only(m, n, beta, c, ldc);
-        return;
-    }
-    cblas_dgemm(CblasRowMajor,
-                CblasNoTrans,
-                b_transposed ? CblasTrans : CblasNoTrans,
-                to_blas(m),
-                to_blas(n),
-                to_blas(k),
-                alpha,
-                a,
-                to_blas(std::max<std::size_t>(lda, 1)),
-                b,
-                to_blas(std::max<std::size_t>(ldb, 1)),
-                beta,
-                c,
-                to_blas(std::max<std::size_t>(ldc, 1)));
+    gemm(CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
+         ldb, beta, c, ldc);
 }
 
 void blas_single_threaded() {

@@ -1043,7 +1043,8 @@ void read_exactly(int fd, std::uint8_t* dst, std::size_t n, const std::string& s
 Array read_npy_file(int fd,
                     std::uint64_t file_size,
                     const std::string& shown,
-                    Precision precision) {
+                    Precision precision,
+                    const ValueSink* sink = nullptr) {
     std::vector<std::uint8_t> head(
         static_cast<std::size_t>(std::min<std::uint64_t>(file_size, 12)));
     read_exactly(fd, head.data(), head.size(), shown);
@@ -1069,7 +1070,14 @@ Array read_npy_file(int fd,
     out.shape = header.shape;
     out.dtype = header.dtype;
     out.is_bool = type.kind == ElementKind::boolean;
-    out.values.resize(count);
+    float* values = nullptr;
+    if (sink != nullptr && *sink && precision == Precision::f32) {
+        values = (*sink)(header.shape);
+    }
+    if (values == nullptr) {
+        out.values.resize(count);
+        values = out.values.data();
+    }
     if (precision == Precision::f64) {
         out.values64.resize(count);
     }
@@ -1078,7 +1086,7 @@ Array read_npy_file(int fd,
     for (std::size_t first = 0; first < count; first += per_chunk) {
         const std::size_t n = std::min(per_chunk, count - first);
         read_exactly(fd, chunk.data(), n * header.item_size, shown);
-        decode_npy(chunk.data(), first, n, header, type, out.values.data());
+        decode_npy(chunk.data(), first, n, header, type, values);
         if (precision == Precision::f64) {
             decode_npy(chunk.data(), first, n, header, type, out.values64.data());
         }
@@ -1199,6 +1207,13 @@ std::vector<std::uint8_t> read_file(const std::filesystem::path& path) {
 }
 
 Array read_array_file(const std::filesystem::path& path, ArrayKind kind, Precision precision) {
+    return read_array_file(path, kind, precision, ValueSink());
+}
+
+Array read_array_file(const std::filesystem::path& path,
+                      ArrayKind kind,
+                      Precision precision,
+                      const ValueSink& sink) {
     const ArrayFormat format = array_format_for(path);
     const std::string shown = shown_path(path.string());
     if (format == ArrayFormat::npy) {
@@ -1206,7 +1221,7 @@ Array read_array_file(const std::filesystem::path& path, ArrayKind kind, Precisi
         struct stat st {};
         if (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode)) {
             return read_npy_file(
-                fd.get(), static_cast<std::uint64_t>(st.st_size), shown, precision);
+                fd.get(), static_cast<std::uint64_t>(st.st_size), shown, precision, &sink);
         }
         // A pipe or device named .npy: read it whole (within the limit), then parse.
         return parse_npy(read_file(path), shown, precision);

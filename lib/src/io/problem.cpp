@@ -56,22 +56,31 @@ std::string shown(const std::string& s) {
 void record_source(std::vector<ProblemSource>& sources,
                    const std::string& name,
                    const fs::path& path,
-                   const Array& a,
+                   const std::vector<std::size_t>& shape,
+                   std::span<const float> values,
                    ArrayKind kind) {
-    ProblemSource s{name, path, a.shape, std::nullopt, 0.0f};
+    ProblemSource s{name, path, shape, std::nullopt, 0.0f};
     if (kind == ArrayKind::numeric) {
         // Masks load as numbers only under mask_convention "additive", where -inf blocks.
         const bool is_bias = name == "bias" || name == "mask" || name == "key_padding_mask";
-        const auto bad = std::find_if(a.values.begin(), a.values.end(), [&](float x) {
+        const auto bad = std::find_if(values.begin(), values.end(), [&](float x) {
             return is_bias ? (std::isnan(x) || x == std::numeric_limits<float>::infinity())
                            : !std::isfinite(x);
         });
-        if (bad != a.values.end()) {
-            s.first_nonfinite = static_cast<std::size_t>(bad - a.values.begin());
+        if (bad != values.end()) {
+            s.first_nonfinite = static_cast<std::size_t>(bad - values.begin());
             s.nonfinite_value = *bad;
         }
     }
     sources.push_back(std::move(s));
+}
+
+void record_source(std::vector<ProblemSource>& sources,
+                   const std::string& name,
+                   const fs::path& path,
+                   const Array& a,
+                   ArrayKind kind) {
+    record_source(sources, name, path, a.shape, a.values, kind);
 }
 
 /// Loads an array field: a JSON literal, or a .npy/.json path relative to base_dir.
@@ -82,20 +91,42 @@ Array load_array(const json& j,
                  ArrayKind kind,
                  const fs::path& base,
                  std::vector<ProblemSource>& sources,
-                 Precision precision = Precision::f32) {
+                 Precision precision = Precision::f32,
+                 std::optional<Tensor>* rank4 = nullptr) {
     if (kind != ArrayKind::numeric) {
         precision = Precision::f32;
     }
     if (j.is_string()) {
         const fs::path p = j.get<std::string>();
         const fs::path full = p.is_absolute() ? p : base / p;
+        // A rank-4 [B, H, L, D] .npy input is decoded straight into its tensor: no second
+        // copy of what may be the largest input.
+        ValueSink sink;
+        if (rank4 != nullptr) {
+            sink = [rank4](const std::vector<std::size_t>& shape) -> float* {
+                if (shape.size() != 4) {
+                    return nullptr;
+                }
+                *rank4 = Tensor::from_shape({shape[0], shape[1], shape[2], shape[3]});
+                return (*rank4)->data();
+            };
+        }
         Array a;
         try {
-            a = read_array_file(full, kind, precision);
+            a = read_array_file(full, kind, precision, sink);
         } catch (const InputError& e) {
             throw InputError(name + ": " + e.what());
         }
-        record_source(sources, name, full, a, kind);
+        if (rank4 != nullptr && *rank4) {
+            record_source(sources,
+                          name,
+                          full,
+                          a.shape,
+                          std::span<const float>((*rank4)->data(), (*rank4)->size()),
+                          kind);
+        } else {
+            record_source(sources, name, full, a, kind);
+        }
         return a;
     }
     if (j.is_array()) {
@@ -636,8 +667,9 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
         throw InputError("key: missing (query needs key and value, or context)");
     }
     const char* q_field = has("query") ? "query" : "input";
+    std::optional<Tensor> q_t, k_t, v_t; // rank-4 .npy inputs, read straight into tensors
     Array q_arr =
-        load_array(doc[q_field], q_field, ArrayKind::numeric, base, p.sources, prec);
+        load_array(doc[q_field], q_field, ArrayKind::numeric, base, p.sources, prec, &q_t);
 
     if (q_arr.shape.size() == 4) {
         // Direct heads: [B, H, L, D].
@@ -650,9 +682,9 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
                              "[B, H, L, D] heads");
         }
         Array k_arr =
-            load_array(doc["key"], "key", ArrayKind::numeric, base, p.sources, prec);
+            load_array(doc["key"], "key", ArrayKind::numeric, base, p.sources, prec, &k_t);
         Array v_arr =
-            load_array(doc["value"], "value", ArrayKind::numeric, base, p.sources, prec);
+            load_array(doc["value"], "value", ArrayKind::numeric, base, p.sources, prec, &v_t);
         const auto& qs = q_arr.shape;
         if (k_arr.shape.size() != 4 || (k_arr.shape[0] != qs[0] && k_arr.shape[0] != 1) ||
             k_arr.shape[3] != qs[3] || k_arr.shape[1] == 0 || qs[1] % k_arr.shape[1] != 0) {
@@ -674,9 +706,9 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
         }
         p.direct_heads = true;
         p.batched = true;
-        p.q4 = to_tensor4(q_arr);
-        p.k4 = to_tensor4(k_arr);
-        p.v4 = to_tensor4(v_arr);
+        p.q4 = q_t ? std::move(*q_t) : to_tensor4(q_arr);
+        p.k4 = k_t ? std::move(*k_t) : to_tensor4(k_arr);
+        p.v4 = v_t ? std::move(*v_t) : to_tensor4(v_arr);
         if (p.exact) {
             p.exact->q4 = exact_tensor<Tensor64>(q_arr, p.q4.shape());
             p.exact->k4 = exact_tensor<Tensor64>(k_arr, p.k4.shape());

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -83,6 +84,19 @@ std::vector<std::uint8_t> read_file(const std::filesystem::path& path);
 Array read_array_file(const std::filesystem::path& path,
                       ArrayKind kind,
                       Precision precision = Precision::f32);
+
+/// Where a regular .npy file's float32 values may go instead of Array::values: called with
+/// the validated shape before the payload is read; returns storage for product(shape)
+/// floats (e.g. the data of a tensor it allocates), or nullptr to use Array::values.
+using ValueSink = std::function<float*(const std::vector<std::size_t>& shape)>;
+
+/// read_array_file, with a regular .npy file's values decoded straight into what `sink`
+/// returns (then Array::values stays empty): no second copy of a large input. Other
+/// files, Precision::f64 and a null return read as read_array_file does.
+Array read_array_file(const std::filesystem::path& path,
+                      ArrayKind kind,
+                      Precision precision,
+                      const ValueSink& sink);
 
 /// JSON nested deeper than this (arrays and objects) is refused before it is parsed:
 /// nlohmann's copies, comparisons and dumps recurse once per level, so a hostile

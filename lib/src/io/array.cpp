@@ -728,6 +728,19 @@ void write_stdout(std::span<const std::uint8_t> bytes) {
     }
 }
 
+/// True when an Array carries exact float64 values (a precision f64 result): writers use
+/// them rather than their float32 rounding.
+bool has_exact_values(const Array& a) {
+    return !a.values64.empty() && a.values64.size() == a.values.size();
+}
+
+/// True for an existing device or pipe (/dev/null, /dev/stdout, a FIFO): such outputs are
+/// written in place (write_special), not through a temp file and a rename.
+bool written_in_place(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode);
+}
+
 /// Devices and pipes (/dev/null, /dev/stdout, a FIFO) cannot be replaced by a rename and
 /// have no partial-file problem: write to them directly.
 void write_special(const std::string& path, std::span<const std::uint8_t> bytes) {
@@ -1398,9 +1411,8 @@ std::string encode_json_array64(const std::vector<std::size_t>& shape, const dou
 }
 
 std::string encode_json_array(const Array& a) {
-    return a.values64.empty() || a.values64.size() != a.values.size()
-               ? encode_json_array(a.shape, a.values.data())
-               : encode_json_array64(a.shape, a.values64.data());
+    return has_exact_values(a) ? encode_json_array64(a.shape, a.values64.data())
+                               : encode_json_array(a.shape, a.values.data());
 }
 
 namespace {
@@ -1500,9 +1512,8 @@ encode_npy64(const std::vector<std::size_t>& shape, const double* values, bool f
 }
 
 std::vector<std::uint8_t> encode_npy(const Array& a, bool f64) {
-    return a.values64.empty() || a.values64.size() != a.values.size()
-               ? encode_npy(a.shape, a.values.data(), f64)
-               : encode_npy64(a.shape, a.values64.data(), f64);
+    return has_exact_values(a) ? encode_npy64(a.shape, a.values64.data(), f64)
+                               : encode_npy(a.shape, a.values.data(), f64);
 }
 
 ArrayFormat array_format_for(const std::filesystem::path& path) {
@@ -1640,8 +1651,7 @@ void write_file_atomic(const std::filesystem::path& path, std::span<const std::u
         write_stdout(bytes);
         return;
     }
-    struct stat st {};
-    if (::stat(shown.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+    if (written_in_place(shown)) {
         write_special(shown, bytes);
         return;
     }
@@ -1658,19 +1668,15 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view text)
 
 void write_npy_file(const std::filesystem::path& path, const Array& a, bool f64) {
     const std::string shown = path.string();
-    struct stat st {};
-    const bool special =
-        shown == "-" ||
-        (::stat(shown.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode));
-    if (special) {
-        write_file_atomic(path, encode_npy(a, f64));
+    if (shown == "-" || written_in_place(shown)) {
+        write_file_atomic(path, encode_npy(a, f64)); // stdout and devices: the whole encoding
         return;
     }
     AtomicWriter out(path);
-    if (a.values64.empty() || a.values64.size() != a.values.size()) {
-        write_npy_stream(out, a.shape, a.values.data(), f64);
-    } else {
+    if (has_exact_values(a)) {
         write_npy_stream(out, a.shape, a.values64.data(), f64);
+    } else {
+        write_npy_stream(out, a.shape, a.values.data(), f64);
     }
     out.commit();
 }

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <string>
 
 namespace attn::app {
@@ -21,12 +20,12 @@ const char* version();
 /// Adds a --version flag to a (sub)command: prints "attn VERSION" and exits 0.
 void add_version_flag(CLI::App& app);
 
-void add_compute(CLI::App& app);   // cmd_compute.cpp
-void add_info(CLI::App& app);      // cmd_info.cpp
-void add_heatmap(CLI::App& app);   // cmd_heatmap.cpp
-void add_batch(CLI::App& app);     // cmd_batch.cpp
-void add_diff(CLI::App& app);      // cmd_diff.cpp
-void add_explain(CLI::App& app);   // cmd_explain.cpp
+void add_compute(CLI::App& app); // cmd_compute.cpp
+void add_info(CLI::App& app);    // cmd_info.cpp
+void add_heatmap(CLI::App& app); // cmd_heatmap.cpp
+void add_batch(CLI::App& app);   // cmd_batch.cpp
+void add_diff(CLI::App& app);    // cmd_diff.cpp
+void add_explain(CLI::App& app); // cmd_explain.cpp
 
 /// A CLI11 check for counts (--threads, --jobs, --heads, ...): a whole number >= 1, with a
 /// plain message ("--threads: expected a whole number of at least 1, got '0'").
@@ -35,4 +34,4 @@ const CLI::Validator& positive_count();
 /// Prints "attn: warning: MESSAGE" on stderr (unless warnings are silenced).
 void warn(const std::string& message);
 
-}  // namespace attn::app
+} // namespace attn::app

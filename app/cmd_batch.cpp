@@ -611,7 +611,8 @@ class Pipeline {
                 std::unique_lock<std::mutex> lock(mutex_);
                 space_.wait(lock, [this, size] {
                     return (next_seq_ - next_write_ < window_ &&
-                            (inflight_bytes_ + size <= ctx_.max_line || next_seq_ == next_write_)) ||
+                            (inflight_bytes_ + size <= ctx_.max_line ||
+                             next_seq_ == next_write_)) ||
                            abort_;
                 });
                 if (abort_) {
@@ -744,8 +745,8 @@ class Pipeline {
     std::condition_variable task_ready_, result_ready_, space_;
     std::deque<Task> tasks_;
     std::vector<Slot> slots_;
-    std::uint64_t next_seq_ = 0;   ///< sequence number of the next line read
-    std::uint64_t next_write_ = 0; ///< sequence number of the next line to write
+    std::uint64_t next_seq_ = 0;       ///< sequence number of the next line read
+    std::uint64_t next_write_ = 0;     ///< sequence number of the next line to write
     std::uint64_t inflight_bytes_ = 0; ///< text of the lines read and not yet written
     bool input_done_ = false;
     bool abort_ = false; ///< a write failed: stop everything

@@ -350,7 +350,8 @@ void run_heatmap(const HeatmapArgs& a) {
     const bool to_file = !a.output.empty();
     const FileFormat format = to_file ? file_format(a.output, a.format, "-o") : FileFormat::png;
     std::vector<io::NamedPath> inputs;
-    for (const auto& [name, path] : {std::pair{"WEIGHTS", a.weights}, std::pair{"--mask", a.mask}}) {
+    for (const auto& [name, path] :
+         {std::pair{"WEIGHTS", a.weights}, std::pair{"--mask", a.mask}}) {
         if (!path.empty() && path != "-") {
             inputs.push_back({name, path});
         }

@@ -1,20 +1,18 @@
 // `attn info FILE`: the shape and dtype of an array file (.npy or .json), or the tensors
 // of a .safetensors checkpoint and the attention layers `params` can take from it, read with
 // the same strict readers as every other command.
-#include "cli.hpp"
-#include "compute_options.hpp"
-
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/safetensors.hpp"
-
-#include <nlohmann/json.hpp>
+#include "cli.hpp"
+#include "compute_options.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
 
@@ -75,8 +73,10 @@ void run_info_safetensors(const InfoArgs& a) {
         nlohmann::json j = {{"file", a.file}, {"format", "safetensors"}};
         j["tensors"] = nlohmann::json::array();
         for (const io::SafetensorsEntry& t : h.tensors) {
-            j["tensors"].push_back(
-                {{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"bytes", t.end - t.begin}});
+            j["tensors"].push_back({{"name", t.name},
+                                    {"dtype", t.dtype},
+                                    {"shape", t.shape},
+                                    {"bytes", t.end - t.begin}});
         }
         j["layers"] = nlohmann::json::array();
         for (const auto& [layout, prefix] : layers) {
@@ -91,7 +91,8 @@ void run_info_safetensors(const InfoArgs& a) {
     std::size_t name_width = 4;
     std::size_t shape_width = 2;
     for (const io::SafetensorsEntry& t : h.tensors) {
-        name_width = std::max(name_width, std::min<std::size_t>(io::message_text(t.name).size(), 60));
+        name_width =
+            std::max(name_width, std::min<std::size_t>(io::message_text(t.name).size(), 60));
         shape_width = std::max(shape_width, shape_string(t.shape).size());
     }
     const auto pad = [](const std::string& text, std::size_t width) {
@@ -123,7 +124,7 @@ void run_info(const InfoArgs& a) {
         run_info_safetensors(a);
         return;
     }
-    const io::Array arr = read_array_arg(a.file, io::ArrayKind::mask);  // "-": stdin
+    const io::Array arr = read_array_arg(a.file, io::ArrayKind::mask); // "-": stdin
     std::size_t n = 1;
     for (auto d : arr.shape) {
         n *= d;
@@ -133,17 +134,18 @@ void run_info(const InfoArgs& a) {
         dtype = arr.is_bool ? "bool (JSON)" : "number (JSON)";
     }
     if (a.json) {
-        std::cout << "{\"file\":" << nlohmann::json(a.file).dump(-1, ' ', false,
-                                                                 nlohmann::json::error_handler_t::replace)
+        std::cout << "{\"file\":"
+                  << nlohmann::json(a.file).dump(
+                         -1, ' ', false, nlohmann::json::error_handler_t::replace)
                   << ",\"shape\":" << nlohmann::json(arr.shape).dump() << ",\"dtype\":\""
                   << arr.dtype << "\"}\n";
     } else {
-        std::cout << a.file << ": shape " << shape_string(arr.shape) << ", dtype " << dtype
-                  << ", " << n << " element" << (n == 1 ? "" : "s") << '\n';
+        std::cout << a.file << ": shape " << shape_string(arr.shape) << ", dtype " << dtype << ", "
+                  << n << " element" << (n == 1 ? "" : "s") << '\n';
     }
 }
 
-}  // namespace
+} // namespace
 
 void add_info(CLI::App& app) {
     auto args = std::make_shared<InfoArgs>();
@@ -152,7 +154,8 @@ void add_info(CLI::App& app) {
         "Print the shape and dtype of an array file, or the tensors of a .safetensors "
         "checkpoint and the attention layers (layout, prefix) it holds");
     add_version_flag(*cmd);
-    cmd->add_option("file", args->file, "a .npy or .json array file (- for stdin), or a .safetensors file")
+    cmd->add_option(
+           "file", args->file, "a .npy or .json array file (- for stdin), or a .safetensors file")
         ->required();
     cmd->add_flag("--json",
                   args->json,
@@ -161,4 +164,4 @@ void add_info(CLI::App& app) {
     cmd->callback([args] { run_info(*args); });
 }
 
-}  // namespace attn::app
+} // namespace attn::app

@@ -201,7 +201,9 @@ json flag_numbers(const std::string& s, const char* flag) {
     return out;
 }
 
-bool is_off(const std::string& s) { return s == "none" || s == "off" || s == "false"; }
+bool is_off(const std::string& s) {
+    return s == "none" || s == "off" || s == "false";
+}
 
 } // namespace
 
@@ -533,9 +535,7 @@ void apply_memory_limit(const std::string& max_memory) {
     }
 }
 
-void check_outputs(const io::Problem& problem,
-                   const ProblemArgs& args,
-                   const OutputOptions& o) {
+void check_outputs(const io::Problem& problem, const ProblemArgs& args, const OutputOptions& o) {
     std::vector<io::NamedPath> inputs = io::input_paths(problem);
     if (!args.problem.empty() && args.problem != "-") {
         inputs.push_back({"PROBLEM", args.problem});

@@ -28,15 +28,15 @@ struct ProblemArgs {
     std::size_t heads = 0, kv_heads = 0;
     std::int64_t seed = -1;
     // Issue 7 features; empty/0 = not given (the problem's field, if any, stays).
-    std::string prefix, layout;          ///< --prefix, --layout (checkpoint params)
-    std::string window, window_align;    ///< --window L,R; --window-align
-    std::string softcap;                 ///< --softcap X
-    std::string alibi;                   ///< --alibi (default slopes) or --alibi=S0,S1,..
-    std::string sinks;                   ///< --sinks S0,S1,..
-    std::string mask_convention;         ///< --mask-convention keep|torch-mha|additive
-    std::string returns;                 ///< --return lse,entropy,argmax,top_k
-    std::size_t top_k = 0;               ///< --top-k K (also asks for top_k)
-    std::string precision;               ///< --precision f32|f64
+    std::string prefix, layout;       ///< --prefix, --layout (checkpoint params)
+    std::string window, window_align; ///< --window L,R; --window-align
+    std::string softcap;              ///< --softcap X
+    std::string alibi;                ///< --alibi (default slopes) or --alibi=S0,S1,..
+    std::string sinks;                ///< --sinks S0,S1,..
+    std::string mask_convention;      ///< --mask-convention keep|torch-mha|additive
+    std::string returns;              ///< --return lse,entropy,argmax,top_k
+    std::size_t top_k = 0;            ///< --top-k K (also asks for top_k)
+    std::string precision;            ///< --precision f32|f64
 };
 
 /// Registers the positional PROBLEM and the field flags (--query/-q, ..., --variant).
@@ -120,9 +120,7 @@ void apply_memory_limit(const std::string& max_memory);
 
 /// Refuses outputs that would overwrite one of the problem's inputs (its arrays, params
 /// files and the PROBLEM file itself) or each other: --output, --weights, --heatmap.
-void check_outputs(const io::Problem& problem,
-                   const ProblemArgs& args,
-                   const OutputOptions& o);
+void check_outputs(const io::Problem& problem, const ProblemArgs& args, const OutputOptions& o);
 
 /// Writes the requested files (atomically; "-" is stdout) or the result document on
 /// stdout, and warns about fully masked rows on stderr. At most one output may be "-";

@@ -1,19 +1,19 @@
 // attn's entry point and its one catch ladder: CLI parse errors and InputError exit 2,
 // SystemError, bad_alloc and anything else exit 1. Subcommands live one per file.
-#include "cli.hpp"
-
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "cli.hpp"
 
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <iostream>
 #include <new>
 
 namespace attn::app {
 
-const char* version() { return ATTN_VERSION; }
+const char* version() {
+    return ATTN_VERSION;
+}
 
 void add_version_flag(CLI::App& app) {
     app.add_flag_callback(
@@ -39,9 +39,11 @@ const CLI::Validator& positive_count() {
     return v;
 }
 
-void warn(const std::string& message) { std::cerr << "attn: warning: " << message << '\n'; }
+void warn(const std::string& message) {
+    std::cerr << "attn: warning: " << message << '\n';
+}
 
-}  // namespace attn::app
+} // namespace attn::app
 
 namespace {
 
@@ -76,7 +78,7 @@ int run(int argc, char** argv) {
     return 0;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
     // SIGINT/SIGTERM/SIGHUP remove the temp files of unfinished atomic writes, then the

@@ -12,23 +12,21 @@
 namespace attn::reference {
 
 struct Result {
-    std::vector<double> output;   // [B, H, Lq, Dv]
-    std::vector<double> weights;  // [B, H, Lq, Lk]
+    std::vector<double> output;  // [B, H, Lq, Dv]
+    std::vector<double> weights; // [B, H, Lq, Lk]
     std::int64_t empty_rows = 0;
-    std::vector<double> lse;      // [B, H, Lq]: log(sum_j exp(s_j) + exp(sink)); -inf if empty
-    std::vector<double> entropy;  // [B, H, Lq]: -sum_j w_j log w_j; 0 if empty
-    std::vector<std::int64_t> argmax;  // [B, H, Lq]: first key of the largest weight; -1 if empty
+    std::vector<double> lse;          // [B, H, Lq]: log(sum_j exp(s_j) + exp(sink)); -inf if empty
+    std::vector<double> entropy;      // [B, H, Lq]: -sum_j w_j log w_j; 0 if empty
+    std::vector<std::int64_t> argmax; // [B, H, Lq]: first key of the largest weight; -1 if empty
 };
 
 /// q [B,H,Lq,D], k [Bk,Hkv,Lk,D], v [Bk,Hkv,Lk,Dv]; masks as in attend().
-inline Result naive_attention(const Tensor& q,
-                              const Tensor& k,
-                              const Tensor& v,
-                              const AttentionSpec& spec) {
+inline Result
+naive_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
     const std::size_t nb = q.shape()[0], nh = q.shape()[1], lq = q.shape()[2], d = q.shape()[3];
     const std::size_t hkv = k.shape()[1], lk = k.shape()[2], dv = v.shape()[3];
-    const double scale = spec.scale ? static_cast<double>(*spec.scale)
-                                    : 1.0 / std::sqrt(static_cast<double>(d));
+    const double scale =
+        spec.scale ? static_cast<double>(*spec.scale) : 1.0 / std::sqrt(static_cast<double>(d));
     Result r;
     r.output.assign(nb * nh * lq * dv, 0.0);
     r.weights.assign(nb * nh * lq * lk, 0.0);
@@ -43,7 +41,7 @@ inline Result naive_attention(const Tensor& q,
     for (std::size_t b = 0; b < nb; ++b) {
         const std::size_t bk = k.shape()[0] == 1 ? 0 : b;
         for (std::size_t h = 0; h < nh; ++h) {
-            const std::size_t g = h / (nh / hkv);  // kv head of query head h
+            const std::size_t g = h / (nh / hkv); // kv head of query head h
             for (std::size_t i = 0; i < lq; ++i) {
                 std::vector<double> s(lk);
                 std::vector<bool> seen(lk, true);
@@ -73,8 +71,8 @@ inline Result naive_attention(const Tensor& q,
                     }
                     if (spec.bias != nullptr) {
                         const auto& t = *spec.bias;
-                        s[j] += static_cast<double>(t(t.shape()[0] == 1 ? 0 : b,
-                                                      t.shape()[1] == 1 ? 0 : h, i, j));
+                        s[j] += static_cast<double>(
+                            t(t.shape()[0] == 1 ? 0 : b, t.shape()[1] == 1 ? 0 : h, i, j));
                     }
                     if (spec.keep_mask != nullptr) {
                         const auto& m = *spec.keep_mask;
@@ -146,4 +144,4 @@ inline Result naive_attention(const Tensor& q,
     return r;
 }
 
-}  // namespace attn::reference
+} // namespace attn::reference

@@ -4,13 +4,11 @@
 #include "attn/attention.hpp"
 #include "attn/error.hpp"
 #include "attn/kernels.hpp"
-
 #include "reference/naive_attention.hpp"
 #include "unit/test_util.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
+#include <gtest/gtest.h>
 #include <limits>
 #include <numeric>
 
@@ -43,11 +41,11 @@ TEST(Attention, SeedWorkedExampleDotProduct) {
     const double e = std::exp(1.0);
     const double big = e / (e + 2), small = 1 / (e + 2);
     EXPECT_TRUE(all_close(*r.weights, {big, small, small, small, small, big}, 1e-6, 1e-7));
-    EXPECT_TRUE(all_close(r.output,
-                          {10 * big + 5 * small, 15 * small, 10 * small + 5 * big,
-                           10 * small + 5 * big},
-                          1e-6,
-                          1e-6));
+    EXPECT_TRUE(
+        all_close(r.output,
+                  {10 * big + 5 * small, 15 * small, 10 * small + 5 * big, 10 * small + 5 * big},
+                  1e-6,
+                  1e-6));
     EXPECT_NEAR((*r.weights)(0, 0, 0, 0), 0.5761169, 1e-6);
 }
 
@@ -127,17 +125,17 @@ TEST(Attention, FullyMaskedRowsGiveZerosAndAreCounted) {
     const Tensor q = random_tensor(rng, {2, 1, 5, 4});
     const Tensor k = random_tensor(rng, {2, 1, 6, 4});
     Tensor v = random_tensor(rng, {2, 1, 6, 3});
-    v(0, 0, 2, 1) = std::numeric_limits<float>::quiet_NaN();  // must not leak into empty rows
+    v(0, 0, 2, 1) = std::numeric_limits<float>::quiet_NaN(); // must not leak into empty rows
     Mask mask = Mask::from_shape({2, 1, 5, 6});
     mask.fill(1);
     for (std::size_t j = 0; j < 6; ++j) {
-        mask(0, 0, 1, j) = 0;  // row 1 of batch 0 sees nothing
-        mask(1, 0, 4, j) = 0;  // row 4 of batch 1 sees nothing
+        mask(0, 0, 1, j) = 0; // row 1 of batch 0 sees nothing
+        mask(1, 0, 4, j) = 0; // row 4 of batch 1 sees nothing
     }
     Tensor bias = Tensor::from_shape({1, 1, 5, 6});
     bias.fill(0.0f);
     for (std::size_t j = 0; j < 6; ++j) {
-        bias(0, 0, 3, j) = -kInf;  // row 3 of every batch: -inf bias everywhere
+        bias(0, 0, 3, j) = -kInf; // row 3 of every batch: -inf bias everywhere
     }
     const auto r = attend(q, k, v, {.keep_mask = &mask, .bias = &bias});
     EXPECT_EQ(r.rows_fully_masked, 4);
@@ -358,5 +356,5 @@ TEST(Attention, ShapeErrorsNameTheArgumentAndBothShapes) {
                        "key_padding_mask: expected shape [2, 1, 1, 128], got [3, 1, 1, 128]");
 }
 
-}  // namespace
-}  // namespace attn
+} // namespace
+} // namespace attn

@@ -944,8 +944,11 @@ std::vector<std::uint8_t> file_bytes(const std::filesystem::path& path) {
 // encode_npy builds in memory, for f4 and f8, from float32 and from float64 values, with
 // sizes below, at and across the piece boundary.
 TEST_F(NpyFile, StreamedWriteEqualsTheInMemoryEncoding) {
-    for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{262144},
-                                std::size_t{262145}, std::size_t{700001}}) {
+    for (const std::size_t n : {std::size_t{0},
+                                std::size_t{1},
+                                std::size_t{262144},
+                                std::size_t{262145},
+                                std::size_t{700001}}) {
         Array a;
         a.shape = {n};
         a.values = special_and_random_floats(n, static_cast<unsigned>(n));

@@ -5,9 +5,8 @@
 
 #include "attn/tensor.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
+#include <gtest/gtest.h>
 #include <random>
 #include <sstream>
 #include <vector>
@@ -34,10 +33,8 @@ inline Mask random_mask(std::mt19937& rng, Shape s, double p_keep) {
 
 /// |a - e| <= atol + rtol·|e| elementwise; on failure names the worst index.
 template <class A>
-::testing::AssertionResult all_close(const A& actual,
-                                     const std::vector<double>& expected,
-                                     double rtol,
-                                     double atol) {
+::testing::AssertionResult
+all_close(const A& actual, const std::vector<double>& expected, double rtol, double atol) {
     if (static_cast<std::size_t>(actual.size()) != expected.size()) {
         return ::testing::AssertionFailure()
                << "size " << actual.size() << " vs " << expected.size();
@@ -72,4 +69,4 @@ inline double f32_tol(std::size_t n) {
     return 8.0 * 1.1920929e-7 * std::sqrt(static_cast<double>(std::max<std::size_t>(n, 1))) + 1e-7;
 }
 
-}  // namespace attn::testing
+} // namespace attn::testing

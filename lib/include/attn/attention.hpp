@@ -36,12 +36,11 @@ struct Window {
 /// Per-row diagnostics requested through AttentionSpec::want_*, each [B, H, Lq, 1]
 /// (top_k: [B, H, Lq, K]); indices are stored as floats (exact below 2^24).
 /// T is the element type: float (RowDiagnostics) or double (RowDiagnostics64).
-template <class T>
-struct BasicRowDiagnostics {
+template <class T> struct BasicRowDiagnostics {
     using Tensor4 = xt::xtensor<T, 4>;
-    std::optional<Tensor4> lse;           ///< log-sum-exp of the row's final scores (+ sink); -inf if empty
-    std::optional<Tensor4> entropy;       ///< -sum_j w_j log w_j (natural log); 0 if empty
-    std::optional<Tensor4> argmax;        ///< key of the largest weight (first on ties); -1 if empty
+    std::optional<Tensor4> lse; ///< log-sum-exp of the row's final scores (+ sink); -inf if empty
+    std::optional<Tensor4> entropy; ///< -sum_j w_j log w_j (natural log); 0 if empty
+    std::optional<Tensor4> argmax;  ///< key of the largest weight (first on ties); -1 if empty
     std::optional<Tensor4> top_k_indices; ///< the K largest weights' keys, largest first; -1 pads
     std::optional<Tensor4> top_k_weights; ///< their weights; 0 pads
 };
@@ -52,27 +51,27 @@ using RowDiagnostics64 = BasicRowDiagnostics<double>;
 /// duration of the call; null means "absent". T is the precision of the computation:
 /// float (AttentionSpec) or double (AttentionSpec64, the `precision: f64` path); masks
 /// are uint8 keep-masks in both.
-template <class T>
-struct BasicAttentionSpec {
-    std::optional<T> scale{};          ///< empty: 1/sqrt(D)
+template <class T> struct BasicAttentionSpec {
+    std::optional<T> scale{}; ///< empty: 1/sqrt(D)
     Causal causal = Causal::none;
-    const Mask* keep_mask = nullptr;   ///< [Bm, Hm, Lq, Lk], Bm in {1, B}, Hm in {1, H}
-    const xt::xtensor<T, 4>* bias = nullptr; ///< [Bb, Hb, Lq, Lk], added to scaled scores; -inf blocks
+    const Mask* keep_mask = nullptr; ///< [Bm, Hm, Lq, Lk], Bm in {1, B}, Hm in {1, H}
+    const xt::xtensor<T, 4>* bias =
+        nullptr;                       ///< [Bb, Hb, Lq, Lk], added to scaled scores; -inf blocks
     const Mask* key_padding = nullptr; ///< [Bp, 1, 1, Lk], Bp in {1, B}; 1 = real token
     bool want_weights = true;          ///< false: streaming kernel, no [Lq, Lk] matrix
     unsigned threads = 0;              ///< 0: all hardware threads
     Simd simd = Simd::best;            ///< instruction set of the kernels
     // Issue 7 features. All default to "off"; the order of a score's treatment is
     //   s = Q·Kᵀ·scale -> softcap -> + bias + alibi -> masks (keep, padding, causal, window).
-    Window window{};                   ///< sliding window; {-1, -1}: none
-    Align align = Align::top_left;     ///< diagonal of window and alibi (see Align)
-    std::optional<T> softcap{};        ///< s = cap·tanh(s / cap) before bias and masks; > 0
-    std::vector<T> alibi_slopes{};     ///< empty or H: adds slope_h · (j - (i + s))
-    std::vector<T> sinks{};            ///< empty or H: sink logits in each row's denominator
-    bool want_lse = false;             ///< fill RowDiagnostics::lse
-    bool want_entropy = false;         ///< fill RowDiagnostics::entropy (materialized kernel)
-    bool want_argmax = false;          ///< fill RowDiagnostics::argmax
-    std::size_t top_k = 0;             ///< > 0: fill top_k_* (materialized kernel)
+    Window window{};               ///< sliding window; {-1, -1}: none
+    Align align = Align::top_left; ///< diagonal of window and alibi (see Align)
+    std::optional<T> softcap{};    ///< s = cap·tanh(s / cap) before bias and masks; > 0
+    std::vector<T> alibi_slopes{}; ///< empty or H: adds slope_h · (j - (i + s))
+    std::vector<T> sinks{};        ///< empty or H: sink logits in each row's denominator
+    bool want_lse = false;         ///< fill RowDiagnostics::lse
+    bool want_entropy = false;     ///< fill RowDiagnostics::entropy (materialized kernel)
+    bool want_argmax = false;      ///< fill RowDiagnostics::argmax
+    std::size_t top_k = 0;         ///< > 0: fill top_k_* (materialized kernel)
 };
 using AttentionSpec = BasicAttentionSpec<float>;
 using AttentionSpec64 = BasicAttentionSpec<double>;
@@ -83,12 +82,11 @@ std::vector<float> alibi_default_slopes(std::size_t heads);
 /// The same slopes in float64 (for AttentionSpec64), not rounded through float32.
 std::vector<double> alibi_default_slopes64(std::size_t heads);
 
-template <class T>
-struct BasicAttentionResult {
-    xt::xtensor<T, 4> output;                ///< [B, H, Lq, Dv]
+template <class T> struct BasicAttentionResult {
+    xt::xtensor<T, 4> output;                 ///< [B, H, Lq, Dv]
     std::optional<xt::xtensor<T, 4>> weights; ///< [B, H, Lq, Lk] iff spec.want_weights
-    std::int64_t rows_fully_masked = 0;      ///< query rows (over B and H) that saw no key
-    BasicRowDiagnostics<T> diagnostics{};    ///< what spec.want_* asked for
+    std::int64_t rows_fully_masked = 0;       ///< query rows (over B and H) that saw no key
+    BasicRowDiagnostics<T> diagnostics{};     ///< what spec.want_* asked for
 };
 using AttentionResult = BasicAttentionResult<float>;
 using AttentionResult64 = BasicAttentionResult<double>;
@@ -108,19 +106,15 @@ using AttentionResult64 = BasicAttentionResult<double>;
 ///
 /// Example:
 ///   auto r = attend(q, k, v, {.causal = Causal::top_left, .want_weights = false});
-AttentionResult attend(const Tensor& q,
-                       const Tensor& k,
-                       const Tensor& v,
-                       const AttentionSpec& spec = {});
+AttentionResult
+attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec = {});
 
 /// The same computation entirely in float64 (`precision: f64`): every score, softmax,
 /// feature and diagnostic in double, with dgemm per block of 64 query rows, so without
 /// weights memory stays linear in the sequence length. Simple rather than fast; the
 /// semantics, shapes and errors are those of the float32 overload.
-AttentionResult64 attend(const Tensor64& q,
-                         const Tensor64& k,
-                         const Tensor64& v,
-                         const AttentionSpec64& spec = {});
+AttentionResult64
+attend(const Tensor64& q, const Tensor64& k, const Tensor64& v, const AttentionSpec64& spec = {});
 
 /// Throws InputError unless q, k, v and the spec's masks agree (see attend()).
 void attend_check(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec);
@@ -129,4 +123,4 @@ void attend_check(const Tensor64& q,
                   const Tensor64& v,
                   const AttentionSpec64& spec);
 
-}  // namespace attn
+} // namespace attn

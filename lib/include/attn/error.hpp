@@ -13,13 +13,13 @@ namespace attn {
 
 /// Everything attn throws on purpose.
 class Error : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
 /// The input cannot be used as given (flags, parse errors, shapes). CLI exit 2.
 class InputError : public Error {
-public:
+  public:
     using Error::Error;
 
     /// "what: expected shape [2, 8, 128, 64], got [2, 8, 128, 32]".
@@ -33,7 +33,7 @@ public:
 
 /// The environment failed (write, rename, out of space). CLI exit 1.
 class SystemError : public Error {
-public:
+  public:
     using Error::Error;
 };
 
@@ -43,18 +43,18 @@ inline constexpr std::size_t kAnyDim = static_cast<std::size_t>(-1);
 /// "[2, 8, 128, 64]"; kAnyDim prints as "*".
 std::string shape_string(const std::vector<std::size_t>& shape);
 
-}  // namespace attn
+} // namespace attn
 
 /// Checks our own invariants (never user input): on in Debug and sanitizer builds.
 #if defined(ATTN_ENABLE_ASSERTS)
 #include <cstdio>
 #include <cstdlib>
-#define ATTN_ASSERT(cond)                                                                  \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            std::fprintf(stderr, "attn: internal error: %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-            std::abort();                                                                  \
-        }                                                                                  \
+#define ATTN_ASSERT(cond)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            std::fprintf(stderr, "attn: internal error: %s:%d: %s\n", __FILE__, __LINE__, #cond);  \
+            std::abort();                                                                          \
+        }                                                                                          \
     } while (false)
 #else
 #define ATTN_ASSERT(cond) ((void)0)

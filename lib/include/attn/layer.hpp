@@ -15,8 +15,7 @@ namespace attn {
 /// nn.Linear-layout projection weights ([out, in]); an absent weight is the identity
 /// (no projection), an absent bias is zero. w_o absent: no output projection.
 /// T: float (Projections) or double (Projections64, precision f64).
-template <class T>
-struct BasicProjections {
+template <class T> struct BasicProjections {
     std::optional<xt::xtensor<T, 2>> w_q, w_k, w_v, w_o;
     std::optional<xt::xtensor<T, 1>> b_q, b_k, b_v, b_o;
 };
@@ -51,22 +50,20 @@ Projections64 random_projections64(std::uint64_t seed,
                                    bool output_projection,
                                    bool bias);
 
-template <class T>
-struct BasicLayerSpec {
+template <class T> struct BasicLayerSpec {
     std::size_t num_heads = 1;
-    std::size_t num_kv_heads = 0;                      ///< 0: num_heads
-    const BasicProjections<T>* projections = nullptr;  ///< null: the sources are Q, K, V
-    BasicAttentionSpec<T> attention;                   ///< scale, masks ([B|1, H|1, Lq, Lk]), threads
+    std::size_t num_kv_heads = 0;                     ///< 0: num_heads
+    const BasicProjections<T>* projections = nullptr; ///< null: the sources are Q, K, V
+    BasicAttentionSpec<T> attention; ///< scale, masks ([B|1, H|1, Lq, Lk]), threads
 };
 using LayerSpec = BasicLayerSpec<float>;
 using LayerSpec64 = BasicLayerSpec<double>;
 
-template <class T>
-struct BasicLayerResult {
-    xt::xtensor<T, 3> output;                  ///< [B, Lq, E_out]
-    std::optional<xt::xtensor<T, 4>> weights;  ///< [B, H, Lq, Lk] iff attention.want_weights
+template <class T> struct BasicLayerResult {
+    xt::xtensor<T, 3> output;                 ///< [B, Lq, E_out]
+    std::optional<xt::xtensor<T, 4>> weights; ///< [B, H, Lq, Lk] iff attention.want_weights
     std::int64_t rows_fully_masked = 0;
-    BasicRowDiagnostics<T> diagnostics{};      ///< [B, H, Lq, 1 or K], as attend() returns them
+    BasicRowDiagnostics<T> diagnostics{}; ///< [B, H, Lq, 1 or K], as attend() returns them
 };
 using LayerResult = BasicLayerResult<float>;
 using LayerResult64 = BasicLayerResult<double>;
@@ -77,10 +74,8 @@ using LayerResult64 = BasicLayerResult<double>;
 /// heads along the features, attend(), merge, then ·w_oᵀ + b_o when w_o is given.
 /// The default scale is 1/sqrt(head dim of Q).
 /// Throws InputError naming the weight or source whose shape does not fit.
-LayerResult attend_layer(const Tensor3& query,
-                         const Tensor3& key,
-                         const Tensor3& value,
-                         const LayerSpec& spec);
+LayerResult
+attend_layer(const Tensor3& query, const Tensor3& key, const Tensor3& value, const LayerSpec& spec);
 
 /// The float64 layer (precision f64): dgemm projections and the float64 attend().
 LayerResult64 attend_layer(const Tensor3_64& query,
@@ -88,4 +83,4 @@ LayerResult64 attend_layer(const Tensor3_64& query,
                            const Tensor3_64& value,
                            const LayerSpec64& spec);
 
-}  // namespace attn
+} // namespace attn

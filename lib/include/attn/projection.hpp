@@ -10,10 +10,7 @@ namespace attn {
 
 /// y = x·wᵀ + b.  x: [B, L, in]   w: [out, in]   b: [out] or absent  ->  [B, L, out].
 /// Throws InputError (naming `what`) when w's in-dimension or b's length disagree.
-Tensor3 linear(const Tensor3& x,
-               const Matrix& w,
-               const Vector* b,
-               const char* what = "weight");
+Tensor3 linear(const Tensor3& x, const Matrix& w, const Vector* b, const char* what = "weight");
 
 /// [B, L, H·Dh] -> [B, H, L, Dh]. Throws InputError if the feature size is not
 /// divisible by num_heads.
@@ -23,11 +20,9 @@ Tensor split_heads(const Tensor3& x, std::size_t num_heads, const char* what = "
 Tensor3 merge_heads(const Tensor& y);
 
 /// The float64 overloads (`precision: f64`; dgemm), same shapes and errors.
-Tensor3_64 linear(const Tensor3_64& x,
-                  const Matrix64& w,
-                  const Vector64* b,
-                  const char* what = "weight");
+Tensor3_64
+linear(const Tensor3_64& x, const Matrix64& w, const Vector64* b, const char* what = "weight");
 Tensor64 split_heads(const Tensor3_64& x, std::size_t num_heads, const char* what = "input");
 Tensor3_64 merge_heads(const Tensor64& y);
 
-}  // namespace attn
+} // namespace attn

@@ -4,12 +4,11 @@
 // files, JSON or the command line.
 #pragma once
 
-#include <xtensor/xtensor.hpp>
-
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+#include <xtensor/xtensor.hpp>
 
 namespace attn {
 
@@ -33,9 +32,8 @@ using Tensor3_64 = xt::xtensor<double, 3>;
 using Shape = std::array<std::size_t, 4>;
 
 /// The shape of any xtensor container as a vector (for messages).
-template <class E>
-std::vector<std::size_t> shape_of(const E& e) {
+template <class E> std::vector<std::size_t> shape_of(const E& e) {
     return std::vector<std::size_t>(e.shape().begin(), e.shape().end());
 }
 
-}  // namespace attn
+} // namespace attn

@@ -14,15 +14,11 @@ namespace {
 
 /// A broadcastable [B|1, H|1, Lq, Lk] operand (mask or bias).
 template <class T>
-void check_pair_operand(const char* what,
-                        const T& t,
-                        std::size_t b,
-                        std::size_t h,
-                        std::size_t lq,
-                        std::size_t lk) {
+void check_pair_operand(
+    const char* what, const T& t, std::size_t b, std::size_t h, std::size_t lq, std::size_t lk) {
     const auto& s = t.shape();
-    const bool ok = (s[0] == b || s[0] == 1) && (s[1] == h || s[1] == 1) && s[2] == lq &&
-                    s[3] == lk;
+    const bool ok =
+        (s[0] == b || s[0] == 1) && (s[1] == h || s[1] == 1) && s[2] == lq && s[3] == lk;
     if (!ok) {
         throw InputError::shape(what, {b, h, lq, lk}, shape_of(t));
     }
@@ -81,7 +77,7 @@ void check_all(const xt::xtensor<T, 4>& q,
     }
 }
 
-}  // namespace
+} // namespace
 
 void attend_check(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
     check_all(q, k, v, spec);
@@ -119,10 +115,8 @@ std::vector<float> alibi_default_slopes(std::size_t heads) {
     return slopes;
 }
 
-AttentionResult attend(const Tensor& q,
-                       const Tensor& k,
-                       const Tensor& v,
-                       const AttentionSpec& spec) {
+AttentionResult
+attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
     attend_check(q, k, v, spec);
     // Without weights nothing needs the Lq×Lk matrix: stream over key blocks instead.
     // Entropy and top-k need a whole weights row: the materialized kernel computes them
@@ -132,13 +126,11 @@ AttentionResult attend(const Tensor& q,
                                            : attend_streaming(q, k, v, spec);
 }
 
-AttentionResult64 attend(const Tensor64& q,
-                         const Tensor64& k,
-                         const Tensor64& v,
-                         const AttentionSpec64& spec) {
+AttentionResult64
+attend(const Tensor64& q, const Tensor64& k, const Tensor64& v, const AttentionSpec64& spec) {
     attend_check(q, k, v, spec);
     // One kernel for every case: blocks of query rows against all keys, in double.
     return attend_materialized(q, k, v, spec);
 }
 
-}  // namespace attn
+} // namespace attn

@@ -2,21 +2,19 @@
 // here.
 #include "blas.hpp"
 
-#include <cblas.h>
+#include "attn/error.hpp"
 
 #include <algorithm>
+#include <cblas.h>
 #include <climits>
 #include <mutex>
 #include <type_traits>
-
-#include "attn/error.hpp"
 
 namespace attn::detail {
 
 namespace {
 /// C = beta·C, for k == 0 (an empty inner product is 0).
-template <class T>
-void scale_only(std::size_t m, std::size_t n, T beta, T* c, std::size_t ldc) {
+template <class T> void scale_only(std::size_t m, std::size_t n, T beta, T* c, std::size_t ldc) {
     for (std::size_t i = 0; i < m; ++i) {
         for (std::size_t j = 0; j < n; ++j) {
             c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
@@ -30,7 +28,7 @@ blasint to_blas(std::size_t n) {
     }
     return static_cast<blasint>(n);
 }
-}  // namespace
+} // namespace
 
 namespace {
 
@@ -60,15 +58,39 @@ void gemm(CBLAS_TRANSPOSE trans_a,
     }
     const auto ld = [](std::size_t x) { return to_blas(std::max<std::size_t>(x, 1)); };
     if constexpr (std::is_same_v<T, float>) {
-        cblas_sgemm(CblasRowMajor, trans_a, trans_b, to_blas(m), to_blas(n), to_blas(k),
-                    alpha, a, ld(lda), b, ld(ldb), beta, c, ld(ldc));
+        cblas_sgemm(CblasRowMajor,
+                    trans_a,
+                    trans_b,
+                    to_blas(m),
+                    to_blas(n),
+                    to_blas(k),
+                    alpha,
+                    a,
+                    ld(lda),
+                    b,
+                    ld(ldb),
+                    beta,
+                    c,
+                    ld(ldc));
     } else {
-        cblas_dgemm(CblasRowMajor, trans_a, trans_b, to_blas(m), to_blas(n), to_blas(k),
-                    alpha, a, ld(lda), b, ld(ldb), beta, c, ld(ldc));
+        cblas_dgemm(CblasRowMajor,
+                    trans_a,
+                    trans_b,
+                    to_blas(m),
+                    to_blas(n),
+                    to_blas(k),
+                    alpha,
+                    a,
+                    ld(lda),
+                    b,
+                    ld(ldb),
+                    beta,
+                    c,
+                    ld(ldc));
     }
 }
 
-}  // namespace
+} // namespace
 
 void sgemm(std::size_t m,
            std::size_t n,
@@ -82,8 +104,19 @@ void sgemm(std::size_t m,
            float beta,
            float* c,
            std::size_t ldc) {
-    gemm(CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
-         ldb, beta, c, ldc);
+    gemm(CblasNoTrans,
+         b_transposed ? CblasTrans : CblasNoTrans,
+         m,
+         n,
+         k,
+         alpha,
+         a,
+         lda,
+         b,
+         ldb,
+         beta,
+         c,
+         ldc);
 }
 
 void sgemm_at(std::size_t m,
@@ -112,8 +145,19 @@ void dgemm(std::size_t m,
            double beta,
            double* c,
            std::size_t ldc) {
-    gemm(CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
-         ldb, beta, c, ldc);
+    gemm(CblasNoTrans,
+         b_transposed ? CblasTrans : CblasNoTrans,
+         m,
+         n,
+         k,
+         alpha,
+         a,
+         lda,
+         b,
+         ldb,
+         beta,
+         c,
+         ldc);
 }
 
 void blas_single_threaded() {
@@ -121,4 +165,4 @@ void blas_single_threaded() {
     std::call_once(once, [] { openblas_set_num_threads(1); });
 }
 
-}  // namespace attn::detail
+} // namespace attn::detail

@@ -1,5 +1,5 @@
-// A thin, checked wrapper over cblas_sgemm (and cblas_dgemm) for the core's row-major matrices. Private to
-// the core: it keeps cblas.h out of the public headers and handles the zero-size cases
+// A thin, checked wrapper over cblas_sgemm (and cblas_dgemm) for the core's row-major matrices.
+// Private to the core: it keeps cblas.h out of the public headers and handles the zero-size cases
 // BLAS rejects (a leading dimension of 0 makes OpenBLAS print an xerbla message).
 #pragma once
 
@@ -53,4 +53,4 @@ void dgemm(std::size_t m,
 /// Makes BLAS single-threaded (we parallelise above it, one thread per output row).
 void blas_single_threaded();
 
-}  // namespace attn::detail
+} // namespace attn::detail

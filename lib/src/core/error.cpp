@@ -34,4 +34,4 @@ InputError InputError::at(const std::filesystem::path& file, std::string_view de
     return InputError(file.string() + ": " + std::string(detail));
 }
 
-}  // namespace attn
+} // namespace attn

@@ -14,7 +14,7 @@ namespace {
 
 /// splitmix64 (Steele, Lea, Flood 2014): tiny, fast, and easy to reproduce in numpy.
 class SplitMix64 {
-public:
+  public:
     explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
     std::uint64_t next() {
         state_ += 0x9E3779B97F4A7C15ULL;
@@ -31,7 +31,7 @@ public:
         return (2.0 * u - 1.0) * bound;
     }
 
-private:
+  private:
     std::uint64_t state_;
 };
 
@@ -55,14 +55,14 @@ xt::xtensor<T, 1> random_vector(SplitMix64& rng, std::size_t out, std::size_t in
 
 template <class T>
 BasicProjections<T> random_projections_impl(std::uint64_t seed,
-                               std::size_t e_q,
-                               std::size_t e_k,
-                               std::size_t e_v,
-                               std::size_t dim,
-                               std::size_t num_heads,
-                               std::size_t num_kv_heads,
-                               bool output_projection,
-                               bool bias) {
+                                            std::size_t e_q,
+                                            std::size_t e_k,
+                                            std::size_t e_v,
+                                            std::size_t dim,
+                                            std::size_t num_heads,
+                                            std::size_t num_kv_heads,
+                                            bool output_projection,
+                                            bool bias) {
     if (num_heads == 0 || dim % num_heads != 0) {
         throw InputError("init: dim " + std::to_string(dim) + " is not divisible by num_heads " +
                          std::to_string(num_heads));
@@ -87,7 +87,7 @@ BasicProjections<T> random_projections_impl(std::uint64_t seed,
     return p;
 }
 
-}  // namespace
+} // namespace
 
 Projections random_projections(std::uint64_t seed,
                                std::size_t e_q,
@@ -157,7 +157,8 @@ BasicLayerResult<T> attend_layer_impl(const xt::xtensor<T, 3>& query,
                          std::to_string(n_h));
     }
     if (key.shape()[0] != value.shape()[0] || key.shape()[1] != value.shape()[1]) {
-        throw InputError::shape("value", {key.shape()[0], key.shape()[1], kAnyDim}, shape_of(value));
+        throw InputError::shape(
+            "value", {key.shape()[0], key.shape()[1], kAnyDim}, shape_of(value));
     }
     if (key.shape()[0] != query.shape()[0] && key.shape()[0] != 1) {
         throw InputError::shape("key", {query.shape()[0], kAnyDim, kAnyDim}, shape_of(key));
@@ -172,7 +173,8 @@ BasicLayerResult<T> attend_layer_impl(const xt::xtensor<T, 3>& query,
     const bool projected = spec.projections != nullptr;
     const xt::xtensor<T, 4> qh = split_heads(q, n_h, projected ? "w_q (projected query)" : "query");
     const xt::xtensor<T, 4> kh = split_heads(k, n_hkv, projected ? "w_k (projected key)" : "key");
-    const xt::xtensor<T, 4> vh = split_heads(v, n_hkv, projected ? "w_v (projected value)" : "value");
+    const xt::xtensor<T, 4> vh =
+        split_heads(v, n_hkv, projected ? "w_v (projected value)" : "value");
     if (kh.shape()[3] != qh.shape()[3]) {
         throw InputError(std::string(projected ? "w_k" : "key") + ": key features " +
                          std::to_string(k.shape()[2]) + " split into " + std::to_string(n_hkv) +
@@ -196,7 +198,7 @@ BasicLayerResult<T> attend_layer_impl(const xt::xtensor<T, 3>& query,
     return out;
 }
 
-}  // namespace
+} // namespace
 
 LayerResult attend_layer(const Tensor3& query,
                          const Tensor3& key,
@@ -212,4 +214,4 @@ LayerResult64 attend_layer(const Tensor3_64& query,
     return attend_layer_impl(query, key, value, spec);
 }
 
-}  // namespace attn
+} // namespace attn

@@ -51,4 +51,4 @@ void parallel_for(std::size_t tasks,
     }
 }
 
-}  // namespace attn::detail
+} // namespace attn::detail

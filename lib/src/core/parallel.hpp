@@ -18,4 +18,4 @@ void parallel_for(std::size_t tasks,
                   unsigned threads,
                   const std::function<void(unsigned worker, std::size_t task)>& body);
 
-}  // namespace attn::detail
+} // namespace attn::detail

@@ -3,7 +3,6 @@
 #include "attn/projection.hpp"
 
 #include "attn/error.hpp"
-
 #include "blas.hpp"
 
 #include <string>
@@ -12,11 +11,13 @@ namespace attn {
 
 namespace {
 
-void gemm_xwt(std::size_t m, std::size_t n, std::size_t k, const float* x, const float* w, float* y) {
+void gemm_xwt(
+    std::size_t m, std::size_t n, std::size_t k, const float* x, const float* w, float* y) {
     detail::sgemm(m, n, k, 1.0f, x, k, w, k, true, 0.0f, y, n);
 }
 
-void gemm_xwt(std::size_t m, std::size_t n, std::size_t k, const double* x, const double* w, double* y) {
+void gemm_xwt(
+    std::size_t m, std::size_t n, std::size_t k, const double* x, const double* w, double* y) {
     detail::dgemm(m, n, k, 1.0, x, k, w, k, true, 0.0, y, n);
 }
 
@@ -51,9 +52,8 @@ xt::xtensor<T, 3> linear_impl(const xt::xtensor<T, 3>& x,
 }
 
 template <class T>
-xt::xtensor<T, 4> split_heads_impl(const xt::xtensor<T, 3>& x,
-                                   std::size_t num_heads,
-                                   const char* what) {
+xt::xtensor<T, 4>
+split_heads_impl(const xt::xtensor<T, 3>& x, std::size_t num_heads, const char* what) {
     const std::size_t n_b = x.shape()[0];
     const std::size_t len = x.shape()[1];
     const std::size_t e = x.shape()[2];
@@ -75,8 +75,7 @@ xt::xtensor<T, 4> split_heads_impl(const xt::xtensor<T, 3>& x,
     return y;
 }
 
-template <class T>
-xt::xtensor<T, 3> merge_heads_impl(const xt::xtensor<T, 4>& y) {
+template <class T> xt::xtensor<T, 3> merge_heads_impl(const xt::xtensor<T, 4>& y) {
     const std::size_t n_b = y.shape()[0];
     const std::size_t n_h = y.shape()[1];
     const std::size_t len = y.shape()[2];
@@ -93,7 +92,7 @@ xt::xtensor<T, 3> merge_heads_impl(const xt::xtensor<T, 4>& y) {
     return x;
 }
 
-}  // namespace
+} // namespace
 
 Tensor3 linear(const Tensor3& x, const Matrix& w, const Vector* b, const char* what) {
     return linear_impl(x, w, b, what);
@@ -111,8 +110,12 @@ Tensor64 split_heads(const Tensor3_64& x, std::size_t num_heads, const char* wha
     return split_heads_impl(x, num_heads, what);
 }
 
-Tensor3 merge_heads(const Tensor& y) { return merge_heads_impl(y); }
+Tensor3 merge_heads(const Tensor& y) {
+    return merge_heads_impl(y);
+}
 
-Tensor3_64 merge_heads(const Tensor64& y) { return merge_heads_impl(y); }
+Tensor3_64 merge_heads(const Tensor64& y) {
+    return merge_heads_impl(y);
+}
 
-}  // namespace attn
+} // namespace attn

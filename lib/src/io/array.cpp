@@ -1311,8 +1311,7 @@ std::string message_text(std::string_view text, std::size_t max_chars) {
 namespace {
 
 /// Shortest decimal text that reads back as the same T; "nan", "inf", "-inf", "-0.0".
-template <class T>
-std::string format_shortest(T x) {
+template <class T> std::string format_shortest(T x) {
     if (std::isnan(x)) {
         return "nan";
     }
@@ -1330,14 +1329,22 @@ std::string format_shortest(T x) {
 
 } // namespace
 
-std::string format_float(float x) { return format_shortest(x); }
+std::string format_float(float x) {
+    return format_shortest(x);
+}
 
-std::string format_double(double x) { return format_shortest(x); }
+std::string format_double(double x) {
+    return format_shortest(x);
+}
 
 namespace {
 
-std::string format_number(float x) { return format_float(x); }
-std::string format_number(double x) { return format_double(x); }
+std::string format_number(float x) {
+    return format_float(x);
+}
+std::string format_number(double x) {
+    return format_double(x);
+}
 
 template <class T>
 std::string encode_json_array_impl(const std::vector<std::size_t>& shape, const T* values) {
@@ -1400,7 +1407,7 @@ std::string encode_json_array_impl(const std::vector<std::size_t>& shape, const 
     return out;
 }
 
-}  // namespace
+} // namespace
 
 std::string encode_json_array(const std::vector<std::size_t>& shape, const float* values) {
     return encode_json_array_impl(shape, values);
@@ -1499,7 +1506,7 @@ void write_npy_stream(AtomicWriter& out,
     }
 }
 
-}  // namespace
+} // namespace
 
 std::vector<std::uint8_t>
 encode_npy(const std::vector<std::size_t>& shape, const float* values, bool f64) {

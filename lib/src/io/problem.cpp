@@ -25,22 +25,33 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 const std::vector<std::string>& problem_fields() {
-    static const std::vector<std::string> fields = {
-        "query", "key",  "value",    "input",            "context",      "params",
-        "init",  "num_heads", "num_kv_heads", "scale", "causal", "mask",
-        "bias",  "key_padding_mask", "query_tokens", "key_tokens", "tokens", "id",
-        "variant", "mask_convention",
-        "window", "window_align", "softcap", "alibi", "sinks", "return", "top_k",
-        "precision"};
+    static const std::vector<std::string> fields = {"query",        "key",
+                                                    "value",        "input",
+                                                    "context",      "params",
+                                                    "init",         "num_heads",
+                                                    "num_kv_heads", "scale",
+                                                    "causal",       "mask",
+                                                    "bias",         "key_padding_mask",
+                                                    "query_tokens", "key_tokens",
+                                                    "tokens",       "id",
+                                                    "variant",      "mask_convention",
+                                                    "window",       "window_align",
+                                                    "softcap",      "alibi",
+                                                    "sinks",        "return",
+                                                    "top_k",        "precision"};
     return fields;
 }
 
 namespace {
 
-std::string type_name(const json& j) { return j.type_name(); }
+std::string type_name(const json& j) {
+    return j.type_name();
+}
 
 /// JSON text of a value we echo back; invalid UTF-8 is replaced rather than thrown on.
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string dump(const json& j) {
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 /// A value quoted in a message: one line, and short whatever the input holds.
 std::string shown(const json& j) {
@@ -140,7 +151,9 @@ Array load_array(const json& j,
 
 /// Frees an array's float32 values once they have been copied into a tensor, so that a
 /// problem never holds an input twice (shape and values64 stay).
-void release_values(Array& a) { std::vector<float>().swap(a.values); }
+void release_values(Array& a) {
+    std::vector<float>().swap(a.values);
+}
 
 /// [L, E] or [B, L, E] -> [B, L, E]; `a`'s float32 values are released.
 Tensor3 to_tensor3(Array& a, const std::string& name, const char* dims) {
@@ -159,8 +172,7 @@ Tensor3 to_tensor3(Array& a, const std::string& name, const char* dims) {
 }
 
 /// The float64 tensor of an array read with Precision::f64 (values64), in `shape`.
-template <class T>
-T exact_tensor(const Array& a, const typename T::shape_type& shape) {
+template <class T> T exact_tensor(const Array& a, const typename T::shape_type& shape) {
     T t = T::from_shape(shape);
     ATTN_ASSERT(a.values64.size() == t.size());
     std::copy(a.values64.begin(), a.values64.end(), t.begin());
@@ -168,8 +180,7 @@ T exact_tensor(const Array& a, const typename T::shape_type& shape) {
 }
 
 /// A float32 container widened to float64 (exact): for checkpoint weights, read as float32.
-template <class T, std::size_t N>
-xt::xtensor<double, N> widen(const xt::xtensor<T, N>& x) {
+template <class T, std::size_t N> xt::xtensor<double, N> widen(const xt::xtensor<T, N>& x) {
     auto y = xt::xtensor<double, N>::from_shape(x.shape());
     std::transform(x.begin(), x.end(), y.begin(), [](T v) { return static_cast<double>(v); });
     return y;
@@ -196,7 +207,10 @@ Projections64 widen(const Projections& p) {
 
 /// bias += addend in float64, broadcasting size-1 dims as add_bias() does (which has
 /// already checked the float32 sum of the same shape against the memory limit).
-void add_bias64(std::optional<Tensor64>& bias, const Tensor64& addend, std::size_t lq, std::size_t lk) {
+void add_bias64(std::optional<Tensor64>& bias,
+                const Tensor64& addend,
+                std::size_t lq,
+                std::size_t lk) {
     const auto& sa = addend.shape();
     if (!bias && sa[2] == lq && sa[3] == lk) {
         bias = addend;
@@ -237,8 +251,7 @@ Tensor to_tensor4(Array& a) {
 }
 
 /// Splits rows [3E, ...] of a fused in-projection into q, k, v thirds.
-template <class T>
-std::array<T, 3> split_thirds(const T& fused, const std::string& name) {
+template <class T> std::array<T, 3> split_thirds(const T& fused, const std::string& name) {
     const std::size_t rows = fused.shape()[0];
     if (rows % 3 != 0) {
         throw InputError(name + ": first dimension " + std::to_string(rows) +
@@ -374,10 +387,21 @@ void decode_params(const json& j_in, const fs::path& base_in, Problem& problem) 
                          "holding one, got " +
                          type_name(j));
     }
-    static const std::set<std::string> known = {
-        "w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o", "in_proj_weight",
-        "in_proj_bias", "out_proj.weight", "out_proj.bias", "q_proj_weight", "k_proj_weight",
-        "v_proj_weight"};
+    static const std::set<std::string> known = {"w_q",
+                                                "w_k",
+                                                "w_v",
+                                                "w_o",
+                                                "b_q",
+                                                "b_k",
+                                                "b_v",
+                                                "b_o",
+                                                "in_proj_weight",
+                                                "in_proj_bias",
+                                                "out_proj.weight",
+                                                "out_proj.bias",
+                                                "q_proj_weight",
+                                                "k_proj_weight",
+                                                "v_proj_weight"};
     for (const auto& [key, value] : j.items()) {
         if (known.count(key) == 0) {
             throw InputError("params: unknown weight '" + shown(key) +
@@ -386,9 +410,20 @@ void decode_params(const json& j_in, const fs::path& base_in, Problem& problem) 
         }
     }
     // Load order as before: w_q, w_k, w_v, w_o, b_q, ..., then the state-dict names.
-    static const char* const order[] = {"w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o",
-                                        "in_proj_weight", "in_proj_bias", "q_proj_weight",
-                                        "k_proj_weight", "v_proj_weight", "out_proj.weight",
+    static const char* const order[] = {"w_q",
+                                        "w_k",
+                                        "w_v",
+                                        "w_o",
+                                        "b_q",
+                                        "b_k",
+                                        "b_v",
+                                        "b_o",
+                                        "in_proj_weight",
+                                        "in_proj_bias",
+                                        "q_proj_weight",
+                                        "k_proj_weight",
+                                        "v_proj_weight",
+                                        "out_proj.weight",
                                         "out_proj.bias"};
     std::map<std::string, Array> arrays;
     for (const char* key : order) {
@@ -555,7 +590,7 @@ void check_init_fits(std::size_t e_q,
     }
 }
 
-}  // namespace
+} // namespace
 
 nlohmann::json parse_json_text(std::string_view text, std::string_view name) {
     const std::uint64_t limit = memory_limit();
@@ -608,15 +643,15 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
             throw InputError("variant: expected one of " + std::string(variant_names));
         }
         variant = doc["variant"].get<std::string>();
-        static const std::set<std::string> known = {"dot", "scaled", "self", "masked-self",
-                                                    "cross", "multihead"};
+        static const std::set<std::string> known = {
+            "dot", "scaled", "self", "masked-self", "cross", "multihead"};
         if (known.count(variant) == 0) {
             throw InputError("variant: unknown variant '" + shown(variant) + "' (expected one of " +
                              variant_names + ")");
         }
     }
-    const bool projected_variant =
-        variant == "self" || variant == "masked-self" || variant == "cross" || variant == "multihead";
+    const bool projected_variant = variant == "self" || variant == "masked-self" ||
+                                   variant == "cross" || variant == "multihead";
     if (variant == "dot" && !doc.contains("scale")) {
         doc["scale"] = 1;
     }
@@ -726,8 +761,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
             p.exact->query_src = exact_tensor<Tensor3_64>(q_arr, p.query_src.shape());
         }
         if (has("key")) {
-            Array k_arr =
-                load_array(doc["key"], "key", ArrayKind::numeric, base, p.sources, prec);
+            Array k_arr = load_array(doc["key"], "key", ArrayKind::numeric, base, p.sources, prec);
             p.key_src = to_tensor3(k_arr, "key", "[L, E]");
             Array v_arr =
                 load_array(doc["value"], "value", ArrayKind::numeric, base, p.sources, prec);
@@ -876,8 +910,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
         }
     }
     if (has("bias")) {
-        const Array a =
-            load_array(doc["bias"], "bias", ArrayKind::numeric, base, p.sources, prec);
+        const Array a = load_array(doc["bias"], "bias", ArrayKind::numeric, base, p.sources, prec);
         const Shape s = pair_shape(a, "bias", p.batch, p.num_heads, p.lq, p.lk);
         Tensor t = Tensor::from_shape(s);
         std::copy(a.values.begin(), a.values.end(), t.begin());
@@ -904,9 +937,8 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
                    a.shape[1] == p.lk) {
             s = {a.shape[0], 1, 1, p.lk};
         } else {
-            throw InputError("key_padding_mask: expected shape " +
-                             shape_string({p.batch, p.lk}) + " or " + shape_string({p.lk}) +
-                             ", got " + shape_string(a.shape));
+            throw InputError("key_padding_mask: expected shape " + shape_string({p.batch, p.lk}) +
+                             " or " + shape_string({p.lk}) + ", got " + shape_string(a.shape));
         }
         DecodedMask m = decode_mask(a, s, convention, "key_padding_mask");
         p.key_padding = std::move(m.keep);
@@ -959,8 +991,8 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
                 p.exact->alibi_slopes = decode_per_head<double>(a, "alibi", n_heads);
             }
         } else {
-            throw InputError("alibi: expected true, false or a list of " +
-                             std::to_string(n_heads) + " slopes, got " + shown(a));
+            throw InputError("alibi: expected true, false or a list of " + std::to_string(n_heads) +
+                             " slopes, got " + shown(a));
         }
     }
     if (has("sinks")) {
@@ -976,7 +1008,8 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
         const json& r = doc["return"];
         if (!r.is_array()) {
             throw InputError("return: expected a list of \"lse\", \"entropy\", \"argmax\", "
-                             "\"top_k\", got " + shown(r));
+                             "\"top_k\", got " +
+                             shown(r));
         }
         for (const json& x : r) {
             if (x == "lse") {
@@ -992,7 +1025,8 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
                 p.top_k = positive_int(doc["top_k"], "top_k");
             } else {
                 throw InputError("return: expected \"lse\", \"entropy\", \"argmax\" or "
-                                 "\"top_k\", got " + shown(x));
+                                 "\"top_k\", got " +
+                                 shown(x));
             }
         }
     }
@@ -1023,8 +1057,7 @@ namespace {
 
 /// A result tensor as an Array; a float64 one keeps its exact values in values64 and their
 /// float32 rounding in values (for heatmaps and float32 files).
-template <class T>
-Array to_array(const T& t, std::vector<std::size_t> shape) {
+template <class T> Array to_array(const T& t, std::vector<std::size_t> shape) {
     Array a;
     a.shape = std::move(shape);
     if constexpr (std::is_same_v<typename T::value_type, double>) {
@@ -1130,7 +1163,7 @@ Solution solve_in(const Problem& p, const Inputs& in, const SolveOptions& option
     return s;
 }
 
-}  // namespace
+} // namespace
 
 Solution solve(const Problem& p, const SolveOptions& options) {
     check_memory(p,
@@ -1175,4 +1208,4 @@ std::string result_document(const Problem& p, const Solution& s) {
     return out;
 }
 
-}  // namespace attn::io
+} // namespace attn::io

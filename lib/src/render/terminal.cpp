@@ -197,7 +197,8 @@ std::string table_mode(const HeatmapInput& in,
                     continue;
                 }
                 const double t = m.norm(static_cast<double>(m.values[k][c]));
-                const std::string value = annotate ? format_fixed(static_cast<double>(m.values[k][c]), o.decimals) : "";
+                const std::string value =
+                    annotate ? format_fixed(static_cast<double>(m.values[k][c]), o.decimals) : "";
                 if (mode == TermColor::none) {
                     p.text(annotate ? center(value, cw) : repeat(shade(t), cw));
                     continue;
@@ -257,12 +258,14 @@ std::string pixel_mode(const HeatmapInput& in, const HeatmapOptions& o, const Te
             for (std::size_t j = 0; j < m.cols; ++j) {
                 const std::size_t a = top * m.cols + j;
                 const auto cell_color = [&](std::size_t idx) {
-                    return m.states[k][idx] == CellState::value ? cmap(m.norm(static_cast<double>(m.values[k][idx])))
-                                                                : kMaskedBg;
+                    return m.states[k][idx] == CellState::value
+                               ? cmap(m.norm(static_cast<double>(m.values[k][idx])))
+                               : kMaskedBg;
                 };
                 if (!color) {
-                    p.text(m.states[k][a] == CellState::value ? shade(m.norm(static_cast<double>(m.values[k][a])))
-                                                              : kHatch);
+                    p.text(m.states[k][a] == CellState::value
+                               ? shade(m.norm(static_cast<double>(m.values[k][a])))
+                               : kHatch);
                     continue;
                 }
                 p.fg(cell_color(a));

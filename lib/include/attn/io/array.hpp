@@ -5,12 +5,11 @@
 // size has been checked against the bytes actually present.
 #pragma once
 
-#include <nlohmann/json_fwd.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <span>
 #include <string>
 #include <string_view>
@@ -26,12 +25,12 @@ enum class Precision { f32, f64 };
 /// held exactly in float64 (values64), for the f64 computation.
 struct Array {
     std::vector<std::size_t> shape;
-    std::vector<float> values;  ///< product(shape) elements, C order
+    std::vector<float> values; ///< product(shape) elements, C order
     /// Precision::f64 only (empty otherwise, so f32 runs pay nothing): the same elements as
     /// read, in float64 (NPY f8 and JSON decimals exactly; values is their float32 rounding).
     std::vector<double> values64;
-    std::string dtype;          ///< what the source held: "float32", "float16", "int64", "bool", ...
-    bool is_bool = false;       ///< the source was boolean (NPY b1, or JSON true/false)
+    std::string dtype;    ///< what the source held: "float32", "float16", "int64", "bool", ...
+    bool is_bool = false; ///< the source was boolean (NPY b1, or JSON true/false)
 };
 
 /// What an array field may hold: numbers only, or numbers and booleans (masks).
@@ -40,12 +39,12 @@ enum class ArrayKind { numeric, mask };
 /// The header of an NPY file.
 struct NpyHeader {
     int major_version = 1;
-    std::string descr;          ///< e.g. "<f4", ">i2", "|b1"
+    std::string descr; ///< e.g. "<f4", ">i2", "|b1"
     bool fortran_order = false;
     std::vector<std::size_t> shape;
-    std::size_t header_bytes = 0;  ///< offset of the payload
+    std::size_t header_bytes = 0; ///< offset of the payload
     std::size_t item_size = 0;
-    std::string dtype;          ///< numpy name: "float32", "int16", "bool", ...
+    std::string dtype; ///< numpy name: "float32", "int16", "bool", ...
 };
 
 /// Parses and validates an NPY header (versions 1, 2, 3; descr f2/f4/f8, i1-i8, u1-u8, b1
@@ -133,13 +132,11 @@ std::string encode_json_array64(const std::vector<std::size_t>& shape, const dou
 std::string encode_json_array(const Array& a);
 
 /// An NPY v1.0 file (v2.0 if the header needs it), C order, "<f4" or "<f8" (f64 = true).
-std::vector<std::uint8_t> encode_npy(const std::vector<std::size_t>& shape,
-                                     const float* values,
-                                     bool f64);
+std::vector<std::uint8_t>
+encode_npy(const std::vector<std::size_t>& shape, const float* values, bool f64);
 /// From float64 values: "<f8" exactly, or "<f4" rounded to nearest (f64 = false).
-std::vector<std::uint8_t> encode_npy64(const std::vector<std::size_t>& shape,
-                                       const double* values,
-                                       bool f64);
+std::vector<std::uint8_t>
+encode_npy64(const std::vector<std::size_t>& shape, const double* values, bool f64);
 /// An Array as NPY: from its float64 values when it has them (so an f64 result written with
 /// f64 = true is exact), else from its float32 values.
 std::vector<std::uint8_t> encode_npy(const Array& a, bool f64);
@@ -209,4 +206,4 @@ class AtomicWriter {
 /// up after it.
 void install_signal_cleanup();
 
-}  // namespace attn::io
+} // namespace attn::io

@@ -8,10 +8,9 @@
 #include "attn/io/array.hpp"
 #include "attn/layer.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,39 +37,39 @@ struct ExactInputs {
     Tensor3_64 query_src, key_src, value_src; ///< as Problem's, when !direct_heads
     Tensor64 q4, k4, v4;                      ///< as Problem's, when direct_heads
     std::optional<Projections64> projections;
-    std::optional<Tensor64> bias;             ///< bias + additive masks, [B|1, H|1, Lq, Lk]
+    std::optional<Tensor64> bias; ///< bias + additive masks, [B|1, H|1, Lq, Lk]
     std::optional<double> scale, softcap;
     std::vector<double> alibi_slopes, sinks;
 };
 
 /// A decoded problem: every array loaded and checked, the preset applied.
 struct Problem {
-    bool direct_heads = false;  ///< rank-4 Q, K, V: [B, H, L, D], no projections
-    bool batched = false;       ///< the query source had a batch dim
-    Tensor3 query_src, key_src, value_src;  ///< rank 2/3 sources, lifted to [B, L, E]
-    Tensor q4, k4, v4;                       ///< rank-4 inputs (direct_heads)
+    bool direct_heads = false;             ///< rank-4 Q, K, V: [B, H, L, D], no projections
+    bool batched = false;                  ///< the query source had a batch dim
+    Tensor3 query_src, key_src, value_src; ///< rank 2/3 sources, lifted to [B, L, E]
+    Tensor q4, k4, v4;                     ///< rank-4 inputs (direct_heads)
     std::optional<Projections> projections;
     std::size_t num_heads = 1;
     std::size_t num_kv_heads = 1;
     std::optional<float> scale;
     Causal causal = Causal::none;
-    std::optional<Mask> mask;         ///< [B|1, H|1, Lq, Lk]
-    std::optional<Tensor> bias;       ///< [B|1, H|1, Lq, Lk]
-    std::optional<Mask> key_padding;  ///< [B|1, 1, 1, Lk]
+    std::optional<Mask> mask;        ///< [B|1, H|1, Lq, Lk]
+    std::optional<Tensor> bias;      ///< [B|1, H|1, Lq, Lk]
+    std::optional<Mask> key_padding; ///< [B|1, 1, 1, Lk]
     std::optional<std::vector<std::string>> query_tokens, key_tokens;
     std::optional<nlohmann::json> id;
     std::size_t batch = 1, lq = 0, lk = 0;
     std::vector<ProblemSource> sources; ///< every array field and params file, in load order
     // Issue 7 (attention features); see AttentionSpec for the definitions.
-    Window window{};                    ///< "window": [left, right], -1 = unbounded
+    Window window{};                      ///< "window": [left, right], -1 = unbounded
     Align window_align = Align::top_left; ///< "window_align" (bottom-right forced by causal)
-    std::optional<float> softcap{};     ///< "softcap"
-    std::vector<float> alibi_slopes{};  ///< "alibi": true (default slopes) or H slopes
-    std::vector<float> sinks{};         ///< "sinks": H logits
-    bool return_lse = false;            ///< "return": [..., "lse", ...]
+    std::optional<float> softcap{};       ///< "softcap"
+    std::vector<float> alibi_slopes{};    ///< "alibi": true (default slopes) or H slopes
+    std::vector<float> sinks{};           ///< "sinks": H logits
+    bool return_lse = false;              ///< "return": [..., "lse", ...]
     bool return_entropy = false;
     bool return_argmax = false;
-    std::size_t top_k = 0;              ///< "return": [..., "top_k"] with "top_k": K
+    std::size_t top_k = 0; ///< "return": [..., "top_k"] with "top_k": K
     /// "precision": "f32" (default) or "f64". With f64 the float fields above still hold
     /// the float32 rounding of every input (for shapes, explain, heatmaps and estimates) and
     /// `exact` holds what solve() computes with.
@@ -91,7 +90,7 @@ Problem decode_problem(const nlohmann::json& doc, const std::filesystem::path& b
 
 struct SolveOptions {
     bool want_weights = true;
-    unsigned threads = 0;  ///< 0: all cores
+    unsigned threads = 0; ///< 0: all cores
     /// Refuse (InputError, before any allocation) a problem whose estimate_memory() exceeds
     /// this; 0: memory_limit() (attn/io/limits.hpp).
     std::uint64_t max_memory = 0;
@@ -125,4 +124,4 @@ std::string result_document(const Problem& problem, const Solution& solution);
 /// Text nested deeper than max_json_depth is refused before parsing (check_json_depth).
 nlohmann::json parse_json_text(std::string_view text, std::string_view name);
 
-}  // namespace attn::io
+} // namespace attn::io

@@ -1,0 +1,50 @@
+// Pre-attention norms over the last (feature) axis of [B, L, E] tensors: LayerNorm as
+// torch.nn.LayerNorm computes it (biased variance) and RMSNorm as Hugging Face's
+// LlamaRMSNorm does (x / sqrt(mean(x²) + eps) · w). Sums are taken in double and each
+// result is rounded once to the tensor's type. No `1 + w` (Gemma) variant.
+#pragma once
+
+#include "attn/tensor.hpp"
+
+#include <optional>
+
+namespace attn {
+
+enum class NormKind { layer_norm, rms_norm };
+
+/// One norm with its checkpoint weights. T: float or double.
+template <class T> struct BasicNorm {
+    NormKind kind = NormKind::layer_norm;
+    xt::xtensor<T, 1> weight;              ///< [E]
+    std::optional<xt::xtensor<T, 1>> bias; ///< [E]; LayerNorm only (absent: zero)
+    double eps = 1e-5;                     ///< >= 0
+    const char* name = "norm";             ///< e.g. "ln_1", for messages
+};
+using Norm = BasicNorm<float>;
+using Norm64 = BasicNorm<double>;
+
+/// LayerNorm: y = (x − mean) / sqrt(var + eps) · w + b, mean and biased variance over E.
+/// x: [B, L, E]   weight, bias: [E]. Throws InputError naming `what`.weight/.bias when a
+/// length is not E, or `what`.eps when eps is negative or not finite.
+Tensor3 layer_norm(const Tensor3& x,
+                   const Vector& weight,
+                   const Vector* bias,
+                   double eps,
+                   const char* what = "layer_norm");
+Tensor3_64 layer_norm(const Tensor3_64& x,
+                      const Vector64& weight,
+                      const Vector64* bias,
+                      double eps,
+                      const char* what = "layer_norm");
+
+/// RMSNorm: y = x / sqrt(mean(x²) + eps) · w over E. x: [B, L, E]   weight: [E].
+/// Throws InputError as layer_norm.
+Tensor3 rms_norm(const Tensor3& x, const Vector& weight, double eps, const char* what = "rms_norm");
+Tensor3_64
+rms_norm(const Tensor3_64& x, const Vector64& weight, double eps, const char* what = "rms_norm");
+
+/// The norm `n` describes, applied to x (bias ignored by an RMSNorm).
+Tensor3 apply_norm(const Tensor3& x, const Norm& n);
+Tensor3_64 apply_norm(const Tensor3_64& x, const Norm64& n);
+
+} // namespace attn

@@ -129,6 +129,9 @@ TEST(HfConfig, PartialRotaryFromRotaryPctAndRotaryDim) {
     EXPECT_EQ(attn::io::hf_head_dim(phi), 80u);
     EXPECT_EQ(attn::io::hf_rotary_dim(phi, 80), 32u);
     EXPECT_FALSE(phi.rope_scaling);
+    // int(), not round(): 50 * 0.33 = 16.5 -> 16
+    const auto third = parse_hf_config(R"({"rotary_pct": 0.33})", "config.json");
+    EXPECT_EQ(attn::io::hf_rotary_dim(third, 50), 16u);
 }
 
 TEST(HfConfig, RopeParametersAndOldTypeKey) {

@@ -2,12 +2,16 @@
 // SystemError, bad_alloc and anything else exit 1. Subcommands live one per file.
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/suggest.hpp"
 #include "cli.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <new>
+#include <string>
+#include <vector>
 
 namespace attn::app {
 
@@ -47,6 +51,50 @@ void warn(const std::string& message) {
 
 namespace {
 
+std::vector<CLI::App*> subcommands(CLI::App& app) {
+    return app.get_subcommands([](CLI::App*) { return true; });
+}
+
+std::vector<std::string> subcommand_names(CLI::App& app) {
+    std::vector<std::string> names;
+    for (const CLI::App* s : subcommands(app)) {
+        names.push_back(s->get_name());
+    }
+    return names;
+}
+
+/// "attn" or "attn compute": the command whose --help answers a parse error. CLI11 reports
+/// errors through the root app; the subcommand being parsed is the last one it selected.
+std::string command_of(const CLI::App& root) {
+    const auto parsed = root.get_subcommands();
+    return parsed.empty() ? root.get_name() : root.get_name() + " " + parsed.back()->get_name();
+}
+
+const CLI::App& parsed_app(const CLI::App& root) {
+    const auto parsed = root.get_subcommands();
+    return parsed.empty() ? root : *parsed.back();
+}
+
+/// " (did you mean '--causal'?)" for the first unknown flag among a command's extras.
+std::string flag_suggestion(const CLI::App& app) {
+    std::vector<std::string> flags{"--help"};
+    for (const CLI::Option* o : app.get_options()) {
+        for (const std::string& n : o->get_lnames()) {
+            flags.push_back("--" + n);
+        }
+    }
+    for (const std::string& extra : app.remaining(true)) {
+        if (extra.size() > 2 && extra.compare(0, 2, "--") == 0) {
+            const std::string word = extra.substr(0, extra.find('='));
+            const std::string hint = attn::did_you_mean(word, flags);
+            if (!hint.empty()) {
+                return hint;
+            }
+        }
+    }
+    return {};
+}
+
 int run(int argc, char** argv) {
     CLI::App app{"attn: compute, check and visualise attention "
                  "(softmax(Q·Kᵀ·scale)·V: self, masked, cross, multi-head, grouped-query)",
@@ -55,7 +103,10 @@ int run(int argc, char** argv) {
     app.failure_message([](const CLI::App* a, const CLI::Error& e) {
         std::string msg = "attn: error: " + std::string(e.what());
         if (a != nullptr) {
-            msg += " (see '" + a->get_name() + " --help')";
+            if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+                msg += flag_suggestion(parsed_app(*a));
+            }
+            msg += " (see '" + command_of(*a) + " --help')";
         }
         return msg + "\n";
     });
@@ -66,6 +117,36 @@ int run(int argc, char** argv) {
     attn::app::add_info(app);
     attn::app::add_diff(app);
     attn::app::add_explain(app);
+
+    // `attn`, `attn help` and `attn help CMD` print help (exit 0); an unknown command is
+    // named, with the closest one, before CLI11 would call it a missing subcommand.
+    if (argc < 2) {
+        std::cout << app.help();
+        return 0;
+    }
+    const std::string first = argv[1];
+    const std::vector<std::string> names = subcommand_names(app);
+    const auto unknown_command = [&](const std::string& word) {
+        return attn::InputError("unknown command '" + attn::io::message_text(word) + "'" +
+                                attn::did_you_mean(word, names) + " (see 'attn --help')");
+    };
+    if (first == "help") {
+        if (argc == 2) {
+            std::cout << app.help();
+            return 0;
+        }
+        for (CLI::App* s : subcommands(app)) {
+            if (s->get_name() == argv[2]) {
+                std::cout << s->help(app.get_name());
+                return 0;
+            }
+        }
+        throw unknown_command(argv[2]);
+    }
+    if (!first.empty() && first[0] != '-' &&
+        std::find(names.begin(), names.end(), first) == names.end()) {
+        throw unknown_command(first);
+    }
 
     try {
         app.parse(argc, argv);

@@ -244,7 +244,7 @@ case("bad --heads", ["compute", "seed.json", "--heads", "0"], code=2, err="heads
 case("bad --dtype", ["compute", "seed.json", "--dtype", "f16"], code=2, err="dtype")
 case("bad --scale", ["compute", "seed.json", "--scale", "abc"], code=2, err="scale")
 case("unknown subcommand", ["frobnicate"], code=2)
-case("no subcommand", [], code=2)
+case("no subcommand prints help", [], code=0)  # as `attn help`: usage on stdout, exit 0
 
 # --- help and version -------------------------------------------------------------------
 PROJECT_VERSION = re.search(r"project\(attn VERSION ([0-9.]+)",

@@ -34,7 +34,7 @@ def main():
             json.dump(problem, f)
         subprocess.run([attn, "compute", p, "--heatmap", html, "-o", os.path.join(tmp, "r.json")],
                        check=True)
-        with cdp.Browser(width=1240, height=900) as b:
+        with cdp.Browser(width=1500, height=960) as b:
             page = b.open("file://" + html)
             page.wait_for("document.body && document.body.dataset.ready === '1'")
             page.key("2")

@@ -236,7 +236,7 @@ FileFormat file_format(const std::string& path, const std::string& format, const
         return FileFormat::html;
     }
     throw InputError(std::string(flag) + " " + path +
-                     ": expected a .png, .svg or .html file name (or - for PNG on stdout)");
+                     ": expected a .html, .png or .svg file name (or - for PNG on stdout)");
 }
 
 std::vector<std::uint8_t>

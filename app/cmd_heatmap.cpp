@@ -1,4 +1,4 @@
-// `attn heatmap WEIGHTS -o OUT.png|OUT.svg [--term]`, and the --heatmap output of
+// `attn heatmap WEIGHTS -o OUT.png|OUT.svg|OUT.html [--term]`, and the --heatmap output of
 // `attn compute`: reads weights (NPY, a JSON array, or a compute result document with its
 // tokens), picks panels (heads, batches), and renders with attn_render. All writes go
 // through io::write_file_atomic; this file decides nothing about pixels.
@@ -8,6 +8,7 @@
 #include "attn/io/png.hpp"
 #include "attn/io/problem.hpp"
 #include "attn/render/heatmap.hpp"
+#include "attn/render/html.hpp"
 #include "attn/render/terminal.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
@@ -213,11 +214,13 @@ struct Outputs {
     std::string term;
 };
 
-enum class FileFormat { png, svg };
+enum class FileFormat { png, svg, html };
 
 FileFormat file_format(const std::string& path, const std::string& format, const char* flag) {
-    if (format == "png" || format == "svg") {
-        return format == "png" ? FileFormat::png : FileFormat::svg;
+    if (format == "png" || format == "svg" || format == "html") {
+        return format == "png"   ? FileFormat::png
+               : format == "svg" ? FileFormat::svg
+                                 : FileFormat::html;
     }
     if (path == "-") {
         return FileFormat::png;
@@ -229,12 +232,19 @@ FileFormat file_format(const std::string& path, const std::string& format, const
     if (ext == ".svg") {
         return FileFormat::svg;
     }
+    if (ext == ".html" || ext == ".htm") {
+        return FileFormat::html;
+    }
     throw InputError(std::string(flag) + " " + path +
-                     ": expected a .png or .svg file name (or - for PNG on stdout)");
+                     ": expected a .html, .png or .svg file name (or - for PNG on stdout)");
 }
 
 std::vector<std::uint8_t>
 encode_figure(const render::HeatmapInput& in, const render::HeatmapOptions& o, FileFormat format) {
+    if (format == FileFormat::html) {
+        const std::string page = render::heatmap_html(in, o);
+        return {page.begin(), page.end()};
+    }
     const render::HeatmapFigure hf = render::heatmap_figure(in, o);
     if (format == FileFormat::png) {
         return io::encode_png(render::rasterize(hf.figure));
@@ -342,7 +352,8 @@ render::HeatmapOptions options_from(const HeatmapArgs& a) {
 
 void run_heatmap(const HeatmapArgs& a) {
     if (a.output.empty() && !a.term) {
-        throw InputError("heatmap: nothing to do: give -o OUT.png, -o OUT.svg or --term");
+        throw InputError(
+            "heatmap: nothing to do: give -o OUT.png, -o OUT.svg, -o OUT.html or --term");
     }
     if (a.annotate && a.no_annotate) {
         throw InputError("--annotate, --no-annotate: give at most one");
@@ -502,7 +513,9 @@ void write_heatmap_file(const std::string& path,
 void add_heatmap(CLI::App& app) {
     auto a = std::make_shared<HeatmapArgs>();
     CLI::App* cmd = app.add_subcommand(
-        "heatmap", "Draw attention weights as a heatmap (PNG, SVG, or the terminal)");
+        "heatmap",
+        "Draw attention weights as a heatmap (PNG, SVG, an interactive HTML page, or the "
+        "terminal)");
     add_version_flag(*cmd);
     cmd->add_option("WEIGHTS",
                     a->weights,
@@ -511,10 +524,13 @@ void add_heatmap(CLI::App& app) {
         ->required();
     const char* out = "Output";
     cmd->add_option(
-           "-o,--output", a->output, "write the figure to OUT.png or OUT.svg (- : PNG on stdout)")
+           "-o,--output",
+           a->output,
+           "write the figure to OUT.png, OUT.svg or OUT.html (one self-contained interactive "
+           "page: hover, zoom, heads, query rows; - : PNG on stdout)")
         ->group(out);
-    cmd->add_option("--format", a->format, "png or svg (default: from the -o extension)")
-        ->check(CLI::IsMember({"png", "svg"}))
+    cmd->add_option("--format", a->format, "png, svg or html (default: from the -o extension)")
+        ->check(CLI::IsMember({"png", "svg", "html"}))
         ->group(out);
     cmd->add_flag("--term",
                   a->term,

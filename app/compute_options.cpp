@@ -492,7 +492,11 @@ void add_output_options(CLI::App& cmd, OutputOptions& out) {
                    out.weights,
                    "write the attention weights to FILE (.npy or .json; - for stdout)")
         ->group(g);
-    cmd.add_option("--heatmap", out.heatmap, "draw the weights as a PNG heatmap")->group(g);
+    cmd.add_option(
+           "--heatmap",
+           out.heatmap,
+           "draw the weights as a heatmap: FILE.png, FILE.svg or FILE.html (interactive page)")
+        ->group(g);
     cmd.add_option("--format",
                    out.format,
                    "format of --output/--weights: npy or json (default: by extension; json "

@@ -94,7 +94,7 @@ struct OutputOptions {
     std::string output;  ///< --output FILE (.npy/.json, or - for stdout); empty: the result
                          ///< document on stdout
     std::string weights; ///< --weights FILE (.npy/.json, or -)
-    std::string heatmap; ///< --heatmap FILE.png
+    std::string heatmap; ///< --heatmap FILE.png|.svg|.html
     std::string format;  ///< --format npy|json; empty: by extension, json for -
     std::string dtype = "f32";
     bool no_weights = false;
@@ -130,7 +130,7 @@ void emit_solution(const io::Problem& problem,
                    const io::Solution& solution,
                    const OutputOptions& o);
 
-/// Renders weights [.., Lq, Lk] as a PNG heatmap at `path` (cmd_heatmap.cpp).
+/// Renders weights [.., Lq, Lk] as a PNG, SVG or HTML heatmap at `path` (cmd_heatmap.cpp).
 void write_heatmap_file(const std::string& path,
                         const io::Array& weights,
                         const io::Problem* problem);

@@ -5,9 +5,11 @@
 set -eu
 
 # clang and libclang-rt-14-dev (libFuzzer) are for the fuzz smoke of the test command.
+# zlib1g-dev compresses the HTML view's data; chromium (about 110 MB to download) runs the
+# HTML view's browser test headless.
 PACKAGES="g++ cmake ninja-build libcli11-dev nlohmann-json3-dev libstb-dev libxtensor-dev \
 libxsimd-dev libopenblas-dev libgtest-dev libbenchmark-dev fonts-dejavu-core python3 \
-python3-numpy clang libclang-rt-14-dev"
+python3-numpy clang libclang-rt-14-dev zlib1g-dev chromium"
 
 missing=""
 for p in $PACKAGES; do

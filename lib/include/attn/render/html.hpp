@@ -1,0 +1,35 @@
+// The interactive heatmap as one self-contained HTML file: the page, script and style
+// embedded at build time (lib/src/render/html/), and the data written into it: per-cell
+// colour indices computed here with the PNG's own normalisation and colormap index rule
+// (so a cell has the same RGB in the PNG and the page), masked/NaN states, the exact
+// float32 weights when the map is small enough, tokens and the colormap tables. The page
+// needs no network: the data is zlib-compressed, base64 in the page, and inflated by the
+// browser's DecompressionStream. Builds bytes; writes no files.
+#pragma once
+
+#include "attn/render/heatmap.hpp"
+
+#include <cstddef>
+#include <string>
+
+namespace attn::render {
+
+struct HtmlLimits {
+    /// Cells (all panels) one page may hold: 8 heads of 4096 x 4096. Beyond this the
+    /// page would take minutes to open or exceed a browser's string limits.
+    std::size_t max_cells = std::size_t{1} << 27;
+    /// Up to this many cells the page also holds every weight as float32 (hover shows
+    /// the exact value); above, hover shows the 8-bit colour bin the value falls in.
+    std::size_t max_exact_cells = std::size_t{1} << 22;
+};
+
+/// The page for `input` drawn with `options` (colormap, vmin/vmax, scale, clip, pool for
+/// the overview, title, decimals). The colour range is fixed from all cells at full
+/// resolution, as prepare_heatmap() does. Throws InputError as prepare_heatmap() does,
+/// and when the input has more cells than `limits.max_cells` (one line naming --head and
+/// --batch, and a pooled PNG).
+std::string heatmap_html(const HeatmapInput& input,
+                         const HeatmapOptions& options,
+                         const HtmlLimits& limits = {});
+
+} // namespace attn::render

@@ -1,0 +1,428 @@
+// The attn HTML view: head thumbnails, one large map on <canvas> (pooled overview, zoom
+// into full resolution), hover details, and the selected query row as bars, top-k and
+// lines to the keys. Colours are the per-cell colormap indices attn computed (the PNG's
+// rule), looked up in matplotlib's tables; nothing is fetched from anywhere.
+"use strict";
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const meta = JSON.parse($("meta").textContent);
+  const R = meta.rows, C = meta.cols, P = meta.panels.length, plane = R * C;
+  const MAP = 640, LEFT = 96, TOP = 96; // map area and label margins, CSS px
+  const LABEL_MIN_PITCH = 11;           // px per cell at which every label is drawn
+  const HATCH_BG = [242, 242, 242], HATCH_LINE = [150, 150, 150];
+  let index = null, state = null, exact = null;
+  const view = { panel: 0, r0: 0, c0: 0, nr: R, nc: C, row: -1, pool: meta.pool };
+  let lut = null, layout = null;
+
+  function bytesOf(text) {
+    const bin = atob(text.trim());
+    const out = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+    return out;
+  }
+  async function inflate(id) {
+    const text = $(id).textContent;
+    if (text.trim() === "") return null;
+    const stream = new Blob([bytesOf(text)]).stream().pipeThrough(new DecompressionStream("deflate"));
+    return new Uint8Array(await new Response(stream).arrayBuffer());
+  }
+
+  // ---- colours -------------------------------------------------------------------
+  function setColormap(name, reversed) {
+    const t = bytesOf(meta.tables[name]);
+    lut = new Uint8Array(256 * 3);
+    for (let i = 0; i < 256; i++) {
+      const k = reversed ? 255 - i : i;
+      lut.set(t.subarray(k * 3, k * 3 + 3), i * 3);
+    }
+  }
+  function norm(v) {
+    if (meta.scale === "log") {
+      return v > 0 ? (Math.log10(v) - Math.log10(meta.vmin)) / (Math.log10(meta.vmax) - Math.log10(meta.vmin)) : -Infinity;
+    }
+    return (v - meta.vmin) / (meta.vmax - meta.vmin);
+  }
+  function unnorm(t) {
+    if (meta.scale === "log") {
+      const a = Math.log10(meta.vmin), b = Math.log10(meta.vmax);
+      return Math.pow(10, a + t * (b - a));
+    }
+    return meta.vmin + t * (meta.vmax - meta.vmin);
+  }
+  function fmt(v) {
+    if (!isFinite(v)) return String(v);
+    return String(parseFloat(v.toPrecision(7)));
+  }
+  const stateAt = (k) => (state ? state[k] : 0);
+  /// The weight of cell k as text: exact when stored, else the colour bin it falls in.
+  function valueText(k) {
+    if (exact) return fmt(exact[k]);
+    const b = index[k];
+    const lo = b === 0 ? "\u2264" + fmt(unnorm(1 / 256)) : fmt(unnorm(b / 256));
+    return b === 0 ? lo : b === 255 ? "\u2265" + fmt(unnorm(255 / 256)) : "\u2248" + lo + "\u2013" + fmt(unnorm((b + 1) / 256));
+  }
+  function valueOf(k) {
+    return exact ? exact[k] : unnorm((index[k] + 0.5) / 256);
+  }
+
+  // ---- pooled pixels of a region -------------------------------------------------
+  /// RGBA pixels for rows [r0, r0+nr) x cols [c0, c0+nc) of a panel drawn w x h px, each
+  /// pixel the max (or mean) colour index of the cells whose block it shows; blocks whose
+  /// cells are all masked are hatched as in the PNG.
+  function regionPixels(panel, r0, c0, nr, nc, w, h, pool) {
+    const img = new ImageData(w, h);
+    const px = img.data, base = panel * plane;
+    const acc = new Float64Array(w), cnt = new Uint32Array(w), bad = new Uint8Array(w);
+    const colOf = new Int32Array(nc);
+    for (let j = 0; j < nc; j++) colOf[j] = Math.min(w - 1, Math.floor((j * w) / nc));
+    const mean = pool === "mean";
+    for (let y = 0; y < h; y++) {
+      const i0 = r0 + Math.floor((y * nr) / h), i1 = Math.max(i0 + 1, r0 + Math.floor(((y + 1) * nr) / h));
+      acc.fill(mean ? 0 : -1); cnt.fill(0); bad.fill(0);
+      for (let i = i0; i < i1; i++) {
+        const row = base + i * C + c0;
+        for (let j = 0; j < nc; j++) {
+          const k = row + j, x = colOf[j];
+          if (state && state[k] !== 0) { bad[x] = state[k]; continue; }
+          const v = index[k];
+          if (mean) acc[x] += v; else if (v > acc[x]) acc[x] = v;
+          cnt[x]++;
+        }
+      }
+      for (let x = 0; x < w; x++) {
+        const o = (y * w + x) * 4;
+        let c;
+        if (cnt[x] === 0) {
+          c = (x + y) % 6 < 1 ? HATCH_LINE : HATCH_BG;
+          px[o] = c[0]; px[o + 1] = c[1]; px[o + 2] = c[2];
+        } else {
+          const b = mean ? Math.floor(acc[x] / cnt[x] + 0.5) : acc[x];
+          px[o] = lut[b * 3]; px[o + 1] = lut[b * 3 + 1]; px[o + 2] = lut[b * 3 + 2];
+        }
+        px[o + 3] = 255;
+      }
+    }
+    return img;
+  }
+
+  // ---- the large map ----------------------------------------------------------------
+  /// Where the current region lands: cell pitch (>= 1 px, integer) or a pooled factor.
+  function computeLayout() {
+    const big = Math.max(view.nr, view.nc);
+    if (big <= MAP) {
+      const cell = Math.floor(MAP / big);
+      return { cell, f: 1, w: cell * view.nc, h: cell * view.nr };
+    }
+    const f = Math.ceil(big / MAP);
+    return { cell: 1 / f, f, w: Math.ceil(view.nc / f), h: Math.ceil(view.nr / f) };
+  }
+  const map = $("map"), ctx = map.getContext("2d");
+  map.width = LEFT + MAP + 8; map.height = TOP + MAP + 8;
+
+  function drawMap() {
+    layout = computeLayout();
+    ctx.fillStyle = "#fff";
+    ctx.fillRect(0, 0, map.width, map.height);
+    let img;
+    if (layout.f === 1) {
+      // Full resolution: one colour per cell, hatch per screen pixel.
+      img = new ImageData(layout.w, layout.h);
+      const px = img.data, base = view.panel * plane, cell = layout.cell;
+      for (let y = 0; y < layout.h; y++) {
+        const i = view.r0 + Math.floor(y / cell);
+        for (let x = 0; x < layout.w; x++) {
+          const k = base + i * C + view.c0 + Math.floor(x / cell), o = (y * layout.w + x) * 4;
+          const c = stateAt(k) !== 0 ? ((x + y) % 6 < 1 ? HATCH_LINE : HATCH_BG) : null;
+          if (c) { px[o] = c[0]; px[o + 1] = c[1]; px[o + 2] = c[2]; }
+          else { const b = index[k] * 3; px[o] = lut[b]; px[o + 1] = lut[b + 1]; px[o + 2] = lut[b + 2]; }
+          px[o + 3] = 255;
+        }
+      }
+    } else {
+      img = regionPixels(view.panel, view.r0, view.c0, view.nr, view.nc, layout.w, layout.h, view.pool);
+    }
+    ctx.putImageData(img, LEFT, TOP);
+    ctx.strokeStyle = "#000";
+    ctx.strokeRect(LEFT - 0.5, TOP - 0.5, layout.w + 1, layout.h + 1);
+    if (view.row >= view.r0 && view.row < view.r0 + view.nr) {
+      const y = TOP + (view.row - view.r0) * layout.cell;
+      ctx.strokeStyle = "#e00";
+      ctx.strokeRect(LEFT - 0.5, y - 0.5, layout.w + 1, Math.max(1, layout.cell) + 1);
+    }
+    drawLabels();
+    const pooled = layout.f > 1 ? `${view.pool}-pooled ${layout.f}\u00d7${layout.f}, ` : "";
+    $("zoominfo").textContent = `${meta.panels[view.panel]} \u00b7 queries ${view.r0}\u2013${view.r0 + view.nr - 1}, keys ${view.c0}\u2013${view.c0 + view.nc - 1} (${pooled}${R}\u00d7${C} in all)`;
+    document.querySelectorAll(".thumb").forEach((t, p) => t.classList.toggle("current", p === view.panel));
+  }
+
+  function label(list, i) {
+    const s = list.length ? list[i] : String(i);
+    return s.length > 14 ? s.slice(0, 13) + "\u2026" : s;
+  }
+  function drawLabels() {
+    ctx.fillStyle = "#222";
+    ctx.font = "11px system-ui, sans-serif";
+    if (layout.cell < LABEL_MIN_PITCH) {
+      ctx.textAlign = "left";
+      ctx.fillText(`labels: ${layout.cell >= 1 ? layout.cell + " px" : "1/" + layout.f + " px"} per token is too small to read; zoom in (wheel or +) \u2014 hover names every cell`, LEFT, TOP - 8);
+      ctx.save(); ctx.translate(LEFT - 8, TOP + layout.h); ctx.rotate(-Math.PI / 2);
+      ctx.fillText(`Queries ${view.r0}\u2013${view.r0 + view.nr - 1}`, 0, 0); ctx.restore();
+      return;
+    }
+    ctx.textAlign = "right"; ctx.textBaseline = "middle";
+    for (let i = 0; i < view.nr; i++) {
+      ctx.fillText(label(meta.rowLabels, view.r0 + i), LEFT - 4, TOP + (i + 0.5) * layout.cell);
+    }
+    for (let j = 0; j < view.nc; j++) {
+      ctx.save();
+      ctx.translate(LEFT + (j + 0.5) * layout.cell, TOP - 4);
+      ctx.rotate(-Math.PI / 2); ctx.textAlign = "left";
+      ctx.fillText(label(meta.colLabels, view.c0 + j), 0, 0);
+      ctx.restore();
+    }
+    ctx.textBaseline = "alphabetic";
+  }
+
+  /// The cell block under a canvas point, or null: rows [i0, i1) x cols [j0, j1).
+  function blockAt(x, y) {
+    const mx = x - LEFT, my = y - TOP;
+    if (!layout || mx < 0 || my < 0 || mx >= layout.w || my >= layout.h) return null;
+    if (layout.f === 1) {
+      const i = view.r0 + Math.floor(my / layout.cell), j = view.c0 + Math.floor(mx / layout.cell);
+      return { i0: i, i1: i + 1, j0: j, j1: j + 1 };
+    }
+    const px = Math.floor(mx), py = Math.floor(my);
+    const i0 = view.r0 + Math.floor((py * view.nr) / layout.h), j0 = view.c0 + Math.floor((px * view.nc) / layout.w);
+    return {
+      i0, i1: Math.max(i0 + 1, view.r0 + Math.floor(((py + 1) * view.nr) / layout.h)),
+      j0, j1: Math.max(j0 + 1, view.c0 + Math.floor(((px + 1) * view.nc) / layout.w)),
+    };
+  }
+  const tok = (list, i) => (list.length ? JSON.stringify(list[i]) : "");
+
+  function hoverText(b) {
+    const base = view.panel * plane;
+    if (b.i1 - b.i0 === 1 && b.j1 - b.j0 === 1) {
+      const k = base + b.i0 * C + b.j0;
+      const st = stateAt(k);
+      return `${meta.panels[view.panel]}\nquery ${b.i0} ${tok(meta.rowLabels, b.i0)} \u2192 key ${b.j0} ${tok(meta.colLabels, b.j0)}\n` +
+        (st === 1 ? "masked" : st === 2 ? "NaN" : `weight ${valueText(k)}`);
+    }
+    let best = -1, bk = -1, masked = 0;
+    for (let i = b.i0; i < b.i1; i++) for (let j = b.j0; j < b.j1; j++) {
+      const k = base + i * C + j;
+      if (stateAt(k) !== 0) { masked++; continue; }
+      const v = valueOf(k);
+      if (v > best) { best = v; bk = k; }
+    }
+    const n = (b.i1 - b.i0) * (b.j1 - b.j0);
+    const where = bk < 0 ? "" : ` at query ${Math.floor((bk - base) / C)}, key ${(bk - base) % C}`;
+    return `${meta.panels[view.panel]}\nqueries ${b.i0}\u2013${b.i1 - 1} \u00d7 keys ${b.j0}\u2013${b.j1 - 1} (${n} cells, zoom in for one)\n` +
+      (bk < 0 ? "masked" : `max weight ${valueText(bk)}${where}` + (masked ? `, ${masked} masked` : ""));
+  }
+
+  // ---- the selected query row ---------------------------------------------------------
+  function drawRow() {
+    const bars = $("bars"), g = bars.getContext("2d");
+    g.fillStyle = "#fff"; g.fillRect(0, 0, bars.width, bars.height);
+    const list = $("topk");
+    list.textContent = "";
+    const hv = $("headview");
+    if (view.row < 0) { hv.height = 10; return; }
+    const i = view.row, base = view.panel * plane + i * C;
+    $("rowtitle").textContent = `query ${i} ${tok(meta.rowLabels, i)}: weights over ${C} keys` + (exact ? "" : " (8-bit colour bins)");
+    const vals = new Float64Array(C);
+    let top = 0;
+    for (let j = 0; j < C; j++) {
+      vals[j] = stateAt(base + j) !== 0 ? NaN : valueOf(base + j);
+      if (vals[j] > top) top = vals[j];
+    }
+    const w = bars.width, h = bars.height - 14;
+    const perPx = Math.max(1, Math.ceil(C / w)), bw = perPx === 1 ? Math.max(1, Math.floor(w / C)) : 1;
+    for (let x = 0, j = 0; j < C; x++, j += perPx) {
+      let m = 0;
+      for (let q = j; q < Math.min(C, j + perPx); q++) if (vals[q] > m) m = vals[q];
+      const b = index[base + j] * 3;
+      g.fillStyle = `rgb(${lut[b]},${lut[b + 1]},${lut[b + 2]})`;
+      const bh = top > 0 ? (m / top) * h : 0;
+      g.fillRect(x * bw, h - bh, Math.max(1, bw - (bw > 3 ? 1 : 0)), bh);
+    }
+    g.fillStyle = "#555"; g.font = "10px system-ui, sans-serif";
+    g.fillText(`max ${fmt(top)}` + (perPx > 1 ? `, ${perPx} keys per px (max)` : ""), 2, bars.height - 2);
+    const order = Array.from({ length: C }, (_, j) => j).filter((j) => !isNaN(vals[j]));
+    order.sort((a, b) => vals[b] - vals[a] || a - b);
+    for (const j of order.slice(0, 10)) {
+      const li = document.createElement("li");
+      li.textContent = `key ${j} ${tok(meta.colLabels, j)}  ${valueText(base + j)}`;
+      list.appendChild(li);
+    }
+    drawHeadView(vals, top);
+  }
+
+  /// BertViz's head view for short sequences: lines from the query to each key, opacity = weight.
+  function drawHeadView(vals, top) {
+    const hv = $("headview");
+    if (Math.max(R, C) > 64) { hv.height = 10; return; }
+    const step = 16;
+    hv.height = step * Math.max(R, C) + 8;
+    const g = hv.getContext("2d");
+    g.fillStyle = "#fff"; g.fillRect(0, 0, hv.width, hv.height);
+    g.font = "11px system-ui, sans-serif"; g.textBaseline = "middle";
+    const xl = 130, xr = hv.width - 130;
+    for (let i = 0; i < R; i++) {
+      g.fillStyle = i === view.row ? "#d00" : "#222"; g.textAlign = "right";
+      g.fillText(label(meta.rowLabels, i), xl - 6, 4 + (i + 0.5) * step);
+    }
+    g.textAlign = "left"; g.fillStyle = "#222";
+    for (let j = 0; j < C; j++) g.fillText(label(meta.colLabels, j), xr + 6, 4 + (j + 0.5) * step);
+    g.strokeStyle = "rgb(40, 90, 200)"; g.lineWidth = 2;
+    for (let j = 0; j < C; j++) {
+      if (!(vals[j] > 0)) continue;
+      g.globalAlpha = Math.min(1, vals[j]);
+      g.beginPath(); g.moveTo(xl, 4 + (view.row + 0.5) * step); g.lineTo(xr, 4 + (j + 0.5) * step); g.stroke();
+    }
+    g.globalAlpha = 1;
+  }
+
+  // ---- thumbnails and colorbar -----------------------------------------------------------
+  function drawThumbs() {
+    const box = $("heads");
+    if (!box.children.length) {
+      for (let p = 0; p < P; p++) {
+        const d = document.createElement("div");
+        d.className = "thumb"; d.title = `${meta.panels[p]} (key ${p + 1 <= 9 ? p + 1 : "\u2190/\u2192"})`;
+        const c = document.createElement("canvas");
+        d.appendChild(c); d.appendChild(document.createTextNode(meta.panels[p]));
+        d.addEventListener("click", () => setPanel(p));
+        box.appendChild(d);
+      }
+    }
+    const tw = Math.min(80, C), th = Math.min(80, R);
+    for (let p = 0; p < P; p++) {
+      const c = box.children[p].querySelector("canvas");
+      c.width = tw; c.height = th;
+      c.getContext("2d").putImageData(regionPixels(p, 0, 0, R, C, tw, th, view.pool), 0, 0);
+    }
+  }
+  function drawColorbar() {
+    const cb = $("colorbar"), g = cb.getContext("2d"), h = 240;
+    g.fillStyle = "#fff"; g.fillRect(0, 0, cb.width, cb.height);
+    for (let y = 0; y < h; y++) {
+      const b = (255 - Math.floor((y * 256) / h)) * 3;
+      g.fillStyle = `rgb(${lut[b]},${lut[b + 1]},${lut[b + 2]})`;
+      g.fillRect(0, y + 8, 14, 1);
+    }
+    g.fillStyle = "#222"; g.font = "10px system-ui, sans-serif";
+    g.fillText(fmt(meta.vmax), 17, 12); g.fillText(fmt(meta.vmin), 17, h + 8);
+    g.fillText(meta.scale, 17, h / 2 + 8);
+  }
+  function redraw() { drawMap(); drawRow(); }
+
+  // ---- interaction -------------------------------------------------------------------------
+  function setPanel(p) { view.panel = (p + P) % P; redraw(); }
+  function zoom(factor, ci, cj) {
+    const nr = Math.max(1, Math.min(R, Math.round(view.nr * factor)));
+    const nc = Math.max(1, Math.min(C, Math.round(view.nc * factor)));
+    const fi = (ci - view.r0) / view.nr, fj = (cj - view.c0) / view.nc;
+    view.r0 = Math.max(0, Math.min(R - nr, Math.round(ci - fi * nr)));
+    view.c0 = Math.max(0, Math.min(C - nc, Math.round(cj - fj * nc)));
+    view.nr = nr; view.nc = nc;
+    drawMap();
+  }
+  function pan(di, dj) {
+    view.r0 = Math.max(0, Math.min(R - view.nr, view.r0 + di));
+    view.c0 = Math.max(0, Math.min(C - view.nc, view.c0 + dj));
+    drawMap();
+  }
+  function reset() { view.r0 = 0; view.c0 = 0; view.nr = R; view.nc = C; drawMap(); }
+
+  function install() {
+    const sel = $("cmap");
+    for (const name of Object.keys(meta.tables)) sel.add(new Option(name, name, false, name === meta.cmap));
+    $("reversed").checked = meta.reversed;
+    const recolor = () => { setColormap(sel.value, $("reversed").checked); drawThumbs(); drawColorbar(); redraw(); };
+    sel.addEventListener("change", recolor);
+    $("reversed").addEventListener("change", recolor);
+    $("pool").value = view.pool;
+    $("pool").addEventListener("change", () => { view.pool = $("pool").value; drawThumbs(); drawMap(); });
+    $("reset").addEventListener("click", reset);
+    let drag = null;
+    const pos = (e) => { const r = map.getBoundingClientRect(); return [e.clientX - r.left, e.clientY - r.top]; };
+    map.addEventListener("mousemove", (e) => {
+      const [x, y] = pos(e);
+      if (drag && e.buttons & 1) {
+        const dx = x - drag.x, dy = y - drag.y, cell = layout.cell;
+        if (Math.abs(dx) >= cell || Math.abs(dy) >= cell) {
+          drag.moved = true;
+          pan(-Math.trunc(dy / cell), -Math.trunc(dx / cell));
+          drag.x = x; drag.y = y;
+        }
+        return;
+      }
+      const b = blockAt(x, y);
+      if (b) $("hover").textContent = hoverText(b);
+    });
+    map.addEventListener("mousedown", (e) => { const [x, y] = pos(e); drag = { x, y, moved: false }; });
+    map.addEventListener("mouseup", (e) => {
+      const [x, y] = pos(e);
+      const moved = drag && drag.moved;
+      drag = null;
+      if (moved) return;
+      const b = blockAt(x, y);
+      if (b) { view.row = b.i0; redraw(); }
+    });
+    map.addEventListener("wheel", (e) => {
+      e.preventDefault();
+      const [x, y] = pos(e);
+      const b = blockAt(x, y) || { i0: view.r0 + view.nr / 2, j0: view.c0 + view.nc / 2 };
+      zoom(e.deltaY < 0 ? 0.5 : 2, b.i0, b.j0);
+    }, { passive: false });
+    document.addEventListener("keydown", (e) => {
+      if (e.target instanceof HTMLSelectElement) return;
+      const mid = [view.r0 + view.nr / 2, view.c0 + view.nc / 2];
+      const step = Math.max(1, Math.floor(view.nr / 4));
+      const keys = {
+        ArrowRight: () => setPanel(view.panel + 1), ArrowLeft: () => setPanel(view.panel - 1),
+        "]": () => setPanel(view.panel + 1), "[": () => setPanel(view.panel - 1),
+        "+": () => zoom(0.5, ...mid), "=": () => zoom(0.5, ...mid), "-": () => zoom(2, ...mid),
+        "0": reset, w: () => pan(-step, 0), s: () => pan(step, 0), a: () => pan(0, -step), d: () => pan(0, step),
+        ArrowDown: () => { view.row = Math.min(R - 1, view.row + 1); redraw(); },
+        ArrowUp: () => { view.row = Math.max(0, view.row - 1); redraw(); },
+      };
+      if (/^[1-9]$/.test(e.key) && Number(e.key) <= P) { setPanel(Number(e.key) - 1); e.preventDefault(); return; }
+      if (keys[e.key]) { keys[e.key](); e.preventDefault(); }
+    });
+  }
+
+  // For tests and scripts: where cell (i, j) of the large map is on the page.
+  window.attnView = {
+    ready: false, view, meta,
+    cellCenter(i, j) {
+      const r = map.getBoundingClientRect(), c = layout.cell;
+      return { x: r.left + LEFT + (j - view.c0 + 0.5) * c, y: r.top + TOP + (i - view.r0 + 0.5) * c };
+    },
+    setPanel, zoom, reset,
+  };
+
+  async function main() {
+    const t0 = performance.now();
+    $("title").textContent = meta.title || "attention weights";
+    $("notes").textContent = meta.notes.join(" \u00b7 ") + (meta.notes.length ? " \u00b7 " : "") +
+      `${P} panel${P === 1 ? "" : "s"} of ${R} queries \u00d7 ${C} keys; colour scale ${meta.scale} ${fmt(meta.vmin)}\u2013${fmt(meta.vmax)}` +
+      (meta.exact ? "" : `; hover shows 8-bit colour bins (exact values are stored up to ${meta.maxExactCells} cells)`);
+    [index, state] = await Promise.all([inflate("index"), inflate("state")]);
+    const raw = meta.exact ? await inflate("exact") : null;
+    exact = raw ? new Float32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4) : null;
+    if (!index || index.length !== P * plane) throw new Error("attn view: the weights are damaged");
+    setColormap(meta.cmap, meta.reversed);
+    install();
+    drawThumbs();
+    drawColorbar();
+    redraw();
+    window.attnView.loadMs = performance.now() - t0;
+    $("status").textContent = `ready in ${Math.round(window.attnView.loadMs)} ms`;
+    window.attnView.ready = true;
+    document.body.dataset.ready = "1";
+  }
+  main().catch((e) => { $("status").textContent = String(e); console.error(e); });
+})();

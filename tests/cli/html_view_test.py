@@ -1,0 +1,255 @@
+#!/usr/bin/python3
+"""Browser tests for the HTML view (`attn heatmap W -o view.html`, `attn compute --heatmap
+view.html`), in Debian's headless chromium driven over the DevTools pipe (tests/browser/cdp.py).
+
+    /usr/bin/python3 tests/cli/html_view_test.py PATH/TO/attn     (from the repo root)
+
+Checks: the page loads from file:// with no console error and no network request; the
+screen pixel at the centre of cell (h, i, j) has the colour matplotlib's table gives that
+weight (tables read from lib/src/render/colormap_tables.cpp, normalised by the data's
+min/max as the PNG is); hovering names the tokens and the exact weight; switching heads
+(key and thumbnail) changes the large map; masked cells read `masked` and are hatched;
+clicking a row lists its top keys; long maps are pooled and zoom to single cells.
+Exits 77 (skipped) when chromium is absent. Ends with "N passed, M failed".
+"""
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+ATTN = os.path.abspath(sys.argv[1])
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "browser"))
+import cdp  # noqa: E402
+
+TMP = tempfile.mkdtemp(prefix="attn-html-")
+PASSED = 0
+FAILED = []
+HATCH = {(242, 242, 242), (150, 150, 150)}
+TOKENS = ["The", "cat", "sat", "on", "the", "mat"]
+# Two heads of 6 x 6 weights (rows sum to 1), hand-written so that heads differ per cell.
+HEAD0 = [[0.50, 0.10, 0.05, 0.05, 0.10, 0.20], [0.02, 0.60, 0.08, 0.10, 0.10, 0.10],
+         [0.10, 0.10, 0.30, 0.25, 0.05, 0.20], [0.01, 0.01, 0.01, 0.95, 0.01, 0.01],
+         [0.20, 0.20, 0.20, 0.20, 0.10, 0.10], [0.05, 0.15, 0.25, 0.05, 0.15, 0.35]]
+HEAD1 = [[0.05, 0.05, 0.10, 0.70, 0.05, 0.05], [0.30, 0.05, 0.30, 0.05, 0.25, 0.05],
+         [0.90, 0.02, 0.02, 0.02, 0.02, 0.02], [0.15, 0.15, 0.40, 0.10, 0.10, 0.10],
+         [0.03, 0.03, 0.03, 0.03, 0.03, 0.85], [0.25, 0.25, 0.10, 0.10, 0.15, 0.15]]
+
+
+def check(name, cond, detail=""):
+    global PASSED
+    if cond:
+        PASSED += 1
+    else:
+        FAILED.append(name)
+        print(f"FAIL {name}: {detail}")
+
+
+def run(args):
+    p = subprocess.run([ATTN] + args, capture_output=True, cwd=TMP, timeout=300)
+    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
+
+
+def path(name):
+    return os.path.join(TMP, name)
+
+
+def write(name, text):
+    with open(path(name), "w") as f:
+        f.write(text)
+    return path(name)
+
+
+def f32(v):
+    return struct.unpack("<f", struct.pack("<f", v))[0]
+
+
+def viridis():
+    """matplotlib's viridis as checked in (generated from matplotlib, not by this code)."""
+    src = open(os.path.join(ROOT, "lib", "src", "render", "colormap_tables.cpp")).read()
+    body = src[src.index("kViridisTable = {{"):]
+    body = body[:body.index("}};")]
+    table = [tuple(int(x) for x in m) for m in re.findall(r"\{(\d+), (\d+), (\d+)\}", body)]
+    assert len(table) == 256
+    return table
+
+
+def expected_colour(table, v, lo, hi):
+    """matplotlib's rule: index floor(t * 256) of t = (v - lo) / (hi - lo), clamped."""
+    t = (f32(v) - lo) / (hi - lo)
+    return table[0 if t <= 0 else 255 if t * 256 >= 255 else int(t * 256)]
+
+
+def js_number(v):
+    """How the page prints a float32: 7 significant digits, shortest form."""
+    return repr(float(f"{f32(v):.7g}"))
+
+
+def has_weight(text, v):
+    """The hover's last line is exactly `weight V` (not a longer number starting with V)."""
+    return re.search(r"(^|\n)weight " + re.escape(js_number(v)) + r"$", text) is not None
+
+
+def load(browser, html):
+    page = browser.open("file://" + html)
+    try:
+        page.wait_for("document.body && document.body.dataset.ready === '1'", timeout=90)
+    except cdp.BrowserError as e:
+        return page, str(e) + " " + str(page.eval("document.getElementById('status') && "
+                                                  "document.getElementById('status').textContent"))
+    return page, ""
+
+
+def hover(page, i, j):
+    c = page.eval(f"attnView.cellCenter({i}, {j})")
+    page.mouse("mouseMoved", c["x"], c["y"])
+    return page.eval("document.getElementById('hover').textContent")
+
+
+def pixel(page, i, j):
+    c = page.eval(f"attnView.cellCenter({i}, {j})")
+    return page.pixel(c["x"], c["y"])
+
+
+def main():
+    if not cdp.find_chromium():
+        print("SKIP: chromium not found (Debian: apt-get install chromium; scripts/setup.sh "
+              "installs it); the HTML view was not tested in a browser")
+        return 77
+    table = viridis()
+    doc = {"weights": [HEAD0, HEAD1], "query_tokens": TOKENS, "key_tokens": TOKENS}
+    w = write("w.json", json.dumps(doc))
+    html = path("view.html")
+    rc, _, err = run(["heatmap", w, "-o", html])
+    check("heatmap -o view.html: exit 0", rc == 0 and os.path.exists(html), err)
+    text = open(html, encoding="utf-8").read()
+    check("one file, no URL to fetch", "http://" not in text and "https://" not in text
+          and not re.search(r"\b(src|href)\s*=", text), "found a URL or src/href")
+    values = [f32(v) for head in (HEAD0, HEAD1) for row in head for v in row]
+    lo, hi = min(values), max(values)
+
+    with cdp.Browser() as browser:
+        page, why = load(browser, html)
+        check("page becomes ready", not why, why)
+        check("no console error or exception", page.errors() == [], page.errors())
+        check("no network request", page.requests() == [], page.requests())
+
+        # Pixels: the centre of cell (h, i, j) has the colormap colour of that weight.
+        cells = [(0, 3), (1, 1), (2, 0), (5, 5), (4, 2)]
+        bad = [(i, j, pixel(page, i, j), expected_colour(table, HEAD0[i][j], lo, hi))
+               for i, j in cells]
+        bad = [b for b in bad if b[2] != b[3]]
+        check("head 0: cell centres have the colormap colour of their weight", not bad, bad)
+
+        # Hover: tokens, indices and the exact weight.
+        t = hover(page, 2, 3)
+        check("hover names query and key tokens and the weight",
+              'query 2 "sat"' in t and 'key 3 "on"' in t
+              and has_weight(t, HEAD0[2][3]), t)
+
+        # Switching heads changes the large map: by key, then by thumbnail.
+        page.key("ArrowRight")
+        bad = [(i, j) for i, j in cells
+               if pixel(page, i, j) != expected_colour(table, HEAD1[i][j], lo, hi)]
+        check("ArrowRight: the large map shows head 1", not bad and
+              page.eval("attnView.view.panel") == 1, bad)
+        t = hover(page, 2, 0)
+        check("hover on head 1", "head 1" in t and has_weight(t, HEAD1[2][0]), t)
+        thumb = page.eval("(() => { const r = document.querySelectorAll('.thumb')[0]"
+                          ".getBoundingClientRect(); return {x: r.x + 20, y: r.y + 20}; })()")
+        page.click(thumb["x"], thumb["y"])
+        check("thumbnail click: back to head 0",
+              pixel(page, 2, 0) == expected_colour(table, HEAD0[2][0], lo, hi)
+              and page.eval("attnView.view.panel") == 0)
+
+        # Click a query row: bars, top keys, the head view.
+        c = page.eval("attnView.cellCenter(3, 1)")
+        page.click(c["x"], c["y"])
+        top = page.eval("[...document.querySelectorAll('#topk li')].map(li => li.textContent)")
+        check("row click: top-k lists the keys by weight",
+              len(top) == 6 and top[0].startswith('key 3 "on"')
+              and top[0].endswith("  " + js_number(HEAD0[3][3])), top)
+        check("row click: head view drawn for a short sequence",
+              page.eval("document.getElementById('headview').height") > 50)
+        check("still no console error", page.errors() == [], page.errors())
+
+    # Masked cells: hatched and read `masked`, from --mask and from a causal compute problem.
+    mask = write("mask.json", json.dumps([[1 if j <= i else 0 for j in range(6)]
+                                          for i in range(6)]))
+    mhtml = path("masked.html")
+    rc, _, err = run(["heatmap", w, "-o", mhtml, "--mask", mask, "--head", "1"])
+    check("heatmap --mask -o masked.html", rc == 0, err)
+    prob = write("p.json", json.dumps({
+        "variant": "self", "causal": True, "tokens": ["a", "b", "c", "d"],
+        "input": [[1, 0, 0.5, 0.2], [0.1, -0.8, 0.6, 1], [0.7, 0.2, 0.2, -0.5], [0, 1, 0, 1]],
+        "init": {"seed": 3}}))
+    chtml = path("compute.html")
+    rc, out, err = run(["compute", prob, "--heatmap", chtml])
+    check("compute --heatmap compute.html: exit 0, result on stdout",
+          rc == 0 and out.startswith(b"{") and os.path.exists(chtml), err)
+    with cdp.Browser() as browser:
+        page, why = load(browser, mhtml)
+        t = hover(page, 1, 4)
+        check("--mask: a blocked cell reads masked and is hatched",
+              not why and "masked" in t and "weight" not in t and pixel(page, 1, 4) in HATCH,
+              (why, t))
+        t = hover(page, 4, 1)
+        check("--mask: a kept cell shows its weight", has_weight(t, HEAD1[4][1]), t)
+        page2, why = load(browser, chtml)
+        t = hover(page2, 0, 3)
+        check("compute --heatmap: a causally blocked cell reads masked",
+              not why and 'key 3 "d"' in t and "masked" in t, (why, t))
+        check("masked pages: no error, no request", page.errors() == [] and
+              page2.errors() == [] and page.requests() == [] and page2.requests() == [],
+              (page.errors(), page2.errors(), page.requests(), page2.requests()))
+
+    # A long map: a pooled overview, zoom to single cells; bin values above the exact limit
+    # are not tested here (that limit is 4 Mi cells), only the pooled hover.
+    import numpy as np
+    rng = np.random.default_rng(5)
+    n = 1500
+    s = rng.normal(size=(n, n)).astype(np.float32)
+    wl = np.exp(s - s.max(-1, keepdims=True))
+    wl = (wl / wl.sum(-1, keepdims=True)).astype(np.float32)
+    np.save(path("long.npy"), wl)
+    lhtml = path("long.html")
+    rc, _, err = run(["heatmap", path("long.npy"), "-o", lhtml])
+    check("1500 x 1500: written", rc == 0, err)
+    with cdp.Browser() as browser:
+        page, why = load(browser, lhtml)
+        t = hover(page, 700, 700)
+        check("long map: overview is pooled, hover names the block", not why and
+              "cells, zoom in for one" in t and "max weight" in t, (why, t))
+        for _ in range(3):
+            page.key("+", "Equal")
+        view = page.eval("attnView.view")
+        t = hover(page, view["r0"] + 5, view["c0"] + 7)
+        i, j = view["r0"] + 5, view["c0"] + 7
+        check("zoomed in: one cell, exact weight", view["nr"] < 200 and
+              f"query {i}" in t and f"key {j}" in t
+              and has_weight(t, float(wl[i, j])), (view, t))
+        check("long map: no error, no request", page.errors() == [] and page.requests() == [],
+              (page.errors(), page.requests()))
+
+    # Errors: bad extensions still name .html; --format html works for any name.
+    rc, _, err = run(["heatmap", w, "-o", path("x.jpg")])
+    check("-o x.jpg: exit 2 naming .html", rc == 2 and ".html" in err and err.count("\n") == 1,
+          err)
+    rc, _, err = run(["heatmap", w, "-o", path("x.page"), "--format", "html"])
+    check("--format html", rc == 0 and open(path("x.page"), "rb").read(15) == b"<!DOCTYPE html>",
+          err)
+    rc, out, _ = run(["heatmap", "--help"])
+    check("--help mentions .html", b".html" in out)
+
+    shutil.rmtree(TMP, ignore_errors=True)
+    print(f"{PASSED} passed, {len(FAILED)} failed")
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

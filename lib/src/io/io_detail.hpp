@@ -132,6 +132,10 @@ void read_exactly(int fd, std::uint8_t* dst, std::size_t n, const std::string& s
 /// written in place, not through a temp file and a rename.
 bool written_in_place(const std::string& path);
 
+/// IEEE binary16 -> binary32, exact for every input (subnormals, infinities, NaN payloads).
+/// Used by the NPY and safetensors readers.
+float half_to_float(std::uint16_t h);
+
 /// JSON text of a file parsed by nlohmann after the guards of json_text.hpp, its errors as
 /// "PATH: invalid JSON: byte N: DETAIL". Throws InputError.
 nlohmann::json parse_json_file_text(std::string_view text, const std::string& shown);

@@ -18,9 +18,7 @@
 
 namespace attn::io {
 namespace detail {
-namespace {
 
-/// IEEE binary16 -> binary32, exact for every input (subnormals, infinities, NaN payloads).
 float half_to_float(std::uint16_t h) {
     const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
     const std::uint32_t exponent = (h >> 10) & 0x1fu;
@@ -37,6 +35,8 @@ float half_to_float(std::uint16_t h) {
     }
     return std::bit_cast<float>(bits);
 }
+
+namespace {
 
 /// Reads one N-byte element starting at p as an unsigned integer, in the file's byte order.
 template <std::size_t N> std::uint64_t load_raw(const std::uint8_t* p, bool big_endian) {

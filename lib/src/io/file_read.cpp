@@ -53,6 +53,24 @@ void read_exactly(int fd, std::uint8_t* dst, std::size_t n, const std::string& s
     }
 }
 
+void pread_exactly(
+    int fd, std::uint8_t* dst, std::size_t n, std::uint64_t offset, const std::string& shown) {
+    std::size_t done = 0;
+    while (done < n) {
+        const ssize_t got = ::pread(fd, dst + done, n - done, static_cast<off_t>(offset + done));
+        if (got < 0 && errno == EINTR) {
+            continue;
+        }
+        if (got < 0) {
+            throw InputError(shown + ": cannot read: " + errno_text(errno));
+        }
+        if (got == 0) {
+            throw InputError(shown + ": truncated: the file ended while it was read");
+        }
+        done += static_cast<std::size_t>(got);
+    }
+}
+
 } // namespace detail
 
 using namespace detail;

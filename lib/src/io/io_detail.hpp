@@ -125,6 +125,11 @@ std::ptrdiff_t read_some(int fd, std::uint8_t* dst, std::size_t n);
 /// ends early (it shrank while we read it).
 void read_exactly(int fd, std::uint8_t* dst, std::size_t n, const std::string& shown);
 
+/// Exactly n bytes at `offset` (pread: the file position is not used) or InputError:
+/// "cannot read" on an error, "truncated" when the file ends early.
+void pread_exactly(
+    int fd, std::uint8_t* dst, std::size_t n, std::uint64_t offset, const std::string& shown);
+
 /// Throws SystemError("PATH: cannot write: REASON"); err 0 is reported as EIO.
 [[noreturn]] void throw_write_error(const std::string& path, int err);
 

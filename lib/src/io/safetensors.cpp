@@ -447,21 +447,7 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path)
         const auto size = static_cast<std::uint64_t>(st.st_size);
         std::vector<std::uint8_t> head(static_cast<std::size_t>(std::min<std::uint64_t>(size, 8)));
         auto read_at = [&](std::uint8_t* dst, std::size_t n, std::uint64_t offset) {
-            std::size_t done = 0;
-            while (done < n) {
-                const ssize_t got =
-                    ::pread(fd_, dst + done, n - done, static_cast<off_t>(offset + done));
-                if (got < 0 && errno == EINTR) {
-                    continue;
-                }
-                if (got < 0) {
-                    throw InputError(shown_ + ": cannot read: " + errno_text(errno));
-                }
-                if (got == 0) {
-                    throw InputError(shown_ + ": truncated: the file ended while it was read");
-                }
-                done += static_cast<std::size_t>(got);
-            }
+            pread_exactly(fd_, dst, n, offset, shown_);
         };
         read_at(head.data(), head.size(), 0);
         if (head.size() == 8) {
@@ -500,22 +486,7 @@ Array SafetensorsFile::read(const SafetensorsEntry& e) const {
     // The raw bytes and their float32 copy are both held for a moment.
     check_fits(element_count(e.shape), bytes, e, shown_);
     std::vector<std::uint8_t> raw(bytes);
-    std::size_t done = 0;
-    const std::uint64_t offset = header_.data_start + e.begin;
-    while (done < bytes) {
-        const ssize_t got =
-            ::pread(fd_, raw.data() + done, bytes - done, static_cast<off_t>(offset + done));
-        if (got < 0 && errno == EINTR) {
-            continue;
-        }
-        if (got < 0) {
-            throw InputError(shown_ + ": cannot read: " + errno_text(errno));
-        }
-        if (got == 0) {
-            throw InputError(shown_ + ": truncated: the file ended while it was read");
-        }
-        done += static_cast<std::size_t>(got);
-    }
+    pread_exactly(fd_, raw.data(), bytes, header_.data_start + e.begin, shown_);
     return decode_safetensors_tensor(e, raw, shown_);
 }
 

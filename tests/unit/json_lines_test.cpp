@@ -69,7 +69,7 @@ TEST(JsonLines, FastPathAgreesWithNlohmannOnValidDocuments) {
              R"( { "a" : [ ] , "b" : { } , "c" : [ true , false , null ] } )",
              "\t[1,\r\n2]\n",
              R"({"a":1,"a":2})", // a repeated key: the last wins
-             R"("plain ASCII ~!@#$%^&*()")",
+             "\"plain ASCII ~!@#$%^&*()\"",
              "[]",
              "{}",
              "0",

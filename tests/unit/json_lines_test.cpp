@@ -106,8 +106,6 @@ TEST(JsonLines, NumbersAreRoundedAndTypedAsNlohmann) {
              "1234567890123456.7",
              "0.30000000000000004",
              "100e-22",
-             "1e-400",
-             "-1e-400",
              "0e999999999",
          }) {
         expect_fast_agrees(text);
@@ -143,8 +141,10 @@ TEST(JsonLines, EscapesUnicodeDeepNestingAndHugeNumbersFallBack) {
         }
         expect_fallback(text);
     }
-    expect_fast_agrees(nested(io::max_fast_json_depth + 1)); // depth counts from 0
-    expect_fallback(nested(io::max_fast_json_depth + 2));
+    expect_fallback("1e-400"); // underflows: from_chars says out of range, nlohmann gives 0
+    expect_fallback("[-1e-400]");
+    expect_fast_agrees(nested(io::max_fast_json_depth)); // the innermost value at depth 32
+    expect_fallback(nested(io::max_fast_json_depth + 1));
 }
 
 TEST(JsonLines, SyntaxErrorsAreRefusedByBoth) {
@@ -172,7 +172,7 @@ TEST(JsonLines, MessagesArePinned) {
                 EXPECT_STREQ(e.what(),
                              "line 5: invalid JSON: parse error at line 1, column 6: syntax "
                              "error while parsing value - unexpected end of input; expected "
-                             "'[', '{', or literal");
+                             "'[', '{', or a literal");
                 throw;
             }
         },
@@ -229,7 +229,7 @@ TEST(LinePipeline, ReaderSplitsLinesAndSkipsOverlongOnes) {
     ::close(fd);
     EXPECT_EQ(lines, (std::vector<std::string>{"one", "", "  ", "", "last"}));
     EXPECT_EQ(overlong, (std::vector<std::uint64_t>{0, 0, 0, 14, 0}));
-    EXPECT_EQ(reader.bytes_read(), 33u);
+    EXPECT_EQ(reader.bytes_read(), 27u);
 }
 
 /// Runs run_lines over `input` with stdout captured; returns what it wrote.

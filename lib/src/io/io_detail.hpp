@@ -23,26 +23,15 @@ inline std::string errno_text(int err) {
     return std::system_category().message(err);
 }
 
+/// `text` with control characters and DEL escaped as \xNN (and, with ascii_only, every
+/// byte above 0x7f and the backslash too), cut to `max_chars` bytes with "..." appended.
+/// message_text is the public form; printable the strict one.
+std::string escaped_text(std::string_view text, std::size_t max_chars, bool ascii_only);
+
 /// `text` with anything outside printable ASCII escaped as \xNN, cut to `max_chars`, so that
 /// bytes from a hostile file can never break the one-line message rule.
 inline std::string printable(std::string_view text, std::size_t max_chars = 40) {
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string out;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        if (i == max_chars) {
-            out += "...";
-            break;
-        }
-        const auto c = static_cast<unsigned char>(text[i]);
-        if (c >= 0x20 && c < 0x7f && c != '\\') {
-            out += static_cast<char>(c);
-        } else {
-            out += "\\x";
-            out += hex[c >> 4];
-            out += hex[c & 0xf];
-        }
-    }
-    return out;
+    return escaped_text(text, max_chars, true);
 }
 
 /// "1 element", "3 elements".

@@ -3,6 +3,7 @@
 #include "attn/io/number_text.hpp"
 
 #include "attn/error.hpp"
+#include "io_detail.hpp"
 
 #include <array>
 #include <charconv>
@@ -10,7 +11,7 @@
 
 namespace attn::io {
 
-std::string message_text(std::string_view text, std::size_t max_chars) {
+std::string detail::escaped_text(std::string_view text, std::size_t max_chars, bool ascii_only) {
     static constexpr char hex[] = "0123456789abcdef";
     std::string out;
     for (std::size_t i = 0; i < text.size(); ++i) {
@@ -19,7 +20,8 @@ std::string message_text(std::string_view text, std::size_t max_chars) {
             break;
         }
         const auto c = static_cast<unsigned char>(text[i]);
-        if (c < 0x20 || c == 0x7f) {
+        const bool escape = c < 0x20 || c == 0x7f || (ascii_only && (c > 0x7f || c == '\\'));
+        if (escape) {
             out += "\\x";
             out += hex[c >> 4];
             out += hex[c & 0xf];
@@ -28,6 +30,10 @@ std::string message_text(std::string_view text, std::size_t max_chars) {
         }
     }
     return out;
+}
+
+std::string message_text(std::string_view text, std::size_t max_chars) {
+    return detail::escaped_text(text, max_chars, false);
 }
 
 namespace {

@@ -522,6 +522,32 @@ TEST(SafetensorsLayout, LlamaNamesAndShapeErrors) {
                  "params: m: ");
 }
 
+TEST(SafetensorsLayout, TableRequiredProjectionsAndLayoutNames) {
+    // llama needs q, k and v; the missing one is named with its layout.
+    std::map<std::string, Array> t;
+    t.emplace("q_proj.weight", iota({4, 4}));
+    t.emplace("v_proj.weight", iota({4, 4}));
+    expect_error([&] { (void)attn::io::map_layout(ParamsLayout::llama, t, "params: m", "x."); },
+                 "params: m: layout llama: missing tensor 'x.k_proj.weight'",
+                 "params: m: ");
+    // attn requires nothing: a partial layer maps what it has.
+    std::map<std::string, Array> a;
+    a.emplace("w_q", iota({4, 4}));
+    a.emplace("b_o", iota({4}));
+    const auto p = attn::io::map_layout(ParamsLayout::attn, a, "params: m", "");
+    EXPECT_TRUE(p.w_q && !p.w_k && !p.w_v && !p.w_o && !p.b_q && p.b_o);
+    // The names in messages come from the table, in its order.
+    expect_error(
+        [&] {
+            std::vector<attn::io::ProblemSource> sources;
+            (void)attn::io::load_checkpoint_params(
+                json{{"file", "m.safetensors"}, {"layout", "bert"}}, ".", sources);
+        },
+        "params.layout: expected \"attn\", \"torch-mha\", \"gpt2\" or \"llama\", got "
+        "\"bert\"",
+        "params.layout: ");
+}
+
 TEST(SafetensorsLayout, RecognizesCheckpointParams) {
     using attn::io::is_checkpoint_params;
     EXPECT_TRUE(is_checkpoint_params(json("model.safetensors")));

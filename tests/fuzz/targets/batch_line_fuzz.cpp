@@ -1,8 +1,11 @@
 // Fuzz target: one line of `attn batch` (the input up to its first '\n'), handled as
-// app/cmd_batch.cpp handles it: parse, take the id, decode, solve, and either the result
-// document or the error line {"id": .., "error": ".."}. Properties: nothing but InputError
-// escapes decode and solve, its message is one line; the error line and the result
-// document are valid JSON that parse back to the same id, message and values.
+// app/cmd_batch.cpp handles it: parse (io::parse_json_line, the fast path and the full
+// parser behind it), take the id, decode, and either the problem or the error line
+// {"id": .., "error": ".."} (io::json_error_line). Properties: nothing but InputError
+// escapes decode and solve, its message is one line; whatever the fast path accepts, the
+// full parser accepts too, as the same document (same types, same dump); the error line and the
+// result document are valid JSON that parse back to the same id, message and values.
+#include "attn/io/json_lines.hpp"
 #include "attn/io/problem.hpp"
 #include "fuzz_common.hpp"
 
@@ -11,14 +14,6 @@
 #include <string_view>
 
 using namespace attn;
-
-namespace {
-
-std::string dump(const nlohmann::json& j) {
-    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-} // namespace
 
 extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
     fuzz::fixture_dir();
@@ -30,13 +25,24 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::string_view line(reinterpret_cast<const char*>(data), size);
     line = line.substr(0, line.find('\n'));
 
+    nlohmann::json fast;
+    if (io::parse_json_fast(line, fast)) {
+        nlohmann::json full;
+        fuzz::expect(fuzz::only_input_errors("full parser",
+                                             [&] { full = io::parse_json_text(line, "line 1"); }),
+                     "the fast path accepts what the full parser refuses");
+        fuzz::expect(fast == full && fast.dump() == full.dump(),
+                     "the fast path and the full parser disagree on: " +
+                         std::string(line.substr(0, 200)));
+    }
+
     nlohmann::json id;
     io::Problem p;
     std::string message;
     const bool decoded = fuzz::only_input_errors(
         "line",
         [&] {
-            const nlohmann::json doc = io::parse_json_text(line, "line 1");
+            const nlohmann::json doc = io::parse_json_line(line, 1);
             if (doc.is_object()) {
                 if (const auto it = doc.find("id"); it != doc.end()) {
                     id = *it;
@@ -50,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0;
     }
     // The error line, as batch writes it, must be one valid JSON line.
-    const std::string error_line = "{\"id\":" + dump(id) + ",\"error\":" + dump(message) + "}";
+    const std::string error_line = io::json_error_line(id, message);
     fuzz::expect(error_line.find('\n') == std::string::npos, "line break in an error line");
     nlohmann::json back;
     fuzz::expect(fuzz::only_input_errors("error line",

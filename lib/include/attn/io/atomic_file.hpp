@@ -1,0 +1,67 @@
+// Outputs written whole or not at all (a temp file renamed into place), and the signal
+// handlers that remove the temp files of an interrupted run.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace attn::io {
+
+/// Writes bytes to `path` whole or not at all: a sibling temp file, fsync, then rename;
+/// the temp file is removed on any failure and an existing file is left untouched.
+/// "-" writes to stdout; devices and FIFOs (which a rename cannot replace) are written in
+/// place. Throws SystemError("PATH: cannot write: REASON").
+void write_file_atomic(const std::filesystem::path& path, std::span<const std::uint8_t> bytes);
+void write_file_atomic(const std::filesystem::path& path, std::string_view text);
+
+/// A regular file written whole or not at all, in pieces: the constructor creates a sibling
+/// temp file (".NAME.tmp.XXXXXX"), write() appends to it, commit() fsyncs it and renames it
+/// over `path` (through a symlink, over the file it points to). Destroyed uncommitted, or
+/// after any failure, it removes the temp file and leaves `path` untouched. While it
+/// exists, the temp file is registered for install_signal_cleanup().
+/// Throws SystemError("PATH: cannot write: REASON").
+///
+/// Example:
+///     io::AtomicWriter out("big.npy");
+///     out.write(header);
+///     out.write(payload);
+///     out.commit();
+class AtomicWriter {
+  public:
+    explicit AtomicWriter(const std::filesystem::path& path);
+    AtomicWriter(const AtomicWriter&) = delete;
+    AtomicWriter& operator=(const AtomicWriter&) = delete;
+    ~AtomicWriter();
+
+    void write(std::span<const std::uint8_t> bytes);
+    void commit();
+
+    /// The temp file being written (empty once committed or abandoned).
+    const std::string& temp_path() const { return temp_; }
+
+  private:
+    [[noreturn]] void fail(int err);
+    void abandon() noexcept;
+
+    std::string shown_;  ///< the path as the user gave it, for messages
+    std::string target_; ///< what the rename replaces
+    std::string dir_;    ///< the folder, fsynced after the rename
+    std::string temp_;
+    int fd_ = -1;
+    int slot_ = -1; ///< signal-cleanup registration, -1 if none
+};
+
+/// Installs SIGINT, SIGTERM and SIGHUP handlers that remove the temp files of the
+/// AtomicWriters in progress (write_file_atomic uses one), then re-raise the signal with
+/// its default action, so the exit status still says "killed by SIGINT". Signals the
+/// process ignores (nohup) stay ignored. Also ignores SIGXFSZ, so a write beyond
+/// RLIMIT_FSIZE fails with EFBIG (and is cleaned up) instead of killing the process.
+/// The handlers only call unlink() and raise() (async-signal-safe); registration is
+/// lock-free. Call once, early in main(). SIGKILL cannot be handled: nothing can clean
+/// up after it.
+void install_signal_cleanup();
+
+} // namespace attn::io

@@ -1,0 +1,57 @@
+// NPY files: the strict reader (versions 1-3; f2/f4/f8, i1-i8, u1-u8, b1 in either byte
+// order, C or Fortran order) and the "<f4"/"<f8" writer. A header is never trusted: every
+// size is checked against the bytes actually present before anything is allocated.
+#pragma once
+
+#include "attn/io/array.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attn::io {
+
+/// The header of an NPY file.
+struct NpyHeader {
+    int major_version = 1;
+    std::string descr; ///< e.g. "<f4", ">i2", "|b1"
+    bool fortran_order = false;
+    std::vector<std::size_t> shape;
+    std::size_t header_bytes = 0; ///< offset of the payload
+    std::size_t item_size = 0;
+    std::string dtype; ///< numpy name: "float32", "int16", "bool", ...
+};
+
+/// Parses and validates an NPY header (versions 1, 2, 3; descr f2/f4/f8, i1-i8, u1-u8, b1
+/// in either byte order; fortran_order; shape with overflow-checked product; payload
+/// length at least product·item_size). `name` prefixes every message.
+/// Throws InputError("NAME: ...").
+NpyHeader parse_npy_header(std::span<const std::uint8_t> bytes, std::string_view name);
+
+/// Parses a whole NPY file into float32, C order (and float64 too with Precision::f64).
+/// Throws InputError.
+Array parse_npy(std::span<const std::uint8_t> bytes,
+                std::string_view name,
+                Precision precision = Precision::f32);
+
+/// An NPY v1.0 file (v2.0 if the header needs it), C order, "<f4" or "<f8" (f64 = true).
+std::vector<std::uint8_t>
+encode_npy(const std::vector<std::size_t>& shape, const float* values, bool f64);
+/// From float64 values: "<f8" exactly, or "<f4" rounded to nearest (f64 = false).
+std::vector<std::uint8_t>
+encode_npy64(const std::vector<std::size_t>& shape, const double* values, bool f64);
+/// An Array as NPY: from its float64 values when it has them (so an f64 result written with
+/// f64 = true is exact), else from its float32 values.
+std::vector<std::uint8_t> encode_npy(const Array& a, bool f64);
+
+/// encode_npy(a, f64) written to `path` as write_file_atomic writes, without holding the
+/// encoded file in memory: a regular file gets the header and then the payload 1 MiB at a
+/// time (so a large output costs no second copy); "-" and devices get the whole encoding.
+/// Throws SystemError("PATH: cannot write: REASON").
+void write_npy_file(const std::filesystem::path& path, const Array& a, bool f64);
+
+} // namespace attn::io

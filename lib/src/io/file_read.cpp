@@ -1,0 +1,121 @@
+// Reading files: whole (within the memory limit, also from pipes and devices) and by
+// descriptor, with one-line errors naming the path.
+#include "attn/io/file_read.hpp"
+
+#include "attn/error.hpp"
+#include "attn/io/limits.hpp"
+#include "io_detail.hpp"
+
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace attn::io {
+namespace detail {
+
+int open_for_reading(const std::string& file) {
+    int fd = -1;
+    do {
+        fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        throw InputError(shown_path(file) + ": cannot read: " + errno_text(errno));
+    }
+    return fd;
+}
+
+std::ptrdiff_t read_some(int fd, std::uint8_t* dst, std::size_t n) {
+    std::size_t done = 0;
+    while (done < n) {
+        const ssize_t got = ::read(fd, dst + done, n - done);
+        if (got < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return -static_cast<std::ptrdiff_t>(errno);
+        }
+        if (got == 0) {
+            break;
+        }
+        done += static_cast<std::size_t>(got);
+    }
+    return static_cast<std::ptrdiff_t>(done);
+}
+
+void read_exactly(int fd, std::uint8_t* dst, std::size_t n, const std::string& shown) {
+    const std::ptrdiff_t got = read_some(fd, dst, n);
+    if (got < 0) {
+        throw InputError(shown + ": cannot read: " + errno_text(static_cast<int>(-got)));
+    }
+    if (static_cast<std::size_t>(got) != n) {
+        throw InputError(shown + ": truncated: the file ended while it was read");
+    }
+}
+
+void pread_exactly(
+    int fd, std::uint8_t* dst, std::size_t n, std::uint64_t offset, const std::string& shown) {
+    std::size_t done = 0;
+    while (done < n) {
+        const ssize_t got = ::pread(fd, dst + done, n - done, static_cast<off_t>(offset + done));
+        if (got < 0 && errno == EINTR) {
+            continue;
+        }
+        if (got < 0) {
+            throw InputError(shown + ": cannot read: " + errno_text(errno));
+        }
+        if (got == 0) {
+            throw InputError(shown + ": truncated: the file ended while it was read");
+        }
+        done += static_cast<std::size_t>(got);
+    }
+}
+
+} // namespace detail
+
+using namespace detail;
+
+std::vector<std::uint8_t> read_file(const std::filesystem::path& path) {
+    const std::string file = path.string();
+    const std::string shown = shown_path(file);
+    const Fd fd(open_for_reading(file));
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) {
+        throw InputError(shown + ": cannot read: " + errno_text(errno));
+    }
+    if (S_ISDIR(st.st_mode)) {
+        throw InputError(shown + ": cannot read: " + errno_text(EISDIR));
+    }
+    const std::uint64_t limit = memory_limit();
+    auto too_big = [&](std::uint64_t size, const char* how) {
+        return InputError(shown + ": cannot read: the file is " + how + format_size(size) +
+                          ", more than the memory limit of " + format_size(limit) +
+                          " (--max-memory)");
+    };
+    std::vector<std::uint8_t> out;
+    if (S_ISREG(st.st_mode)) {
+        const auto size = static_cast<std::uint64_t>(st.st_size);
+        if (size > limit) {
+            throw too_big(size, "");
+        }
+        out.reserve(static_cast<std::size_t>(size));
+    }
+    // Pipes and devices have no size: read in chunks, refusing them once over the limit.
+    std::vector<std::uint8_t> buffer(std::size_t{1} << 16);
+    for (;;) {
+        const std::ptrdiff_t got = read_some(fd.get(), buffer.data(), buffer.size());
+        if (got < 0) {
+            throw InputError(shown + ": cannot read: " + errno_text(static_cast<int>(-got)));
+        }
+        if (out.size() + static_cast<std::size_t>(got) > limit) {
+            throw too_big(out.size() + static_cast<std::size_t>(got), "at least ");
+        }
+        out.insert(out.end(), buffer.begin(), buffer.begin() + got);
+        if (static_cast<std::size_t>(got) < buffer.size()) {
+            break;
+        }
+    }
+    return out;
+}
+
+} // namespace attn::io

@@ -1,0 +1,408 @@
+// NPY payloads: decoding every dtype we read (f2/f4/f8, i1-i8, u1-u8, b1, in either byte
+// order, C or Fortran order) into float32 or float64, from memory or from a file in
+// chunks; and encoding "<f4"/"<f8" files, whole or streamed through an AtomicWriter. The
+// header (npy_header.cpp) is checked against the bytes present before anything is
+// allocated.
+#include "attn/io/npy.hpp"
+
+#include "attn/error.hpp"
+#include "attn/io/atomic_file.hpp"
+#include "attn/io/limits.hpp"
+#include "io_detail.hpp"
+#include "npy_header.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <sys/types.h>
+#include <unistd.h>
+
+namespace attn::io {
+namespace detail {
+
+float half_to_float(std::uint16_t h) {
+    const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+    const std::uint32_t exponent = (h >> 10) & 0x1fu;
+    const std::uint32_t mantissa = h & 0x3ffu;
+    std::uint32_t bits = 0;
+    if (exponent == 0) {
+        // Zero or subnormal: mantissa * 2^-24 is a normal float32, computed exactly.
+        const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+        bits = sign | std::bit_cast<std::uint32_t>(magnitude);
+    } else if (exponent == 0x1f) {
+        bits = sign | 0x7f800000u | (mantissa << 13); // inf, or NaN keeping its payload
+    } else {
+        bits = sign | ((exponent + (127 - 15)) << 23) | (mantissa << 13);
+    }
+    return std::bit_cast<float>(bits);
+}
+
+namespace {
+
+/// Reads one N-byte element starting at p as an unsigned integer, in the file's byte order.
+template <std::size_t N> std::uint64_t load_raw(const std::uint8_t* p, bool big_endian) {
+    std::uint64_t raw = 0;
+    if (big_endian) {
+        for (std::size_t k = 0; k < N; ++k) {
+            raw = (raw << 8) | p[k];
+        }
+    } else {
+        for (std::size_t k = N; k-- > 0;) {
+            raw = (raw << 8) | p[k];
+        }
+    }
+    return raw;
+}
+
+/// Decodes the source elements [first, first + n) of a payload (`src` points at element
+/// `first`) into `dst`, the whole array in C order, converting each element with
+/// `decode(raw bits)`. Fortran-ordered payloads are transposed on the way: an odometer over
+/// the Fortran index (first axis fastest) keeps the matching C-order offset, so a payload
+/// can be decoded in chunks as it is read.
+template <std::size_t N, class Out, class Decode>
+void decode_payload(const std::uint8_t* src,
+                    std::size_t first,
+                    std::size_t n,
+                    const NpyHeader& header,
+                    bool big_endian,
+                    Out* dst,
+                    Decode decode) {
+    if (n == 0) {
+        return; // and every dimension is non-zero below
+    }
+    const std::vector<std::size_t>& shape = header.shape;
+    const std::size_t rank = shape.size();
+    if (!header.fortran_order || rank < 2) {
+        for (std::size_t i = 0; i < n; ++i) {
+            dst[first + i] = decode(load_raw<N>(src + i * N, big_endian));
+        }
+        return;
+    }
+    std::vector<std::size_t> c_stride(rank, 1);
+    for (std::size_t k = rank - 1; k-- > 0;) {
+        c_stride[k] = c_stride[k + 1] * shape[k + 1]; // <= element count: no overflow
+    }
+    std::vector<std::size_t> index(rank, 0);
+    std::size_t rest = first;
+    std::size_t offset = 0;
+    for (std::size_t k = 0; k < rank; ++k) {
+        index[k] = rest % shape[k];
+        rest /= shape[k];
+        offset += index[k] * c_stride[k];
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        dst[offset] = decode(load_raw<N>(src + i * N, big_endian));
+        for (std::size_t k = 0; k < rank; ++k) { // next Fortran index: first axis fastest
+            ++index[k];
+            offset += c_stride[k];
+            if (index[k] < shape[k]) {
+                break;
+            }
+            offset -= c_stride[k] * shape[k];
+            index[k] = 0;
+        }
+    }
+}
+
+/// Decodes source elements [first, first + count) (see decode_payload) of any dtype into
+/// Out = float (rounded to nearest) or double (exact: every NPY dtype fits in a double
+/// except 64-bit integers beyond 2^53, which round).
+template <class Out>
+void decode_npy(const std::uint8_t* src,
+                std::size_t first,
+                std::size_t count,
+                const NpyHeader& header,
+                const DType& type,
+                Out* dst) {
+    const bool be = type.big_endian;
+    switch (type.kind) {
+    case ElementKind::floating:
+        if (type.size == 2) {
+            decode_payload<2>(src, first, count, header, be, dst, [](std::uint64_t r) {
+                return static_cast<Out>(half_to_float(static_cast<std::uint16_t>(r)));
+            });
+        } else if (type.size == 4) {
+            decode_payload<4>(src, first, count, header, be, dst, [](std::uint64_t r) {
+                return static_cast<Out>(std::bit_cast<float>(static_cast<std::uint32_t>(r)));
+            });
+        } else {
+            // float: rounds to nearest; beyond float range gives ±inf, as numpy's astype(float32).
+            decode_payload<8>(src, first, count, header, be, dst, [](std::uint64_t r) {
+                return static_cast<Out>(std::bit_cast<double>(r));
+            });
+        }
+        return;
+    case ElementKind::signed_int:
+        switch (type.size) {
+        case 1:
+            decode_payload<1>(src, first, count, header, be, dst, [](std::uint64_t r) {
+                return static_cast<Out>(static_cast<std::int8_t>(r));
+            });
+            return;
+        case 2:
+            decode_payload<2>(src, first, count, header, be, dst, [](std::uint64_t r) {
+                return static_cast<Out>(static_cast<std::int16_t>(r));
+            });
+            return;
+        case 4:
+            decode_payload<4>(src, first, count, header, be, dst, [](std::uint64_t r) {
+                return static_cast<Out>(static_cast<std::int32_t>(r));
+            });
+            return;
+        default:
+            decode_payload<8>(src, first, count, header, be, dst, [](std::uint64_t r) {
+                return static_cast<Out>(static_cast<std::int64_t>(r));
+            });
+            return;
+        }
+    case ElementKind::unsigned_int:
+        switch (type.size) {
+        case 1:
+            decode_payload<1>(src, first, count, header, be, dst, [](std::uint64_t r) {
+                return static_cast<Out>(r);
+            });
+            return;
+        case 2:
+            decode_payload<2>(src, first, count, header, be, dst, [](std::uint64_t r) {
+                return static_cast<Out>(r);
+            });
+            return;
+        case 4:
+            decode_payload<4>(src, first, count, header, be, dst, [](std::uint64_t r) {
+                return static_cast<Out>(r);
+            });
+            return;
+        default:
+            decode_payload<8>(src, first, count, header, be, dst, [](std::uint64_t r) {
+                return static_cast<Out>(r);
+            });
+            return;
+        }
+    case ElementKind::boolean:
+        // numpy reads any non-zero byte as True.
+        decode_payload<1>(src, first, count, header, be, dst, [](std::uint64_t r) {
+            return r != 0 ? Out(1) : Out(0);
+        });
+        return;
+    }
+}
+
+/// Refuses arrays whose float32 copy does not fit memory_limit(), before allocating it.
+void check_array_fits(const NpyHeader& header, std::string_view name) {
+    std::size_t bytes = 0;
+    const std::size_t count = element_count(header.shape);
+    const std::uint64_t limit = memory_limit();
+    const bool fits = checked_mul(count, sizeof(float), bytes);
+    if (!fits || bytes > limit) {
+        throw InputError(std::string(name) + ": the array of shape " + python_shape(header.shape) +
+                         " needs " + format_size(fits ? bytes : unlimited_memory) +
+                         " as float32, more than the memory limit of " + format_size(limit) +
+                         " (--max-memory)");
+    }
+}
+
+} // namespace
+
+Array read_npy_file(int fd,
+                    std::uint64_t file_size,
+                    const std::string& shown,
+                    Precision precision,
+                    const ValueSink* sink) {
+    std::vector<std::uint8_t> head(
+        static_cast<std::size_t>(std::min<std::uint64_t>(file_size, 12)));
+    read_exactly(fd, head.data(), head.size(), shown);
+    const std::size_t end = npy_header_end(head, file_size, shown);
+    if (end > head.size()) {
+        const std::size_t have = head.size();
+        head.resize(end);
+        read_exactly(fd, head.data() + have, end - have, shown);
+    } else if (::lseek(fd, static_cast<off_t>(end), SEEK_SET) < 0) {
+        throw InputError(shown + ": cannot read: " + errno_text(errno));
+    }
+    const NpyHeader header = parse_npy_header_sized(head, file_size, shown);
+    const DType type = parse_descr(header.descr, shown);
+    const std::size_t count = element_count(header.shape);
+    const std::size_t payload = count * header.item_size; // checked by the header parse
+    const std::uint64_t present = file_size - header.header_bytes;
+    if (present != payload) {
+        throw InputError(shown + ": trailing bytes: header says " + std::to_string(payload) +
+                         " bytes of data, file has " + std::to_string(present));
+    }
+    check_array_fits(header, shown);
+    Array out;
+    out.shape = header.shape;
+    out.dtype = header.dtype;
+    out.is_bool = type.kind == ElementKind::boolean;
+    float* values = nullptr;
+    if (sink != nullptr && *sink && precision == Precision::f32) {
+        values = (*sink)(header.shape);
+    }
+    if (values == nullptr) {
+        out.values.resize(count);
+        values = out.values.data();
+    }
+    if (precision == Precision::f64) {
+        out.values64.resize(count);
+    }
+    std::vector<std::uint8_t> chunk(std::min(payload, npy_chunk_bytes));
+    const std::size_t per_chunk = npy_chunk_bytes / header.item_size;
+    for (std::size_t first = 0; first < count; first += per_chunk) {
+        const std::size_t n = std::min(per_chunk, count - first);
+        read_exactly(fd, chunk.data(), n * header.item_size, shown);
+        decode_npy(chunk.data(), first, n, header, type, values);
+        if (precision == Precision::f64) {
+            decode_npy(chunk.data(), first, n, header, type, out.values64.data());
+        }
+    }
+    std::uint8_t extra = 0;
+    if (read_some(fd, &extra, 1) != 0) {
+        throw InputError(shown + ": trailing bytes: the file grew while it was read");
+    }
+    return out;
+}
+
+} // namespace detail
+
+using namespace detail;
+
+Array parse_npy(std::span<const std::uint8_t> bytes, std::string_view name, Precision precision) {
+    const NpyHeader header = parse_npy_header(bytes, name);
+    const DType type = parse_descr(header.descr, name);
+    const std::size_t count = element_count(header.shape);
+    const std::size_t payload = count * header.item_size; // checked by parse_npy_header
+    const std::size_t present = bytes.size() - header.header_bytes;
+    if (present != payload) {
+        throw InputError(std::string(name) + ": trailing bytes: header says " +
+                         std::to_string(payload) + " bytes of data, file has " +
+                         std::to_string(present));
+    }
+    check_array_fits(header, name);
+    Array out;
+    out.shape = header.shape;
+    out.dtype = header.dtype;
+    out.is_bool = type.kind == ElementKind::boolean;
+    out.values.resize(count);
+    decode_npy(bytes.data() + header.header_bytes, 0, count, header, type, out.values.data());
+    if (precision == Precision::f64) {
+        out.values64.resize(count);
+        decode_npy(bytes.data() + header.header_bytes, 0, count, header, type, out.values64.data());
+    }
+    return out;
+}
+
+namespace {
+
+/// The preamble and header of an NPY v1.0 file (v2.0 when the v1.0 length field cannot
+/// hold it), C order, "<f4" or "<f8", padded as numpy pads it.
+std::string npy_header_text(const std::vector<std::size_t>& shape, bool f64) {
+    const std::string dict = std::string("{'descr': '") + (f64 ? "<f8" : "<f4") +
+                             "', 'fortran_order': False, 'shape': " + python_shape(shape) + ", }";
+    // numpy pads with spaces and ends with '\n' so that magic + length + header is a
+    // multiple of 64; v2.0 (4-byte length) only when the v1.0 length field cannot hold it.
+    constexpr std::size_t align = 64;
+    std::size_t preamble = 10;
+    std::size_t header_length = dict.size() + 1;
+    header_length += (align - (preamble + header_length) % align) % align;
+    int major = 1;
+    if (header_length > 0xffff) {
+        major = 2;
+        preamble = 12;
+        header_length = dict.size() + 1;
+        header_length += (align - (preamble + header_length) % align) % align;
+    }
+    std::string head(npy_magic.begin(), npy_magic.end());
+    head += static_cast<char>(major);
+    head += '\0';
+    for (std::size_t k = 0; k < preamble - 8; ++k) {
+        head += static_cast<char>((header_length >> (8 * k)) & 0xffu);
+    }
+    head += dict;
+    head.append(header_length - dict.size() - 1, ' ');
+    head += '\n';
+    return head;
+}
+
+/// Writes n values as little-endian "<f4" or "<f8" (whatever the host) from `out` on.
+template <class T>
+void encode_npy_payload(const T* values, std::size_t n, bool f64, std::uint8_t* out) {
+    for (std::size_t i = 0; i < n; ++i) {
+        if (f64) {
+            const auto bits = std::bit_cast<std::uint64_t>(static_cast<double>(values[i]));
+            for (std::size_t k = 0; k < 8; ++k) {
+                *out++ = static_cast<std::uint8_t>((bits >> (8 * k)) & 0xffu);
+            }
+        } else {
+            const auto bits = std::bit_cast<std::uint32_t>(static_cast<float>(values[i]));
+            for (std::size_t k = 0; k < 4; ++k) {
+                *out++ = static_cast<std::uint8_t>((bits >> (8 * k)) & 0xffu);
+            }
+        }
+    }
+}
+
+template <class T>
+std::vector<std::uint8_t>
+encode_npy_impl(const std::vector<std::size_t>& shape, const T* values, bool f64) {
+    const std::string head = npy_header_text(shape, f64);
+    const std::size_t count = element_count(shape);
+    const std::size_t item = f64 ? 8 : 4;
+    // Sized once and filled in place: no per-byte push_back.
+    std::vector<std::uint8_t> out(head.size() + count * item);
+    std::transform(
+        head.begin(), head.end(), out.begin(), [](char c) { return static_cast<std::uint8_t>(c); });
+    encode_npy_payload(values, count, f64, out.data() + head.size());
+    return out;
+}
+
+/// write_npy_file's streaming half: header, then the payload 1 MiB at a time.
+template <class T>
+void write_npy_stream(AtomicWriter& out,
+                      const std::vector<std::size_t>& shape,
+                      const T* values,
+                      bool f64) {
+    const std::string head = npy_header_text(shape, f64);
+    out.write(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(head.data()),
+                                            head.size()));
+    const std::size_t count = element_count(shape);
+    const std::size_t item = f64 ? 8 : 4;
+    const std::size_t per_chunk = npy_chunk_bytes / item;
+    std::vector<std::uint8_t> chunk(std::min(count, per_chunk) * item);
+    for (std::size_t first = 0; first < count; first += per_chunk) {
+        const std::size_t n = std::min(per_chunk, count - first);
+        encode_npy_payload(values + first, n, f64, chunk.data());
+        out.write(std::span<const std::uint8_t>(chunk.data(), n * item));
+    }
+}
+
+} // namespace
+
+std::vector<std::uint8_t>
+encode_npy(const std::vector<std::size_t>& shape, const float* values, bool f64) {
+    return encode_npy_impl(shape, values, f64);
+}
+
+std::vector<std::uint8_t>
+encode_npy64(const std::vector<std::size_t>& shape, const double* values, bool f64) {
+    return encode_npy_impl(shape, values, f64);
+}
+
+std::vector<std::uint8_t> encode_npy(const Array& a, bool f64) {
+    return has_exact_values(a) ? encode_npy64(a.shape, a.values64.data(), f64)
+                               : encode_npy(a.shape, a.values.data(), f64);
+}
+
+void write_npy_file(const std::filesystem::path& path, const Array& a, bool f64) {
+    const std::string shown = path.string();
+    if (shown == "-" || written_in_place(shown)) {
+        write_file_atomic(path, encode_npy(a, f64)); // stdout and devices: the whole encoding
+        return;
+    }
+    AtomicWriter out(path);
+    if (has_exact_values(a)) {
+        write_npy_stream(out, a.shape, a.values64.data(), f64);
+    } else {
+        write_npy_stream(out, a.shape, a.values.data(), f64);
+    }
+    out.commit();
+}
+
+} // namespace attn::io

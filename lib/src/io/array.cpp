@@ -7,6 +7,7 @@
 
 #include "attn/error.hpp"
 #include "attn/io/limits.hpp"
+#include "attn/io/npz.hpp"
 
 #include <algorithm>
 #include <array>
@@ -1226,7 +1227,11 @@ Array read_array_file(const std::filesystem::path& path, ArrayKind kind, Precisi
 Array read_array_file(const std::filesystem::path& path,
                       ArrayKind kind,
                       Precision precision,
-                      const ValueSink& sink) {
+                      const ValueSink& sink,
+                      std::string_view npz_member) {
+    if (const std::optional<NpzRef> ref = parse_npz_ref(path.string())) {
+        return read_npz_array(ref->file, npz_member_for(*ref, npz_member), precision);
+    }
     const ArrayFormat format = array_format_for(path);
     const std::string shown = shown_path(path.string());
     if (format == ArrayFormat::npy) {
@@ -1534,7 +1539,18 @@ ArrayFormat array_format_for(const std::filesystem::path& path) {
     if (ext == ".json") {
         return ArrayFormat::json;
     }
-    throw InputError(shown_path(path.string()) + ": unknown array format (expected .npy or .json)");
+    // Files users have that we do not read: say what to do instead.
+    std::string hint;
+    if (ext == ".pt" || ext == ".pth" || ext == ".bin" || ext == ".ckpt") {
+        hint = "; PyTorch files are pickles (loading one can run code): save the tensor with "
+               "np.save('x.npy', t.numpy()) or a checkpoint as .safetensors";
+    } else if (ext == ".gguf") {
+        hint = "; GGUF files are not read: export the tensors as .npy or .safetensors";
+    } else if (ext == ".npz") {
+        hint = "; .npz archives are read as inputs only";
+    }
+    throw InputError(shown_path(path.string()) + ": unknown array format (expected .npy or .json" +
+                     (ext == ".npz" ? "" : ", or .npz as an input") + ")" + hint);
 }
 
 AtomicWriter::AtomicWriter(const std::filesystem::path& path) : shown_(path.string()) {

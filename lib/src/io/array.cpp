@@ -1540,7 +1540,7 @@ ArrayFormat array_format_for(const std::filesystem::path& path) {
         return ArrayFormat::json;
     }
     // Files users have that we do not read: say what to do instead.
-    std::string hint;
+    std::string hint = "; an input may also be a .npz archive (x.npz or x.npz:NAME)";
     if (ext == ".pt" || ext == ".pth" || ext == ".bin" || ext == ".ckpt") {
         hint = "; PyTorch files are pickles (loading one can run code): save the tensor with "
                "np.save('x.npy', t.numpy()) or a checkpoint as .safetensors";
@@ -1549,8 +1549,8 @@ ArrayFormat array_format_for(const std::filesystem::path& path) {
     } else if (ext == ".npz") {
         hint = "; .npz archives are read as inputs only";
     }
-    throw InputError(shown_path(path.string()) + ": unknown array format (expected .npy or .json" +
-                     (ext == ".npz" ? "" : ", or .npz as an input") + ")" + hint);
+    throw InputError(shown_path(path.string()) + ": unknown array format (expected .npy or .json)" +
+                     hint);
 }
 
 AtomicWriter::AtomicWriter(const std::filesystem::path& path) : shown_(path.string()) {

@@ -5,6 +5,7 @@
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
 #include "attn/io/limits.hpp"
+#include "attn/io/npz.hpp"
 #include "attn/io/png.hpp"
 #include "attn/io/problem.hpp"
 #include "attn/render/heatmap.hpp"
@@ -95,6 +96,17 @@ token_list(const nlohmann::json& doc, const char* field, const std::string& name
 Loaded load_weights(const std::string& path) {
     Loaded l;
     l.name = path == "-" ? "<stdin>" : path;
+    if (const auto ref = io::parse_npz_ref(path)) {
+        // A bare archive: its "weights" array, or its only array.
+        std::string member = ref->member;
+        if (member.empty()) {
+            const std::vector<std::string> all = io::npz_members(io::read_file(ref->file), l.name);
+            const bool has_weights = std::find(all.begin(), all.end(), "weights") != all.end();
+            member = has_weights ? "weights" : "";
+        }
+        l.weights = io::read_npz_array(ref->file, member);
+        return l;
+    }
     const std::string ext = lower_extension(path);
     const std::vector<std::uint8_t> bytes =
         path == "-" ? read_stdin("WEIGHTS") : io::read_file(path);

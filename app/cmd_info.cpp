@@ -4,6 +4,7 @@
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
 #include "attn/io/limits.hpp"
+#include "attn/io/npz.hpp"
 #include "attn/io/safetensors.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
@@ -119,12 +120,7 @@ void run_info_safetensors(const InfoArgs& a) {
     }
 }
 
-void run_info(const InfoArgs& a) {
-    if (is_safetensors(a.file)) {
-        run_info_safetensors(a);
-        return;
-    }
-    const io::Array arr = read_array_arg(a.file, io::ArrayKind::mask); // "-": stdin
+void print_array_info(const std::string& file, const io::Array& arr, bool json) {
     std::size_t n = 1;
     for (auto d : arr.shape) {
         n *= d;
@@ -133,29 +129,50 @@ void run_info(const InfoArgs& a) {
     if (dtype == "json") {
         dtype = arr.is_bool ? "bool (JSON)" : "number (JSON)";
     }
-    if (a.json) {
+    if (json) {
         std::cout << "{\"file\":"
-                  << nlohmann::json(a.file).dump(
+                  << nlohmann::json(file).dump(
                          -1, ' ', false, nlohmann::json::error_handler_t::replace)
                   << ",\"shape\":" << nlohmann::json(arr.shape).dump() << ",\"dtype\":\""
                   << arr.dtype << "\"}\n";
     } else {
-        std::cout << a.file << ": shape " << shape_string(arr.shape) << ", dtype " << dtype << ", "
+        std::cout << file << ": shape " << shape_string(arr.shape) << ", dtype " << dtype << ", "
                   << n << " element" << (n == 1 ? "" : "s") << '\n';
     }
+}
+
+void run_info(const InfoArgs& a) {
+    if (is_safetensors(a.file)) {
+        run_info_safetensors(a);
+        return;
+    }
+    // A bare .npz: every array it holds, one line (or JSON line) each, in archive order.
+    if (const auto ref = io::parse_npz_ref(a.file); ref && ref->member.empty()) {
+        const std::vector<std::uint8_t> archive = io::read_file(ref->file);
+        for (const std::string& member : io::npz_members(archive, a.file)) {
+            const io::Array arr =
+                io::parse_npy(io::npz_member_bytes(archive, member, a.file), a.file + ":" + member);
+            print_array_info(a.file + ":" + member, arr, a.json);
+        }
+        return;
+    }
+    print_array_info(a.file, read_array_arg(a.file, io::ArrayKind::mask), a.json); // "-": stdin
 }
 
 } // namespace
 
 void add_info(CLI::App& app) {
     auto args = std::make_shared<InfoArgs>();
-    CLI::App* cmd = app.add_subcommand(
-        "info",
-        "Print the shape and dtype of an array file, or the tensors of a .safetensors "
-        "checkpoint and the attention layers (layout, prefix) it holds");
+    CLI::App* cmd =
+        app.add_subcommand("info",
+                           "Print the shape and dtype of an array file (each array of a .npz), or "
+                           "the tensors of a .safetensors "
+                           "checkpoint and the attention layers (layout, prefix) it holds");
     add_version_flag(*cmd);
-    cmd->add_option(
-           "file", args->file, "a .npy or .json array file (- for stdin), or a .safetensors file")
+    cmd->add_option("file",
+                    args->file,
+                    "a .npy or .json array file (- for stdin), a .npz archive (every array; "
+                    "x.npz:NAME for one), or a .safetensors file")
         ->required();
     cmd->add_flag("--json",
                   args->json,

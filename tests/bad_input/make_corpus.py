@@ -17,6 +17,7 @@ manifest.json holds "generated" (big files the test writes at run time, each a l
   (or the problem) numpy reads to compute softmax(Q Kᵀ scale) V in float64, compared with
   the output and weights attn prints.
 """
+import io
 import json
 import os
 import shutil
@@ -369,6 +370,50 @@ case("output_is_input", ["compute", "good.json", "-o", "q.npy"],
      outputs=False, requires="--max-memory")
 case("weights_is_problem", ["compute", "good.json", "--weights", "good.json"],
      r"--weights: .*good\.json is also the input of PROBLEM", outputs=False, requires="--max-memory")
+
+# .npz archives: torn, lying and hostile zip files (the reader is libzip behind our checks).
+def npz_bytes(compressed, **arrays):
+    buffer = io.BytesIO()
+    (np.savez_compressed if compressed else np.savez)(buffer, **arrays)
+    return buffer.getvalue()
+
+
+NPZ_ARGS = ["-k", "k.npy", "-v", "v.npy"]
+good_npz = npz_bytes(True, query=Q.astype("<f4"))
+put("npz_truncated.npz", good_npz[: len(good_npz) // 2])
+case("npz_truncated", ["compute", "-q", "npz_truncated.npz", *NPZ_ARGS],
+     r"query: .*npz_truncated\.npz: not a readable \.npz \(zip\) archive: ")
+eocd = good_npz.rfind(b"PK\x05\x06")
+moved = bytearray(good_npz)
+moved[eocd + 16] ^= 0x5A  # the central directory's offset points elsewhere
+put("npz_bad_central_directory.npz", bytes(moved))
+case("npz_bad_central_directory", ["compute", "-q", "npz_bad_central_directory.npz", *NPZ_ARGS],
+     r"query: .*npz_bad_central_directory\.npz: not a readable \.npz \(zip\) archive: ")
+stored = bytearray(npz_bytes(False, query=Q.astype("<f4")))
+stored[stored.find(b"PK\x01\x02") - 1] ^= 0x01  # last payload byte: the CRC-32 no longer matches
+put("npz_crc_mismatch.npz", bytes(stored))
+case("npz_crc_mismatch", ["compute", "-q", "npz_crc_mismatch.npz", *NPZ_ARGS],
+     r"query: .*npz_crc_mismatch\.npz:query: corrupt archive member: .*CRC")
+# 32 MiB of zeros deflate to about 32 KiB: refused by its declared size, before allocating.
+put("npz_zip_bomb.npz", npz_bytes(True, query=np.zeros((1 << 23,), "<f4")))
+case("npz_zip_bomb", ["compute", "-q", "npz_zip_bomb.npz", *NPZ_ARGS, "--max-memory", "8M"],
+     r"query: .*npz_zip_bomb\.npz:query: the member is 32\.0 MiB uncompressed, more than the "
+     r"memory limit of 8\.0 MiB \(--max-memory\)$")
+put("npz_not_zip.npz", "query,key\n1,2\n")
+case("npz_not_zip", ["compute", "-q", "npz_not_zip.npz", *NPZ_ARGS],
+     r"query: .*npz_not_zip\.npz: not a readable \.npz \(zip\) archive: ")
+put("npz_empty.npz", b"")
+case("npz_empty", ["compute", "-q", "npz_empty.npz", *NPZ_ARGS], r"the file is empty$")
+put("npz_positional.npz", npz_bytes(False, arr_0=Q.astype("<f4")))
+case("npz_member_missing", ["compute", "-q", "npz_positional.npz", *NPZ_ARGS],
+     r"npz_positional\.npz:query: no array 'query' in the archive \(it has: arr_0; name one as "
+     r"FILE\.npz:NAME\)$")
+put("npz_not_npy_member.npz", npz_bytes(False, query=Q.astype("<f4")).replace(b"\x93NUMPY", b"\x93NUMPX"))
+case("npz_not_npy_member", ["compute", "-q", "npz_not_npy_member.npz", *NPZ_ARGS],
+     r"query: .*npz_not_npy_member\.npz:query: corrupt archive member: .*CRC|not an NPY file")
+put("model.pt", b"PK\x03\x04 a pickle")
+case("pytorch_file", ["compute", "-q", "model.pt", *NPZ_ARGS],
+     r"model\.pt: unknown array format .*PyTorch files are pickles")
 
 valid = []
 

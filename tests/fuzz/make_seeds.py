@@ -225,3 +225,22 @@ put("heatmap_input", "zeros.json", "[[0, 0], [0, 0]]")
 put("heatmap_input", "negative.json", "[[-1, 2], [3, -4]]")
 put("heatmap_input", "no_weights.json", "{\"output\": [[1]]}")
 put("heatmap_input", "rank1.json", "[1, 2, 3]")
+
+# --- npz --------------------------------------------------------------------------------
+def npz(compressed, **arrays):
+    buffer = io.BytesIO()
+    (np.savez_compressed if compressed else np.savez)(buffer, **arrays)
+    return buffer.getvalue()
+
+
+npz_arrays = {"query": rng.standard_normal((2, 3)).astype("<f4"),
+              "key": np.arange(6, dtype=">i2").reshape(3, 2),
+              "mask": np.array([[True, False], [False, True]]),
+              "f8": np.asfortranarray(np.arange(6, dtype="<f8").reshape(2, 3))}
+put("npz", "savez.npz", npz(False, **npz_arrays))
+put("npz", "savez_compressed.npz", npz(True, **npz_arrays))
+put("npz", "positional.npz", npz(True, arr_0=np.float32(1.5)))
+put("npz", "empty_archive.npz", npz(False))
+put("npz", "not_npy_member.npz", npz(False, x=np.zeros(2, "<f4"))[:40] + b"garbage")
+put("npz", "truncated.npz", npz(True, **npz_arrays)[:-30])
+put("npz", "zeros_bomb.npz", npz(True, z=np.zeros(1 << 16, "<f4")))

@@ -1,9 +1,10 @@
 // The format dispatch of array files: .npy or .json by extension, read with the strict
-// readers of npy.cpp and json_array.cpp. It does not decide what an array means (which
-// ranks a field takes is the caller's business).
+// readers of npy.cpp and json_array.cpp, and .npz archives (npz.cpp). It does not decide what an
+// array means (which ranks a field takes is the caller's business).
 #include "attn/io/array.hpp"
 
 #include "attn/error.hpp"
+#include "attn/io/npz.hpp"
 #include "io_detail.hpp"
 #include "npy_header.hpp"
 
@@ -22,7 +23,11 @@ Array read_array_file(const std::filesystem::path& path, ArrayKind kind, Precisi
 Array read_array_file(const std::filesystem::path& path,
                       ArrayKind kind,
                       Precision precision,
-                      const ValueSink& sink) {
+                      const ValueSink& sink,
+                      std::string_view npz_member) {
+    if (const std::optional<NpzRef> ref = parse_npz_ref(path.string())) {
+        return read_npz_array(ref->file, npz_member_for(*ref, npz_member), precision);
+    }
     const ArrayFormat format = array_format_for(path);
     const std::string shown = shown_path(path.string());
     if (format == ArrayFormat::npy) {
@@ -52,7 +57,18 @@ ArrayFormat array_format_for(const std::filesystem::path& path) {
     if (ext == ".json") {
         return ArrayFormat::json;
     }
-    throw InputError(shown_path(path.string()) + ": unknown array format (expected .npy or .json)");
+    // Files users have that we do not read: say what to do instead.
+    std::string hint = "; an input may also be a .npz archive (x.npz or x.npz:NAME)";
+    if (ext == ".pt" || ext == ".pth" || ext == ".bin" || ext == ".ckpt") {
+        hint = "; PyTorch files are pickles (loading one can run code): save the tensor with "
+               "np.save('x.npy', t.numpy()) or a checkpoint as .safetensors";
+    } else if (ext == ".gguf") {
+        hint = "; GGUF files are not read: export the tensors as .npy or .safetensors";
+    } else if (ext == ".npz") {
+        hint = "; .npz archives are read as inputs only";
+    }
+    throw InputError(shown_path(path.string()) + ": unknown array format (expected .npy or .json)" +
+                     hint);
 }
 
 } // namespace attn::io

@@ -124,7 +124,7 @@ Array load_array(const json& j,
         }
         Array a;
         try {
-            a = read_array_file(full, kind, precision, sink);
+            a = read_array_file(full, kind, precision, sink, name);
         } catch (const InputError& e) {
             throw InputError(name + ": " + e.what());
         }

@@ -60,13 +60,18 @@ using ValueSink = std::function<float*(const std::vector<std::size_t>& shape)>;
 /// read_array_file, with a regular .npy file's values decoded straight into what `sink`
 /// returns (then Array::values stays empty): no second copy of a large input. Other
 /// files, Precision::f64 and a null return read as read_array_file does.
+/// A path naming a .npz archive ("x.npz" or "x.npz:name", attn/io/npz.hpp) reads one
+/// member: the one it names, else `npz_member` (the field's name: "query", or "w_q" for
+/// "params.w_q"), else the archive's only array.
 Array read_array_file(const std::filesystem::path& path,
                       ArrayKind kind,
                       Precision precision,
-                      const ValueSink& sink);
+                      const ValueSink& sink,
+                      std::string_view npz_member = {});
 
 /// Output formats by extension: ".npy" or ".json" (case-insensitive); anything else
-/// throws InputError naming the path.
+/// throws InputError naming the path, with a hint for the files users have that attn does
+/// not read (.pt, .pth, .bin, .ckpt, .gguf) and for .npz (an input format only).
 enum class ArrayFormat { npy, json };
 ArrayFormat array_format_for(const std::filesystem::path& path);
 

@@ -527,11 +527,14 @@ TEST(NpzFiles, ReadArrayFileTakesTheFieldsMember) {
 }
 
 TEST(NpzFiles, HintsForFilesUsersHave) {
-    expect_input_error([] { attn::io::array_format_for("model.pt"); },
-                       "^model\\.pt: unknown array format .*np\\.save.*\\.safetensors$");
-    expect_input_error([] { attn::io::array_format_for("m.gguf"); }, "GGUF files are not read");
+    using attn::io::ArrayKind;
+    expect_input_error([] { attn::io::read_array_file("model.pt", ArrayKind::numeric); },
+                       "^model\\.pt: unknown array format \\(expected \\.npy, \\.json or "
+                       "\\.npz\\); .*np\\.save.*\\.safetensors$");
+    expect_input_error([] { attn::io::read_array_file("m.GGUF", ArrayKind::numeric); },
+                       "GGUF files are not read");
     expect_input_error([] { attn::io::array_format_for("out.npz"); },
-                       "\\.npz archives are read as inputs only$");
+                       "^out\\.npz: unknown array format \\(expected \\.npy or \\.json\\)$");
 }
 
 } // namespace

@@ -16,6 +16,34 @@ namespace attn::io {
 
 using namespace detail;
 
+namespace {
+
+std::string lower_extension(const std::filesystem::path& path) {
+    std::string ext = path.extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](char c) {
+        return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    });
+    return ext;
+}
+
+/// Files users have that attn does not read, refused with what to do instead.
+void refuse_foreign_formats(const std::filesystem::path& path) {
+    const std::string ext = lower_extension(path);
+    std::string hint;
+    if (ext == ".pt" || ext == ".pth" || ext == ".bin" || ext == ".ckpt") {
+        hint = "PyTorch files are pickles (loading one can run code): save the tensor with "
+               "np.save('x.npy', t.numpy()) or a checkpoint as .safetensors";
+    } else if (ext == ".gguf") {
+        hint = "GGUF files are not read: export the tensors as .npy or .safetensors";
+    }
+    if (!hint.empty()) {
+        throw InputError(shown_path(path.string()) +
+                         ": unknown array format (expected .npy, .json or .npz); " + hint);
+    }
+}
+
+} // namespace
+
 Array read_array_file(const std::filesystem::path& path, ArrayKind kind, Precision precision) {
     return read_array_file(path, kind, precision, ValueSink());
 }
@@ -28,6 +56,7 @@ Array read_array_file(const std::filesystem::path& path,
     if (const std::optional<NpzRef> ref = parse_npz_ref(path.string())) {
         return read_npz_array(ref->file, npz_member_for(*ref, npz_member), precision);
     }
+    refuse_foreign_formats(path);
     const ArrayFormat format = array_format_for(path);
     const std::string shown = shown_path(path.string());
     if (format == ArrayFormat::npy) {
@@ -47,28 +76,14 @@ Array read_array_file(const std::filesystem::path& path,
 }
 
 ArrayFormat array_format_for(const std::filesystem::path& path) {
-    std::string ext = path.extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](char c) {
-        return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-    });
+    const std::string ext = lower_extension(path);
     if (ext == ".npy") {
         return ArrayFormat::npy;
     }
     if (ext == ".json") {
         return ArrayFormat::json;
     }
-    // Files users have that we do not read: say what to do instead.
-    std::string hint = "; an input may also be a .npz archive (x.npz or x.npz:NAME)";
-    if (ext == ".pt" || ext == ".pth" || ext == ".bin" || ext == ".ckpt") {
-        hint = "; PyTorch files are pickles (loading one can run code): save the tensor with "
-               "np.save('x.npy', t.numpy()) or a checkpoint as .safetensors";
-    } else if (ext == ".gguf") {
-        hint = "; GGUF files are not read: export the tensors as .npy or .safetensors";
-    } else if (ext == ".npz") {
-        hint = "; .npz archives are read as inputs only";
-    }
-    throw InputError(shown_path(path.string()) + ": unknown array format (expected .npy or .json)" +
-                     hint);
+    throw InputError(shown_path(path.string()) + ": unknown array format (expected .npy or .json)");
 }
 
 } // namespace attn::io

@@ -70,8 +70,8 @@ Array read_array_file(const std::filesystem::path& path,
                       std::string_view npz_member = {});
 
 /// Output formats by extension: ".npy" or ".json" (case-insensitive); anything else
-/// throws InputError naming the path, with a hint for the files users have that attn does
-/// not read (.pt, .pth, .bin, .ckpt, .gguf) and for .npz (an input format only).
+/// throws InputError naming the path. (read_array_file refuses .pt, .pth, .bin, .ckpt and
+/// .gguf inputs with a hint of what to do instead.)
 enum class ArrayFormat { npy, json };
 ArrayFormat array_format_for(const std::filesystem::path& path);
 

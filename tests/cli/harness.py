@@ -165,3 +165,8 @@ def main():
             _run_case(name)
     print(f"{_passed} passed, {len(_failures)} failed")
     sys.exit(1 if _failures or _passed == 0 else 0)
+
+
+def run_case(name, args, **kw):
+    """expect() with the case's name first, as the old scripts wrote it."""
+    return expect(args, name=name, **kw)

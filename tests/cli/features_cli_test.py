@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CLI tests of the issue-7 feature flags of `attn compute` (and `explain`, which shares
+"""CLI tests of the score-feature flags of `attn compute` (and `explain`, which shares
 them): each flag gives exactly what the problem field of the same meaning gives, a flag
 overrides the field, malformed values are one-line errors (exit 2), and --help documents
 every flag. Also `--precision f64` with `--dtype`, `--prefix`/`--layout` with a

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 7 oracle: window, softcap, ALiBi, sinks and the "return" diagnostics of
+"""Oracle of the score features: window, softcap, ALiBi, sinks and the "return" diagnostics of
 `attn compute`, checked against a NumPy float64 reference written from the definitions
 (README "Attention features"). Runs both kernels (weights, --no-weights) and both
 diagonal alignments. Usage: features_test.py PATH/TO/attn  (from the repo root).

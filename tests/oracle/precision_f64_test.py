@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 7 oracle: `"precision": "f64"` / `--precision f64`. Random problems through the
+"""Oracle of the float64 precision: `"precision": "f64"` / `--precision f64`. Random problems through the
 binary, compared with a NumPy float64 reference written from the contract and the README's
 feature definitions at a float64 tolerance (1e-12 relative): projections (params as JSON
 decimals and .npy f8 files, init weights drawn in double), masks, bias, both causal

@@ -1,4 +1,4 @@
-// The issue-7 features (sliding window in both alignments, softcap, ALiBi with given and
+// The score features (sliding window in both alignments, softcap, ALiBi with given and
 // default slopes, sinks, and the lse / entropy / argmax / top-k diagnostics) against the
 // float64 reference (tests/reference/naive_attention.hpp), in both kernels (attend() with
 // and without weights, and each kernel called directly) and both instruction sets, over

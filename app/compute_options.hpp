@@ -27,7 +27,7 @@ struct ProblemArgs {
     std::string scale;
     std::size_t heads = 0, kv_heads = 0;
     std::int64_t seed = -1;
-    // Issue 7 features; empty/0 = not given (the problem's field, if any, stays).
+    // Score features and diagnostics; empty/0 = not given (the problem's field, if any, stays).
     std::string prefix, layout;       ///< --prefix, --layout (checkpoint params)
     std::string window, window_align; ///< --window L,R; --window-align
     std::string softcap;              ///< --softcap X
@@ -55,7 +55,7 @@ struct ProblemInput {
 /// twice, ...).
 ProblemInput problem_input(const ProblemArgs& args, std::string_view command);
 
-/// Overlays the issue-7 feature flags of `a` (--window, --softcap, --alibi, --sinks,
+/// Overlays the score-feature flags of `a` (--window, --softcap, --alibi, --sinks,
 /// --mask-convention, --return, --top-k, --precision, --prefix, --layout) on `doc`.
 /// Throws InputError naming the flag for a malformed value.
 void apply_feature_flags(const ProblemArgs& a, nlohmann::json& doc);

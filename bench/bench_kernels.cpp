@@ -30,7 +30,7 @@ using attn::Causal;
 using attn::Simd;
 using attn::Tensor;
 
-/// The default run: the headline shape and its baselines, 2 threads.
+/// The default run: the headline shape and its baselines, 2 threads.
 constexpr const char* kDefaultFilter =
     "^(bm_streaming|bm_materialized|bm_sgemm_shapes)/L:(1024|4096)/D:64/H:8/"
     "(causal:[01]/)?threads:2/|^bm_sgemm_square/N:2048/threads:2/";

@@ -19,49 +19,41 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
-import numpy as np
+import harness
+from harness import ROOT, TMP, check, main, skip, test
 
-ATTN = os.path.abspath(sys.argv[1])
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+# numpy is imported only by the cases that compute a reference: most of the 150-odd cases
+# (each its own process) need none.
 CORPUS = os.path.join(ROOT, "tests", "bad_input")
 MANIFEST = json.load(open(os.path.join(CORPUS, "manifest.json")))
-TMP = tempfile.mkdtemp(prefix="attn-bad-input-")
 SENTINEL = b"PRE-EXISTING OUTPUT: must survive any failed run\n"
 CRASH_MARKS = ("Sanitizer", "runtime error:", "terminate called", "Segmentation", "Aborted",
                "core dumped", "internal error")
 
-failures = []
-passed = 0
-skipped = []
-
-
-def check(name, cond, detail=""):
-    global passed
-    if cond:
-        passed += 1
-    else:
-        failures.append(f"{name}: {detail}")
-        print(f"FAIL {name}: {detail}")
-
-
 def pristine():
-    """One copy of files/ plus the generated big files; cases get hard-linked copies."""
+    """One copy of files/ plus the generated big files; cases get hard-linked copies. A
+    process that runs one case (--case) generates only the big files that case names."""
     base = os.path.join(TMP, "pristine")
     shutil.copytree(os.path.join(CORPUS, "files"), base)
     for name, parts in MANIFEST["generated"].items():
+        if NEEDED is not None and name not in NEEDED:
+            continue
         with open(os.path.join(base, name), "wb") as f:
             for text, count in parts:
                 f.write(text.encode("latin-1") * count)
     return base
 
 
-PRISTINE = pristine()
+PRISTINE = None
+NEEDED = None  # the generated files the one case run names; None: all of them
 
 
 def fresh_dir(name):
+    global PRISTINE
+    if PRISTINE is None:
+        PRISTINE = pristine()
     d = os.path.join(TMP, "case-" + re.sub(r"[^A-Za-z0-9_.-]", "_", name))
     # Hard links: attn replaces files by rename (the pristine copy keeps its inode) and the
     # snapshot below catches any in-place change.
@@ -82,7 +74,7 @@ def snapshot(d):
 def run(args, cwd, stdin_file=None, timeout=60, preexec=None):
     stdin = open(os.path.join(cwd, stdin_file), "rb") if stdin_file else subprocess.DEVNULL
     try:
-        p = subprocess.run([ATTN] + args, stdin=stdin, capture_output=True, cwd=cwd,
+        p = subprocess.run([harness.ATTN] + args, stdin=stdin, capture_output=True, cwd=cwd,
                            timeout=timeout, preexec_fn=preexec)
         return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
     except subprocess.TimeoutExpired:
@@ -97,19 +89,22 @@ def one_error_line(stderr):
     return len(lines) == 1 and lines[0].startswith("attn: error: ")
 
 
-HELP = run(["compute", "--help"], TMP)[1].decode("utf-8", "replace")
+HELP = None
 
 
 def available(flag):
+    global HELP
+    if HELP is None:
+        HELP = run(["compute", "--help"], TMP)[1].decode("utf-8", "replace")
     return flag is None or re.search(re.escape(flag) + r"\b", HELP) is not None
 
 
 # --- bad inputs ---------------------------------------------------------------------------
-for c in MANIFEST["bad"]:
+def bad_case(c):
     name = c["name"]
     if not available(c.get("requires")):
-        skipped.append(f"{name} (needs {c['requires']})")
-        continue
+        skip(f"{name} (needs {c['requires']})")
+        return
     d = fresh_dir(name)
     args = list(c["args"])
     outputs = c.get("outputs", True) and args[:1] == ["compute"]
@@ -141,13 +136,26 @@ for c in MANIFEST["bad"]:
     shutil.rmtree(d, ignore_errors=True)
 
 
+def one_case(f, c):
+    global NEEDED
+    if "--case" in sys.argv:
+        NEEDED = {n for n in MANIFEST["generated"] if os.path.splitext(n)[0] in json.dumps(c)}
+    f(c)
+
+
+for c in MANIFEST["bad"]:
+    test("bad: " + c["name"])(lambda c=c: one_case(bad_case, c))
+
+
 # --- valid but unusual inputs ---------------------------------------------------------------
 def load(d, name):
+    import numpy as np
     return np.load(os.path.join(d, name)).astype(np.float32).astype(np.float64)
 
 
 def reference(d, ref):
     """softmax(Q Kᵀ scale) V in float64, from the files numpy reads itself."""
+    import numpy as np
     if "problem" in ref:
         doc = json.load(open(os.path.join(d, ref["problem"])))
         arr = {k: np.array(doc[k], dtype=np.float32).astype(np.float64)
@@ -175,11 +183,13 @@ def reference(d, ref):
 
 
 def close(a, b):
+    import numpy as np
     a = np.asarray(a, dtype=np.float64)
     return a.shape == b.shape and np.allclose(a, b, rtol=2e-5, atol=2e-6)
 
 
-for c in MANIFEST["valid"]:
+def valid_case(c):
+    import numpy as np
     d = fresh_dir("valid-" + c["name"])
     rc, so, se = run(c["args"], d)
     ok = rc == 0 and se == ""
@@ -198,9 +208,14 @@ for c in MANIFEST["valid"]:
     shutil.rmtree(d, ignore_errors=True)
 
 
+for c in MANIFEST["valid"]:
+    test("valid: " + c["name"])(lambda c=c: one_case(valid_case, c))
+
+
 # --- a full disk, a file size limit, and signals during a write -------------------------------
 def big_value(d, columns):
     """A value of 5 x columns, so the output is 3 x columns floats."""
+    import numpy as np
     np.save(os.path.join(d, "bigv.npy"), np.ones((5, columns), np.float32))
 
 
@@ -214,7 +229,7 @@ def full_disk():
     os.mkdir(mnt)
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt],
                       capture_output=True).returncode != 0:
-        skipped.append("full disk (cannot mount a tmpfs here)")
+        skip("full disk (cannot mount a tmpfs here)")
         return
     try:
         with open(os.path.join(mnt, "out.npy"), "wb") as f:
@@ -265,7 +280,7 @@ def interrupted_write(sig):
         f.write(SENTINEL)
     big_value(d, 25_000_000 // 5)  # a 60 MB output: the write takes a while
     before = set(os.listdir(d))
-    p = subprocess.Popen([ATTN, "compute", "-q", "q.npy", "-k", "k.npy", "-v", "bigv.npy",
+    p = subprocess.Popen([harness.ATTN, "compute", "-q", "q.npy", "-k", "k.npy", "-v", "bigv.npy",
                           "-o", "out.npy", "--no-weights"], cwd=d,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     caught = False
@@ -278,7 +293,7 @@ def interrupted_write(sig):
     p.wait(timeout=60)
     p.stderr.close()
     if not caught:
-        skipped.append(f"signal {sig} during a write (the write was too quick to catch)")
+        skip(f"signal {sig} during a write (the write was too quick to catch)")
         return
     check(f"signal {sig} mid-write: killed by the signal", p.returncode == -sig,
           f"exit {p.returncode}")
@@ -289,20 +304,20 @@ def interrupted_write(sig):
     shutil.rmtree(d, ignore_errors=True)
 
 
-full_disk()
-file_size_limit(ignore_sigxfsz=True)
-# attn ignores SIGXFSZ itself (io::install_signal_cleanup) once the lead wires it in, and
-# removes temp files on SIGINT/SIGTERM: those cases run when --max-memory (same wiring) is in.
-if available("--max-memory"):
-    file_size_limit(ignore_sigxfsz=False)
-    interrupted_write(signal.SIGINT)
-    interrupted_write(signal.SIGTERM)
-else:
-    skipped.append("RLIMIT_FSIZE without SIGXFSZ ignored, SIGINT/SIGTERM mid-write "
-                   "(need install_signal_cleanup in main)")
+# attn ignores SIGXFSZ itself (io::install_signal_cleanup) and removes temp files on
+# SIGINT/SIGTERM: those cases run when --max-memory (same wiring) is in.
+def when_wired(f, *args):
+    if available("--max-memory"):
+        f(*args)
+    else:
+        skip("RLIMIT_FSIZE without SIGXFSZ ignored, SIGINT/SIGTERM mid-write "
+             "(need install_signal_cleanup in main)")
 
-shutil.rmtree(TMP, ignore_errors=True)
-for s in skipped:
-    print(f"SKIP {s}")
-print(f"{passed} passed, {len(failures)} failed")
-sys.exit(1 if failures else 0)
+
+test("full disk")(full_disk)
+test("RLIMIT_FSIZE, SIGXFSZ ignored by the caller")(lambda: file_size_limit(True))
+test("RLIMIT_FSIZE")(lambda: when_wired(file_size_limit, False))
+test("SIGINT mid-write")(lambda: when_wired(interrupted_write, signal.SIGINT))
+test("SIGTERM mid-write")(lambda: when_wired(interrupted_write, signal.SIGTERM))
+
+main()

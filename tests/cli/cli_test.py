@@ -8,68 +8,13 @@ Ends with the line "N passed, M failed"; exits 1 if any case failed.
 import json
 import os
 import re
-import shutil
+import shlex
 import subprocess
-import sys
-import tempfile
 
 import numpy as np
 
-ATTN = os.path.abspath(sys.argv[1])
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-TMP = tempfile.mkdtemp(prefix="attn-cli-")
-failures = []
-passed = 0
-
-
-def run(args, stdin=None, cwd=None):
-    p = subprocess.run([ATTN] + args, input=stdin, capture_output=True, cwd=cwd or TMP,
-                       timeout=60)
-    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
-
-
-def check(name, cond, detail=""):
-    global passed
-    if cond:
-        passed += 1
-    else:
-        failures.append(f"{name}: {detail}")
-        print(f"FAIL {name}: {detail}")
-
-
-def case(name, args, code=0, err=None, stdin=None, out=None, cwd=None):
-    """Runs attn; checks the exit code, that stderr matches `err` (one line for errors),
-    and calls out(stdout_bytes) for further checks."""
-    rc, so, se = run(args, stdin, cwd)
-    ok = rc == code
-    detail = f"exit {rc} (want {code}); stderr={se.strip()[:300]!r}"
-    if ok and err is not None:
-        ok = re.search(err, se) is not None
-        detail += f"; stderr !~ {err!r}"
-    if ok and code == 2:
-        lines = se.strip().splitlines()
-        ok = len(lines) == 1 and lines[0].startswith("attn: error: ")
-        detail += "; error must be one 'attn: error:' line"
-    if ok and out is not None:
-        try:
-            r = out(so)
-            ok = r is None or r is True
-            detail += f"; output check returned {r}"
-        except Exception as e:  # noqa: BLE001 - report any checker failure
-            ok = False
-            detail += f"; output check raised {e!r}"
-    check(name, ok, detail)
-    return so
-
-
-def write(name, obj):
-    path = os.path.join(TMP, name)
-    if name.endswith(".npy"):
-        np.save(path, obj)
-    else:
-        with open(path, "w") as f:
-            f.write(obj if isinstance(obj, str) else json.dumps(obj))
-    return path
+from harness import ROOT, SAMPLES, TMP, case, check, main, run, test, write  # noqa: I001
+import harness
 
 
 def doc(so):
@@ -119,35 +64,59 @@ case("--causal=bottom-right", ["compute", "seed.json", "--causal=bottom-right"],
      out=lambda so: close(doc(so)["weights"][0][2], 0) and doc(so)["weights"][0][1] > 0)
 
 # --- outputs -------------------------------------------------------------------------------
-case("--output npy + --weights json", ["compute", "seed.json", "--output", "o.npy",
-                                       "--weights", "w.json"], out=lambda so: so == b"")
-check("output.npy content", os.path.exists(os.path.join(TMP, "o.npy")) and
-      close(np.load(os.path.join(TMP, "o.npy")), CTX))
-check("output.npy is float32", np.load(os.path.join(TMP, "o.npy")).dtype == np.float32)
-check("weights.json content", close(json.load(open(os.path.join(TMP, "w.json"))), W))
-case("--dtype f64", ["compute", "seed.json", "--output", "o64.npy", "--dtype", "f64"])
-check("f64 npy", np.load(os.path.join(TMP, "o64.npy")).dtype == np.float64)
-case("--output json", ["compute", "seed.json", "-o", "o.json"])
-check("output.json content", close(json.load(open(os.path.join(TMP, "o.json"))), CTX))
+@test("--output npy + --weights json")
+def _():
+    harness.expect(["compute", "seed.json", "--output", "o.npy", "--weights", "w.json"],
+          out=lambda so: so == b"", name="--output npy + --weights json")
+    check("output.npy content", os.path.exists(os.path.join(TMP, "o.npy")) and
+          close(np.load(os.path.join(TMP, "o.npy")), CTX))
+    check("output.npy is float32", np.load(os.path.join(TMP, "o.npy")).dtype == np.float32)
+    check("weights.json content", close(json.load(open(os.path.join(TMP, "w.json"))), W))
+
+
+@test("--dtype f64")
+def _():
+    harness.expect(["compute", "seed.json", "--output", "o64.npy", "--dtype", "f64"],
+                   name="--dtype f64")
+    check("f64 npy", np.load(os.path.join(TMP, "o64.npy")).dtype == np.float64)
+
+
+@test("--output json")
+def _():
+    harness.expect(["compute", "seed.json", "-o", "o.json"], name="--output json")
+    check("output.json content", close(json.load(open(os.path.join(TMP, "o.json"))), CTX))
+
+
 case("--no-weights on stdout", ["compute", "seed.json", "--no-weights"],
      out=lambda so: "weights" not in doc(so) and close(doc(so)["output"], CTX))
 case("--threads 1", ["compute", "seed.json", "--threads", "1"],
      out=lambda so: close(doc(so)["weights"], W))
 case("--no-weights with --weights", ["compute", "seed.json", "--no-weights", "--weights",
                                      "x.npy"], code=2, err="--no-weights")
-case("unknown output extension", ["compute", "seed.json", "-o", "out.txt"], code=2,
-     err=r"out\.txt")
-check("no file for a refused output", not os.path.exists(os.path.join(TMP, "out.txt")))
+
+
+@test("unknown output extension")
+def _():
+    harness.expect(["compute", "seed.json", "-o", "out.txt"], code=2, err=r"out\.txt",
+                   name="unknown output extension")
+    check("no file for a refused output", not os.path.exists(os.path.join(TMP, "out.txt")))
+
+
 # A failed write leaves the old file untouched and no temp file behind.
-with open(os.path.join(TMP, "keep.npy"), "wb") as f:
-    f.write(b"old")
 case("unwritable output dir", ["compute", "seed.json", "-o", "missing/dir/o.npy"], code=1,
      err="cannot write")
-case("failed compute keeps old output", ["compute", "seed.json", "-o", "keep.npy", "--heads",
-                                         "2"], code=2, err="divisible")
-check("old file untouched", open(os.path.join(TMP, "keep.npy"), "rb").read() == b"old")
-check("no temp files left", not [n for n in os.listdir(TMP) if ".tmp" in n],
-      str(os.listdir(TMP)))
+
+
+@test("failed compute keeps old output")
+def _():
+    with open(os.path.join(TMP, "keep.npy"), "wb") as f:
+        f.write(b"old")
+    harness.expect(["compute", "seed.json", "-o", "keep.npy", "--heads", "2"], code=2,
+                   err="divisible", name="failed compute keeps old output")
+    check("old file untouched", open(os.path.join(TMP, "keep.npy"), "rb").read() == b"old")
+    check("no temp files left", not [n for n in os.listdir(TMP) if ".tmp" in n],
+          str(os.listdir(TMP)))
+
 
 # --- ids, tokens, non-finite ------------------------------------------------------------
 case("id and tokens echoed", ["compute", "-"], stdin=json.dumps(
@@ -164,11 +133,18 @@ case("nan input propagates as string", ["compute", "-"], stdin=json.dumps(
 case("fully masked row warns", ["compute", "-"], stdin=json.dumps(
     dict(SEED, mask=[[0, 0, 0], [1, 1, 1]])).encode(), err=r"warning: 1 query row",
      out=lambda so: doc(so)["weights"][0] == [0, 0, 0] and doc(so)["output"][0] == [0, 0])
-case("--quiet silences the warning", ["compute", "-", "--quiet"], stdin=json.dumps(
-    dict(SEED, mask=[[0, 0, 0], [1, 1, 1]])).encode(), out=lambda so: True)
-rc, so, se = run(["compute", "-", "--quiet"],
-                 json.dumps(dict(SEED, mask=[[0, 0, 0], [1, 1, 1]])).encode())
-check("--quiet stderr empty", se == "", se)
+
+
+@test("--quiet silences the warning")
+def _():
+    harness.expect(["compute", "-", "--quiet"], stdin=json.dumps(
+        dict(SEED, mask=[[0, 0, 0], [1, 1, 1]])).encode(), out=lambda so: True,
+        name="--quiet silences the warning")
+    rc, so, se = run(["compute", "-", "--quiet"],
+                     json.dumps(dict(SEED, mask=[[0, 0, 0], [1, 1, 1]])).encode())
+    check("--quiet stderr empty", se == "", se)
+
+
 case("bool mask accepted", ["compute", "-"], stdin=json.dumps(
     dict(SEED, mask=[[True, False, True], [True, True, True]])).encode(),
     out=lambda so: doc(so)["weights"][0][1] == 0)
@@ -263,6 +239,7 @@ case("compute help lists every flag", ["compute", "--help"], out=lambda so: all(
                                "--dtype", "--threads"]))
 
 # --- info --------------------------------------------------------------------------------
+write("w.json", W.tolist())
 case("info npy", ["info", "q.npy"], out=lambda so: b"[2, 3]" in so and b"float32" in so)
 case("info json", ["info", "w.json"], out=lambda so: b"[2, 3]" in so)
 case("info --json", ["info", "v64.npy", "--json"],
@@ -279,22 +256,24 @@ case("batch: order, errors, exit 1", ["batch"], stdin=lines.encode(), code=1,
      close(json.loads(so.decode().splitlines()[0])["weights"], W))
 
 # --- samples against samples/expected (computed by tests/oracle/reference.py) ---------------
-SAMPLES = os.path.join(ROOT, "samples")
+def sample_case(name):
+    exp_path = os.path.join(SAMPLES, "expected", name)
+    if not check("sample has expected output " + name, os.path.exists(exp_path)):
+        return
+    expected = json.load(open(exp_path))
+    harness.expect(["compute", os.path.join(SAMPLES, name)], out=lambda so: close(
+        doc(so)["output"], expected["output"]) and close(doc(so)["weights"],
+                                                         expected["weights"]),
+        name="sample " + name)
+
+
 for name in sorted(os.listdir(SAMPLES)):
     if not name.endswith(".json") or name.endswith(".params.json"):
         continue
-    exp_path = os.path.join(SAMPLES, "expected", name)
-    check("sample has expected output " + name, os.path.exists(exp_path))
-    if not os.path.exists(exp_path):
-        continue
-    expected = json.load(open(exp_path))
-    case("sample " + name, ["compute", os.path.join(SAMPLES, name)], out=lambda so: close(
-        doc(so)["output"], expected["output"]) and close(doc(so)["weights"],
-                                                         expected["weights"]))
+    test("sample " + name)(lambda name=name: sample_case(name))
 
 # --- README: every `$ attn ...` command in a ```console block runs, and prints what the
 # README shows under it (the README cannot lie). -------------------------------------------
-import shlex  # noqa: E402
 
 def same_numbers(a, b):
     """JSON values equal in structure and strings, numbers within float32 noise (the last
@@ -328,23 +307,33 @@ def same_text_or_numbers(got, shown):
 
 readme_path = os.path.join(ROOT, "README.md")
 readme = open(readme_path).read() if os.path.exists(readme_path) else ""
-examples = []
+# One case per console block: a block's commands run in order (one may read what the one
+# before it wrote).
+blocks = []
 for block in re.findall(r"```console\n(.*?)```", readme, re.S):
+    examples = []
     for chunk in re.split(r"^\$ ", block, flags=re.M)[1:]:
         cmd, _, shown = chunk.partition("\n")
-        examples.append((cmd, shown))
-check("README has example commands", len(examples) >= 5, str(len(examples)))
-for cmd, shown in examples:
-    if not cmd.startswith("attn "):
-        continue
-    p = subprocess.run([ATTN] + shlex.split(cmd)[1:], cwd=ROOT, capture_output=True,
-                       timeout=60)
-    # `attn batch` exits 1 when a line failed (the README shows one that does).
-    want = (0, 1) if cmd.startswith("attn batch") else (0,)
-    check("README command: " + cmd, p.returncode in want, f"exit {p.returncode}")
-    check("README output of: " + cmd, same_text_or_numbers(p.stdout.decode(), shown),
-          f"prints {p.stdout.decode()[:200]!r}, README shows {shown[:200]!r}")
+        if cmd.startswith("attn "):
+            examples.append((cmd, shown))
+    if examples:
+        blocks.append(examples)
+test("README has example commands")(lambda: check(
+    "README has example commands", sum(map(len, blocks)) >= 5, str(sum(map(len, blocks)))))
 
-shutil.rmtree(TMP, ignore_errors=True)
-print(f"{passed} passed, {len(failures)} failed")
-sys.exit(1 if failures else 0)
+
+def readme_case(examples):
+    for cmd, shown in examples:
+        p = subprocess.run([harness.ATTN] + shlex.split(cmd)[1:], cwd=ROOT,
+                           capture_output=True, timeout=60)
+        # `attn batch` exits 1 when a line failed (the README shows one that does).
+        want = (0, 1) if cmd.startswith("attn batch") else (0,)
+        check("README command: " + cmd, p.returncode in want, f"exit {p.returncode}")
+        check("README output of: " + cmd, same_text_or_numbers(p.stdout.decode(), shown),
+              f"prints {p.stdout.decode()[:200]!r}, README shows {shown[:200]!r}")
+
+
+for examples in blocks:
+    test("README: " + examples[0][0])(lambda examples=examples: readme_case(examples))
+
+main()

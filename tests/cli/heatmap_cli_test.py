@@ -12,19 +12,12 @@ Ends with "N passed, M failed"; exits 1 if any failed.
 import json
 import os
 import re
-import shutil
 import struct
-import subprocess
-import sys
-import tempfile
 import xml.etree.ElementTree as ET
 import zlib
 
-ATTN = os.path.abspath(sys.argv[1])
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-TMP = tempfile.mkdtemp(prefix="attn-heatmap-")
-PASSED = 0
-FAILED = []
+from harness import ROOT, check, main, path, test
+import harness
 
 # viridis entries as matplotlib writes them (Colormap(bytes=True)): the ones W3 needs.
 VIRIDIS = {12: (71, 18, 101), 128: (32, 144, 140), 179: (68, 190, 112),
@@ -34,27 +27,10 @@ HATCH_BG = (242, 242, 242)
 W3 = [[0.7, 0.2, 0.1], [0.25, 0.5, 0.25], [0.05, 0.15, 0.8]]
 
 
-def check(name, cond, detail=""):
-    global PASSED
-    if cond:
-        PASSED += 1
-    else:
-        FAILED.append(name)
-        print(f"FAIL {name}: {detail}")
-
-
 def run(args, stdin=None, env=None, cwd=None):
-    e = dict(os.environ)
-    for k in ("NO_COLOR", "COLORTERM", "COLUMNS"):
-        e.pop(k, None)
+    e = {k: None for k in ("NO_COLOR", "COLORTERM", "COLUMNS")}
     e.update(env or {})
-    p = subprocess.run([ATTN] + args, input=stdin, capture_output=True, env=e,
-                       cwd=cwd or TMP, timeout=120)
-    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
-
-
-def path(name):
-    return os.path.join(TMP, name)
+    return harness.run(args, stdin, cwd, e, timeout=120)
 
 
 def write(name, data):
@@ -138,10 +114,15 @@ def error_case(name, args, pattern, stdin=None):
           and re.search(pattern, lines[0]) is not None, f"exit {rc}, stderr {err.strip()!r}")
 
 
-def main():
-    w3 = write("w3.json", json.dumps(W3))
+w3 = write("w3.json", json.dumps(W3))
+vals = [0.0] * (2 * 3 * 4 * 4)
+for i in range(len(vals)):
+    vals[i] = ((i * 37) % 11) / 10.0
+npy = write_npy("w4.npy", (2, 3, 4, 4), vals)
 
-    # --- PNG and SVG of a JSON array: size, and cells against the viridis table.
+
+@test("PNG and SVG of a JSON array: size, and cells against the viridis table")
+def _():
     rng = ["--vmin", "0", "--vmax", "1"]
     rc, _, err = run(["heatmap", w3, "-o", path("w3.png")] + rng)
     check("png: exit 0", rc == 0, err)
@@ -172,7 +153,9 @@ def main():
     except (ET.ParseError, IndexError, OSError) as e:
         check("svg: parses", False, repr(e))
 
-    # --- Terminal: the golden 3x3, colour modes, NO_COLOR.
+
+@test("Terminal: the golden 3x3, colour modes, NO_COLOR")
+def _():
     with open(os.path.join(ROOT, "tests", "golden", "term_3x3.txt"), "rb") as f:
         golden = f.read()
     args = ["heatmap", w3, "--term", "--title", "3x3", "--xlabels", "the,cat,sat",
@@ -186,7 +169,9 @@ def main():
     check("term: NO_COLOR means no escape codes", rc == 0 and b"\x1b" not in out
           and b"0.70" in out)
 
-    # --- Inputs: a compute result document (tokens), .npy, stdin.
+
+@test("Inputs: a compute result document (tokens), .npy, stdin")
+def _():
     rc, doc, err = run(["compute", os.path.join(ROOT, "samples", "seed_dot.json")])
     check("compute: result document", rc == 0, err)
     write("result.json", doc)
@@ -197,10 +182,6 @@ def main():
           err + text)
     rc, out, err = run(["heatmap", "-", "-o", "-"], stdin=doc)
     check("stdin in, PNG on stdout", rc == 0 and out[:8] == b"\x89PNG\r\n\x1a\n", err)
-    vals = [0.0] * (2 * 3 * 4 * 4)
-    for i in range(len(vals)):
-        vals[i] = ((i * 37) % 11) / 10.0
-    npy = write_npy("w4.npy", (2, 3, 4, 4), vals)
     rc, _, err = run(["heatmap", npy, "-o", path("w4.png")])
     check("npy [B, H, Lq, Lk]: 6 panels", rc == 0, err)
     rc, _, err = run(["heatmap", npy, "-o", path("w4.svg"), "--batch", "1"])
@@ -218,7 +199,9 @@ def main():
     check("--batch 1 --head 2: one panel", rc == 0 and "panel-0" in ids and "panel-1" not in ids,
           err)
 
-    # --- Masks: --masked-zero, --mask FILE, and compute --heatmap with a causal problem.
+
+@test("Masks: --masked-zero, --mask FILE, and compute --heatmap with a causal problem")
+def _():
     causal = [[1.0, 0.0, 0.0], [0.4, 0.6, 0.0], [0.2, 0.3, 0.5]]
     wc = write("causal.json", json.dumps(causal))
     rc, _, _ = run(["heatmap", wc, "-o", path("plain.png")])
@@ -239,7 +222,9 @@ def main():
     check("compute --heatmap OUT.svg", rc == 0 and b"<svg" in open(path("mh.svg"), "rb").read(),
           err)
 
-    # --- Options.
+
+@test("Options")
+def _():
     for extra in (["--cmap", "magma"], ["--cmap", "Blues_r"], ["--scale", "log"],
                   ["--clip", "0.9"], ["--pool", "mean"], ["--annotate", "--decimals", "3"],
                   ["--dpi", "200"], ["--title", ""], ["--format", "svg"]):
@@ -250,7 +235,9 @@ def main():
     h1 = png_file("dpi1.png")[1]
     check("--dpi 200 doubles the size", abs(png_file("dpi.png")[1] - 2 * h1) < 8)
 
-    # --- A long sequence is pooled into a bounded image.
+
+@test("A long sequence is pooled into a bounded image")
+def _():
     n = 1500
     big = [0.0] * (n * n)
     big[777 * n + 1234] = 1.0
@@ -261,7 +248,9 @@ def main():
     panel = [c for row in rows[60:-60] for c in row[80:-120]]  # inside the map, not the colorbar
     check("1500x1500: max pooling keeps the single peak", VIRIDIS[255] in panel)
 
-    # --- Errors: exit 2, one line naming the culprit; nothing written.
+
+@test("Errors: exit 2, one line naming the culprit, nothing written")
+def _():
     error_case("missing file", ["heatmap", path("nope.npy"), "-o", path("x.png")], r"nope\.npy")
     error_case("no output", ["heatmap", w3], r"-o OUT\.png")
     error_case("bad extension", ["heatmap", w3, "-o", path("x.jpg")], r"x\.jpg.*\.png or \.svg")
@@ -287,7 +276,9 @@ def main():
     check("failed runs leave no file", not os.path.exists(path("x.png"))
           and not os.path.exists(path("x.jpg")))
 
-    # --- Atomic writes: an unwritable destination exits 1 and keeps the old file.
+
+@test("Atomic writes: an unwritable destination exits 1 and keeps the old file")
+def _():
     write("keep.png", b"old")
     os.makedirs(path("ro"), exist_ok=True)
     write("ro/keep.png", b"old")
@@ -300,10 +291,5 @@ def main():
     rc, _, err = run(["heatmap", w3, "-o", path("no/such/dir/x.png")])
     check("missing directory: exit 1", rc == 1 and err.startswith("attn: error: "), err)
 
-    shutil.rmtree(TMP, ignore_errors=True)
-    print(f"{PASSED} passed, {len(FAILED)} failed")
-    return 1 if FAILED else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+main()

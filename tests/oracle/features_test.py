@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 7 oracle: window, softcap, ALiBi, sinks and the "return" diagnostics of
+"""Oracle of the score features: window, softcap, ALiBi, sinks and the "return" diagnostics of
 `attn compute`, checked against a NumPy float64 reference written from the definitions
 (README "Attention features"). Runs both kernels (weights, --no-weights) and both
 diagonal alignments. Usage: features_test.py PATH/TO/attn  (from the repo root).
@@ -10,57 +10,17 @@ import sys
 
 import numpy as np
 
+from reference import attention, default_slopes
+
 ATTN = sys.argv[1]
 passed = failed = 0
 
 
-def default_slopes(h):
-    n = 1 << int(np.floor(np.log2(h)))
-    m0, m1 = 2.0 ** (-8.0 / n), 2.0 ** (-4.0 / n)
-    return [m0 ** (i + 1) if i < n else m1 ** (2 * (i - n) + 1) for i in range(h)]
-
-
 def reference(q, k, v, f):
-    """q [H, Lq, D], k, v [H, Lk, .]; f: the problem's feature fields."""
-    h, lq, d = q.shape
-    lk = k.shape[1]
-    s = np.einsum("hid,hjd->hij", q, k) / np.sqrt(d)
-    if "softcap" in f:
-        s = f["softcap"] * np.tanh(s / f["softcap"])
-    br = f.get("causal") == "bottom-right" or f.get("window_align") == "bottom-right"
-    shift = lk - lq if br else 0
-    i = np.arange(lq)[:, None]
-    j = np.arange(lk)[None, :]
-    diag = i + shift
-    if "alibi" in f:
-        slopes = default_slopes(h) if f["alibi"] is True else f["alibi"]
-        # FlashAttention's alibi_slopes: -slope * |i + Lk - Lq - j| (bottom-right), llama.cpp's
-        # KQ_mask -|pos_i - pos_j|: the bias falls off on both sides of the diagonal.
-        s = s - np.array(slopes)[:, None, None] * np.abs(j - diag)[None]
-    seen = np.ones((lq, lk), bool)
-    if f.get("causal") in (True, "top-left"):
-        seen &= j <= i
-    if f.get("causal") == "bottom-right":
-        seen &= j <= i + lk - lq
-    if "window" in f:
-        left, right = f["window"]
-        if left >= 0:
-            seen &= j >= diag - left
-        if right >= 0:
-            seen &= j <= diag + right
-    s = np.where(seen[None], s, -np.inf)
-    sink = np.array(f["sinks"], float)[:, None] if "sinks" in f else np.full((h, 1), -np.inf)
-    empty = ~seen.any(axis=1)[None].repeat(h, 0)
-    m = np.maximum(np.where(empty, 0, s.max(axis=2)), np.where(empty, -np.inf, sink))
-    e = np.exp(s - m[..., None])
-    den = e.sum(axis=2) + np.exp(sink - m)
-    w = np.where(empty[..., None], 0.0, e / np.where(empty, 1, den)[..., None])
-    out = w @ v
-    lse = np.where(empty, -np.inf, m + np.log(np.where(empty, 1, den)))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ent = -np.where(w > 0, w * np.log(w), 0).sum(axis=2)
-    arg = np.where(empty, -1, np.argmax(np.where(seen[None], s, -np.inf), axis=2))
-    return out, w, lse, ent, arg
+    """q [H, Lq, D], k, v [H, Lk, .]; f: the problem's feature fields. The oracle is
+    reference.attention on a batch of one."""
+    out, w, lse, ent, arg = attention(q[None], k[None], v[None], f)
+    return out[0], w[0], lse[0], ent[0], arg[0]
 
 
 def num(x):

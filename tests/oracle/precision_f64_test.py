@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 7 oracle: `"precision": "f64"` / `--precision f64`. Random problems through the
+"""Oracle of the float64 precision: `"precision": "f64"` / `--precision f64`. Random problems through the
 binary, compared with a NumPy float64 reference written from the contract and the README's
 feature definitions at a float64 tolerance (1e-12 relative): projections (params as JSON
 decimals and .npy f8 files, init weights drawn in double), masks, bias, both causal
@@ -18,6 +18,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference  # noqa: E402  (float64 projections, init generator, state-dict names)
+from reference import attention  # noqa: E402  (the features oracle)
 
 ATTN = sys.argv[1]
 TOL = 1e-12
@@ -52,83 +53,6 @@ def close(got, want, tol=TOL):
     err = np.where(same, 0.0, err)
     worst = float(np.nanmax(err)) if err.size else 0.0
     return bool(worst <= tol), f"worst relative error {worst:.3g}"
-
-
-def default_slopes(h):
-    # README: n = 2^floor(log2 H), m0 = 2^(-8/n), m1 = 2^(-4/n); head h < n: m0^(h+1),
-    # else m1^(2(h-n)+1) (ggml max_bias = 8).
-    n = 1 << int(np.floor(np.log2(h)))
-    m0, m1 = 2.0 ** (-8.0 / n), 2.0 ** (-4.0 / n)
-    return np.array([m0 ** (i + 1) if i < n else m1 ** (2 * (i - n) + 1) for i in range(h)])
-
-
-def attention(Q, K, V, f):
-    """Q [B,H,Lq,D], K [Bk,Hkv,Lk,D], V [Bk,Hkv,Lk,Dv] in float64; f: feature fields with
-    mask/bias/key_padding_mask already lifted to [B|1,H|1,Lq,Lk] / [B|1,Lk] keep-masks
-    (mask, kpm: 1 = attend) and additive bias. Returns output, weights, lse, entropy, argmax."""
-    B, H, Lq, D = Q.shape
-    Hkv, Lk = K.shape[1], K.shape[2]
-    g = H // Hkv
-    scale = f.get("scale", 1.0 / np.sqrt(D))
-    br = f.get("causal") == "bottom-right" or f.get("window_align") == "bottom-right"
-    shift = Lk - Lq if br else 0
-    i = np.arange(Lq)[:, None]
-    j = np.arange(Lk)[None, :]
-    diag = i + shift
-    seen = np.ones((Lq, Lk), bool)
-    if f.get("causal") in (True, "top-left"):
-        seen &= j <= i
-    if f.get("causal") == "bottom-right":
-        seen &= j <= i + Lk - Lq
-    if "window" in f:
-        left, right = f["window"]
-        if left >= 0:
-            seen &= j >= diag - left
-        if right >= 0:
-            seen &= j <= diag + right
-    slopes = None
-    if f.get("alibi") is not None and f.get("alibi") is not False:
-        slopes = default_slopes(H) if f["alibi"] is True else np.array(f["alibi"], float)
-    out = np.zeros((B, H, Lq, V.shape[3]))
-    w = np.zeros((B, H, Lq, Lk))
-    lse = np.full((B, H, Lq), -np.inf)
-    ent = np.zeros((B, H, Lq))
-    arg = np.full((B, H, Lq), -1.0)
-    for b in range(B):
-        bk = 0 if K.shape[0] == 1 else b
-        for h in range(H):
-            s = Q[b, h] @ K[bk, h // g].T * scale
-            if "softcap" in f:
-                s = f["softcap"] * np.tanh(s / f["softcap"])
-            ok = seen.copy()
-            if f.get("bias") is not None:
-                bb = f["bias"]
-                s = s + bb[0 if bb.shape[0] == 1 else b, 0 if bb.shape[1] == 1 else h]
-            if slopes is not None:
-                s = s - slopes[h] * np.abs(j - diag)
-            if f.get("mask") is not None:
-                m = f["mask"]
-                ok &= m[0 if m.shape[0] == 1 else b, 0 if m.shape[1] == 1 else h] != 0
-            if f.get("kpm") is not None:
-                k_ = f["kpm"]
-                ok &= (k_[0 if k_.shape[0] == 1 else b] != 0)[None, :]
-            s = np.where(ok, s, -np.inf)
-            for r in range(Lq):
-                row = s[r]
-                if not np.any(row > -np.inf):
-                    continue  # no key visible: zeros, lse -inf, entropy 0, argmax -1
-                m = row.max()
-                sink = f["sinks"][h] if "sinks" in f else -np.inf
-                m = max(m, sink)
-                e = np.exp(row - m)
-                den = e.sum() + np.exp(sink - m)
-                w[b, h, r] = e / den
-                lse[b, h, r] = m + np.log(den)
-                p = w[b, h, r][w[b, h, r] > 0]
-                ent[b, h, r] = -(p * np.log(p)).sum()
-                arg[b, h, r] = int(np.argmax(row))
-            out[b, h] = w[b, h] @ V[bk, h // g]
-    return out, w, lse, ent, arg
 
 
 def run(args, stdin=None):

@@ -377,6 +377,85 @@ def compute(problem):
 
 # ----------------------------------------------------------------------------- self-test
 
+# ----------------------------------------------------------------------------- features
+# The score features (sliding window, softcap, ALiBi, sinks) and the per-row diagnostics
+# (lse, entropy, argmax), one row at a time: the oracle of tests/oracle/features_test.py
+# and tests/oracle/precision_f64_test.py.
+
+
+def default_slopes(h):
+    # README: n = 2^floor(log2 H), m0 = 2^(-8/n), m1 = 2^(-4/n); head h < n: m0^(h+1),
+    # else m1^(2(h-n)+1) (ggml max_bias = 8).
+    n = 1 << int(np.floor(np.log2(h)))
+    m0, m1 = 2.0 ** (-8.0 / n), 2.0 ** (-4.0 / n)
+    return np.array([m0 ** (i + 1) if i < n else m1 ** (2 * (i - n) + 1) for i in range(h)])
+
+
+def attention(Q, K, V, f):
+    """Q [B,H,Lq,D], K [Bk,Hkv,Lk,D], V [Bk,Hkv,Lk,Dv] in float64; f: feature fields with
+    mask/bias/key_padding_mask already lifted to [B|1,H|1,Lq,Lk] / [B|1,Lk] keep-masks
+    (mask, kpm: 1 = attend) and additive bias. Returns output, weights, lse, entropy, argmax."""
+    B, H, Lq, D = Q.shape
+    Hkv, Lk = K.shape[1], K.shape[2]
+    g = H // Hkv
+    scale = f.get("scale", 1.0 / np.sqrt(D))
+    br = f.get("causal") == "bottom-right" or f.get("window_align") == "bottom-right"
+    shift = Lk - Lq if br else 0
+    i = np.arange(Lq)[:, None]
+    j = np.arange(Lk)[None, :]
+    diag = i + shift
+    seen = causal_allowed(f.get("causal"), Lq, Lk)
+    if "window" in f:
+        left, right = f["window"]
+        if left >= 0:
+            seen &= j >= diag - left
+        if right >= 0:
+            seen &= j <= diag + right
+    slopes = None
+    if f.get("alibi") is not None and f.get("alibi") is not False:
+        slopes = default_slopes(H) if f["alibi"] is True else np.array(f["alibi"], float)
+    out = np.zeros((B, H, Lq, V.shape[3]))
+    w = np.zeros((B, H, Lq, Lk))
+    lse = np.full((B, H, Lq), -np.inf)
+    ent = np.zeros((B, H, Lq))
+    arg = np.full((B, H, Lq), -1.0)
+    for b in range(B):
+        bk = 0 if K.shape[0] == 1 else b
+        for h in range(H):
+            s = Q[b, h] @ K[bk, h // g].T * scale
+            if "softcap" in f:
+                s = f["softcap"] * np.tanh(s / f["softcap"])
+            ok = seen.copy()
+            if f.get("bias") is not None:
+                bb = f["bias"]
+                s = s + bb[0 if bb.shape[0] == 1 else b, 0 if bb.shape[1] == 1 else h]
+            if slopes is not None:
+                s = s - slopes[h] * np.abs(j - diag)
+            if f.get("mask") is not None:
+                m = f["mask"]
+                ok &= m[0 if m.shape[0] == 1 else b, 0 if m.shape[1] == 1 else h] != 0
+            if f.get("kpm") is not None:
+                k_ = f["kpm"]
+                ok &= (k_[0 if k_.shape[0] == 1 else b] != 0)[None, :]
+            s = np.where(ok, s, -np.inf)
+            for r in range(Lq):
+                row = s[r]
+                if not np.any(row > -np.inf):
+                    continue  # no key visible: zeros, lse -inf, entropy 0, argmax -1
+                m = row.max()
+                sink = f["sinks"][h] if "sinks" in f else -np.inf
+                m = max(m, sink)
+                e = np.exp(row - m)
+                den = e.sum() + np.exp(sink - m)
+                w[b, h, r] = e / den
+                lse[b, h, r] = m + np.log(den)
+                p = w[b, h, r][w[b, h, r] > 0]
+                ent[b, h, r] = -(p * np.log(p)).sum()
+                arg[b, h, r] = int(np.argmax(row))
+            out[b, h] = w[b, h] @ V[bk, h // g]
+    return out, w, lse, ent, arg
+
+
 def _slow_attention(Q, K, V, scale, allowed):
     """Second formulation: one [Lq, Lk] head in pure Python floats, row by row."""
     Lq, Lk, Dv = len(Q), len(K), len(V[0])

@@ -324,36 +324,32 @@ TEST(Attention, EmptyKeysGiveZeroRows) {
     }
 }
 
-void expect_input_error(const std::function<void()>& f, const std::string& message) {
-    try {
-        f();
-        ADD_FAILURE() << "no InputError; expected: " << message;
-    } catch (const InputError& e) {
-        EXPECT_EQ(std::string(e.what()), message);
-    }
-}
-
 TEST(Attention, ShapeErrorsNameTheArgumentAndBothShapes) {
     const Tensor q = Tensor::from_shape({2, 8, 128, 64});
     const Tensor k_bad = Tensor::from_shape({2, 8, 128, 32});
     const Tensor k = Tensor::from_shape({2, 8, 128, 64});
     const Tensor v = Tensor::from_shape({2, 8, 128, 64});
     const Tensor v_bad = Tensor::from_shape({2, 8, 127, 64});
-    expect_input_error([&] { attend(q, k_bad, v); },
-                       "key: expected shape [2, *, *, 64], got [2, 8, 128, 32]");
-    expect_input_error([&] { attend(q, k, v_bad); },
-                       "value: expected shape [2, 8, 128, *], got [2, 8, 127, 64]");
+    EXPECT_INPUT_ERROR(
+        attend(q, k_bad, v),
+        attn::testing::exactly("key: expected shape [2, *, *, 64], got [2, 8, 128, 32]"));
+    EXPECT_INPUT_ERROR(
+        attend(q, k, v_bad),
+        attn::testing::exactly("value: expected shape [2, 8, 128, *], got [2, 8, 127, 64]"));
     const Tensor k3 = Tensor::from_shape({2, 3, 128, 64});
     const Tensor v3 = Tensor::from_shape({2, 3, 128, 64});
-    expect_input_error([&] { attend(q, k3, v3); },
-                       "key: 3 key/value heads do not divide 8 query heads (grouped-query "
-                       "attention needs num_heads % num_kv_heads == 0)");
+    EXPECT_INPUT_ERROR(
+        attend(q, k3, v3),
+        attn::testing::exactly("key: 3 key/value heads do not divide 8 query heads (grouped-query "
+                               "attention needs num_heads % num_kv_heads == 0)"));
     const Mask m = Mask::from_shape({1, 1, 128, 127});
-    expect_input_error([&] { attend(q, k, v, {.keep_mask = &m}); },
-                       "mask: expected shape [2, 8, 128, 128], got [1, 1, 128, 127]");
+    EXPECT_INPUT_ERROR(
+        attend(q, k, v, {.keep_mask = &m}),
+        attn::testing::exactly("mask: expected shape [2, 8, 128, 128], got [1, 1, 128, 127]"));
     const Mask pad = Mask::from_shape({3, 1, 1, 128});
-    expect_input_error([&] { attend(q, k, v, {.key_padding = &pad}); },
-                       "key_padding_mask: expected shape [2, 1, 1, 128], got [3, 1, 1, 128]");
+    EXPECT_INPUT_ERROR(attend(q, k, v, {.key_padding = &pad}),
+                       attn::testing::exactly(
+                           "key_padding_mask: expected shape [2, 1, 1, 128], got [3, 1, 1, 128]"));
 }
 
 } // namespace

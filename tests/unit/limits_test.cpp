@@ -63,17 +63,19 @@ void free_hook(const volatile void* /*ptr*/) {}
     __sanitizer_install_malloc_and_free_hooks(malloc_hook, free_hook);
 } // namespace
 #else
-void* operator new(std::size_t size) {
+// Not inlined: inlined into a caller, GCC 12 at -O2 pairs the caller's `new` with the `free`
+// below and reports -Wmismatched-new-delete for this correct replacement pair.
+[[gnu::noinline]] void* operator new(std::size_t size) {
     note_allocation(size);
     if (void* p = std::malloc(size == 0 ? 1 : size)) {
         return p;
     }
     throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept {
+[[gnu::noinline]] void operator delete(void* p) noexcept {
     std::free(p);
 }
-void operator delete(void* p, std::size_t /*size*/) noexcept {
+[[gnu::noinline]] void operator delete(void* p, std::size_t /*size*/) noexcept {
     std::free(p);
 }
 #endif

@@ -6,6 +6,7 @@
 #include "attn/io/limits.hpp"
 #include "attn/io/mask_convention.hpp"
 #include "attn/io/problem.hpp"
+#include "unit/test_util.hpp"
 
 #include <cmath>
 #include <gtest/gtest.h>
@@ -69,28 +70,22 @@ TEST(MaskConvention, AdditiveValuesAreABias) {
 }
 
 TEST(MaskConvention, AdditiveRefusesBooleans) {
-    try {
+    EXPECT_INPUT_ERROR(
         (void)decode_mask(
-            array({2}, {1, 0}, true), {1, 1, 1, 2}, MaskConvention::additive, "key_padding_mask");
-        ADD_FAILURE() << "no exception";
-    } catch (const InputError& e) {
-        EXPECT_STREQ(e.what(),
-                     "key_padding_mask: mask_convention \"additive\" takes numbers (0 = keep, "
-                     "-inf = block), got a boolean array");
-    }
+            array({2}, {1, 0}, true), {1, 1, 1, 2}, MaskConvention::additive, "key_padding_mask"),
+        attn::testing::exactly(
+            "key_padding_mask: mask_convention \"additive\" takes numbers (0 = keep, "
+            "-inf = block), got a boolean array"));
 }
 
 TEST(MaskConvention, NamesAreChecked) {
     EXPECT_EQ(attn::io::decode_mask_convention(json("torch-mha")), MaskConvention::torch_mha);
     EXPECT_EQ(attn::io::decode_mask_convention(json("keep")), MaskConvention::keep);
     EXPECT_EQ(attn::io::decode_mask_convention(json("additive")), MaskConvention::additive);
-    try {
-        (void)attn::io::decode_mask_convention(json(true));
-        ADD_FAILURE() << "no exception";
-    } catch (const InputError& e) {
-        EXPECT_STREQ(e.what(),
-                     "mask_convention: expected \"keep\", \"torch-mha\" or \"additive\", got true");
-    }
+    EXPECT_INPUT_ERROR(
+        (void)attn::io::decode_mask_convention(json(true)),
+        attn::testing::exactly(
+            "mask_convention: expected \"keep\", \"torch-mha\" or \"additive\", got true"));
 }
 
 TEST(MaskConvention, AddBiasBroadcastsBatchHeadsAndQueries) {
@@ -116,15 +111,12 @@ TEST(MaskConvention, AddBiasRefusesBuffersOverTheMemoryLimit) {
     std::optional<attn::Tensor> bias;
     attn::Tensor kpm = attn::Tensor::from_shape({1, 1, 1, 100});
     std::fill(kpm.begin(), kpm.end(), 0.5f);
-    try {
-        attn::io::add_bias(bias, kpm, 100, 100, "key_padding_mask");
-        ADD_FAILURE() << "no exception";
-    } catch (const InputError& e) {
-        EXPECT_STREQ(e.what(),
-                     "key_padding_mask: mask_convention \"additive\" with values other than 0 "
-                     "and -inf needs a bias of shape [1, 1, 100, 100], 39.1 KiB, more than the "
-                     "memory limit of 1.0 KiB (--max-memory)");
-    }
+    EXPECT_INPUT_ERROR(
+        attn::io::add_bias(bias, kpm, 100, 100, "key_padding_mask"),
+        attn::testing::exactly(
+            "key_padding_mask: mask_convention \"additive\" with values other than 0 "
+            "and -inf needs a bias of shape [1, 1, 100, 100], 39.1 KiB, more than the "
+            "memory limit of 1.0 KiB (--max-memory)"));
     attn::io::set_memory_limit(old);
     EXPECT_FALSE(bias);
 }

@@ -5,6 +5,7 @@
 // except by the read_array_file tests, which write their own into a temp folder.
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "unit/test_util.hpp"
 
 #include <algorithm>
 #include <array>
@@ -879,30 +880,18 @@ TEST_F(NpyFile, ReadsNpyByExtensionAnyCase) {
 
 TEST_F(NpyFile, ErrorsNameTheFile) {
     const auto path = write("bad.npy", bytes_of("not numpy"sv));
-    try {
-        (void)attn::io::read_array_file(path, ArrayKind::numeric);
-        FAIL() << "no exception";
-    } catch (const InputError& e) {
-        EXPECT_EQ(std::string(e.what()), path.string() + ": not an NPY file (bad magic)");
-    }
+    EXPECT_INPUT_ERROR((void)attn::io::read_array_file(path, ArrayKind::numeric),
+                       attn::testing::exactly(path.string() + ": not an NPY file (bad magic)"));
 }
 
 TEST_F(NpyFile, MissingFileAndDirectory) {
-    try {
-        (void)attn::io::read_file(dir_ / "missing.npy");
-        FAIL() << "no exception";
-    } catch (const InputError& e) {
-        EXPECT_EQ(std::string(e.what()),
-                  (dir_ / "missing.npy").string() + ": cannot read: No such file or directory");
-    }
+    EXPECT_INPUT_ERROR((void)attn::io::read_file(dir_ / "missing.npy"),
+                       attn::testing::exactly((dir_ / "missing.npy").string() +
+                                              ": cannot read: No such file or directory"));
     std::filesystem::create_directory(dir_ / "folder.npy");
-    try {
-        (void)attn::io::read_array_file(dir_ / "folder.npy", ArrayKind::numeric);
-        FAIL() << "no exception";
-    } catch (const InputError& e) {
-        EXPECT_EQ(std::string(e.what()),
-                  (dir_ / "folder.npy").string() + ": cannot read: Is a directory");
-    }
+    EXPECT_INPUT_ERROR(
+        (void)attn::io::read_array_file(dir_ / "folder.npy", ArrayKind::numeric),
+        attn::testing::exactly((dir_ / "folder.npy").string() + ": cannot read: Is a directory"));
 }
 
 TEST_F(NpyFile, ReadFileReturnsEveryByte) {
@@ -921,13 +910,9 @@ TEST(FormatFor, ByExtensionCaseInsensitive) {
     EXPECT_EQ(attn::io::array_format_for("a/b.JsOn"), ArrayFormat::json);
     for (const std::string bad : {"x.npz", "x", "x.npy.gz", ".npy", "-", "x.txt"}) {
         SCOPED_TRACE(bad);
-        try {
-            (void)attn::io::array_format_for(bad);
-            ADD_FAILURE() << "no exception";
-        } catch (const InputError& e) {
-            EXPECT_EQ(std::string(e.what()),
-                      bad + ": unknown array format (expected .npy or .json)");
-        }
+        EXPECT_INPUT_ERROR(
+            (void)attn::io::array_format_for(bad),
+            attn::testing::exactly(bad + ": unknown array format (expected .npy or .json)"));
     }
 }
 

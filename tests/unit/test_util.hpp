@@ -1,14 +1,19 @@
 // Shared helpers of the unit tests: seeded random tensors and a closeness check whose
 // tolerance is derived from float32 epsilon and the reduction length (highway-style),
-// reporting the worst index, both values and the NMSE (ggml-style).
+// reporting the worst index, both values and the NMSE (ggml-style); EXPECT_INPUT_ERROR for
+// pinned error messages.
 #pragma once
 
+#include "attn/error.hpp"
 #include "attn/tensor.hpp"
 
 #include <cmath>
+#include <exception>
 #include <gtest/gtest.h>
 #include <random>
+#include <regex>
 #include <sstream>
+#include <string>
 #include <vector>
 
 namespace attn::testing {
@@ -69,4 +74,37 @@ inline double f32_tol(std::size_t n) {
     return 8.0 * 1.1920929e-7 * std::sqrt(static_cast<double>(std::max<std::size_t>(n, 1))) + 1e-7;
 }
 
+/// The regex that matches exactly `text` (for EXPECT_INPUT_ERROR with a whole message).
+inline std::string exactly(const std::string& text) {
+    static const std::regex special(R"([.^$|()\[\]{}*+?\\])");
+    return "^" + std::regex_replace(text, special, R"(\$&)") + "$";
+}
+
+/// `f` throws an InputError whose message is one line matching `pattern` (std::regex_search,
+/// ECMAScript). Use through EXPECT_INPUT_ERROR.
+template <class F>::testing::AssertionResult throws_input_error(F&& f, const std::string& pattern) {
+    try {
+        f();
+    } catch (const InputError& e) {
+        const std::string message = e.what();
+        if (message.find('\n') != std::string::npos) {
+            return ::testing::AssertionFailure() << "message is not one line: " << message;
+        }
+        if (!std::regex_search(message, std::regex(pattern))) {
+            return ::testing::AssertionFailure()
+                   << "message\n  " << message << "\ndoes not match\n  " << pattern;
+        }
+        return ::testing::AssertionSuccess();
+    } catch (const std::exception& e) {
+        return ::testing::AssertionFailure() << "not an InputError: " << e.what();
+    }
+    return ::testing::AssertionFailure()
+           << "no exception; wanted an InputError matching " << pattern;
+}
+
 } // namespace attn::testing
+
+/// EXPECT_INPUT_ERROR(statement, regex): the statement throws attn::InputError with a
+/// one-line message matching regex; attn::testing::exactly(text) pins a whole message.
+#define EXPECT_INPUT_ERROR(statement, regex)                                                       \
+    EXPECT_TRUE(::attn::testing::throws_input_error([&] { statement; }, (regex)))

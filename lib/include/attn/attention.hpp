@@ -61,7 +61,7 @@ template <class T> struct BasicAttentionSpec {
     bool want_weights = true;          ///< false: streaming kernel, no [Lq, Lk] matrix
     unsigned threads = 0;              ///< 0: all hardware threads
     Simd simd = Simd::best;            ///< instruction set of the kernels
-    // Issue 7 features. All default to "off"; the order of a score's treatment is
+    // Score features. All default to "off"; the order of a score's treatment is
     //   s = Q·Kᵀ·scale -> softcap -> + bias + alibi -> masks (keep, padding, causal, window).
     Window window{};               ///< sliding window; {-1, -1}: none
     Align align = Align::top_left; ///< diagonal of window and alibi (see Align)

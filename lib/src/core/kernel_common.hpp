@@ -194,7 +194,7 @@ RowOut<T> row_out(BasicRowDiagnostics<T>& diag, std::size_t row, std::size_t top
     return out;
 }
 
-/// The scalar weights row behind the issue-7 features (window, softcap, ALiBi, sinks and
+/// The scalar weights row behind the score features (window, softcap, ALiBi, sinks and
 /// the diagnostics), in T = float (attend_materialized, where the vectorised
 /// ops.softmax_row covers the plain case) or T = double (the f64 kernel, every row).
 /// Over keys j < n (the causal limit; keys from n to lk get weight 0):

@@ -64,7 +64,7 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
 
     AttentionResult result;
     result.output = Tensor::from_shape({n_b, n_h, lq, dv});
-    // Issue-7 features, applied per score in pass 2 (entropy and top-k need whole rows:
+    // Score features, applied per score in pass 2 (entropy and top-k need whole rows:
     // attend() sends them to attend_materialized; requested here they stay empty).
     const bool window = detail::has_window(spec);
     const std::int64_t diag0 = detail::diagonal_offset(spec, lq, lk);

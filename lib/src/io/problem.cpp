@@ -456,7 +456,7 @@ bool boolean(const json& j, const char* name) {
     return j.get<bool>();
 }
 
-/// Issue 7: a list of exactly `want` finite numbers (ALiBi slopes, sink logits).
+/// Score features: a list of exactly `want` finite numbers (ALiBi slopes, sink logits).
 template <class T>
 std::vector<T> decode_per_head(const json& j, const char* name, std::size_t want) {
     if (!j.is_array() || j.size() != want) {
@@ -473,7 +473,7 @@ std::vector<T> decode_per_head(const json& j, const char* name, std::size_t want
     return out;
 }
 
-/// Issue 7: "window": [left, right], integers >= -1 (-1 = unbounded).
+/// The sliding window: "window": [left, right], integers >= -1 (-1 = unbounded).
 Window decode_window(const json& j) {
     const auto side = [](const json& x) {
         return x.is_number_integer() && x.get<std::int64_t>() >= -1 &&
@@ -950,7 +950,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
         }
     }
 
-    // Issue 7: window, softcap, ALiBi, sinks, per-row diagnostics.
+    // Score features: window, softcap, ALiBi, sinks, per-row diagnostics.
     const std::size_t n_heads = p.direct_heads ? p.q4.shape()[1] : p.num_heads;
     if (has("window")) {
         p.window = decode_window(doc["window"]);
@@ -1185,7 +1185,7 @@ std::string result_document(const Problem& p, const Solution& s) {
     if (s.weights) {
         out += ",\"weights\":" + encode_json_array(*s.weights);
     }
-    // Issue 7: "return" diagnostics.
+    // The "return" diagnostics (lse, entropy, argmax, top-k).
     const auto add = [&out](const char* key, const std::optional<Array>& a) {
         if (a) {
             out += std::string(",\"") + key + "\":" + encode_json_array(*a);

@@ -60,7 +60,7 @@ struct Problem {
     std::optional<nlohmann::json> id;
     std::size_t batch = 1, lq = 0, lk = 0;
     std::vector<ProblemSource> sources; ///< every array field and params file, in load order
-    // Issue 7 (attention features); see AttentionSpec for the definitions.
+    // Score features and diagnostics; see AttentionSpec for the definitions.
     Window window{};                      ///< "window": [left, right], -1 = unbounded
     Align window_align = Align::top_left; ///< "window_align" (bottom-right forced by causal)
     std::optional<float> softcap{};       ///< "softcap"

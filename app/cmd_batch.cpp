@@ -4,8 +4,11 @@
 // order as soon as each is ready; at most a fixed window of lines is in flight, so memory
 // stays bounded however long the input is. It never reads the whole input into memory.
 #include "attn/error.hpp"
+#include "attn/io/json_text.hpp"
 #include "attn/io/limits.hpp"
-#include "attn/io/problem.hpp"
+#include "attn/problem/checks.hpp"
+#include "attn/problem/problem.hpp"
+#include "attn/problem/solve.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
 #include "progress.hpp"
@@ -54,11 +57,11 @@ struct BatchArgs {
 
 /// What every line shares.
 struct LineContext {
-    fs::path base;              ///< relative paths in lines resolve against this folder
-    json defaults;              ///< fields set on every line that does not set them itself
-    io::SolveOptions solve;     ///< weights or not, threads per problem
-    std::uint64_t max_line = 0; ///< longer lines are skipped (the memory limit)
-    bool check_finite = false;  ///< --check-finite: NaN/inf inputs fail the line
+    fs::path base;               ///< relative paths in lines resolve against this folder
+    json defaults;               ///< fields set on every line that does not set them itself
+    problem::SolveOptions solve; ///< weights or not, threads per problem
+    std::uint64_t max_line = 0;  ///< longer lines are skipped (the memory limit)
+    bool check_finite = false;   ///< --check-finite: NaN/inf inputs fail the line
 };
 
 /// One line's answer, ready to write.
@@ -369,12 +372,12 @@ LineResult process_line(const std::string& line, std::uint64_t line_no, const Li
                 }
             }
         }
-        const io::Problem problem = io::decode_problem(doc, ctx.base);
+        const problem::Problem problem = problem::decode_problem(doc, ctx.base);
         if (ctx.check_finite) {
-            io::check_finite(problem);
+            problem::check_finite(problem);
         }
-        const io::Solution s = io::solve(problem, ctx.solve);
-        return {io::result_document(problem, s) + "\n", line_no, false, s.rows_fully_masked};
+        const problem::Solution s = problem::solve(problem, ctx.solve);
+        return {problem::result_document(problem, s) + "\n", line_no, false, s.rows_fully_masked};
     } catch (const std::bad_alloc&) {
         return error_line(id, line_no, "out of memory");
     } catch (const std::exception& e) {

@@ -6,7 +6,8 @@
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
 #include "attn/io/limits.hpp"
-#include "attn/io/problem.hpp"
+#include "attn/problem/checks.hpp"
+#include "attn/problem/problem.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
 
@@ -100,7 +101,7 @@ void check_heads(std::size_t features, std::size_t heads, const std::string& wha
     }
 }
 
-Plan make_plan(const io::Problem& p) {
+Plan make_plan(const problem::Problem& p) {
     Plan plan;
     plan.b = p.batch;
     plan.lq = p.lq;
@@ -156,7 +157,7 @@ Plan make_plan(const io::Problem& p) {
 /// -inf bias combined, as the kernels combine them.
 class Visibility {
   public:
-    explicit Visibility(const io::Problem& p) : p_(p) {}
+    explicit Visibility(const problem::Problem& p) : p_(p) {}
 
     bool sees(std::size_t b, std::size_t h, std::size_t i, std::size_t j) const {
         switch (p_.causal) {
@@ -215,10 +216,10 @@ class Visibility {
     template <class T> static std::size_t pick(const T& t, std::size_t axis, std::size_t i) {
         return t.shape()[axis] == 1 ? 0 : i;
     }
-    const io::Problem& p_;
+    const problem::Problem& p_;
 };
 
-std::string masking_text(const io::Problem& p) {
+std::string masking_text(const problem::Problem& p) {
     std::vector<std::string> parts;
     if (p.causal == Causal::top_left) {
         parts.emplace_back("causal top-left (query i sees key j iff j <= i)");
@@ -266,7 +267,7 @@ std::string masking_text(const io::Problem& p) {
     return out;
 }
 
-void grid(Report& r, const io::Problem& p, const Visibility& vis) {
+void grid(Report& r, const problem::Problem& p, const Visibility& vis) {
     const std::size_t rows = std::min(p.lq, kGridRows);
     const std::size_t cols = std::min(p.lk, kGridCols);
     std::string head = "'#' sees, '.' blocked; rows are queries, columns keys";
@@ -339,7 +340,7 @@ void grid(Report& r, const io::Problem& p, const Visibility& vis) {
     }
 }
 
-std::string explain(const ProblemInput& in, const io::Problem& p) {
+std::string explain(const ProblemInput& in, const problem::Problem& p) {
     const json& doc = in.doc;
     const Plan plan = make_plan(p);
     Report r;
@@ -520,16 +521,17 @@ std::string explain(const ProblemInput& in, const io::Problem& p) {
     grid(r, p, vis);
 
     // Memory: the same estimate that solve() checks against --max-memory / memory_limit().
-    const io::MemoryEstimate with = io::estimate_memory(p, true, 1);
-    const io::MemoryEstimate without = io::estimate_memory(p, false, 1);
+    const problem::MemoryEstimate with = problem::estimate_memory(p, true, 1);
+    const problem::MemoryEstimate without = problem::estimate_memory(p, false, 1);
     r.row("memory",
           "~" + io::format_size(with.total) + " with weights: inputs " +
               io::format_size(with.inputs) + ", intermediates " +
               io::format_size(with.intermediates) + ", output " + io::format_size(with.output) +
               ", weights " + io::format_size(with.weights));
     r.more("~" + io::format_size(without.total) + " with --no-weights (no [Lq, Lk] matrix)");
-    const std::uint64_t per_thread = io::estimate_memory(p, true, 2).total - with.total;
-    const std::uint64_t per_thread_lean = io::estimate_memory(p, false, 2).total - without.total;
+    const std::uint64_t per_thread = problem::estimate_memory(p, true, 2).total - with.total;
+    const std::uint64_t per_thread_lean =
+        problem::estimate_memory(p, false, 2).total - without.total;
     r.more("(1 thread; each further thread adds " + io::format_size(per_thread) + ", or " +
            io::format_size(per_thread_lean) + " with --no-weights)");
     return r.str();
@@ -537,7 +539,7 @@ std::string explain(const ProblemInput& in, const io::Problem& p) {
 
 void run_explain(const ExplainArgs& a) {
     const ProblemInput in = problem_input(a.problem, "explain");
-    const io::Problem problem = io::decode_problem(in.doc, in.base);
+    const problem::Problem problem = problem::decode_problem(in.doc, in.base);
     std::cout << explain(in, problem);
     std::cout.flush();
     if (!std::cout) {

@@ -4,7 +4,11 @@
 #include "compute_options.hpp"
 
 #include "attn/error.hpp"
+#include "attn/io/json_text.hpp"
 #include "attn/io/limits.hpp"
+#include "attn/problem/checks.hpp"
+#include "attn/problem/problem.hpp"
+#include "attn/problem/solve.hpp"
 #include "cli.hpp"
 
 #include <algorithm>
@@ -475,8 +479,8 @@ nlohmann::json array_to_json(const io::Array& a) {
 
 // --- outputs ----------------------------------------------------------------------------------
 
-io::SolveOptions OutputOptions::solve_options() const {
-    io::SolveOptions s;
+problem::SolveOptions OutputOptions::solve_options() const {
+    problem::SolveOptions s;
     s.want_weights = !no_weights && (output.empty() || !weights.empty() || !heatmap.empty());
     s.threads = threads;
     return s;
@@ -535,8 +539,10 @@ void apply_memory_limit(const std::string& max_memory) {
     }
 }
 
-void check_outputs(const io::Problem& problem, const ProblemArgs& args, const OutputOptions& o) {
-    std::vector<io::NamedPath> inputs = io::input_paths(problem);
+void check_outputs(const problem::Problem& problem,
+                   const ProblemArgs& args,
+                   const OutputOptions& o) {
+    std::vector<io::NamedPath> inputs = problem::input_paths(problem);
     if (!args.problem.empty() && args.problem != "-") {
         inputs.push_back({"PROBLEM", args.problem});
     }
@@ -567,7 +573,9 @@ encode_array(const std::string& path, const io::Array& a, const OutputOptions& o
 
 } // namespace
 
-void emit_solution(const io::Problem& problem, const io::Solution& s, const OutputOptions& o) {
+void emit_solution(const problem::Problem& problem,
+                   const problem::Solution& s,
+                   const OutputOptions& o) {
     if (o.no_weights && (!o.weights.empty() || !o.heatmap.empty())) {
         throw InputError("--no-weights: cannot be combined with --weights or --heatmap");
     }
@@ -600,7 +608,7 @@ void emit_solution(const io::Problem& problem, const io::Solution& s, const Outp
         write_heatmap_file(o.heatmap, *s.weights, &problem);
     }
     if (o.output.empty() && to_stdout == 0) {
-        std::cout << io::result_document(problem, s) << '\n';
+        std::cout << problem::result_document(problem, s) << '\n';
         std::cout.flush();
         if (!std::cout) {
             throw SystemError("<stdout>: cannot write");

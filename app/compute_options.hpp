@@ -4,7 +4,8 @@
 #pragma once
 
 #include "attn/io/array.hpp"
-#include "attn/io/problem.hpp"
+#include "attn/problem/problem.hpp"
+#include "attn/problem/solve.hpp"
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -42,7 +43,7 @@ struct ProblemArgs {
 /// Registers the positional PROBLEM and the field flags (--query/-q, ..., --variant).
 void add_problem_options(CLI::App& cmd, ProblemArgs& args);
 
-/// A problem document ready for io::decode_problem.
+/// A problem document ready for problem::decode_problem.
 struct ProblemInput {
     nlohmann::json doc;         ///< PROBLEM's fields overlaid with the flags
     std::filesystem::path base; ///< the folder PROBLEM's relative paths resolve against
@@ -103,7 +104,7 @@ struct OutputOptions {
     std::string max_memory;    ///< --max-memory SIZE; empty: io::default_memory_limit()
     bool check_finite = false; ///< --check-finite
 
-    io::SolveOptions solve_options() const;
+    problem::SolveOptions solve_options() const;
 };
 
 /// Registers --output, --weights, --heatmap, --format, --no-weights, --dtype, --threads,
@@ -120,19 +121,21 @@ void apply_memory_limit(const std::string& max_memory);
 
 /// Refuses outputs that would overwrite one of the problem's inputs (its arrays, params
 /// files and the PROBLEM file itself) or each other: --output, --weights, --heatmap.
-void check_outputs(const io::Problem& problem, const ProblemArgs& args, const OutputOptions& o);
+void check_outputs(const problem::Problem& problem,
+                   const ProblemArgs& args,
+                   const OutputOptions& o);
 
 /// Writes the requested files (atomically; "-" is stdout) or the result document on
 /// stdout, and warns about fully masked rows on stderr. At most one output may be "-";
 /// when one is, the result document is not printed. Throws InputError for conflicting
 /// options, SystemError when a write fails.
-void emit_solution(const io::Problem& problem,
-                   const io::Solution& solution,
+void emit_solution(const problem::Problem& problem,
+                   const problem::Solution& solution,
                    const OutputOptions& o);
 
 /// Renders weights [.., Lq, Lk] as a PNG heatmap at `path` (cmd_heatmap.cpp).
 void write_heatmap_file(const std::string& path,
                         const io::Array& weights,
-                        const io::Problem* problem);
+                        const problem::Problem* problem);
 
 } // namespace attn::app

@@ -3,7 +3,8 @@
 // document or the error line {"id": .., "error": ".."}. Properties: nothing but InputError
 // escapes decode and solve, its message is one line; the error line and the result
 // document are valid JSON that parse back to the same id, message and values.
-#include "attn/io/problem.hpp"
+#include "attn/io/json_text.hpp"
+#include "attn/problem/problem.hpp"
 #include "fuzz_common.hpp"
 
 #include <cstddef>
@@ -31,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     line = line.substr(0, line.find('\n'));
 
     nlohmann::json id;
-    io::Problem p;
+    problem::Problem p;
     std::string message;
     const bool decoded = fuzz::only_input_errors(
         "line",
@@ -42,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                     id = *it;
                 }
             }
-            p = io::decode_problem(doc, fuzz::fixture_dir());
+            p = problem::decode_problem(doc, fuzz::fixture_dir());
         },
         &message);
     if (decoded) {

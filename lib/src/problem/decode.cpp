@@ -1,14 +1,14 @@
-// Decoding the contract's problem document into tensors and specs, solving it, and
-// writing the result document. Every check names the field and, for shapes, gives the
-// expected and the actual shape in the user's own rank (not the core's rank 4).
-#include "attn/io/problem.hpp"
-
+// Decoding the contract's problem document into tensors and specs. Every check names the field and,
+// for shapes, gives the expected and the actual shape in the user's own rank (not the core's rank
+// 4).
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/io/json_text.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/mask_convention.hpp"
 #include "attn/io/safetensors.hpp"
 #include "attn/layer.hpp"
+#include "attn/problem/problem.hpp"
 
 #include <algorithm>
 #include <array>
@@ -19,10 +19,11 @@
 #include <sstream>
 #include <type_traits>
 
-namespace attn::io {
+namespace attn::problem {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using namespace attn::io;
 
 const std::vector<std::string>& problem_fields() {
     static const std::vector<std::string> fields = {"query",        "key",
@@ -592,37 +593,6 @@ void check_init_fits(std::size_t e_q,
 
 } // namespace
 
-nlohmann::json parse_json_text(std::string_view text, std::string_view name) {
-    const std::uint64_t limit = memory_limit();
-    if (text.size() > limit / 16) {
-        throw InputError(std::string(name) + ": JSON text of " + format_size(text.size()) +
-                         " may need up to 16 times that to parse, more than the memory limit "
-                         "of " +
-                         format_size(limit) + " (--max-memory); store large arrays as .npy");
-    }
-    check_json_depth(text, name);
-    try {
-        return json::parse(text);
-    } catch (const json::parse_error& e) {
-        std::string what = e.what();
-        // nlohmann: "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
-        const auto pos = what.find("] ");
-        if (pos != std::string::npos) {
-            what = what.substr(pos + 2);
-        }
-        throw InputError(std::string(name) + ": invalid JSON: " + message_text(what, 300));
-    } catch (const json::exception& e) {
-        // Not a syntax error but still the text's fault, e.g. out_of_range.406 "number
-        // overflow parsing '1e400'" (beyond double range).
-        std::string what = e.what();
-        const auto pos = what.find("] ");
-        if (pos != std::string::npos) {
-            what = what.substr(pos + 2);
-        }
-        throw InputError(std::string(name) + ": invalid JSON: " + message_text(what, 300));
-    }
-}
-
 Problem decode_problem(const json& doc_in, const fs::path& base) {
     if (!doc_in.is_object()) {
         throw InputError("problem: expected a JSON object, got " + type_name(doc_in));
@@ -1053,159 +1023,4 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
     return p;
 }
 
-namespace {
-
-/// A result tensor as an Array; a float64 one keeps its exact values in values64 and their
-/// float32 rounding in values (for heatmaps and float32 files).
-template <class T> Array to_array(const T& t, std::vector<std::size_t> shape) {
-    Array a;
-    a.shape = std::move(shape);
-    if constexpr (std::is_same_v<typename T::value_type, double>) {
-        a.values64.assign(t.begin(), t.end());
-        a.values.resize(a.values64.size());
-        std::transform(a.values64.begin(), a.values64.end(), a.values.begin(), [](double x) {
-            return static_cast<float>(x);
-        });
-        a.dtype = "float64";
-    } else {
-        a.values.assign(t.begin(), t.end());
-        a.dtype = "float32";
-    }
-    return a;
-}
-
-/// The spec of a problem in precision T, pointing into `in` (the Problem for float, its
-/// ExactInputs for double) for the T-typed bias and the scalars.
-template <class T, class Inputs>
-BasicAttentionSpec<T> make_spec(const Problem& p, const Inputs& in, const SolveOptions& options) {
-    BasicAttentionSpec<T> spec;
-    spec.scale = in.scale;
-    spec.causal = p.causal;
-    spec.keep_mask = p.mask ? &*p.mask : nullptr;
-    spec.bias = in.bias ? &*in.bias : nullptr;
-    spec.key_padding = p.key_padding ? &*p.key_padding : nullptr;
-    spec.want_weights = options.want_weights;
-    spec.threads = options.threads;
-    spec.window = p.window;
-    spec.align = p.window_align;
-    spec.softcap = in.softcap;
-    spec.alibi_slopes = in.alibi_slopes;
-    spec.sinks = in.sinks;
-    spec.want_lse = p.return_lse;
-    spec.want_entropy = p.return_entropy;
-    spec.want_argmax = p.return_argmax;
-    spec.top_k = p.top_k;
-    return spec;
-}
-
-/// Computes the problem from `in` (the Problem itself, or its ExactInputs) in precision T.
-template <class T, class Inputs>
-Solution solve_in(const Problem& p, const Inputs& in, const SolveOptions& options) {
-    const BasicAttentionSpec<T> spec = make_spec<T>(p, in, options);
-    BasicRowDiagnostics<T> diagnostics;
-    Solution s;
-    std::optional<xt::xtensor<T, 4>> weights;
-    if (p.direct_heads) {
-        BasicAttentionResult<T> r = attend(in.q4, in.k4, in.v4, spec);
-        s.output = to_array(r.output, shape_of(r.output));
-        weights = std::move(r.weights);
-        s.rows_fully_masked = r.rows_fully_masked;
-        diagnostics = std::move(r.diagnostics);
-    } else {
-        BasicLayerSpec<T> ls;
-        ls.num_heads = p.num_heads;
-        ls.num_kv_heads = p.num_kv_heads;
-        ls.projections = in.projections ? &*in.projections : nullptr;
-        ls.attention = spec;
-        BasicLayerResult<T> r = attend_layer(in.query_src, in.key_src, in.value_src, ls);
-        std::vector<std::size_t> shape = shape_of(r.output);
-        if (!p.batched) {
-            shape.erase(shape.begin());
-        }
-        s.output = to_array(r.output, shape);
-        weights = std::move(r.weights);
-        s.rows_fully_masked = r.rows_fully_masked;
-        diagnostics = std::move(r.diagnostics);
-    }
-    // Diagnostics [B, H, Lq, 1|K]: the trailing 1 goes, B and H go as for weights.
-    const auto diag_array = [&p](const std::optional<xt::xtensor<T, 4>>& t, bool per_key) {
-        std::optional<Array> a;
-        if (t) {
-            std::vector<std::size_t> shape = shape_of(*t);
-            if (!per_key) {
-                shape.pop_back();
-            }
-            if (shape[1] == 1) {
-                shape.erase(shape.begin() + 1);
-            }
-            if (!p.batched) {
-                shape.erase(shape.begin());
-            }
-            a = to_array(*t, shape);
-        }
-        return a;
-    };
-    s.lse = diag_array(diagnostics.lse, false);
-    s.entropy = diag_array(diagnostics.entropy, false);
-    s.argmax = diag_array(diagnostics.argmax, false);
-    s.top_k_indices = diag_array(diagnostics.top_k_indices, true);
-    s.top_k_weights = diag_array(diagnostics.top_k_weights, true);
-    if (weights) {
-        std::vector<std::size_t> shape = shape_of(*weights);
-        if (shape[1] == 1) {
-            shape.erase(shape.begin() + 1);
-        }
-        if (!p.batched) {
-            shape.erase(shape.begin());
-        }
-        s.weights = to_array(*weights, shape);
-    }
-    return s;
-}
-
-} // namespace
-
-Solution solve(const Problem& p, const SolveOptions& options) {
-    check_memory(p,
-                 options.want_weights,
-                 options.max_memory != 0 ? options.max_memory : memory_limit(),
-                 options.threads);
-    if (p.exact) {
-        return solve_in<double>(p, *p.exact, options);
-    }
-    return solve_in<float>(p, p, options);
-}
-
-std::string result_document(const Problem& p, const Solution& s) {
-    std::string out = "{";
-    if (p.id) {
-        out += "\"id\":" + dump(*p.id) + ",";
-    }
-    out += "\"output\":" + encode_json_array(s.output);
-    if (s.weights) {
-        out += ",\"weights\":" + encode_json_array(*s.weights);
-    }
-    // Issue 7: "return" diagnostics.
-    const auto add = [&out](const char* key, const std::optional<Array>& a) {
-        if (a) {
-            out += std::string(",\"") + key + "\":" + encode_json_array(*a);
-        }
-    };
-    add("lse", s.lse);
-    add("entropy", s.entropy);
-    add("argmax", s.argmax);
-    if (s.top_k_indices && s.top_k_weights) {
-        out += ",\"top_k\":{\"indices\":" + encode_json_array(*s.top_k_indices) +
-               ",\"weights\":" + encode_json_array(*s.top_k_weights) + "}";
-    }
-    if (p.query_tokens) {
-        out += ",\"query_tokens\":" + dump(json(*p.query_tokens));
-    }
-    if (p.key_tokens) {
-        out += ",\"key_tokens\":" + dump(json(*p.key_tokens));
-    }
-    out += "}";
-    return out;
-}
-
-} // namespace attn::io
+} // namespace attn::problem

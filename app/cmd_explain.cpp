@@ -7,6 +7,7 @@
 #include "attn/io/array.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/problem/checks.hpp"
+#include "attn/problem/plan.hpp"
 #include "attn/problem/problem.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
@@ -62,96 +63,6 @@ class Report {
   private:
     std::ostringstream out_;
 };
-
-/// The resolved shapes of one problem, computed the way attend_layer composes them and
-/// checked with the same messages.
-struct Plan {
-    std::size_t b = 1, bk = 1, lq = 0, lk = 0, h = 1, hkv = 1, d = 0, dv = 0;
-    std::size_t eq = 0, ek = 0, ev = 0; // source features
-    std::size_t pq = 0, pk = 0, pv = 0; // projected features (= source without weights)
-    std::size_t merged = 0, eo = 0;     // H·Dv, and after w_o
-    Dims output, weights;
-};
-
-void check_linear(const std::optional<Matrix>& w,
-                  const std::optional<Vector>& bias,
-                  const char* w_name,
-                  const char* b_name,
-                  std::size_t in,
-                  std::size_t& out) {
-    out = in;
-    if (w) {
-        if (w->shape()[1] != in) {
-            throw InputError::shape(w_name, {kAnyDim, in}, shape_of(*w));
-        }
-        out = w->shape()[0];
-        if (bias && bias->shape()[0] != out) {
-            throw InputError("bias of " + std::string(w_name) + ": expected shape " +
-                             shape_string({out}) + ", got " + shape_string(shape_of(*bias)));
-        }
-    } else if (bias && bias->shape()[0] != in) {
-        throw InputError::shape(b_name, {in}, shape_of(*bias));
-    }
-}
-
-void check_heads(std::size_t features, std::size_t heads, const std::string& what) {
-    if (heads == 0 || features % heads != 0) {
-        throw InputError(what + ": feature size " + std::to_string(features) +
-                         " is not divisible by " + std::to_string(heads) + " heads");
-    }
-}
-
-Plan make_plan(const problem::Problem& p) {
-    Plan plan;
-    plan.b = p.batch;
-    plan.lq = p.lq;
-    plan.lk = p.lk;
-    plan.h = p.num_heads;
-    plan.hkv = p.num_kv_heads;
-    if (p.direct_heads) {
-        plan.bk = p.k4.shape()[0];
-        plan.d = p.q4.shape()[3];
-        plan.dv = p.v4.shape()[3];
-        plan.output = {plan.b, plan.h, plan.lq, plan.dv};
-    } else {
-        plan.bk = p.key_src.shape()[0];
-        plan.eq = p.query_src.shape()[2];
-        plan.ek = p.key_src.shape()[2];
-        plan.ev = p.value_src.shape()[2];
-        if (plan.hkv == 0 || plan.h % plan.hkv != 0) {
-            throw InputError("num_kv_heads: " + std::to_string(plan.hkv) +
-                             " does not divide num_heads " + std::to_string(plan.h));
-        }
-        static const Projections none;
-        const Projections& w = p.projections ? *p.projections : none;
-        check_linear(w.w_q, w.b_q, "w_q", "b_q", plan.eq, plan.pq);
-        check_linear(w.w_k, w.b_k, "w_k", "b_k", plan.ek, plan.pk);
-        check_linear(w.w_v, w.b_v, "w_v", "b_v", plan.ev, plan.pv);
-        const bool projected = p.projections.has_value();
-        check_heads(plan.pq, plan.h, projected ? "w_q (projected query)" : "query");
-        check_heads(plan.pk, plan.hkv, projected ? "w_k (projected key)" : "key");
-        check_heads(plan.pv, plan.hkv, projected ? "w_v (projected value)" : "value");
-        plan.d = plan.pq / plan.h;
-        plan.dv = plan.pv / plan.hkv;
-        if (plan.pk / plan.hkv != plan.d) {
-            throw InputError(std::string(projected ? "w_k" : "key") + ": key features " +
-                             std::to_string(plan.pk) + " split into " + std::to_string(plan.hkv) +
-                             " key/value heads give head dim " +
-                             std::to_string(plan.pk / plan.hkv) + ", but the query's head dim is " +
-                             std::to_string(plan.d) + " (query features " +
-                             std::to_string(plan.pq) + " / " + std::to_string(plan.h) + " heads)");
-        }
-        plan.merged = plan.h * plan.dv;
-        check_linear(w.w_o, w.b_o, "w_o", "b_o", plan.merged, plan.eo);
-        plan.output = user_rank({plan.b, plan.lq, plan.eo}, p.batched);
-    }
-    plan.weights = {plan.b, plan.h, plan.lq, plan.lk};
-    if (plan.h == 1) {
-        plan.weights.erase(plan.weights.begin() + 1);
-    }
-    plan.weights = user_rank(plan.weights, p.batched);
-    return plan;
-}
 
 /// Whether query i of (batch b, head h) may see key j: causal, mask, key padding and a
 /// -inf bias combined, as the kernels combine them.
@@ -342,7 +253,8 @@ void grid(Report& r, const problem::Problem& p, const Visibility& vis) {
 
 std::string explain(const ProblemInput& in, const problem::Problem& p) {
     const json& doc = in.doc;
-    const Plan plan = make_plan(p);
+    const problem::ProblemPlan plan = problem::plan_problem(p);
+    plan.check();
     Report r;
     auto field = [&](const char* f) { return doc.contains(f) && !doc[f].is_null(); };
 

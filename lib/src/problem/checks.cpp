@@ -5,6 +5,7 @@
 
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/problem/plan.hpp"
 
 #include <algorithm>
 #include <thread>
@@ -82,43 +83,27 @@ MemoryEstimate estimate_memory(const Problem& p, bool want_weights, unsigned thr
     }
 
     // The attention problem in rank 4: [B, H, Lq, D] x [Bk, Hkv, Lk, D] -> [B, H, Lq, Dv].
-    std::uint64_t b = p.batch;
-    std::uint64_t h = std::max<std::size_t>(p.num_heads, 1);
-    std::uint64_t hkv = std::max<std::size_t>(p.num_kv_heads, 1);
-    std::uint64_t bk = 1;
-    std::uint64_t lq = p.lq;
-    std::uint64_t lk = p.lk;
-    std::uint64_t d = 0;
-    std::uint64_t dv = 0;
-    std::uint64_t out_features = 0; // of the final output row
-    if (p.direct_heads) {
-        b = p.q4.shape()[0];
-        h = p.q4.shape()[1];
-        d = p.q4.shape()[3];
-        bk = p.k4.shape()[0];
-        hkv = p.k4.shape()[1];
-        dv = p.v4.shape()[3];
-        out_features = dv;
-    } else {
-        bk = p.key_src.shape()[0];
-        const Projections* w = p.projections ? &*p.projections : nullptr;
-        const std::uint64_t dq = w && w->w_q ? w->w_q->shape()[0] : p.query_src.shape()[2];
-        const std::uint64_t dk = w && w->w_k ? w->w_k->shape()[0] : p.key_src.shape()[2];
-        const std::uint64_t dvv = w && w->w_v ? w->w_v->shape()[0] : p.value_src.shape()[2];
-        d = dq / h;
-        dv = dvv / hkv;
+    const ProblemPlan plan = plan_problem(p);
+    const std::uint64_t b = plan.b;
+    const std::uint64_t h = plan.h;
+    const std::uint64_t hkv = plan.hkv;
+    const std::uint64_t bk = plan.bk;
+    const std::uint64_t lq = plan.lq;
+    const std::uint64_t lk = plan.lk;
+    const std::uint64_t d = plan.d;
+    const std::uint64_t dv = plan.dv;
+    const std::uint64_t out_features = plan.eo; // of the final output row
+    if (!p.direct_heads) {
         // Projected (or copied) Q, K, V, then their head-split copies.
         const std::uint64_t qkv =
-            io::saturating_add(io::saturating_product({b, lq, dq}),
-                               io::saturating_add(io::saturating_product({bk, lk, dk}),
-                                                  io::saturating_product({bk, lk, dvv})));
+            io::saturating_add(io::saturating_product({b, lq, plan.pq}),
+                               io::saturating_add(io::saturating_product({bk, lk, plan.pk}),
+                                                  io::saturating_product({bk, lk, plan.pv})));
         m.intermediates = io::saturating_add(m.intermediates, io::saturating_mul(2 * f32, qkv));
         // Merged heads, then the output projection.
         const std::uint64_t merged = io::saturating_product({b, lq, h, dv});
         m.output = io::saturating_add(m.output, io::saturating_mul(f32, merged));
-        out_features = io::saturating_mul(h, dv);
-        if (w && w->w_o) {
-            out_features = w->w_o->shape()[0];
+        if (p.projections && p.projections->w_o) {
             m.output =
                 io::saturating_add(m.output, io::saturating_product({f32, b, lq, out_features}));
         }
@@ -142,16 +127,7 @@ MemoryEstimate estimate_memory(const Problem& p, bool want_weights, unsigned thr
     if (want_weights) {
         // The weights tensor, then the result's copy and its encoding.
         m.weights = io::saturating_product({f32 + encoded, b, h, lq, lk});
-        m.weights_shape = {static_cast<std::size_t>(b),
-                           static_cast<std::size_t>(h),
-                           static_cast<std::size_t>(lq),
-                           static_cast<std::size_t>(lk)};
-        if (h == 1) {
-            m.weights_shape.erase(m.weights_shape.begin() + 1);
-        }
-        if (!p.batched) {
-            m.weights_shape.erase(m.weights_shape.begin());
-        }
+        m.weights_shape = plan.weights;
     }
     if (p.exact) {
         // precision f64: each input is held in float32 and float64 (4 + 8 bytes a value);

@@ -23,10 +23,10 @@ struct ComputeArgs {
 
 void run_compute(const ComputeArgs& a) {
     apply_memory_limit(a.out.max_memory); // before anything is read
-    const ProblemInput in = problem_input(a.problem, "compute");
+    ProblemInput in = problem_input(a.problem, "compute");
     // Long computations show a spinner on a terminal's stderr; quick ones never start it.
     DelayedSpinner spinner(progress_wanted(a.out.quiet), "computing");
-    const problem::Problem problem = problem::decode_problem(in.doc, in.base);
+    const problem::Problem problem = problem::decode_problem(in.doc, in.base, std::move(in.arrays));
     if (a.out.check_finite) {
         problem::check_finite(problem);
     }

@@ -450,8 +450,8 @@ std::string explain(const ProblemInput& in, const problem::Problem& p) {
 }
 
 void run_explain(const ExplainArgs& a) {
-    const ProblemInput in = problem_input(a.problem, "explain");
-    const problem::Problem problem = problem::decode_problem(in.doc, in.base);
+    ProblemInput in = problem_input(a.problem, "explain");
+    const problem::Problem problem = problem::decode_problem(in.doc, in.base, std::move(in.arrays));
     std::cout << explain(in, problem);
     std::cout.flush();
     if (!std::cout) {

@@ -285,7 +285,7 @@ void apply_feature_flags(const ProblemArgs& a, json& doc) {
 }
 
 ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
-    ProblemInput in{json::object(), fs::current_path(), "flags"};
+    ProblemInput in{json::object(), fs::current_path(), "flags", {}};
     if (!a.problem.empty()) {
         json doc;
         if (a.problem == "-") {
@@ -305,7 +305,7 @@ ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
         in.doc = std::move(doc);
     }
     json& doc = in.doc;
-    // An array read from stdin is carried in the document as JSON numbers: in double when the
+    // An array read from stdin is handed over as read: with its float64 values too when the
     // problem is computed in f64 (so it is not rounded through float32 on the way).
     const bool f64 = a.precision == "f64" || (a.precision.empty() && doc.contains("precision") &&
                                               doc["precision"] == "f64");
@@ -326,10 +326,12 @@ ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
         }
         if (*value == "-") {
             const auto bytes = read_stdin(flag);
-            doc[field] = array_to_json(
-                parse_array_bytes(bytes, std::string(field) + ": <stdin>", kind, stdin_precision));
+            in.arrays[field] =
+                parse_array_bytes(bytes, std::string(field) + ": <stdin>", kind, stdin_precision);
+            doc.erase(field);
         } else {
             doc[field] = flag_path(*value);
+            in.arrays.erase(field);
         }
     }
     if (!a.params.empty()) {
@@ -362,7 +364,7 @@ ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
         doc["init"]["seed"] = a.seed;
     }
     apply_feature_flags(a, doc);
-    if (doc.empty()) {
+    if (doc.empty() && in.arrays.empty()) {
         throw InputError(std::string(command) +
                          ": no problem: give a PROBLEM file (or - for stdin), or "
                          "--query/--key/--value or --input (see 'attn " +
@@ -434,47 +436,6 @@ io::Array read_array_arg(const std::string& path, io::ArrayKind kind) {
         return parse_array_bytes(bytes, "<stdin>", kind);
     }
     return io::read_array_file(path, kind);
-}
-
-namespace {
-
-template <class T> json value_to_json(T x) {
-    if (std::isnan(x)) {
-        return "nan";
-    }
-    if (std::isinf(x)) {
-        return x > 0 ? "inf" : "-inf";
-    }
-    return x;
-}
-
-/// The element at `offset`: its exact double when the array holds them (read for f64).
-json element_json(const io::Array& a, std::size_t offset) {
-    return a.values64.size() == a.values.size() && !a.values64.empty()
-               ? value_to_json(a.values64[offset])
-               : value_to_json(a.values[offset]);
-}
-
-json nested(const io::Array& a, std::size_t dim, std::size_t& offset) {
-    json out = json::array();
-    for (std::size_t i = 0; i < a.shape[dim]; ++i) {
-        if (dim + 1 == a.shape.size()) {
-            out.push_back(element_json(a, offset++));
-        } else {
-            out.push_back(nested(a, dim + 1, offset));
-        }
-    }
-    return out;
-}
-
-} // namespace
-
-nlohmann::json array_to_json(const io::Array& a) {
-    if (a.shape.empty()) {
-        return a.values.empty() ? json(nullptr) : element_json(a, 0);
-    }
-    std::size_t offset = 0;
-    return nested(a, 0, offset);
 }
 
 // --- outputs ----------------------------------------------------------------------------------

@@ -45,15 +45,16 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& args);
 
 /// A problem document ready for problem::decode_problem.
 struct ProblemInput {
-    nlohmann::json doc;         ///< PROBLEM's fields overlaid with the flags
-    std::filesystem::path base; ///< the folder PROBLEM's relative paths resolve against
-    std::string name;           ///< PROBLEM as given ("<stdin>" for -), or "flags"
+    nlohmann::json doc;          ///< PROBLEM's fields overlaid with the flags
+    std::filesystem::path base;  ///< the folder PROBLEM's relative paths resolve against
+    std::string name;            ///< PROBLEM as given ("<stdin>" for -), or "flags"
+    problem::ArrayValues arrays; ///< array flags given as "-": read from stdin, by field
 };
 
 /// Reads PROBLEM (a file or stdin) and overlays the flags: a flag overrides the same field.
-/// Array flags given as "-" read the array from stdin (NPY or JSON, sniffed); `--params -`
-/// reads a params object. Throws InputError (no problem at all, invalid JSON, stdin used
-/// twice, ...).
+/// Array flags given as "-" read the array from stdin (NPY or JSON, sniffed) into `arrays`
+/// (handed to decode_problem as values); `--params -` reads a params object. Throws InputError (no
+/// problem at all, invalid JSON, stdin used twice, ...).
 ProblemInput problem_input(const ProblemArgs& args, std::string_view command);
 
 /// Overlays the issue-7 feature flags of `a` (--window, --softcap, --alibi, --sinks,
@@ -84,10 +85,6 @@ io::Array parse_array_bytes(std::span<const std::uint8_t> bytes,
 /// io::read_array_file, except that "-" reads stdin (format sniffed, see
 /// parse_array_bytes). Throws InputError naming the file ("<stdin>" for -).
 io::Array read_array_arg(const std::string& path, io::ArrayKind kind);
-
-/// A JSON array literal holding `a` (non-finite numbers as "inf", "-inf", "nan"); its
-/// float64 values when it has them.
-nlohmann::json array_to_json(const io::Array& a);
 
 // --- outputs ----------------------------------------------------------------------------------
 

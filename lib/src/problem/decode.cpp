@@ -593,7 +593,7 @@ void check_init_fits(std::size_t e_q,
 
 } // namespace
 
-Problem decode_problem(const json& doc_in, const fs::path& base) {
+Problem decode_problem(const json& doc_in, const fs::path& base, ArrayValues given) {
     if (!doc_in.is_object()) {
         throw InputError("problem: expected a JSON object, got " + type_name(doc_in));
     }
@@ -604,7 +604,9 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
             throw InputError("problem: unknown field '" + shown(key) + "'");
         }
     }
-    auto has = [&](const char* f) { return doc.contains(f) && !doc[f].is_null(); };
+    auto has = [&](const char* f) {
+        return (doc.contains(f) && !doc[f].is_null()) || given.count(f) != 0;
+    };
 
     // Presets: explicit fields win.
     std::string variant;
@@ -653,6 +655,15 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
         p.exact.emplace();
     }
     const Precision prec = p.precision;
+    // An array field: handed over already read (stdin), or loaded from the document.
+    const auto load = [&](const char* field, ArrayKind kind, std::optional<Tensor>* rank4) {
+        if (const auto it = given.find(field); it != given.end()) {
+            Array a = std::move(it->second);
+            record_source(p.sources, field, {}, a, kind);
+            return a;
+        }
+        return load_array(doc[field], field, kind, base, p.sources, prec, rank4);
+    };
 
     // Sources.
     if (has("query") && has("input")) {
@@ -673,8 +684,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
     }
     const char* q_field = has("query") ? "query" : "input";
     std::optional<Tensor> q_t, k_t, v_t; // rank-4 .npy inputs, read straight into tensors
-    Array q_arr =
-        load_array(doc[q_field], q_field, ArrayKind::numeric, base, p.sources, prec, &q_t);
+    Array q_arr = load(q_field, ArrayKind::numeric, &q_t);
 
     if (q_arr.shape.size() == 4) {
         // Direct heads: [B, H, L, D].
@@ -686,10 +696,8 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
             throw InputError("params: projections apply to rank-2/3 inputs, not to rank-4 "
                              "[B, H, L, D] heads");
         }
-        Array k_arr =
-            load_array(doc["key"], "key", ArrayKind::numeric, base, p.sources, prec, &k_t);
-        Array v_arr =
-            load_array(doc["value"], "value", ArrayKind::numeric, base, p.sources, prec, &v_t);
+        Array k_arr = load("key", ArrayKind::numeric, &k_t);
+        Array v_arr = load("value", ArrayKind::numeric, &v_t);
         const auto& qs = q_arr.shape;
         if (k_arr.shape.size() != 4 || (k_arr.shape[0] != qs[0] && k_arr.shape[0] != 1) ||
             k_arr.shape[3] != qs[3] || k_arr.shape[1] == 0 || qs[1] % k_arr.shape[1] != 0) {
@@ -731,18 +739,16 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
             p.exact->query_src = exact_tensor<Tensor3_64>(q_arr, p.query_src.shape());
         }
         if (has("key")) {
-            Array k_arr = load_array(doc["key"], "key", ArrayKind::numeric, base, p.sources, prec);
+            Array k_arr = load("key", ArrayKind::numeric, nullptr);
             p.key_src = to_tensor3(k_arr, "key", "[L, E]");
-            Array v_arr =
-                load_array(doc["value"], "value", ArrayKind::numeric, base, p.sources, prec);
+            Array v_arr = load("value", ArrayKind::numeric, nullptr);
             p.value_src = to_tensor3(v_arr, "value", "[L, E]");
             if (p.exact) {
                 p.exact->key_src = exact_tensor<Tensor3_64>(k_arr, p.key_src.shape());
                 p.exact->value_src = exact_tensor<Tensor3_64>(v_arr, p.value_src.shape());
             }
         } else if (has("context")) {
-            Array c_arr =
-                load_array(doc["context"], "context", ArrayKind::numeric, base, p.sources, prec);
+            Array c_arr = load("context", ArrayKind::numeric, nullptr);
             p.key_src = to_tensor3(c_arr, "context", "[Lk, Ec]");
             p.value_src = p.key_src;
             if (p.exact) {
@@ -867,8 +873,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
                                           ? decode_mask_convention(doc["mask_convention"])
                                           : MaskConvention::keep;
     if (has("mask")) {
-        const Array a =
-            load_array(doc["mask"], "mask", mask_array_kind(convention), base, p.sources, prec);
+        const Array a = load("mask", mask_array_kind(convention), nullptr);
         const Shape s = pair_shape(a, "mask", p.batch, p.num_heads, p.lq, p.lk);
         DecodedMask m = decode_mask(a, s, convention, "mask");
         p.mask = std::move(m.keep);
@@ -880,7 +885,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
         }
     }
     if (has("bias")) {
-        const Array a = load_array(doc["bias"], "bias", ArrayKind::numeric, base, p.sources, prec);
+        const Array a = load("bias", ArrayKind::numeric, nullptr);
         const Shape s = pair_shape(a, "bias", p.batch, p.num_heads, p.lq, p.lk);
         Tensor t = Tensor::from_shape(s);
         std::copy(a.values.begin(), a.values.end(), t.begin());
@@ -894,12 +899,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
         }
     }
     if (has("key_padding_mask")) {
-        const Array a = load_array(doc["key_padding_mask"],
-                                   "key_padding_mask",
-                                   mask_array_kind(convention),
-                                   base,
-                                   p.sources,
-                                   prec);
+        const Array a = load("key_padding_mask", mask_array_kind(convention), nullptr);
         Shape s{};
         if (a.shape.size() == 1 && a.shape[0] == p.lk) {
             s = {1, 1, 1, p.lk};

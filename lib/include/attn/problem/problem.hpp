@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -67,6 +68,9 @@ struct Problem {
     std::optional<ExactInputs> exact; ///< set iff precision == f64
 };
 
+/// Arrays handed to decode_problem() already read, by field name ("query", "mask", ...).
+using ArrayValues = std::map<std::string, io::Array>;
+
 /// The fields a problem document may hold (the contract's names).
 const std::vector<std::string>& problem_fields();
 
@@ -76,6 +80,10 @@ const std::vector<std::string>& problem_fields();
 /// throws InputError naming the field, with expected and actual shapes. Random `init`
 /// weights that would exceed memory_limit() (attn/io/limits.hpp) are refused before they
 /// are allocated.
-Problem decode_problem(const nlohmann::json& doc, const std::filesystem::path& base_dir);
+/// `given` holds array fields already read (an array from stdin, say), by field name: they
+/// are taken as they are, as if the document held them as JSON literals.
+Problem decode_problem(const nlohmann::json& doc,
+                       const std::filesystem::path& base_dir,
+                       ArrayValues given = {});
 
 } // namespace attn::problem

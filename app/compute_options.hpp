@@ -71,6 +71,9 @@ nlohmann::json parse_scale_flag(const std::string& s);
 /// once per process: a second call throws InputError naming both uses.
 std::vector<std::uint8_t> read_stdin(std::string_view what);
 
+/// Bytes read as text (for the JSON parser), without a copy.
+std::string_view as_text(std::span<const std::uint8_t> bytes);
+
 /// True when `bytes` start with the NPY magic "\x93NUMPY".
 bool looks_like_npy(std::span<const std::uint8_t> bytes);
 

@@ -7,7 +7,9 @@
 #include "attn/io/json_lines.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/line_pipeline.hpp"
-#include "attn/io/problem.hpp"
+#include "attn/problem/checks.hpp"
+#include "attn/problem/problem.hpp"
+#include "attn/problem/solve.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
 #include "progress.hpp"
@@ -45,7 +47,7 @@ struct BatchArgs {
 struct LineContext {
     fs::path base;              ///< relative paths in lines resolve against this folder
     json defaults;              ///< fields set on every line that does not set them itself
-    io::SolveOptions solve;     ///< weights or not, threads per problem
+    problem::SolveOptions solve;     ///< weights or not, threads per problem
     std::uint64_t max_line = 0; ///< longer lines are skipped (the memory limit)
     bool check_finite = false;  ///< --check-finite: NaN/inf inputs fail the line
 };
@@ -71,12 +73,12 @@ process_line(const std::string& line, std::uint64_t line_no, const LineContext& 
                 }
             }
         }
-        const io::Problem problem = io::decode_problem(doc, ctx.base);
+        const problem::Problem prob = problem::decode_problem(doc, ctx.base);
         if (ctx.check_finite) {
-            io::check_finite(problem);
+            problem::check_finite(prob);
         }
-        const io::Solution s = io::solve(problem, ctx.solve);
-        return {io::result_document(problem, s) + "\n", line_no, false, s.rows_fully_masked > 0};
+        const problem::Solution s = problem::solve(prob, ctx.solve);
+        return {problem::result_document(prob, s) + "\n", line_no, false, s.rows_fully_masked > 0};
     } catch (const std::bad_alloc&) {
         return error_line(id, line_no, "out of memory");
     } catch (const std::exception& e) {

@@ -3,7 +3,9 @@
 // stdin/stdout). Each flag sets the problem field of the same meaning; paths given as
 // flags are relative to the working folder, paths inside the problem to its folder.
 #include "attn/io/limits.hpp"
-#include "attn/io/problem.hpp"
+#include "attn/problem/checks.hpp"
+#include "attn/problem/problem.hpp"
+#include "attn/problem/solve.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
 #include "progress.hpp"
@@ -21,15 +23,15 @@ struct ComputeArgs {
 
 void run_compute(const ComputeArgs& a) {
     apply_memory_limit(a.out.max_memory); // before anything is read
-    const ProblemInput in = problem_input(a.problem, "compute");
+    ProblemInput in = problem_input(a.problem, "compute");
     // Long computations show a spinner on a terminal's stderr; quick ones never start it.
     DelayedSpinner spinner(progress_wanted(a.out.quiet), "computing");
-    const io::Problem problem = io::decode_problem(in.doc, in.base);
+    const problem::Problem problem = problem::decode_problem(in.doc, in.base, std::move(in.arrays));
     if (a.out.check_finite) {
-        io::check_finite(problem);
+        problem::check_finite(problem);
     }
     check_outputs(problem, a.problem, a.out); // before the work, so nothing is lost
-    const io::Solution solution = io::solve(problem, a.out.solve_options());
+    const problem::Solution solution = problem::solve(problem, a.out.solve_options());
     spinner.stop();
     emit_solution(problem, solution, a.out);
 }

@@ -5,7 +5,8 @@
 // It reads files only; it never computes attention.
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
-#include "attn/io/problem.hpp"
+#include "attn/io/json_text.hpp"
+#include "attn/problem/problem.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
 

@@ -6,7 +6,9 @@
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
 #include "attn/io/limits.hpp"
-#include "attn/io/problem.hpp"
+#include "attn/problem/checks.hpp"
+#include "attn/problem/plan.hpp"
+#include "attn/problem/problem.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
 
@@ -62,101 +64,11 @@ class Report {
     std::ostringstream out_;
 };
 
-/// The resolved shapes of one problem, computed the way attend_layer composes them and
-/// checked with the same messages.
-struct Plan {
-    std::size_t b = 1, bk = 1, lq = 0, lk = 0, h = 1, hkv = 1, d = 0, dv = 0;
-    std::size_t eq = 0, ek = 0, ev = 0; // source features
-    std::size_t pq = 0, pk = 0, pv = 0; // projected features (= source without weights)
-    std::size_t merged = 0, eo = 0;     // H·Dv, and after w_o
-    Dims output, weights;
-};
-
-void check_linear(const std::optional<Matrix>& w,
-                  const std::optional<Vector>& bias,
-                  const char* w_name,
-                  const char* b_name,
-                  std::size_t in,
-                  std::size_t& out) {
-    out = in;
-    if (w) {
-        if (w->shape()[1] != in) {
-            throw InputError::shape(w_name, {kAnyDim, in}, shape_of(*w));
-        }
-        out = w->shape()[0];
-        if (bias && bias->shape()[0] != out) {
-            throw InputError("bias of " + std::string(w_name) + ": expected shape " +
-                             shape_string({out}) + ", got " + shape_string(shape_of(*bias)));
-        }
-    } else if (bias && bias->shape()[0] != in) {
-        throw InputError::shape(b_name, {in}, shape_of(*bias));
-    }
-}
-
-void check_heads(std::size_t features, std::size_t heads, const std::string& what) {
-    if (heads == 0 || features % heads != 0) {
-        throw InputError(what + ": feature size " + std::to_string(features) +
-                         " is not divisible by " + std::to_string(heads) + " heads");
-    }
-}
-
-Plan make_plan(const io::Problem& p) {
-    Plan plan;
-    plan.b = p.batch;
-    plan.lq = p.lq;
-    plan.lk = p.lk;
-    plan.h = p.num_heads;
-    plan.hkv = p.num_kv_heads;
-    if (p.direct_heads) {
-        plan.bk = p.k4.shape()[0];
-        plan.d = p.q4.shape()[3];
-        plan.dv = p.v4.shape()[3];
-        plan.output = {plan.b, plan.h, plan.lq, plan.dv};
-    } else {
-        plan.bk = p.key_src.shape()[0];
-        plan.eq = p.query_src.shape()[2];
-        plan.ek = p.key_src.shape()[2];
-        plan.ev = p.value_src.shape()[2];
-        if (plan.hkv == 0 || plan.h % plan.hkv != 0) {
-            throw InputError("num_kv_heads: " + std::to_string(plan.hkv) +
-                             " does not divide num_heads " + std::to_string(plan.h));
-        }
-        static const Projections none;
-        const Projections& w = p.projections ? *p.projections : none;
-        check_linear(w.w_q, w.b_q, "w_q", "b_q", plan.eq, plan.pq);
-        check_linear(w.w_k, w.b_k, "w_k", "b_k", plan.ek, plan.pk);
-        check_linear(w.w_v, w.b_v, "w_v", "b_v", plan.ev, plan.pv);
-        const bool projected = p.projections.has_value();
-        check_heads(plan.pq, plan.h, projected ? "w_q (projected query)" : "query");
-        check_heads(plan.pk, plan.hkv, projected ? "w_k (projected key)" : "key");
-        check_heads(plan.pv, plan.hkv, projected ? "w_v (projected value)" : "value");
-        plan.d = plan.pq / plan.h;
-        plan.dv = plan.pv / plan.hkv;
-        if (plan.pk / plan.hkv != plan.d) {
-            throw InputError(std::string(projected ? "w_k" : "key") + ": key features " +
-                             std::to_string(plan.pk) + " split into " + std::to_string(plan.hkv) +
-                             " key/value heads give head dim " +
-                             std::to_string(plan.pk / plan.hkv) + ", but the query's head dim is " +
-                             std::to_string(plan.d) + " (query features " +
-                             std::to_string(plan.pq) + " / " + std::to_string(plan.h) + " heads)");
-        }
-        plan.merged = plan.h * plan.dv;
-        check_linear(w.w_o, w.b_o, "w_o", "b_o", plan.merged, plan.eo);
-        plan.output = user_rank({plan.b, plan.lq, plan.eo}, p.batched);
-    }
-    plan.weights = {plan.b, plan.h, plan.lq, plan.lk};
-    if (plan.h == 1) {
-        plan.weights.erase(plan.weights.begin() + 1);
-    }
-    plan.weights = user_rank(plan.weights, p.batched);
-    return plan;
-}
-
 /// Whether query i of (batch b, head h) may see key j: causal, mask, key padding and a
 /// -inf bias combined, as the kernels combine them.
 class Visibility {
   public:
-    explicit Visibility(const io::Problem& p) : p_(p) {}
+    explicit Visibility(const problem::Problem& p) : p_(p) {}
 
     bool sees(std::size_t b, std::size_t h, std::size_t i, std::size_t j) const {
         switch (p_.causal) {
@@ -215,10 +127,10 @@ class Visibility {
     template <class T> static std::size_t pick(const T& t, std::size_t axis, std::size_t i) {
         return t.shape()[axis] == 1 ? 0 : i;
     }
-    const io::Problem& p_;
+    const problem::Problem& p_;
 };
 
-std::string masking_text(const io::Problem& p) {
+std::string masking_text(const problem::Problem& p) {
     std::vector<std::string> parts;
     if (p.causal == Causal::top_left) {
         parts.emplace_back("causal top-left (query i sees key j iff j <= i)");
@@ -266,7 +178,7 @@ std::string masking_text(const io::Problem& p) {
     return out;
 }
 
-void grid(Report& r, const io::Problem& p, const Visibility& vis) {
+void grid(Report& r, const problem::Problem& p, const Visibility& vis) {
     const std::size_t rows = std::min(p.lq, kGridRows);
     const std::size_t cols = std::min(p.lk, kGridCols);
     std::string head = "'#' sees, '.' blocked; rows are queries, columns keys";
@@ -339,9 +251,10 @@ void grid(Report& r, const io::Problem& p, const Visibility& vis) {
     }
 }
 
-std::string explain(const ProblemInput& in, const io::Problem& p) {
+std::string explain(const ProblemInput& in, const problem::Problem& p) {
     const json& doc = in.doc;
-    const Plan plan = make_plan(p);
+    const problem::ProblemPlan plan = problem::plan_problem(p);
+    plan.check();
     Report r;
     auto field = [&](const char* f) { return doc.contains(f) && !doc[f].is_null(); };
 
@@ -520,24 +433,25 @@ std::string explain(const ProblemInput& in, const io::Problem& p) {
     grid(r, p, vis);
 
     // Memory: the same estimate that solve() checks against --max-memory / memory_limit().
-    const io::MemoryEstimate with = io::estimate_memory(p, true, 1);
-    const io::MemoryEstimate without = io::estimate_memory(p, false, 1);
+    const problem::MemoryEstimate with = problem::estimate_memory(p, true, 1);
+    const problem::MemoryEstimate without = problem::estimate_memory(p, false, 1);
     r.row("memory",
           "~" + io::format_size(with.total) + " with weights: inputs " +
               io::format_size(with.inputs) + ", intermediates " +
               io::format_size(with.intermediates) + ", output " + io::format_size(with.output) +
               ", weights " + io::format_size(with.weights));
     r.more("~" + io::format_size(without.total) + " with --no-weights (no [Lq, Lk] matrix)");
-    const std::uint64_t per_thread = io::estimate_memory(p, true, 2).total - with.total;
-    const std::uint64_t per_thread_lean = io::estimate_memory(p, false, 2).total - without.total;
+    const std::uint64_t per_thread = problem::estimate_memory(p, true, 2).total - with.total;
+    const std::uint64_t per_thread_lean =
+        problem::estimate_memory(p, false, 2).total - without.total;
     r.more("(1 thread; each further thread adds " + io::format_size(per_thread) + ", or " +
            io::format_size(per_thread_lean) + " with --no-weights)");
     return r.str();
 }
 
 void run_explain(const ExplainArgs& a) {
-    const ProblemInput in = problem_input(a.problem, "explain");
-    const io::Problem problem = io::decode_problem(in.doc, in.base);
+    ProblemInput in = problem_input(a.problem, "explain");
+    const problem::Problem problem = problem::decode_problem(in.doc, in.base, std::move(in.arrays));
     std::cout << explain(in, problem);
     std::cout.flush();
     if (!std::cout) {

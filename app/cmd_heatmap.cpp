@@ -4,10 +4,11 @@
 // through io::write_file_atomic; this file decides nothing about pixels.
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/io/json_text.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/npz.hpp"
 #include "attn/io/png.hpp"
-#include "attn/io/problem.hpp"
+#include "attn/problem/problem.hpp"
 #include "attn/render/heatmap.hpp"
 #include "attn/render/html.hpp"
 #include "attn/render/terminal.hpp"
@@ -459,8 +460,8 @@ void run_heatmap(const HeatmapArgs& a) {
 
 /// Cells the problem blocks for (b, h): causal, mask, key padding, -inf bias. Empty when
 /// nothing blocks.
-std::vector<std::uint8_t>
-blocked_cells(const io::Problem& p, std::size_t b, std::size_t h, std::size_t lq, std::size_t lk) {
+std::vector<std::uint8_t> blocked_cells(
+    const problem::Problem& p, std::size_t b, std::size_t h, std::size_t lq, std::size_t lk) {
     if (p.causal == Causal::none && !p.mask && !p.key_padding && !p.bias) {
         return {};
     }
@@ -492,7 +493,7 @@ blocked_cells(const io::Problem& p, std::size_t b, std::size_t h, std::size_t lq
 
 void write_heatmap_file(const std::string& path,
                         const io::Array& weights,
-                        const io::Problem* problem) {
+                        const problem::Problem* problem) {
     const FileFormat format = file_format(path, "", "--heatmap");
     const std::size_t rank = weights.shape.size();
     const bool has_batch = problem != nullptr && problem->batched;

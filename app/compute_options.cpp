@@ -1,10 +1,13 @@
-// The shared halves of the subcommands: problem flags -> problem document, "-" as stdin
-// for every input, and the output side of `compute` (files by extension or --format,
-// atomic writes, "-" as stdout, warnings). Decoding and solving live in attn_io.
+// The problem flags of the subcommands -> the problem document (stdin: stdin_input.cpp;
+// outputs: output_options.cpp). Decoding and solving live in attn_problem.
 #include "compute_options.hpp"
 
 #include "attn/error.hpp"
+#include "attn/io/json_text.hpp"
 #include "attn/io/limits.hpp"
+#include "attn/problem/checks.hpp"
+#include "attn/problem/problem.hpp"
+#include "attn/problem/solve.hpp"
 #include "cli.hpp"
 
 #include <algorithm>
@@ -137,10 +140,6 @@ namespace {
 /// A flag's path, made absolute so it resolves against the working folder.
 std::string flag_path(const std::string& p) {
     return fs::path(p).is_absolute() ? p : (fs::current_path() / p).string();
-}
-
-std::string_view as_text(std::span<const std::uint8_t> bytes) {
-    return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
 
 } // namespace
@@ -281,7 +280,7 @@ void apply_feature_flags(const ProblemArgs& a, json& doc) {
 }
 
 ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
-    ProblemInput in{json::object(), fs::current_path(), "flags"};
+    ProblemInput in{json::object(), fs::current_path(), "flags", {}};
     if (!a.problem.empty()) {
         json doc;
         if (a.problem == "-") {
@@ -301,7 +300,7 @@ ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
         in.doc = std::move(doc);
     }
     json& doc = in.doc;
-    // An array read from stdin is carried in the document as JSON numbers: in double when the
+    // An array read from stdin is handed over as read: with its float64 values too when the
     // problem is computed in f64 (so it is not rounded through float32 on the way).
     const bool f64 = a.precision == "f64" || (a.precision.empty() && doc.contains("precision") &&
                                               doc["precision"] == "f64");
@@ -322,10 +321,12 @@ ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
         }
         if (*value == "-") {
             const auto bytes = read_stdin(flag);
-            doc[field] = array_to_json(
-                parse_array_bytes(bytes, std::string(field) + ": <stdin>", kind, stdin_precision));
+            in.arrays[field] =
+                parse_array_bytes(bytes, std::string(field) + ": <stdin>", kind, stdin_precision);
+            doc.erase(field);
         } else {
             doc[field] = flag_path(*value);
+            in.arrays.erase(field);
         }
     }
     if (!a.params.empty()) {
@@ -358,7 +359,7 @@ ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
         doc["init"]["seed"] = a.seed;
     }
     apply_feature_flags(a, doc);
-    if (doc.empty()) {
+    if (doc.empty() && in.arrays.empty()) {
         throw InputError(std::string(command) +
                          ": no problem: give a PROBLEM file (or - for stdin), or "
                          "--query/--key/--value or --input (see 'attn " +
@@ -372,250 +373,6 @@ nlohmann::json parse_scale_flag(const std::string& s) {
         return nullptr;
     }
     return flag_number(s, "--scale", "a finite number or 'default'");
-}
-
-// --- stdin ------------------------------------------------------------------------------------
-
-std::vector<std::uint8_t> read_stdin(std::string_view what) {
-    static std::mutex mutex;
-    static std::string first_user;
-    {
-        const std::lock_guard<std::mutex> lock(mutex);
-        if (!first_user.empty()) {
-            throw InputError(std::string(what) + ": stdin (-) is already read by " + first_user +
-                             "; only one input can be -");
-        }
-        first_user = what;
-    }
-    std::vector<std::uint8_t> out;
-    std::vector<std::uint8_t> buffer(std::size_t{1} << 16);
-    const std::uint64_t limit = io::memory_limit();
-    for (;;) {
-        const std::size_t got = std::fread(buffer.data(), 1, buffer.size(), stdin);
-        if (out.size() + got > limit) {
-            throw InputError(std::string(what) + ": <stdin>: more than the memory limit of " +
-                             io::format_size(limit) + " (--max-memory)");
-        }
-        out.insert(out.end(), buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(got));
-        if (got < buffer.size()) {
-            if (std::ferror(stdin) != 0) {
-                throw InputError(std::string(what) + ": <stdin>: cannot read: " +
-                                 std::strerror(errno != 0 ? errno : EIO));
-            }
-            break;
-        }
-    }
-    return out;
-}
-
-bool looks_like_npy(std::span<const std::uint8_t> bytes) {
-    static constexpr std::uint8_t magic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
-    return bytes.size() >= sizeof magic && std::memcmp(bytes.data(), magic, sizeof magic) == 0;
-}
-
-io::Array parse_array_bytes(std::span<const std::uint8_t> bytes,
-                            std::string_view name,
-                            io::ArrayKind kind,
-                            io::Precision precision) {
-    if (looks_like_npy(bytes)) {
-        return io::parse_npy(bytes, name, precision);
-    }
-    const json j = io::parse_json_text(as_text(bytes), name);
-    return io::parse_json_array(j, name, kind, precision);
-}
-
-io::Array read_array_arg(const std::string& path, io::ArrayKind kind) {
-    if (path == "-") {
-        const auto bytes = read_stdin("<stdin>");
-        return parse_array_bytes(bytes, "<stdin>", kind);
-    }
-    return io::read_array_file(path, kind);
-}
-
-namespace {
-
-template <class T> json value_to_json(T x) {
-    if (std::isnan(x)) {
-        return "nan";
-    }
-    if (std::isinf(x)) {
-        return x > 0 ? "inf" : "-inf";
-    }
-    return x;
-}
-
-/// The element at `offset`: its exact double when the array holds them (read for f64).
-json element_json(const io::Array& a, std::size_t offset) {
-    return a.values64.size() == a.values.size() && !a.values64.empty()
-               ? value_to_json(a.values64[offset])
-               : value_to_json(a.values[offset]);
-}
-
-json nested(const io::Array& a, std::size_t dim, std::size_t& offset) {
-    json out = json::array();
-    for (std::size_t i = 0; i < a.shape[dim]; ++i) {
-        if (dim + 1 == a.shape.size()) {
-            out.push_back(element_json(a, offset++));
-        } else {
-            out.push_back(nested(a, dim + 1, offset));
-        }
-    }
-    return out;
-}
-
-} // namespace
-
-nlohmann::json array_to_json(const io::Array& a) {
-    if (a.shape.empty()) {
-        return a.values.empty() ? json(nullptr) : element_json(a, 0);
-    }
-    std::size_t offset = 0;
-    return nested(a, 0, offset);
-}
-
-// --- outputs ----------------------------------------------------------------------------------
-
-io::SolveOptions OutputOptions::solve_options() const {
-    io::SolveOptions s;
-    s.want_weights = !no_weights && (output.empty() || !weights.empty() || !heatmap.empty());
-    s.threads = threads;
-    return s;
-}
-
-void add_output_options(CLI::App& cmd, OutputOptions& out) {
-    const char* g = "Outputs";
-    cmd.add_option("-o,--output",
-                   out.output,
-                   "write the output array to FILE (.npy or .json; - for stdout)")
-        ->group(g);
-    cmd.add_option("--weights",
-                   out.weights,
-                   "write the attention weights to FILE (.npy or .json; - for stdout)")
-        ->group(g);
-    cmd.add_option(
-           "--heatmap",
-           out.heatmap,
-           "draw the weights as a heatmap: FILE.png, FILE.svg or FILE.html (interactive page)")
-        ->group(g);
-    cmd.add_option("--format",
-                   out.format,
-                   "format of --output/--weights: npy or json (default: by extension; json "
-                   "for -)")
-        ->check(CLI::IsMember({"npy", "json"}))
-        ->group(g);
-    cmd.add_flag("--no-weights",
-                 out.no_weights,
-                 "neither return nor keep the weights (linear memory in sequence length)")
-        ->group(g);
-    cmd.add_option("--dtype", out.dtype, "precision of .npy outputs: f32 (default) or f64")
-        ->check(CLI::IsMember({"f32", "f64"}))
-        ->group(g);
-    cmd.add_option("--threads", out.threads, "worker threads (default: all cores)")
-        ->check(positive_count())
-        ->group(g);
-    cmd.add_flag("--quiet", out.quiet, "no warnings and no progress on stderr")->group(g);
-    add_limit_options(cmd, out.max_memory, out.check_finite);
-}
-
-void add_limit_options(CLI::App& cmd, std::string& max_memory, bool& check_finite) {
-    const char* g = "Limits";
-    cmd.add_option("--max-memory",
-                   max_memory,
-                   "refuse problems that need more: SIZE like 4G, 512M, 50% (of RAM) or none "
-                   "(default: " +
-                       io::format_size(io::default_memory_limit()) + ", half of RAM)")
-        ->type_name("SIZE")
-        ->group(g);
-    cmd.add_flag("--check-finite",
-                 check_finite,
-                 "refuse NaN/inf in the inputs (exit 2, naming the first); default: they "
-                 "propagate as in PyTorch")
-        ->group(g);
-}
-
-void apply_memory_limit(const std::string& max_memory) {
-    if (!max_memory.empty()) {
-        io::set_memory_limit(io::parse_size(max_memory, "--max-memory"));
-    }
-}
-
-void check_outputs(const io::Problem& problem, const ProblemArgs& args, const OutputOptions& o) {
-    std::vector<io::NamedPath> inputs = io::input_paths(problem);
-    if (!args.problem.empty() && args.problem != "-") {
-        inputs.push_back({"PROBLEM", args.problem});
-    }
-    io::check_output_paths(
-        inputs, {{"--output", o.output}, {"--weights", o.weights}, {"--heatmap", o.heatmap}});
-}
-
-namespace {
-
-io::ArrayFormat format_for(const std::string& path, const std::string& format) {
-    if (format == "npy") {
-        return io::ArrayFormat::npy;
-    }
-    if (format == "json" || path == "-") {
-        return io::ArrayFormat::json;
-    }
-    return io::array_format_for(path);
-}
-
-std::vector<std::uint8_t>
-encode_array(const std::string& path, const io::Array& a, const OutputOptions& o) {
-    if (format_for(path, o.format) == io::ArrayFormat::npy) {
-        return io::encode_npy(a, o.dtype == "f64"); // exact float64 for a precision f64 result
-    }
-    const std::string text = io::encode_json_array(a) + "\n";
-    return {text.begin(), text.end()};
-}
-
-} // namespace
-
-void emit_solution(const io::Problem& problem, const io::Solution& s, const OutputOptions& o) {
-    if (o.no_weights && (!o.weights.empty() || !o.heatmap.empty())) {
-        throw InputError("--no-weights: cannot be combined with --weights or --heatmap");
-    }
-    const int to_stdout = static_cast<int>(o.output == "-") + static_cast<int>(o.weights == "-") +
-                          static_cast<int>(o.heatmap == "-");
-    if (to_stdout > 1) {
-        throw InputError("--output, --weights, --heatmap: only one of them can be - (stdout)");
-    }
-    // Every format is known before any file is written (a bad extension writes nothing).
-    // NPY files are written straight from the result, without an encoded copy in memory.
-    const auto write_array = [&o](const std::string& path, const io::Array& a) {
-        if (format_for(path, o.format) == io::ArrayFormat::npy) {
-            io::write_npy_file(path, a, o.dtype == "f64");
-        } else {
-            io::write_file_atomic(path, encode_array(path, a, o));
-        }
-    };
-    for (const std::string* path : {&o.output, &o.weights}) {
-        if (!path->empty()) {
-            format_for(*path, o.format);
-        }
-    }
-    if (!o.output.empty()) {
-        write_array(o.output, s.output);
-    }
-    if (!o.weights.empty()) {
-        write_array(o.weights, *s.weights);
-    }
-    if (!o.heatmap.empty()) {
-        write_heatmap_file(o.heatmap, *s.weights, &problem);
-    }
-    if (o.output.empty() && to_stdout == 0) {
-        std::cout << io::result_document(problem, s) << '\n';
-        std::cout.flush();
-        if (!std::cout) {
-            throw SystemError("<stdout>: cannot write");
-        }
-    }
-    if (s.rows_fully_masked > 0 && !o.quiet) {
-        warn(std::to_string(s.rows_fully_masked) +
-             " query row(s) (over all batches and heads) can see no key (fully masked): their "
-             "weights are zeros and their attention output is zeros (before any output "
-             "projection)");
-    }
 }
 
 } // namespace attn::app

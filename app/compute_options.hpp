@@ -4,7 +4,8 @@
 #pragma once
 
 #include "attn/io/array.hpp"
-#include "attn/io/problem.hpp"
+#include "attn/problem/problem.hpp"
+#include "attn/problem/solve.hpp"
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -42,17 +43,18 @@ struct ProblemArgs {
 /// Registers the positional PROBLEM and the field flags (--query/-q, ..., --variant).
 void add_problem_options(CLI::App& cmd, ProblemArgs& args);
 
-/// A problem document ready for io::decode_problem.
+/// A problem document ready for problem::decode_problem.
 struct ProblemInput {
-    nlohmann::json doc;         ///< PROBLEM's fields overlaid with the flags
-    std::filesystem::path base; ///< the folder PROBLEM's relative paths resolve against
-    std::string name;           ///< PROBLEM as given ("<stdin>" for -), or "flags"
+    nlohmann::json doc;          ///< PROBLEM's fields overlaid with the flags
+    std::filesystem::path base;  ///< the folder PROBLEM's relative paths resolve against
+    std::string name;            ///< PROBLEM as given ("<stdin>" for -), or "flags"
+    problem::ArrayValues arrays; ///< array flags given as "-": read from stdin, by field
 };
 
 /// Reads PROBLEM (a file or stdin) and overlays the flags: a flag overrides the same field.
-/// Array flags given as "-" read the array from stdin (NPY or JSON, sniffed); `--params -`
-/// reads a params object. Throws InputError (no problem at all, invalid JSON, stdin used
-/// twice, ...).
+/// Array flags given as "-" read the array from stdin (NPY or JSON, sniffed) into `arrays`
+/// (handed to decode_problem as values); `--params -` reads a params object. Throws InputError (no
+/// problem at all, invalid JSON, stdin used twice, ...).
 ProblemInput problem_input(const ProblemArgs& args, std::string_view command);
 
 /// Overlays the score-feature flags of `a` (--window, --softcap, --alibi, --sinks,
@@ -69,6 +71,9 @@ nlohmann::json parse_scale_flag(const std::string& s);
 /// once per process: a second call throws InputError naming both uses.
 std::vector<std::uint8_t> read_stdin(std::string_view what);
 
+/// Bytes read as text (for the JSON parser), without a copy.
+std::string_view as_text(std::span<const std::uint8_t> bytes);
+
 /// True when `bytes` start with the NPY magic "\x93NUMPY".
 bool looks_like_npy(std::span<const std::uint8_t> bytes);
 
@@ -83,10 +88,6 @@ io::Array parse_array_bytes(std::span<const std::uint8_t> bytes,
 /// io::read_array_file, except that "-" reads stdin (format sniffed, see
 /// parse_array_bytes). Throws InputError naming the file ("<stdin>" for -).
 io::Array read_array_arg(const std::string& path, io::ArrayKind kind);
-
-/// A JSON array literal holding `a` (non-finite numbers as "inf", "-inf", "nan"); its
-/// float64 values when it has them.
-nlohmann::json array_to_json(const io::Array& a);
 
 // --- outputs ----------------------------------------------------------------------------------
 
@@ -103,7 +104,7 @@ struct OutputOptions {
     std::string max_memory;    ///< --max-memory SIZE; empty: io::default_memory_limit()
     bool check_finite = false; ///< --check-finite
 
-    io::SolveOptions solve_options() const;
+    problem::SolveOptions solve_options() const;
 };
 
 /// Registers --output, --weights, --heatmap, --format, --no-weights, --dtype, --threads,
@@ -120,19 +121,21 @@ void apply_memory_limit(const std::string& max_memory);
 
 /// Refuses outputs that would overwrite one of the problem's inputs (its arrays, params
 /// files and the PROBLEM file itself) or each other: --output, --weights, --heatmap.
-void check_outputs(const io::Problem& problem, const ProblemArgs& args, const OutputOptions& o);
+void check_outputs(const problem::Problem& problem,
+                   const ProblemArgs& args,
+                   const OutputOptions& o);
 
 /// Writes the requested files (atomically; "-" is stdout) or the result document on
 /// stdout, and warns about fully masked rows on stderr. At most one output may be "-";
 /// when one is, the result document is not printed. Throws InputError for conflicting
 /// options, SystemError when a write fails.
-void emit_solution(const io::Problem& problem,
-                   const io::Solution& solution,
+void emit_solution(const problem::Problem& problem,
+                   const problem::Solution& solution,
                    const OutputOptions& o);
 
 /// Renders weights [.., Lq, Lk] as a PNG, SVG or HTML heatmap at `path` (cmd_heatmap.cpp).
 void write_heatmap_file(const std::string& path,
                         const io::Array& weights,
-                        const io::Problem* problem);
+                        const problem::Problem* problem);
 
 } // namespace attn::app

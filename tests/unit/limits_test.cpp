@@ -5,8 +5,11 @@
 // the signal handlers (a forked child killed mid-write).
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/io/json_text.hpp"
 #include "attn/io/limits.hpp"
-#include "attn/io/problem.hpp"
+#include "attn/problem/checks.hpp"
+#include "attn/problem/problem.hpp"
+#include "attn/problem/solve.hpp"
 
 #include <atomic>
 #include <cmath>
@@ -85,6 +88,7 @@ namespace {
 namespace fs = std::filesystem;
 using attn::InputError;
 using namespace attn::io;
+using namespace attn::problem;
 
 /// The largest allocation `f` makes (it may throw; the exception is swallowed after its
 /// message is stored in `message`).

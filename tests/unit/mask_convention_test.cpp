@@ -5,7 +5,7 @@
 #include "attn/error.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/mask_convention.hpp"
-#include "attn/io/problem.hpp"
+#include "attn/problem/problem.hpp"
 #include "unit/test_util.hpp"
 
 #include <cmath>
@@ -131,7 +131,7 @@ TEST(MaskConvention, DecodeProblemSumsAdditiveMasksAndBias) {
         {"bias", {{1, 1, 1}, {2, 2, 2}}},
         {"key_padding_mask", {0, "-inf", 0}},
     };
-    const attn::io::Problem p = attn::io::decode_problem(doc, ".");
+    const attn::problem::Problem p = attn::problem::decode_problem(doc, ".");
     EXPECT_FALSE(p.mask);       // the mask has a 0.5: it is a bias
     ASSERT_TRUE(p.key_padding); // 0 / -inf only: a keep-mask
     EXPECT_EQ(values_of(*p.key_padding), (std::vector<double>{1, 0, 1}));
@@ -142,7 +142,7 @@ TEST(MaskConvention, DecodeProblemSumsAdditiveMasksAndBias) {
     mha["mask_convention"] = "torch-mha";
     mha["mask"] = {{true, false, false}, {false, false, true}};
     mha["key_padding_mask"] = {0, 1, 0};
-    const attn::io::Problem q = attn::io::decode_problem(mha, ".");
+    const attn::problem::Problem q = attn::problem::decode_problem(mha, ".");
     ASSERT_TRUE(q.mask && q.key_padding && q.bias);
     EXPECT_EQ(values_of(*q.mask), (std::vector<double>{0, 1, 1, 1, 1, 0}));
     EXPECT_EQ(values_of(*q.key_padding), (std::vector<double>{1, 0, 1}));

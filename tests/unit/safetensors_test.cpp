@@ -5,8 +5,9 @@
 // checkpoint. Files are built byte by byte in the tests; only the file tests touch disk.
 #include "attn/error.hpp"
 #include "attn/io/limits.hpp"
-#include "attn/io/problem.hpp"
 #include "attn/io/safetensors.hpp"
+#include "attn/problem/checks.hpp"
+#include "attn/problem/problem.hpp"
 
 #include <bit>
 #include <cmath>
@@ -639,7 +640,7 @@ TEST_F(SafetensorsFileTest, DecodeProblemLoadsACheckpointLayer) {
         {"input", json::array({json::array({1, 2, 3, 4}), json::array({4, 3, 2, 1})})},
         {"num_heads", 4},
         {"params", {{"file", "llama.safetensors"}, {"prefix", pre}}}};
-    const attn::io::Problem p = attn::io::decode_problem(doc, dir_);
+    const attn::problem::Problem p = attn::problem::decode_problem(doc, dir_);
     ASSERT_TRUE(p.projections);
     EXPECT_EQ(p.num_kv_heads, 2U);
     EXPECT_EQ(attn::shape_of(*p.projections->w_q), (std::vector<std::size_t>{8, 4}));
@@ -649,7 +650,7 @@ TEST_F(SafetensorsFileTest, DecodeProblemLoadsACheckpointLayer) {
     EXPECT_EQ(p.sources[1].field, "params");
     EXPECT_EQ(p.sources[2].field, "params." + pre + "q_proj.weight");
     EXPECT_EQ(p.sources[2].first_nonfinite, std::optional<std::size_t>(5));
-    expect_error([&] { attn::io::check_finite(p); },
+    expect_error([&] { attn::problem::check_finite(p); },
                  "params." + pre + "q_proj.weight: " + (dir_ / "llama.safetensors").string() +
                      ": non-finite value nan at [1, 1] (--check-finite)",
                  "params.");
@@ -657,24 +658,24 @@ TEST_F(SafetensorsFileTest, DecodeProblemLoadsACheckpointLayer) {
     // An explicit num_kv_heads wins (and here disagrees with the shapes: the layer says so).
     json explicit_doc = doc;
     explicit_doc["num_kv_heads"] = 4;
-    EXPECT_EQ(attn::io::decode_problem(explicit_doc, dir_).num_kv_heads, 4U);
+    EXPECT_EQ(attn::problem::decode_problem(explicit_doc, dir_).num_kv_heads, 4U);
 
     // Not at that prefix: the message lists where the file has attention weights.
     json wrong = doc;
     wrong["params"]["prefix"] = "model.layers.1.self_attn.";
-    expect_error([&] { (void)attn::io::decode_problem(wrong, dir_); },
+    expect_error([&] { (void)attn::problem::decode_problem(wrong, dir_); },
                  "no attention weights at prefix 'model.layers.1.self_attn.' (looked for w_q, "
                  "w_k, w_v, w_o, in_proj_weight, q_proj_weight, out_proj.weight, c_attn.weight, "
                  "q_proj.weight); the file has them at prefix 'model.layers.0.self_attn.': set "
                  "\"prefix\"",
                  "params: ");
     wrong["params"] = {{"file", "llama.safetensors"}, {"prefix", pre}, {"layout", "gpt2"}};
-    expect_error([&] { (void)attn::io::decode_problem(wrong, dir_); },
+    expect_error([&] { (void)attn::problem::decode_problem(wrong, dir_); },
                  "no gpt2 attention weights at prefix '" + pre +
                      "' (looked for c_attn.weight); the file's 3 tensors hold none",
                  "params: ");
     wrong["params"] = {{"file", 3}};
-    expect_error([&] { (void)attn::io::decode_problem(wrong, dir_); },
+    expect_error([&] { (void)attn::problem::decode_problem(wrong, dir_); },
                  "params.file: expected a string, got number",
                  "params.file");
 }

@@ -5,8 +5,10 @@
 #pragma once
 
 #include "attn/attention.hpp"
+#include "attn/error.hpp"
 #include "attn/tensor.hpp"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 
@@ -49,6 +51,36 @@ Projections64 random_projections64(std::uint64_t seed,
                                    std::size_t num_kv_heads,
                                    bool output_projection,
                                    bool bias);
+
+/// The shapes of one layer, resolved the way attend_layer() composes them:
+///   sources [B, Lq, Eq], [Bk, Lk, Ek], [Bk, Lk, Ev]  ->  projected features Pq, Pk, Pv
+///   -> heads [B, H, Lq, D], [Bk, Hkv, Lk, D], [Bk, Hkv, Lk, Dv]  ->  merged [B, Lq, H·Dv]
+///   -> output [B, Lq, Eo] (Eo = H·Dv without w_o).
+struct LayerPlan {
+    std::size_t b = 1, bk = 1, lq = 0, lk = 0, h = 1, hkv = 1, d = 0, dv = 0;
+    std::size_t eq = 0, ek = 0, ev = 0; ///< source features
+    std::size_t pq = 0, pk = 0, pv = 0; ///< projected features (= source without weights)
+    std::size_t merged = 0, eo = 0;     ///< H·Dv, and the output's features after w_o
+    /// The first shape the layer refuses; the sizes above then go on as far as they can
+    /// (a weight's rows, features / heads rounded down), for estimates.
+    std::optional<InputError> error;
+
+    /// Throws `error`, if any.
+    void check() const;
+};
+
+/// The layer's shape plan: every check attend_layer() makes before it computes, in its
+/// order and with its messages (num_heads, num_kv_heads, the sources' batch and length,
+/// each projection, the head split, the query/key head dims, w_o). num_kv_heads 0 means
+/// num_heads. Never throws: a shape that does not fit is LayerPlan::error, naming the
+/// weight or source (attend_layer() throws it).
+template <class T>
+LayerPlan plan_layer(const std::array<std::size_t, 3>& query,
+                     const std::array<std::size_t, 3>& key,
+                     const std::array<std::size_t, 3>& value,
+                     std::size_t num_heads,
+                     std::size_t num_kv_heads,
+                     const BasicProjections<T>* projections);
 
 template <class T> struct BasicLayerSpec {
     std::size_t num_heads = 1;

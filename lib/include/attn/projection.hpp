@@ -8,6 +8,20 @@
 
 namespace attn {
 
+/// The shape rule of linear(): x's `in` features through w [out, in] and b [out] give `out`
+/// features (w absent: `in`; a bias alone must be [in]). `w_shape`/`b_size` are null for an
+/// absent weight/bias. Throws InputError naming `w_name` ("w_q: expected shape [*, 8], got
+/// [8, 6]", "bias of w_q: ...") or `b_name`.
+std::size_t linear_features(std::size_t in,
+                            const std::vector<std::size_t>* w_shape,
+                            const std::size_t* b_size,
+                            const char* w_name,
+                            const char* b_name);
+
+/// The shape rule of split_heads(): `features` split into `num_heads` heads give this head
+/// dim. Throws InputError("WHAT: feature size 10 is not divisible by 3 heads").
+std::size_t head_dim(std::size_t features, std::size_t num_heads, const char* what);
+
 /// y = x·wᵀ + b.  x: [B, L, in]   w: [out, in]   b: [out] or absent  ->  [B, L, out].
 /// Throws InputError (naming `what`) when w's in-dimension or b's length disagree.
 Tensor3 linear(const Tensor3& x, const Matrix& w, const Vector* b, const char* what = "weight");

@@ -5,6 +5,7 @@
 #include "attn/error.hpp"
 #include "attn/projection.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -142,47 +143,44 @@ xt::xtensor<T, 3> project(const xt::xtensor<T, 3>& x,
     return x;
 }
 
+/// The sizes of one optional weight/bias, for linear_features().
+template <class T> struct LinearShape {
+    std::optional<std::vector<std::size_t>> w;
+    std::optional<std::size_t> b;
+    LinearShape(const std::optional<xt::xtensor<T, 2>>& weight,
+                const std::optional<xt::xtensor<T, 1>>& bias) {
+        if (weight) {
+            w = shape_of(*weight);
+        }
+        if (bias) {
+            b = bias->shape()[0];
+        }
+    }
+    std::size_t features(std::size_t in, const char* w_name, const char* b_name) const {
+        return linear_features(in, w ? &*w : nullptr, b ? &*b : nullptr, w_name, b_name);
+    }
+};
+
 template <class T>
 BasicLayerResult<T> attend_layer_impl(const xt::xtensor<T, 3>& query,
                                       const xt::xtensor<T, 3>& key,
                                       const xt::xtensor<T, 3>& value,
                                       const BasicLayerSpec<T>& spec) {
-    const std::size_t n_h = spec.num_heads;
-    const std::size_t n_hkv = spec.num_kv_heads == 0 ? n_h : spec.num_kv_heads;
-    if (n_h == 0) {
-        throw InputError("num_heads: must be at least 1");
-    }
-    if (n_hkv == 0 || n_h % n_hkv != 0) {
-        throw InputError("num_kv_heads: " + std::to_string(n_hkv) + " does not divide num_heads " +
-                         std::to_string(n_h));
-    }
-    if (key.shape()[0] != value.shape()[0] || key.shape()[1] != value.shape()[1]) {
-        throw InputError::shape(
-            "value", {key.shape()[0], key.shape()[1], kAnyDim}, shape_of(value));
-    }
-    if (key.shape()[0] != query.shape()[0] && key.shape()[0] != 1) {
-        throw InputError::shape("key", {query.shape()[0], kAnyDim, kAnyDim}, shape_of(key));
-    }
-
     static const BasicProjections<T> none;
     const BasicProjections<T>& p = spec.projections != nullptr ? *spec.projections : none;
+    const LayerPlan plan = plan_layer<T>(query.shape(),
+                                         key.shape(),
+                                         value.shape(),
+                                         spec.num_heads,
+                                         spec.num_kv_heads,
+                                         spec.projections);
+    plan.check();
     const xt::xtensor<T, 3> q = project(query, p.w_q, p.b_q, "w_q", "b_q");
     const xt::xtensor<T, 3> k = project(key, p.w_k, p.b_k, "w_k", "b_k");
     const xt::xtensor<T, 3> v = project(value, p.w_v, p.b_v, "w_v", "b_v");
-
-    const bool projected = spec.projections != nullptr;
-    const xt::xtensor<T, 4> qh = split_heads(q, n_h, projected ? "w_q (projected query)" : "query");
-    const xt::xtensor<T, 4> kh = split_heads(k, n_hkv, projected ? "w_k (projected key)" : "key");
-    const xt::xtensor<T, 4> vh =
-        split_heads(v, n_hkv, projected ? "w_v (projected value)" : "value");
-    if (kh.shape()[3] != qh.shape()[3]) {
-        throw InputError(std::string(projected ? "w_k" : "key") + ": key features " +
-                         std::to_string(k.shape()[2]) + " split into " + std::to_string(n_hkv) +
-                         " key/value heads give head dim " + std::to_string(kh.shape()[3]) +
-                         ", but the query's head dim is " + std::to_string(qh.shape()[3]) +
-                         " (query features " + std::to_string(q.shape()[2]) + " / " +
-                         std::to_string(n_h) + " heads)");
-    }
+    const xt::xtensor<T, 4> qh = split_heads(q, plan.h);
+    const xt::xtensor<T, 4> kh = split_heads(k, plan.hkv);
+    const xt::xtensor<T, 4> vh = split_heads(v, plan.hkv);
 
     BasicAttentionResult<T> r = attend(qh, kh, vh, spec.attention);
     BasicLayerResult<T> out;
@@ -199,6 +197,104 @@ BasicLayerResult<T> attend_layer_impl(const xt::xtensor<T, 3>& query,
 }
 
 } // namespace
+
+void LayerPlan::check() const {
+    if (error) {
+        throw *error;
+    }
+}
+
+template <class T>
+LayerPlan plan_layer(const std::array<std::size_t, 3>& query,
+                     const std::array<std::size_t, 3>& key,
+                     const std::array<std::size_t, 3>& value,
+                     std::size_t num_heads,
+                     std::size_t num_kv_heads,
+                     const BasicProjections<T>* projections) {
+    LayerPlan plan;
+    const auto fail = [&plan](InputError e) {
+        if (!plan.error) {
+            plan.error = std::move(e);
+        }
+    };
+    // A size whose check fails keeps `fallback` and records the first error.
+    const auto size = [&fail](const auto& sized, std::size_t fallback) {
+        try {
+            return sized();
+        } catch (const InputError& e) {
+            fail(e);
+            return fallback;
+        }
+    };
+    plan.h = num_heads;
+    plan.hkv = num_kv_heads == 0 ? num_heads : num_kv_heads;
+    if (plan.h == 0) {
+        fail(InputError("num_heads: must be at least 1"));
+    }
+    if (plan.hkv == 0 || plan.h % plan.hkv != 0) {
+        fail(InputError("num_kv_heads: " + std::to_string(plan.hkv) +
+                        " does not divide num_heads " + std::to_string(plan.h)));
+    }
+    if (key[0] != value[0] || key[1] != value[1]) {
+        fail(InputError::shape("value", {key[0], key[1], kAnyDim}, {value.begin(), value.end()}));
+    }
+    if (key[0] != query[0] && key[0] != 1) {
+        fail(InputError::shape("key", {query[0], kAnyDim, kAnyDim}, {key.begin(), key.end()}));
+    }
+    plan.b = query[0];
+    plan.bk = key[0];
+    plan.lq = query[1];
+    plan.lk = key[1];
+    plan.eq = query[2];
+    plan.ek = key[2];
+    plan.ev = value[2];
+
+    static const BasicProjections<T> none;
+    const BasicProjections<T>& w = projections != nullptr ? *projections : none;
+    const auto features = [&size](const std::optional<xt::xtensor<T, 2>>& weight,
+                                  const std::optional<xt::xtensor<T, 1>>& bias,
+                                  std::size_t in,
+                                  const char* w_name,
+                                  const char* b_name) {
+        const LinearShape<T> shape(weight, bias);
+        return size([&] { return shape.features(in, w_name, b_name); },
+                    weight ? weight->shape()[0] : in);
+    };
+    plan.pq = features(w.w_q, w.b_q, plan.eq, "w_q", "b_q");
+    plan.pk = features(w.w_k, w.b_k, plan.ek, "w_k", "b_k");
+    plan.pv = features(w.w_v, w.b_v, plan.ev, "w_v", "b_v");
+    const bool projected = projections != nullptr;
+    const auto split = [&size](std::size_t f, std::size_t heads, const char* what) {
+        return size([&] { return head_dim(f, heads, what); }, f / std::max<std::size_t>(heads, 1));
+    };
+    plan.d = split(plan.pq, plan.h, projected ? "w_q (projected query)" : "query");
+    const std::size_t dk = split(plan.pk, plan.hkv, projected ? "w_k (projected key)" : "key");
+    plan.dv = split(plan.pv, plan.hkv, projected ? "w_v (projected value)" : "value");
+    if (dk != plan.d) {
+        fail(InputError(std::string(projected ? "w_k" : "key") + ": key features " +
+                        std::to_string(plan.pk) + " split into " + std::to_string(plan.hkv) +
+                        " key/value heads give head dim " + std::to_string(dk) +
+                        ", but the query's head dim is " + std::to_string(plan.d) +
+                        " (query features " + std::to_string(plan.pq) + " / " +
+                        std::to_string(plan.h) + " heads)"));
+    }
+    plan.merged = plan.h * plan.dv;
+    plan.eo = features(w.w_o, w.b_o, plan.merged, "w_o", "b_o");
+    return plan;
+}
+
+template LayerPlan plan_layer<float>(const std::array<std::size_t, 3>&,
+                                     const std::array<std::size_t, 3>&,
+                                     const std::array<std::size_t, 3>&,
+                                     std::size_t,
+                                     std::size_t,
+                                     const Projections*);
+template LayerPlan plan_layer<double>(const std::array<std::size_t, 3>&,
+                                      const std::array<std::size_t, 3>&,
+                                      const std::array<std::size_t, 3>&,
+                                      std::size_t,
+                                      std::size_t,
+                                      const Projections64*);
 
 LayerResult attend_layer(const Tensor3& query,
                          const Tensor3& key,

@@ -9,6 +9,36 @@
 
 namespace attn {
 
+std::size_t linear_features(std::size_t in,
+                            const std::vector<std::size_t>* w_shape,
+                            const std::size_t* b_size,
+                            const char* w_name,
+                            const char* b_name) {
+    if (w_shape == nullptr) {
+        if (b_size != nullptr && *b_size != in) {
+            throw InputError::shape(b_name, {in}, {*b_size});
+        }
+        return in;
+    }
+    if ((*w_shape)[1] != in) {
+        throw InputError::shape(w_name, {kAnyDim, in}, *w_shape);
+    }
+    const std::size_t out = (*w_shape)[0];
+    if (b_size != nullptr && *b_size != out) {
+        throw InputError("bias of " + std::string(w_name) + ": expected shape " +
+                         shape_string({out}) + ", got " + shape_string({*b_size}));
+    }
+    return out;
+}
+
+std::size_t head_dim(std::size_t features, std::size_t num_heads, const char* what) {
+    if (num_heads == 0 || features % num_heads != 0) {
+        throw InputError(std::string(what) + ": feature size " + std::to_string(features) +
+                         " is not divisible by " + std::to_string(num_heads) + " heads");
+    }
+    return features / num_heads;
+}
+
 namespace {
 
 void gemm_xwt(
@@ -29,14 +59,10 @@ xt::xtensor<T, 3> linear_impl(const xt::xtensor<T, 3>& x,
     const std::size_t n_b = x.shape()[0];
     const std::size_t len = x.shape()[1];
     const std::size_t in = x.shape()[2];
-    const std::size_t out = w.shape()[0];
-    if (w.shape()[1] != in) {
-        throw InputError::shape(what, {kAnyDim, in}, shape_of(w));
-    }
-    if (b != nullptr && b->shape()[0] != out) {
-        throw InputError("bias of " + std::string(what) + ": expected shape " +
-                         shape_string({out}) + ", got " + shape_string(shape_of(*b)));
-    }
+    const std::vector<std::size_t> w_shape = shape_of(w);
+    const std::size_t b_size = b != nullptr ? b->shape()[0] : 0;
+    const std::size_t out =
+        linear_features(in, &w_shape, b != nullptr ? &b_size : nullptr, what, "");
     auto y = xt::xtensor<T, 3>::from_shape({n_b, len, out});
     detail::blas_single_threaded();
     gemm_xwt(n_b * len, out, in, x.data(), w.data(), y.data());
@@ -57,11 +83,7 @@ split_heads_impl(const xt::xtensor<T, 3>& x, std::size_t num_heads, const char* 
     const std::size_t n_b = x.shape()[0];
     const std::size_t len = x.shape()[1];
     const std::size_t e = x.shape()[2];
-    if (num_heads == 0 || e % num_heads != 0) {
-        throw InputError(std::string(what) + ": feature size " + std::to_string(e) +
-                         " is not divisible by " + std::to_string(num_heads) + " heads");
-    }
-    const std::size_t dh = e / num_heads;
+    const std::size_t dh = head_dim(e, num_heads, what);
     auto y = xt::xtensor<T, 4>::from_shape({n_b, num_heads, len, dh});
     for (std::size_t b = 0; b < n_b; ++b) {
         for (std::size_t l = 0; l < len; ++l) {

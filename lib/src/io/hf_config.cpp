@@ -4,7 +4,7 @@
 
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
-#include "attn/io/problem.hpp"
+#include "attn/io/json_text.hpp"
 
 #include <cmath>
 #include <cstdint>

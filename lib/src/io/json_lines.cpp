@@ -2,7 +2,7 @@
 // error line of a line that failed.
 #include "attn/io/json_lines.hpp"
 
-#include "attn/io/problem.hpp" // parse_json_text, the full parser
+#include "attn/io/json_text.hpp" // parse_json_text, the full parser
 
 #include <algorithm>
 #include <charconv>

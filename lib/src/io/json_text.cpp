@@ -89,4 +89,22 @@ nlohmann::json detail::parse_json_file_text(std::string_view text, const std::st
     }
 }
 
+nlohmann::json parse_json_text(std::string_view text, std::string_view name) {
+    check_json_fits(text.size(), name);
+    check_json_depth(text, name);
+    try {
+        return nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+        // nlohmann: "[json.exception.parse_error.101] parse error at line 1, column 2: ...";
+        // not only syntax errors but also out_of_range.406 "number overflow parsing
+        // '1e400'" (beyond double range) are the text's fault.
+        std::string what = e.what();
+        const auto pos = what.find("] ");
+        if (pos != std::string::npos) {
+            what = what.substr(pos + 2);
+        }
+        throw InputError(std::string(name) + ": invalid JSON: " + message_text(what, 300));
+    }
+}
+
 } // namespace attn::io

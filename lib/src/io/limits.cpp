@@ -17,7 +17,6 @@
 #include <limits>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <thread>
 #include <unistd.h>
 
 namespace attn::io {
@@ -30,40 +29,13 @@ constexpr std::uint64_t kib = 1024;
 constexpr std::uint64_t mib = kib * 1024;
 constexpr std::uint64_t max_u64 = std::numeric_limits<std::uint64_t>::max();
 
-/// a * b and a + b, saturating at UINT64_MAX: hostile shapes give "enormous", never a wrap.
-std::uint64_t sat_mul(std::uint64_t a, std::uint64_t b) {
-    if (a != 0 && b > max_u64 / a) {
-        return max_u64;
-    }
-    return a * b;
-}
-std::uint64_t sat_add(std::uint64_t a, std::uint64_t b) {
-    return a > max_u64 - b ? max_u64 : a + b;
-}
-std::uint64_t sat_prod(std::initializer_list<std::uint64_t> factors) {
-    std::uint64_t out = 1;
-    for (const std::uint64_t f : factors) {
-        out = sat_mul(out, f);
-    }
-    return out;
-}
-
-/// Bytes of an xtensor container of float32 or uint8.
-template <class E> std::uint64_t bytes_of(const E& e) {
-    std::uint64_t n = sizeof(typename E::value_type);
-    for (const std::size_t d : e.shape()) {
-        n = sat_mul(n, d);
-    }
-    return n;
-}
-
 std::uint64_t physical_memory() {
     const long pages = ::sysconf(_SC_PHYS_PAGES);
     const long page_size = ::sysconf(_SC_PAGESIZE);
     if (pages <= 0 || page_size <= 0) {
         return 0;
     }
-    return sat_mul(static_cast<std::uint64_t>(pages), static_cast<std::uint64_t>(page_size));
+    return saturating_mul(static_cast<std::uint64_t>(pages), static_cast<std::uint64_t>(page_size));
 }
 
 /// The first number in a cgroup file ("max" and unreadable files give 0: no limit).
@@ -83,23 +55,6 @@ std::uint64_t cgroup_limit(const char* file) {
 
 std::atomic<std::uint64_t> configured_limit{0};
 std::atomic<bool> limit_configured{false};
-
-/// [a, b, c] with kAnyDim-free entries (for weights shapes in messages).
-std::string dims_text(const std::vector<std::size_t>& dims) {
-    return shape_string(dims);
-}
-
-/// The C-order multi-index of a flat index into `shape`.
-std::vector<std::size_t> unravel(std::size_t flat, const std::vector<std::size_t>& shape) {
-    std::vector<std::size_t> index(shape.size(), 0);
-    for (std::size_t k = shape.size(); k-- > 0;) {
-        if (shape[k] != 0) {
-            index[k] = flat % shape[k];
-            flat /= shape[k];
-        }
-    }
-    return index;
-}
 
 /// True for devices and FIFOs: written in place, never replaced by a rename.
 bool is_special(const fs::path& p) {
@@ -242,170 +197,6 @@ std::string format_size(std::uint64_t bytes) {
     std::array<char, 32> buffer{};
     std::snprintf(buffer.data(), buffer.size(), "%.1f %s", value, units[unit]);
     return buffer.data();
-}
-
-MemoryEstimate estimate_memory(const Problem& p, bool want_weights, unsigned threads) {
-    constexpr std::uint64_t f32 = sizeof(float);
-    constexpr std::uint64_t encoded = 12; // bytes per value of the result: copy + JSON text
-    constexpr std::uint64_t query_block = 64;
-    const std::uint64_t n_threads =
-        threads != 0 ? threads : std::max<std::uint64_t>(1, std::thread::hardware_concurrency());
-
-    MemoryEstimate m;
-    // Inputs: everything the decoded problem holds.
-    m.inputs = sat_add(m.inputs, bytes_of(p.q4));
-    m.inputs = sat_add(m.inputs, bytes_of(p.k4));
-    m.inputs = sat_add(m.inputs, bytes_of(p.v4));
-    m.inputs = sat_add(m.inputs, bytes_of(p.query_src));
-    m.inputs = sat_add(m.inputs, bytes_of(p.key_src));
-    m.inputs = sat_add(m.inputs, bytes_of(p.value_src));
-    if (p.mask) {
-        m.inputs = sat_add(m.inputs, bytes_of(*p.mask));
-    }
-    if (p.bias) {
-        m.inputs = sat_add(m.inputs, bytes_of(*p.bias));
-    }
-    if (p.key_padding) {
-        m.inputs = sat_add(m.inputs, bytes_of(*p.key_padding));
-    }
-    if (p.projections) {
-        const Projections& w = *p.projections;
-        for (const auto* mat : {&w.w_q, &w.w_k, &w.w_v, &w.w_o}) {
-            if (*mat) {
-                m.inputs = sat_add(m.inputs, bytes_of(**mat));
-            }
-        }
-        for (const auto* vec : {&w.b_q, &w.b_k, &w.b_v, &w.b_o}) {
-            if (*vec) {
-                m.inputs = sat_add(m.inputs, bytes_of(**vec));
-            }
-        }
-    }
-
-    // The attention problem in rank 4: [B, H, Lq, D] x [Bk, Hkv, Lk, D] -> [B, H, Lq, Dv].
-    std::uint64_t b = p.batch;
-    std::uint64_t h = std::max<std::size_t>(p.num_heads, 1);
-    std::uint64_t hkv = std::max<std::size_t>(p.num_kv_heads, 1);
-    std::uint64_t bk = 1;
-    std::uint64_t lq = p.lq;
-    std::uint64_t lk = p.lk;
-    std::uint64_t d = 0;
-    std::uint64_t dv = 0;
-    std::uint64_t out_features = 0; // of the final output row
-    if (p.direct_heads) {
-        b = p.q4.shape()[0];
-        h = p.q4.shape()[1];
-        d = p.q4.shape()[3];
-        bk = p.k4.shape()[0];
-        hkv = p.k4.shape()[1];
-        dv = p.v4.shape()[3];
-        out_features = dv;
-    } else {
-        bk = p.key_src.shape()[0];
-        const Projections* w = p.projections ? &*p.projections : nullptr;
-        const std::uint64_t dq = w && w->w_q ? w->w_q->shape()[0] : p.query_src.shape()[2];
-        const std::uint64_t dk = w && w->w_k ? w->w_k->shape()[0] : p.key_src.shape()[2];
-        const std::uint64_t dvv = w && w->w_v ? w->w_v->shape()[0] : p.value_src.shape()[2];
-        d = dq / h;
-        dv = dvv / hkv;
-        // Projected (or copied) Q, K, V, then their head-split copies.
-        const std::uint64_t qkv = sat_add(sat_prod({b, lq, dq}),
-                                          sat_add(sat_prod({bk, lk, dk}), sat_prod({bk, lk, dvv})));
-        m.intermediates = sat_add(m.intermediates, sat_mul(2 * f32, qkv));
-        // Merged heads, then the output projection.
-        const std::uint64_t merged = sat_prod({b, lq, h, dv});
-        m.output = sat_add(m.output, sat_mul(f32, merged));
-        out_features = sat_mul(h, dv);
-        if (w && w->w_o) {
-            out_features = w->w_o->shape()[0];
-            m.output = sat_add(m.output, sat_prod({f32, b, lq, out_features}));
-        }
-    }
-    // Kernel scratch: the materialized kernel transposes K ([Bk, Hkv, D, Lk]) and scores a
-    // block of queries per thread; the streaming kernel keeps a few blocks per thread.
-    if (want_weights) {
-        m.intermediates = sat_add(m.intermediates, sat_prod({f32, bk, hkv, d, lk}));
-        m.intermediates = sat_add(m.intermediates, sat_prod({f32, n_threads, query_block, lk}));
-    } else {
-        m.intermediates =
-            sat_add(m.intermediates,
-                    sat_prod({f32, n_threads, h / hkv + 1, query_block, sat_add(d + dv, 256)}));
-    }
-    // The attention output [B, H, Lq, Dv] and the final output with its copy and encoding.
-    m.output = sat_add(m.output, sat_prod({f32, b, h, lq, dv}));
-    m.output = sat_add(m.output, sat_prod({encoded, b, lq, out_features}));
-    if (want_weights) {
-        // The weights tensor, then the result's copy and its encoding.
-        m.weights = sat_prod({f32 + encoded, b, h, lq, lk});
-        m.weights_shape = {static_cast<std::size_t>(b),
-                           static_cast<std::size_t>(h),
-                           static_cast<std::size_t>(lq),
-                           static_cast<std::size_t>(lk)};
-        if (h == 1) {
-            m.weights_shape.erase(m.weights_shape.begin() + 1);
-        }
-        if (!p.batched) {
-            m.weights_shape.erase(m.weights_shape.begin());
-        }
-    }
-    if (p.exact) {
-        // precision f64: each input is held in float32 and float64 (4 + 8 bytes a value);
-        // everything computed is float64, and its results keep both too (and longer text).
-        m.inputs = sat_mul(3, m.inputs);
-        m.intermediates = sat_mul(2, m.intermediates);
-        m.output = sat_mul(2, m.output);
-        m.weights = sat_mul(2, m.weights);
-    }
-    m.total = sat_add(sat_add(m.inputs, m.intermediates), sat_add(m.output, m.weights));
-    return m;
-}
-
-void check_memory(const Problem& p, bool want_weights, std::uint64_t max_bytes, unsigned threads) {
-    const MemoryEstimate m = estimate_memory(p, want_weights, threads);
-    if (m.total <= max_bytes) {
-        return;
-    }
-    std::string message = "--max-memory: this problem needs about " + format_size(m.total);
-    if (want_weights && m.weights > 0) {
-        message +=
-            " (the weights " + dims_text(m.weights_shape) + " take " + format_size(m.weights) + ")";
-    } else {
-        message += " (inputs " + format_size(m.inputs) + ", intermediates " +
-                   format_size(m.intermediates) + ", output " + format_size(m.output) + ")";
-    }
-    message += ", more than the limit of " + format_size(max_bytes);
-    if (want_weights) {
-        const MemoryEstimate lean = estimate_memory(p, false, threads);
-        if (lean.total <= max_bytes) {
-            message += "; without weights (--no-weights) it needs " + format_size(lean.total) +
-                       ", which fits";
-        }
-    }
-    throw InputError(message);
-}
-
-void check_finite(const Problem& p) {
-    for (const ProblemSource& s : p.sources) {
-        if (!s.first_nonfinite) {
-            continue;
-        }
-        std::string where = s.field;
-        if (!s.path.empty()) {
-            where += ": " + message_text(s.path.string());
-        }
-        throw InputError(where + ": non-finite value " + format_float(s.nonfinite_value) + " at " +
-                         shape_string(unravel(*s.first_nonfinite, s.shape)) + " (--check-finite)");
-    }
-}
-
-std::vector<NamedPath> input_paths(const Problem& p) {
-    std::vector<NamedPath> out;
-    for (const ProblemSource& s : p.sources) {
-        if (!s.path.empty()) {
-            out.push_back({s.field, s.path});
-        }
-    }
-    return out;
 }
 
 void check_output_paths(const std::vector<NamedPath>& inputs,

@@ -6,7 +6,9 @@
 // full parser accepts too, as the same document (same types, same dump); the error line and the
 // result document are valid JSON that parse back to the same id, message and values.
 #include "attn/io/json_lines.hpp"
-#include "attn/io/problem.hpp"
+#include "attn/problem/checks.hpp"
+#include "attn/problem/problem.hpp"
+#include "attn/problem/solve.hpp"
 #include "fuzz_common.hpp"
 
 #include <cstddef>
@@ -37,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
 
     nlohmann::json id;
-    io::Problem p;
+    problem::Problem p;
     std::string message;
     const bool decoded = fuzz::only_input_errors(
         "line",
@@ -48,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                     id = *it;
                 }
             }
-            p = io::decode_problem(doc, fuzz::fixture_dir());
+            p = problem::decode_problem(doc, fuzz::fixture_dir());
         },
         &message);
     if (decoded) {

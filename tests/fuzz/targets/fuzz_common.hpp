@@ -6,8 +6,11 @@
 
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/io/json_text.hpp"
 #include "attn/io/limits.hpp"
-#include "attn/io/problem.hpp"
+#include "attn/problem/checks.hpp"
+#include "attn/problem/problem.hpp"
+#include "attn/problem/solve.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -217,15 +220,16 @@ inline const std::filesystem::path& fixture_dir() {
 /// InputError), the output-path check (an output named like an input must be refused),
 /// and, for problems small enough to compute per input, solve() with and without weights
 /// and the result document parsed back to the same values.
-inline void check_decoded_problem(const io::Problem& p) {
-    const io::MemoryEstimate m = io::estimate_memory(p, true, 1);
-    const io::MemoryEstimate lean = io::estimate_memory(p, false, 1);
+inline void check_decoded_problem(const problem::Problem& p) {
+    const problem::MemoryEstimate m = problem::estimate_memory(p, true, 1);
+    const problem::MemoryEstimate lean = problem::estimate_memory(p, false, 1);
     expect(m.total >= m.inputs && m.total >= lean.inputs, "memory estimate below its inputs");
     expect(m.weights >= lean.weights, "weights cost less than no weights");
-    only_input_errors("check_memory", [&] { io::check_memory(p, true, fuzz_memory_limit, 1); });
-    only_input_errors("check_finite", [&] { io::check_finite(p); });
+    only_input_errors("check_memory",
+                      [&] { problem::check_memory(p, true, fuzz_memory_limit, 1); });
+    only_input_errors("check_finite", [&] { problem::check_finite(p); });
 
-    const std::vector<io::NamedPath> inputs = io::input_paths(p);
+    const std::vector<io::NamedPath> inputs = problem::input_paths(p);
     const std::filesystem::path q = fixture_dir() / "q.npy";
     bool reads_q = false;
     for (const io::NamedPath& in : inputs) {
@@ -243,15 +247,15 @@ inline void check_decoded_problem(const io::Problem& p) {
         return; // correct, but too slow to compute for every input
     }
     for (const bool want_weights : {true, false}) {
-        io::SolveOptions options;
+        problem::SolveOptions options;
         options.threads = 1;
         options.want_weights = want_weights;
-        io::Solution s;
-        if (!only_input_errors("solve", [&] { s = io::solve(p, options); })) {
+        problem::Solution s;
+        if (!only_input_errors("solve", [&] { s = problem::solve(p, options); })) {
             continue;
         }
         expect(s.weights.has_value() == want_weights, "weights present iff asked for");
-        const std::string doc = io::result_document(p, s);
+        const std::string doc = problem::result_document(p, s);
         nlohmann::json r;
         expect(only_input_errors("reparse result", [&] { r = io::parse_json_text(doc, "result"); }),
                "the result document does not parse: " + doc.substr(0, 200));

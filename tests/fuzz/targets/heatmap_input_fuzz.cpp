@@ -5,6 +5,7 @@
 // io::parse_json_array; then the weights go through render::prepare_heatmap (normalisation,
 // pooling, NaN/inf cells, labels). Properties: nothing but InputError escapes, its message is
 // one line; the weights round-trip through the JSON and NPY writers.
+#include "attn/io/json_text.hpp"
 #include "attn/render/heatmap.hpp"
 #include "fuzz_common.hpp"
 

@@ -3,7 +3,8 @@
 // one line; whatever parses round-trips: encode_json_array -> parse gives the same shape
 // and values (bit for bit, NaN for NaN), the text is stable on a second trip, and the NPY
 // writer and reader agree with it too.
-#include "attn/io/problem.hpp"
+#include "attn/io/json_text.hpp"
+#include "attn/problem/problem.hpp"
 #include "fuzz_common.hpp"
 
 #include <cstddef>

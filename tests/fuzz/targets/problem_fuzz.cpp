@@ -1,9 +1,10 @@
-// Fuzz target: the problem document (io::parse_json_text, io::decode_problem with params
+// Fuzz target: the problem document (io::parse_json_text, problem::decode_problem with params
 // objects and files, relative paths into a folder of fixture arrays, presets, masks, heads),
 // then the limit checks and, for small problems, solve() and the result document.
 // Properties: nothing but InputError escapes, its message is one line; an output path equal
 // to an input is refused; the result document parses back to the same values.
-#include "attn/io/problem.hpp"
+#include "attn/io/json_text.hpp"
+#include "attn/problem/problem.hpp"
 #include "fuzz_common.hpp"
 
 #include <cstddef>
@@ -25,9 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                  [&] { doc = io::parse_json_text(text, "problem.json"); })) {
         return 0;
     }
-    io::Problem p;
+    problem::Problem p;
     if (!fuzz::only_input_errors("decode_problem",
-                                 [&] { p = io::decode_problem(doc, fuzz::fixture_dir()); })) {
+                                 [&] { p = problem::decode_problem(doc, fuzz::fixture_dir()); })) {
         return 0;
     }
     fuzz::check_decoded_problem(p);

@@ -1,7 +1,9 @@
-// The guards every JSON text passes before it is parsed.
+// The guards every JSON text passes before it is parsed, and JSON text (a problem document,
+// a params file, a batch line) parsed into a tree with one-line errors.
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <string_view>
 
 namespace attn::io {
@@ -17,5 +19,9 @@ inline constexpr std::size_t max_json_depth = 128;
 void check_json_depth(std::string_view text,
                       std::string_view name,
                       std::size_t max_depth = max_json_depth);
+
+/// Parses JSON text (a problem document) with one-line errors: "NAME: invalid JSON: ...".
+/// Text nested deeper than max_json_depth is refused before parsing (check_json_depth).
+nlohmann::json parse_json_text(std::string_view text, std::string_view name);
 
 } // namespace attn::io

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "attn/io/array.hpp"
-#include "attn/io/problem.hpp"
+#include "attn/io/source.hpp"
 #include "attn/layer.hpp"
 
 #include <cstddef>

@@ -1,14 +1,14 @@
-// Decoding the contract's problem document into tensors and specs, solving it, and
-// writing the result document. Every check names the field and, for shapes, gives the
-// expected and the actual shape in the user's own rank (not the core's rank 4).
-#include "attn/io/problem.hpp"
-
+// Decoding the contract's problem document into tensors and specs. Every check names the field and,
+// for shapes, gives the expected and the actual shape in the user's own rank (not the core's rank
+// 4).
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/io/json_text.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/mask_convention.hpp"
 #include "attn/io/safetensors.hpp"
 #include "attn/layer.hpp"
+#include "attn/problem/problem.hpp"
 
 #include <algorithm>
 #include <array>
@@ -19,10 +19,11 @@
 #include <sstream>
 #include <type_traits>
 
-namespace attn::io {
+namespace attn::problem {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using namespace attn::io;
 
 const std::vector<std::string>& problem_fields() {
     static const std::vector<std::string> fields = {"query",        "key",
@@ -592,38 +593,7 @@ void check_init_fits(std::size_t e_q,
 
 } // namespace
 
-nlohmann::json parse_json_text(std::string_view text, std::string_view name) {
-    const std::uint64_t limit = memory_limit();
-    if (text.size() > limit / 16) {
-        throw InputError(std::string(name) + ": JSON text of " + format_size(text.size()) +
-                         " may need up to 16 times that to parse, more than the memory limit "
-                         "of " +
-                         format_size(limit) + " (--max-memory); store large arrays as .npy");
-    }
-    check_json_depth(text, name);
-    try {
-        return json::parse(text);
-    } catch (const json::parse_error& e) {
-        std::string what = e.what();
-        // nlohmann: "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
-        const auto pos = what.find("] ");
-        if (pos != std::string::npos) {
-            what = what.substr(pos + 2);
-        }
-        throw InputError(std::string(name) + ": invalid JSON: " + message_text(what, 300));
-    } catch (const json::exception& e) {
-        // Not a syntax error but still the text's fault, e.g. out_of_range.406 "number
-        // overflow parsing '1e400'" (beyond double range).
-        std::string what = e.what();
-        const auto pos = what.find("] ");
-        if (pos != std::string::npos) {
-            what = what.substr(pos + 2);
-        }
-        throw InputError(std::string(name) + ": invalid JSON: " + message_text(what, 300));
-    }
-}
-
-Problem decode_problem(const json& doc_in, const fs::path& base) {
+Problem decode_problem(const json& doc_in, const fs::path& base, ArrayValues given) {
     if (!doc_in.is_object()) {
         throw InputError("problem: expected a JSON object, got " + type_name(doc_in));
     }
@@ -634,7 +604,9 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
             throw InputError("problem: unknown field '" + shown(key) + "'");
         }
     }
-    auto has = [&](const char* f) { return doc.contains(f) && !doc[f].is_null(); };
+    auto has = [&](const char* f) {
+        return (doc.contains(f) && !doc[f].is_null()) || given.count(f) != 0;
+    };
 
     // Presets: explicit fields win.
     std::string variant;
@@ -683,6 +655,15 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
         p.exact.emplace();
     }
     const Precision prec = p.precision;
+    // An array field: handed over already read (stdin), or loaded from the document.
+    const auto load = [&](const char* field, ArrayKind kind, std::optional<Tensor>* rank4) {
+        if (const auto it = given.find(field); it != given.end()) {
+            Array a = std::move(it->second);
+            record_source(p.sources, field, {}, a, kind);
+            return a;
+        }
+        return load_array(doc[field], field, kind, base, p.sources, prec, rank4);
+    };
 
     // Sources.
     if (has("query") && has("input")) {
@@ -703,8 +684,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
     }
     const char* q_field = has("query") ? "query" : "input";
     std::optional<Tensor> q_t, k_t, v_t; // rank-4 .npy inputs, read straight into tensors
-    Array q_arr =
-        load_array(doc[q_field], q_field, ArrayKind::numeric, base, p.sources, prec, &q_t);
+    Array q_arr = load(q_field, ArrayKind::numeric, &q_t);
 
     if (q_arr.shape.size() == 4) {
         // Direct heads: [B, H, L, D].
@@ -716,10 +696,8 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
             throw InputError("params: projections apply to rank-2/3 inputs, not to rank-4 "
                              "[B, H, L, D] heads");
         }
-        Array k_arr =
-            load_array(doc["key"], "key", ArrayKind::numeric, base, p.sources, prec, &k_t);
-        Array v_arr =
-            load_array(doc["value"], "value", ArrayKind::numeric, base, p.sources, prec, &v_t);
+        Array k_arr = load("key", ArrayKind::numeric, &k_t);
+        Array v_arr = load("value", ArrayKind::numeric, &v_t);
         const auto& qs = q_arr.shape;
         if (k_arr.shape.size() != 4 || (k_arr.shape[0] != qs[0] && k_arr.shape[0] != 1) ||
             k_arr.shape[3] != qs[3] || k_arr.shape[1] == 0 || qs[1] % k_arr.shape[1] != 0) {
@@ -761,18 +739,16 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
             p.exact->query_src = exact_tensor<Tensor3_64>(q_arr, p.query_src.shape());
         }
         if (has("key")) {
-            Array k_arr = load_array(doc["key"], "key", ArrayKind::numeric, base, p.sources, prec);
+            Array k_arr = load("key", ArrayKind::numeric, nullptr);
             p.key_src = to_tensor3(k_arr, "key", "[L, E]");
-            Array v_arr =
-                load_array(doc["value"], "value", ArrayKind::numeric, base, p.sources, prec);
+            Array v_arr = load("value", ArrayKind::numeric, nullptr);
             p.value_src = to_tensor3(v_arr, "value", "[L, E]");
             if (p.exact) {
                 p.exact->key_src = exact_tensor<Tensor3_64>(k_arr, p.key_src.shape());
                 p.exact->value_src = exact_tensor<Tensor3_64>(v_arr, p.value_src.shape());
             }
         } else if (has("context")) {
-            Array c_arr =
-                load_array(doc["context"], "context", ArrayKind::numeric, base, p.sources, prec);
+            Array c_arr = load("context", ArrayKind::numeric, nullptr);
             p.key_src = to_tensor3(c_arr, "context", "[Lk, Ec]");
             p.value_src = p.key_src;
             if (p.exact) {
@@ -897,8 +873,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
                                           ? decode_mask_convention(doc["mask_convention"])
                                           : MaskConvention::keep;
     if (has("mask")) {
-        const Array a =
-            load_array(doc["mask"], "mask", mask_array_kind(convention), base, p.sources, prec);
+        const Array a = load("mask", mask_array_kind(convention), nullptr);
         const Shape s = pair_shape(a, "mask", p.batch, p.num_heads, p.lq, p.lk);
         DecodedMask m = decode_mask(a, s, convention, "mask");
         p.mask = std::move(m.keep);
@@ -910,7 +885,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
         }
     }
     if (has("bias")) {
-        const Array a = load_array(doc["bias"], "bias", ArrayKind::numeric, base, p.sources, prec);
+        const Array a = load("bias", ArrayKind::numeric, nullptr);
         const Shape s = pair_shape(a, "bias", p.batch, p.num_heads, p.lq, p.lk);
         Tensor t = Tensor::from_shape(s);
         std::copy(a.values.begin(), a.values.end(), t.begin());
@@ -924,12 +899,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
         }
     }
     if (has("key_padding_mask")) {
-        const Array a = load_array(doc["key_padding_mask"],
-                                   "key_padding_mask",
-                                   mask_array_kind(convention),
-                                   base,
-                                   p.sources,
-                                   prec);
+        const Array a = load("key_padding_mask", mask_array_kind(convention), nullptr);
         Shape s{};
         if (a.shape.size() == 1 && a.shape[0] == p.lk) {
             s = {1, 1, 1, p.lk};
@@ -1053,159 +1023,4 @@ Problem decode_problem(const json& doc_in, const fs::path& base) {
     return p;
 }
 
-namespace {
-
-/// A result tensor as an Array; a float64 one keeps its exact values in values64 and their
-/// float32 rounding in values (for heatmaps and float32 files).
-template <class T> Array to_array(const T& t, std::vector<std::size_t> shape) {
-    Array a;
-    a.shape = std::move(shape);
-    if constexpr (std::is_same_v<typename T::value_type, double>) {
-        a.values64.assign(t.begin(), t.end());
-        a.values.resize(a.values64.size());
-        std::transform(a.values64.begin(), a.values64.end(), a.values.begin(), [](double x) {
-            return static_cast<float>(x);
-        });
-        a.dtype = "float64";
-    } else {
-        a.values.assign(t.begin(), t.end());
-        a.dtype = "float32";
-    }
-    return a;
-}
-
-/// The spec of a problem in precision T, pointing into `in` (the Problem for float, its
-/// ExactInputs for double) for the T-typed bias and the scalars.
-template <class T, class Inputs>
-BasicAttentionSpec<T> make_spec(const Problem& p, const Inputs& in, const SolveOptions& options) {
-    BasicAttentionSpec<T> spec;
-    spec.scale = in.scale;
-    spec.causal = p.causal;
-    spec.keep_mask = p.mask ? &*p.mask : nullptr;
-    spec.bias = in.bias ? &*in.bias : nullptr;
-    spec.key_padding = p.key_padding ? &*p.key_padding : nullptr;
-    spec.want_weights = options.want_weights;
-    spec.threads = options.threads;
-    spec.window = p.window;
-    spec.align = p.window_align;
-    spec.softcap = in.softcap;
-    spec.alibi_slopes = in.alibi_slopes;
-    spec.sinks = in.sinks;
-    spec.want_lse = p.return_lse;
-    spec.want_entropy = p.return_entropy;
-    spec.want_argmax = p.return_argmax;
-    spec.top_k = p.top_k;
-    return spec;
-}
-
-/// Computes the problem from `in` (the Problem itself, or its ExactInputs) in precision T.
-template <class T, class Inputs>
-Solution solve_in(const Problem& p, const Inputs& in, const SolveOptions& options) {
-    const BasicAttentionSpec<T> spec = make_spec<T>(p, in, options);
-    BasicRowDiagnostics<T> diagnostics;
-    Solution s;
-    std::optional<xt::xtensor<T, 4>> weights;
-    if (p.direct_heads) {
-        BasicAttentionResult<T> r = attend(in.q4, in.k4, in.v4, spec);
-        s.output = to_array(r.output, shape_of(r.output));
-        weights = std::move(r.weights);
-        s.rows_fully_masked = r.rows_fully_masked;
-        diagnostics = std::move(r.diagnostics);
-    } else {
-        BasicLayerSpec<T> ls;
-        ls.num_heads = p.num_heads;
-        ls.num_kv_heads = p.num_kv_heads;
-        ls.projections = in.projections ? &*in.projections : nullptr;
-        ls.attention = spec;
-        BasicLayerResult<T> r = attend_layer(in.query_src, in.key_src, in.value_src, ls);
-        std::vector<std::size_t> shape = shape_of(r.output);
-        if (!p.batched) {
-            shape.erase(shape.begin());
-        }
-        s.output = to_array(r.output, shape);
-        weights = std::move(r.weights);
-        s.rows_fully_masked = r.rows_fully_masked;
-        diagnostics = std::move(r.diagnostics);
-    }
-    // Diagnostics [B, H, Lq, 1|K]: the trailing 1 goes, B and H go as for weights.
-    const auto diag_array = [&p](const std::optional<xt::xtensor<T, 4>>& t, bool per_key) {
-        std::optional<Array> a;
-        if (t) {
-            std::vector<std::size_t> shape = shape_of(*t);
-            if (!per_key) {
-                shape.pop_back();
-            }
-            if (shape[1] == 1) {
-                shape.erase(shape.begin() + 1);
-            }
-            if (!p.batched) {
-                shape.erase(shape.begin());
-            }
-            a = to_array(*t, shape);
-        }
-        return a;
-    };
-    s.lse = diag_array(diagnostics.lse, false);
-    s.entropy = diag_array(diagnostics.entropy, false);
-    s.argmax = diag_array(diagnostics.argmax, false);
-    s.top_k_indices = diag_array(diagnostics.top_k_indices, true);
-    s.top_k_weights = diag_array(diagnostics.top_k_weights, true);
-    if (weights) {
-        std::vector<std::size_t> shape = shape_of(*weights);
-        if (shape[1] == 1) {
-            shape.erase(shape.begin() + 1);
-        }
-        if (!p.batched) {
-            shape.erase(shape.begin());
-        }
-        s.weights = to_array(*weights, shape);
-    }
-    return s;
-}
-
-} // namespace
-
-Solution solve(const Problem& p, const SolveOptions& options) {
-    check_memory(p,
-                 options.want_weights,
-                 options.max_memory != 0 ? options.max_memory : memory_limit(),
-                 options.threads);
-    if (p.exact) {
-        return solve_in<double>(p, *p.exact, options);
-    }
-    return solve_in<float>(p, p, options);
-}
-
-std::string result_document(const Problem& p, const Solution& s) {
-    std::string out = "{";
-    if (p.id) {
-        out += "\"id\":" + dump(*p.id) + ",";
-    }
-    out += "\"output\":" + encode_json_array(s.output);
-    if (s.weights) {
-        out += ",\"weights\":" + encode_json_array(*s.weights);
-    }
-    // The "return" diagnostics (lse, entropy, argmax, top-k).
-    const auto add = [&out](const char* key, const std::optional<Array>& a) {
-        if (a) {
-            out += std::string(",\"") + key + "\":" + encode_json_array(*a);
-        }
-    };
-    add("lse", s.lse);
-    add("entropy", s.entropy);
-    add("argmax", s.argmax);
-    if (s.top_k_indices && s.top_k_weights) {
-        out += ",\"top_k\":{\"indices\":" + encode_json_array(*s.top_k_indices) +
-               ",\"weights\":" + encode_json_array(*s.top_k_weights) + "}";
-    }
-    if (p.query_tokens) {
-        out += ",\"query_tokens\":" + dump(json(*p.query_tokens));
-    }
-    if (p.key_tokens) {
-        out += ",\"key_tokens\":" + dump(json(*p.key_tokens));
-    }
-    out += "}";
-    return out;
-}
-
-} // namespace attn::io
+} // namespace attn::problem

@@ -1,34 +1,25 @@
-// The JSON problem document of the contract: decoding (fields, presets, relative paths,
-// shapes) into tensors and specs, solving it with the core, and the result document.
-// The core never sees JSON; this is where the contract's shapes meet the core's rank-4
-// tensors.
+// The JSON problem document of the contract decoded (fields, presets, relative paths,
+// shapes) into tensors and specs. The core never sees JSON; this is where the contract's
+// shapes meet the core's rank-4 tensors. Solving it: attn/problem/solve.hpp.
 #pragma once
 
 #include "attn/attention.hpp"
 #include "attn/io/array.hpp"
+#include "attn/io/source.hpp"
 #include "attn/layer.hpp"
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-namespace attn::io {
+namespace attn::problem {
 
-/// One array (or params file) a problem was decoded from: for --check-finite, the
-/// output-path check and messages in the user's own terms.
-struct ProblemSource {
-    std::string field;              ///< "query", "mask", "params.w_q", "params" (a params file)
-    std::filesystem::path path;     ///< the file read (resolved against base_dir); empty
-                                    ///< for a JSON literal
-    std::vector<std::size_t> shape; ///< as given, in the user's rank; empty for a params file
-    /// The first value --check-finite refuses, as a C-order flat index: NaN or ±inf in
-    /// numeric arrays, NaN or +inf in bias (-inf blocks there); never set for masks.
-    std::optional<std::size_t> first_nonfinite;
-    float nonfinite_value = 0.0f;
-};
+using io::Precision;
+using io::ProblemSource;
 
 /// The numeric inputs of a problem in float64, never rounded through float32: NPY f8 and
 /// JSON decimals as read, init weights as drawn (precision f64 only). Checkpoint tensors
@@ -77,6 +68,9 @@ struct Problem {
     std::optional<ExactInputs> exact; ///< set iff precision == f64
 };
 
+/// Arrays handed to decode_problem() already read, by field name ("query", "mask", ...).
+using ArrayValues = std::map<std::string, io::Array>;
+
 /// The fields a problem document may hold (the contract's names).
 const std::vector<std::string>& problem_fields();
 
@@ -86,42 +80,10 @@ const std::vector<std::string>& problem_fields();
 /// throws InputError naming the field, with expected and actual shapes. Random `init`
 /// weights that would exceed memory_limit() (attn/io/limits.hpp) are refused before they
 /// are allocated.
-Problem decode_problem(const nlohmann::json& doc, const std::filesystem::path& base_dir);
+/// `given` holds array fields already read (an array from stdin, say), by field name: they
+/// are taken as they are, as if the document held them as JSON literals.
+Problem decode_problem(const nlohmann::json& doc,
+                       const std::filesystem::path& base_dir,
+                       ArrayValues given = {});
 
-struct SolveOptions {
-    bool want_weights = true;
-    unsigned threads = 0; ///< 0: all cores
-    /// Refuse (InputError, before any allocation) a problem whose estimate_memory() exceeds
-    /// this; 0: memory_limit() (attn/io/limits.hpp).
-    std::uint64_t max_memory = 0;
-};
-
-/// The result in the contract's shapes: output keeps the query source's leading dims;
-/// weights are [B, H, Lq, Lk] with B dropped for unbatched inputs and H for one head.
-/// A precision f64 problem gives Arrays holding the float64 results in values64 (and their
-/// float32 rounding in values); encode_npy(Array, ...) and encode_json_array(Array) use them.
-struct Solution {
-    Array output;
-    std::optional<Array> weights;
-    std::int64_t rows_fully_masked = 0;
-    /// "return" diagnostics: [B, H, Lq] (top_k: [B, H, Lq, K]), B and H dropped as weights.
-    std::optional<Array> lse, entropy, argmax, top_k_indices, top_k_weights;
-};
-
-/// Computes a decoded problem. First checks its memory estimate against
-/// options.max_memory (check_memory() in attn/io/limits.hpp): throws InputError naming the
-/// figures when it does not fit.
-Solution solve(const Problem& problem, const SolveOptions& options);
-
-/// The result document: {"id": .., "output": .., "weights": .., "query_tokens": ..,
-/// "key_tokens": ..} (id, weights and tokens only where present), one line, no
-/// trailing newline. Numbers round-trip float32 (float64 for a precision f64 problem: the
-/// shortest text that reads back as the same double); non-finite ones are
-/// "inf"/"-inf"/"nan".
-std::string result_document(const Problem& problem, const Solution& solution);
-
-/// Parses JSON text (a problem document) with one-line errors: "NAME: invalid JSON: ...".
-/// Text nested deeper than max_json_depth is refused before parsing (check_json_depth).
-nlohmann::json parse_json_text(std::string_view text, std::string_view name);
-
-} // namespace attn::io
+} // namespace attn::problem

@@ -1,0 +1,174 @@
+// The output side of `compute`: the output and limit flags, files by extension or
+// --format, atomic writes, "-" as stdout, and the warnings.
+#include "attn/error.hpp"
+#include "attn/io/json_text.hpp"
+#include "attn/io/limits.hpp"
+#include "attn/problem/checks.hpp"
+#include "attn/problem/solve.hpp"
+#include "cli.hpp"
+#include "compute_options.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <utility>
+
+namespace attn::app {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// --- outputs ----------------------------------------------------------------------------------
+
+problem::SolveOptions OutputOptions::solve_options() const {
+    problem::SolveOptions s;
+    s.want_weights = !no_weights && (output.empty() || !weights.empty() || !heatmap.empty());
+    s.threads = threads;
+    return s;
+}
+
+void add_output_options(CLI::App& cmd, OutputOptions& out) {
+    const char* g = "Outputs";
+    cmd.add_option("-o,--output",
+                   out.output,
+                   "write the output array to FILE (.npy or .json; - for stdout)")
+        ->group(g);
+    cmd.add_option("--weights",
+                   out.weights,
+                   "write the attention weights to FILE (.npy or .json; - for stdout)")
+        ->group(g);
+    cmd.add_option(
+           "--heatmap",
+           out.heatmap,
+           "draw the weights as a heatmap: FILE.png, FILE.svg or FILE.html (interactive page)")
+        ->group(g);
+    cmd.add_option("--format",
+                   out.format,
+                   "format of --output/--weights: npy or json (default: by extension; json "
+                   "for -)")
+        ->check(CLI::IsMember({"npy", "json"}))
+        ->group(g);
+    cmd.add_flag("--no-weights",
+                 out.no_weights,
+                 "neither return nor keep the weights (linear memory in sequence length)")
+        ->group(g);
+    cmd.add_option("--dtype", out.dtype, "precision of .npy outputs: f32 (default) or f64")
+        ->check(CLI::IsMember({"f32", "f64"}))
+        ->group(g);
+    cmd.add_option("--threads", out.threads, "worker threads (default: all cores)")
+        ->check(positive_count())
+        ->group(g);
+    cmd.add_flag("--quiet", out.quiet, "no warnings and no progress on stderr")->group(g);
+    add_limit_options(cmd, out.max_memory, out.check_finite);
+}
+
+void add_limit_options(CLI::App& cmd, std::string& max_memory, bool& check_finite) {
+    const char* g = "Limits";
+    cmd.add_option("--max-memory",
+                   max_memory,
+                   "refuse problems that need more: SIZE like 4G, 512M, 50% (of RAM) or none "
+                   "(default: " +
+                       io::format_size(io::default_memory_limit()) + ", half of RAM)")
+        ->type_name("SIZE")
+        ->group(g);
+    cmd.add_flag("--check-finite",
+                 check_finite,
+                 "refuse NaN/inf in the inputs (exit 2, naming the first); default: they "
+                 "propagate as in PyTorch")
+        ->group(g);
+}
+
+void apply_memory_limit(const std::string& max_memory) {
+    if (!max_memory.empty()) {
+        io::set_memory_limit(io::parse_size(max_memory, "--max-memory"));
+    }
+}
+
+void check_outputs(const problem::Problem& problem,
+                   const ProblemArgs& args,
+                   const OutputOptions& o) {
+    std::vector<io::NamedPath> inputs = problem::input_paths(problem);
+    if (!args.problem.empty() && args.problem != "-") {
+        inputs.push_back({"PROBLEM", args.problem});
+    }
+    io::check_output_paths(
+        inputs, {{"--output", o.output}, {"--weights", o.weights}, {"--heatmap", o.heatmap}});
+}
+
+namespace {
+
+io::ArrayFormat format_for(const std::string& path, const std::string& format) {
+    if (format == "npy") {
+        return io::ArrayFormat::npy;
+    }
+    if (format == "json" || path == "-") {
+        return io::ArrayFormat::json;
+    }
+    return io::array_format_for(path);
+}
+
+std::vector<std::uint8_t>
+encode_array(const std::string& path, const io::Array& a, const OutputOptions& o) {
+    if (format_for(path, o.format) == io::ArrayFormat::npy) {
+        return io::encode_npy(a, o.dtype == "f64"); // exact float64 for a precision f64 result
+    }
+    const std::string text = io::encode_json_array(a) + "\n";
+    return {text.begin(), text.end()};
+}
+
+} // namespace
+
+void emit_solution(const problem::Problem& problem,
+                   const problem::Solution& s,
+                   const OutputOptions& o) {
+    if (o.no_weights && (!o.weights.empty() || !o.heatmap.empty())) {
+        throw InputError("--no-weights: cannot be combined with --weights or --heatmap");
+    }
+    const int to_stdout = static_cast<int>(o.output == "-") + static_cast<int>(o.weights == "-") +
+                          static_cast<int>(o.heatmap == "-");
+    if (to_stdout > 1) {
+        throw InputError("--output, --weights, --heatmap: only one of them can be - (stdout)");
+    }
+    // Every format is known before any file is written (a bad extension writes nothing).
+    // NPY files are written straight from the result, without an encoded copy in memory.
+    const auto write_array = [&o](const std::string& path, const io::Array& a) {
+        if (format_for(path, o.format) == io::ArrayFormat::npy) {
+            io::write_npy_file(path, a, o.dtype == "f64");
+        } else {
+            io::write_file_atomic(path, encode_array(path, a, o));
+        }
+    };
+    for (const std::string* path : {&o.output, &o.weights}) {
+        if (!path->empty()) {
+            format_for(*path, o.format);
+        }
+    }
+    if (!o.output.empty()) {
+        write_array(o.output, s.output);
+    }
+    if (!o.weights.empty()) {
+        write_array(o.weights, *s.weights);
+    }
+    if (!o.heatmap.empty()) {
+        write_heatmap_file(o.heatmap, *s.weights, &problem);
+    }
+    if (o.output.empty() && to_stdout == 0) {
+        std::cout << problem::result_document(problem, s) << '\n';
+        std::cout.flush();
+        if (!std::cout) {
+            throw SystemError("<stdout>: cannot write");
+        }
+    }
+    if (s.rows_fully_masked > 0 && !o.quiet) {
+        warn(std::to_string(s.rows_fully_masked) +
+             " query row(s) (over all batches and heads) can see no key (fully masked): their "
+             "weights are zeros and their attention output is zeros (before any output "
+             "projection)");
+    }
+}
+
+} // namespace attn::app

@@ -1,0 +1,45 @@
+// Solving a decoded problem with the core, and the result document of the contract.
+#pragma once
+
+#include "attn/io/array.hpp"
+#include "attn/problem/problem.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace attn::problem {
+
+struct SolveOptions {
+    bool want_weights = true;
+    unsigned threads = 0; ///< 0: all cores
+    /// Refuse (InputError, before any allocation) a problem whose estimate_memory() exceeds
+    /// this; 0: memory_limit() (attn/io/limits.hpp).
+    std::uint64_t max_memory = 0;
+};
+
+/// The result in the contract's shapes: output keeps the query source's leading dims;
+/// weights are [B, H, Lq, Lk] with B dropped for unbatched inputs and H for one head.
+/// A precision f64 problem gives Arrays holding the float64 results in values64 (and their
+/// float32 rounding in values); encode_npy(Array, ...) and encode_json_array(Array) use them.
+struct Solution {
+    io::Array output;
+    std::optional<io::Array> weights;
+    std::int64_t rows_fully_masked = 0;
+    /// "return" diagnostics: [B, H, Lq] (top_k: [B, H, Lq, K]), B and H dropped as weights.
+    std::optional<io::Array> lse, entropy, argmax, top_k_indices, top_k_weights;
+};
+
+/// Computes a decoded problem. First checks its memory estimate against
+/// options.max_memory (check_memory() in attn/problem/checks.hpp): throws InputError naming
+/// the figures when it does not fit.
+Solution solve(const Problem& problem, const SolveOptions& options);
+
+/// The result document: {"id": .., "output": .., "weights": .., "query_tokens": ..,
+/// "key_tokens": ..} (id, weights and tokens only where present), one line, no
+/// trailing newline. Numbers round-trip float32 (float64 for a precision f64 problem: the
+/// shortest text that reads back as the same double); non-finite ones are
+/// "inf"/"-inf"/"nan".
+std::string result_document(const Problem& problem, const Solution& solution);
+
+} // namespace attn::problem

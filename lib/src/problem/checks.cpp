@@ -1,0 +1,194 @@
+// The memory estimate of a decoded problem and its check against the limit, --check-finite,
+// and the files a problem was read from. Pure bookkeeping over shapes: nothing here
+// allocates in proportion to the problem.
+#include "attn/problem/checks.hpp"
+
+#include "attn/error.hpp"
+#include "attn/io/array.hpp"
+#include "attn/problem/plan.hpp"
+
+#include <algorithm>
+#include <thread>
+
+namespace attn::problem {
+
+using io::format_size;
+
+namespace {
+
+/// Bytes of an xtensor container of float32 or uint8.
+template <class E> std::uint64_t bytes_of(const E& e) {
+    std::uint64_t n = sizeof(typename E::value_type);
+    for (const std::size_t d : e.shape()) {
+        n = io::saturating_mul(n, d);
+    }
+    return n;
+}
+
+/// [a, b, c] with kAnyDim-free entries (for weights shapes in messages).
+std::string dims_text(const std::vector<std::size_t>& dims) {
+    return shape_string(dims);
+}
+
+/// The C-order multi-index of a flat index into `shape`.
+std::vector<std::size_t> unravel(std::size_t flat, const std::vector<std::size_t>& shape) {
+    std::vector<std::size_t> index(shape.size(), 0);
+    for (std::size_t k = shape.size(); k-- > 0;) {
+        if (shape[k] != 0) {
+            index[k] = flat % shape[k];
+            flat /= shape[k];
+        }
+    }
+    return index;
+}
+
+} // namespace
+
+MemoryEstimate estimate_memory(const Problem& p, bool want_weights, unsigned threads) {
+    constexpr std::uint64_t f32 = sizeof(float);
+    constexpr std::uint64_t encoded = 12; // bytes per value of the result: copy + JSON text
+    constexpr std::uint64_t query_block = 64;
+    const std::uint64_t n_threads =
+        threads != 0 ? threads : std::max<std::uint64_t>(1, std::thread::hardware_concurrency());
+
+    MemoryEstimate m;
+    // Inputs: everything the decoded problem holds.
+    m.inputs = io::saturating_add(m.inputs, bytes_of(p.q4));
+    m.inputs = io::saturating_add(m.inputs, bytes_of(p.k4));
+    m.inputs = io::saturating_add(m.inputs, bytes_of(p.v4));
+    m.inputs = io::saturating_add(m.inputs, bytes_of(p.query_src));
+    m.inputs = io::saturating_add(m.inputs, bytes_of(p.key_src));
+    m.inputs = io::saturating_add(m.inputs, bytes_of(p.value_src));
+    if (p.mask) {
+        m.inputs = io::saturating_add(m.inputs, bytes_of(*p.mask));
+    }
+    if (p.bias) {
+        m.inputs = io::saturating_add(m.inputs, bytes_of(*p.bias));
+    }
+    if (p.key_padding) {
+        m.inputs = io::saturating_add(m.inputs, bytes_of(*p.key_padding));
+    }
+    if (p.projections) {
+        const Projections& w = *p.projections;
+        for (const auto* mat : {&w.w_q, &w.w_k, &w.w_v, &w.w_o}) {
+            if (*mat) {
+                m.inputs = io::saturating_add(m.inputs, bytes_of(**mat));
+            }
+        }
+        for (const auto* vec : {&w.b_q, &w.b_k, &w.b_v, &w.b_o}) {
+            if (*vec) {
+                m.inputs = io::saturating_add(m.inputs, bytes_of(**vec));
+            }
+        }
+    }
+
+    // The attention problem in rank 4: [B, H, Lq, D] x [Bk, Hkv, Lk, D] -> [B, H, Lq, Dv].
+    const ProblemPlan plan = plan_problem(p);
+    const std::uint64_t b = plan.b;
+    const std::uint64_t h = plan.h;
+    const std::uint64_t hkv = plan.hkv;
+    const std::uint64_t bk = plan.bk;
+    const std::uint64_t lq = plan.lq;
+    const std::uint64_t lk = plan.lk;
+    const std::uint64_t d = plan.d;
+    const std::uint64_t dv = plan.dv;
+    const std::uint64_t out_features = plan.eo; // of the final output row
+    if (!p.direct_heads) {
+        // Projected (or copied) Q, K, V, then their head-split copies.
+        const std::uint64_t qkv =
+            io::saturating_add(io::saturating_product({b, lq, plan.pq}),
+                               io::saturating_add(io::saturating_product({bk, lk, plan.pk}),
+                                                  io::saturating_product({bk, lk, plan.pv})));
+        m.intermediates = io::saturating_add(m.intermediates, io::saturating_mul(2 * f32, qkv));
+        // Merged heads, then the output projection.
+        const std::uint64_t merged = io::saturating_product({b, lq, h, dv});
+        m.output = io::saturating_add(m.output, io::saturating_mul(f32, merged));
+        if (p.projections && p.projections->w_o) {
+            m.output =
+                io::saturating_add(m.output, io::saturating_product({f32, b, lq, out_features}));
+        }
+    }
+    // Kernel scratch: the materialized kernel transposes K ([Bk, Hkv, D, Lk]) and scores a
+    // block of queries per thread; the streaming kernel keeps a few blocks per thread.
+    if (want_weights) {
+        m.intermediates =
+            io::saturating_add(m.intermediates, io::saturating_product({f32, bk, hkv, d, lk}));
+        m.intermediates = io::saturating_add(
+            m.intermediates, io::saturating_product({f32, n_threads, query_block, lk}));
+    } else {
+        m.intermediates = io::saturating_add(
+            m.intermediates,
+            io::saturating_product(
+                {f32, n_threads, h / hkv + 1, query_block, io::saturating_add(d + dv, 256)}));
+    }
+    // The attention output [B, H, Lq, Dv] and the final output with its copy and encoding.
+    m.output = io::saturating_add(m.output, io::saturating_product({f32, b, h, lq, dv}));
+    m.output = io::saturating_add(m.output, io::saturating_product({encoded, b, lq, out_features}));
+    if (want_weights) {
+        // The weights tensor, then the result's copy and its encoding.
+        m.weights = io::saturating_product({f32 + encoded, b, h, lq, lk});
+        m.weights_shape = plan.weights;
+    }
+    if (p.exact) {
+        // precision f64: each input is held in float32 and float64 (4 + 8 bytes a value);
+        // everything computed is float64, and its results keep both too (and longer text).
+        m.inputs = io::saturating_mul(3, m.inputs);
+        m.intermediates = io::saturating_mul(2, m.intermediates);
+        m.output = io::saturating_mul(2, m.output);
+        m.weights = io::saturating_mul(2, m.weights);
+    }
+    m.total = io::saturating_add(io::saturating_add(m.inputs, m.intermediates),
+                                 io::saturating_add(m.output, m.weights));
+    return m;
+}
+
+void check_memory(const Problem& p, bool want_weights, std::uint64_t max_bytes, unsigned threads) {
+    const MemoryEstimate m = estimate_memory(p, want_weights, threads);
+    if (m.total <= max_bytes) {
+        return;
+    }
+    std::string message = "--max-memory: this problem needs about " + format_size(m.total);
+    if (want_weights && m.weights > 0) {
+        message +=
+            " (the weights " + dims_text(m.weights_shape) + " take " + format_size(m.weights) + ")";
+    } else {
+        message += " (inputs " + format_size(m.inputs) + ", intermediates " +
+                   format_size(m.intermediates) + ", output " + format_size(m.output) + ")";
+    }
+    message += ", more than the limit of " + format_size(max_bytes);
+    if (want_weights) {
+        const MemoryEstimate lean = estimate_memory(p, false, threads);
+        if (lean.total <= max_bytes) {
+            message += "; without weights (--no-weights) it needs " + format_size(lean.total) +
+                       ", which fits";
+        }
+    }
+    throw InputError(message);
+}
+
+void check_finite(const Problem& p) {
+    for (const ProblemSource& s : p.sources) {
+        if (!s.first_nonfinite) {
+            continue;
+        }
+        std::string where = s.field;
+        if (!s.path.empty()) {
+            where += ": " + io::message_text(s.path.string());
+        }
+        throw InputError(where + ": non-finite value " + io::format_float(s.nonfinite_value) +
+                         " at " + shape_string(unravel(*s.first_nonfinite, s.shape)) +
+                         " (--check-finite)");
+    }
+}
+
+std::vector<io::NamedPath> input_paths(const Problem& p) {
+    std::vector<io::NamedPath> out;
+    for (const ProblemSource& s : p.sources) {
+        if (!s.path.empty()) {
+            out.push_back({s.field, s.path});
+        }
+    }
+    return out;
+}
+
+} // namespace attn::problem

@@ -1,0 +1,49 @@
+// The shape plan of a decoded problem, from the core's layer plan.
+#include "attn/problem/plan.hpp"
+
+namespace attn::problem {
+
+namespace {
+
+/// Drops the leading batch dim of an unbatched problem (the user's own rank).
+std::vector<std::size_t> user_rank(std::vector<std::size_t> d, bool batched) {
+    if (!batched) {
+        d.erase(d.begin());
+    }
+    return d;
+}
+
+} // namespace
+
+ProblemPlan plan_problem(const Problem& p) {
+    ProblemPlan plan;
+    if (p.direct_heads) {
+        plan.b = p.q4.shape()[0];
+        plan.h = p.q4.shape()[1];
+        plan.lq = p.q4.shape()[2];
+        plan.d = p.q4.shape()[3];
+        plan.bk = p.k4.shape()[0];
+        plan.hkv = p.k4.shape()[1];
+        plan.lk = p.k4.shape()[2];
+        plan.dv = p.v4.shape()[3];
+        plan.eo = plan.dv;
+        plan.output = {plan.b, plan.h, plan.lq, plan.dv};
+    } else {
+        static_cast<LayerPlan&>(plan) =
+            plan_layer<float>(p.query_src.shape(),
+                              p.key_src.shape(),
+                              p.value_src.shape(),
+                              p.num_heads,
+                              p.num_kv_heads,
+                              p.projections ? &*p.projections : nullptr);
+        plan.output = user_rank({plan.b, plan.lq, plan.eo}, p.batched);
+    }
+    plan.weights = {plan.b, plan.h, plan.lq, plan.lk};
+    if (plan.h == 1) {
+        plan.weights.erase(plan.weights.begin() + 1);
+    }
+    plan.weights = user_rank(plan.weights, p.batched);
+    return plan;
+}
+
+} // namespace attn::problem

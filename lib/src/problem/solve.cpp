@@ -1,0 +1,178 @@
+// Solving a decoded problem (the core's layer or attend() in the problem's precision) and
+// writing the result document.
+#include "attn/problem/solve.hpp"
+
+#include "attn/io/limits.hpp"
+#include "attn/problem/checks.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <type_traits>
+
+namespace attn::problem {
+
+using io::Array;
+using io::encode_json_array;
+using nlohmann::json;
+
+namespace {
+
+/// JSON text of a value we echo back; invalid UTF-8 is replaced rather than thrown on.
+std::string dump(const json& j) {
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+/// A result tensor as an Array; a float64 one keeps its exact values in values64 and their
+/// float32 rounding in values (for heatmaps and float32 files).
+template <class T> Array to_array(const T& t, std::vector<std::size_t> shape) {
+    Array a;
+    a.shape = std::move(shape);
+    if constexpr (std::is_same_v<typename T::value_type, double>) {
+        a.values64.assign(t.begin(), t.end());
+        a.values.resize(a.values64.size());
+        std::transform(a.values64.begin(), a.values64.end(), a.values.begin(), [](double x) {
+            return static_cast<float>(x);
+        });
+        a.dtype = "float64";
+    } else {
+        a.values.assign(t.begin(), t.end());
+        a.dtype = "float32";
+    }
+    return a;
+}
+
+/// The spec of a problem in precision T, pointing into `in` (the Problem for float, its
+/// ExactInputs for double) for the T-typed bias and the scalars.
+template <class T, class Inputs>
+BasicAttentionSpec<T> make_spec(const Problem& p, const Inputs& in, const SolveOptions& options) {
+    BasicAttentionSpec<T> spec;
+    spec.scale = in.scale;
+    spec.causal = p.causal;
+    spec.keep_mask = p.mask ? &*p.mask : nullptr;
+    spec.bias = in.bias ? &*in.bias : nullptr;
+    spec.key_padding = p.key_padding ? &*p.key_padding : nullptr;
+    spec.want_weights = options.want_weights;
+    spec.threads = options.threads;
+    spec.window = p.window;
+    spec.align = p.window_align;
+    spec.softcap = in.softcap;
+    spec.alibi_slopes = in.alibi_slopes;
+    spec.sinks = in.sinks;
+    spec.want_lse = p.return_lse;
+    spec.want_entropy = p.return_entropy;
+    spec.want_argmax = p.return_argmax;
+    spec.top_k = p.top_k;
+    return spec;
+}
+
+/// Computes the problem from `in` (the Problem itself, or its ExactInputs) in precision T.
+template <class T, class Inputs>
+Solution solve_in(const Problem& p, const Inputs& in, const SolveOptions& options) {
+    const BasicAttentionSpec<T> spec = make_spec<T>(p, in, options);
+    BasicRowDiagnostics<T> diagnostics;
+    Solution s;
+    std::optional<xt::xtensor<T, 4>> weights;
+    if (p.direct_heads) {
+        BasicAttentionResult<T> r = attend(in.q4, in.k4, in.v4, spec);
+        s.output = to_array(r.output, shape_of(r.output));
+        weights = std::move(r.weights);
+        s.rows_fully_masked = r.rows_fully_masked;
+        diagnostics = std::move(r.diagnostics);
+    } else {
+        BasicLayerSpec<T> ls;
+        ls.num_heads = p.num_heads;
+        ls.num_kv_heads = p.num_kv_heads;
+        ls.projections = in.projections ? &*in.projections : nullptr;
+        ls.attention = spec;
+        BasicLayerResult<T> r = attend_layer(in.query_src, in.key_src, in.value_src, ls);
+        std::vector<std::size_t> shape = shape_of(r.output);
+        if (!p.batched) {
+            shape.erase(shape.begin());
+        }
+        s.output = to_array(r.output, shape);
+        weights = std::move(r.weights);
+        s.rows_fully_masked = r.rows_fully_masked;
+        diagnostics = std::move(r.diagnostics);
+    }
+    // Diagnostics [B, H, Lq, 1|K]: the trailing 1 goes, B and H go as for weights.
+    const auto diag_array = [&p](const std::optional<xt::xtensor<T, 4>>& t, bool per_key) {
+        std::optional<Array> a;
+        if (t) {
+            std::vector<std::size_t> shape = shape_of(*t);
+            if (!per_key) {
+                shape.pop_back();
+            }
+            if (shape[1] == 1) {
+                shape.erase(shape.begin() + 1);
+            }
+            if (!p.batched) {
+                shape.erase(shape.begin());
+            }
+            a = to_array(*t, shape);
+        }
+        return a;
+    };
+    s.lse = diag_array(diagnostics.lse, false);
+    s.entropy = diag_array(diagnostics.entropy, false);
+    s.argmax = diag_array(diagnostics.argmax, false);
+    s.top_k_indices = diag_array(diagnostics.top_k_indices, true);
+    s.top_k_weights = diag_array(diagnostics.top_k_weights, true);
+    if (weights) {
+        std::vector<std::size_t> shape = shape_of(*weights);
+        if (shape[1] == 1) {
+            shape.erase(shape.begin() + 1);
+        }
+        if (!p.batched) {
+            shape.erase(shape.begin());
+        }
+        s.weights = to_array(*weights, shape);
+    }
+    return s;
+}
+
+} // namespace
+
+Solution solve(const Problem& p, const SolveOptions& options) {
+    check_memory(p,
+                 options.want_weights,
+                 options.max_memory != 0 ? options.max_memory : io::memory_limit(),
+                 options.threads);
+    if (p.exact) {
+        return solve_in<double>(p, *p.exact, options);
+    }
+    return solve_in<float>(p, p, options);
+}
+
+std::string result_document(const Problem& p, const Solution& s) {
+    std::string out = "{";
+    if (p.id) {
+        out += "\"id\":" + dump(*p.id) + ",";
+    }
+    out += "\"output\":" + encode_json_array(s.output);
+    if (s.weights) {
+        out += ",\"weights\":" + encode_json_array(*s.weights);
+    }
+    // The "return" diagnostics (lse, entropy, argmax, top-k).
+    const auto add = [&out](const char* key, const std::optional<Array>& a) {
+        if (a) {
+            out += std::string(",\"") + key + "\":" + encode_json_array(*a);
+        }
+    };
+    add("lse", s.lse);
+    add("entropy", s.entropy);
+    add("argmax", s.argmax);
+    if (s.top_k_indices && s.top_k_weights) {
+        out += ",\"top_k\":{\"indices\":" + encode_json_array(*s.top_k_indices) +
+               ",\"weights\":" + encode_json_array(*s.top_k_weights) + "}";
+    }
+    if (p.query_tokens) {
+        out += ",\"query_tokens\":" + dump(json(*p.query_tokens));
+    }
+    if (p.key_tokens) {
+        out += ",\"key_tokens\":" + dump(json(*p.key_tokens));
+    }
+    out += "}";
+    return out;
+}
+
+} // namespace attn::problem

@@ -11,7 +11,8 @@
 
 namespace attn {
 
-/// Causal alignment. With Lq queries and Lk keys, query i may see key j iff
+/// Causal alignment (the rule itself: KeyRule in visibility.hpp). With Lq queries and Lk
+/// keys, query i may see key j iff
 ///   top_left:     j <= i                 (PyTorch `is_causal`)
 ///   bottom_right: j <= i + Lk - Lq       (KV-cache convention)
 enum class Causal { none, top_left, bottom_right };
@@ -31,6 +32,8 @@ enum class Align { top_left, bottom_right };
 struct Window {
     std::int64_t left = -1;
     std::int64_t right = -1;
+    /// Whether either side is bounded (else the window lets every key through).
+    bool bounded() const { return left >= 0 || right >= 0; }
 };
 
 /// Per-row diagnostics requested through AttentionSpec::want_*, each [B, H, Lq, 1]

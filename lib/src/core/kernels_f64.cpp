@@ -35,6 +35,7 @@ AttentionResult64 attend_materialized(const Tensor64& q,
     const std::size_t lk = k.shape()[2];
     const std::size_t dv = v.shape()[3];
     const std::size_t group = n_h / n_hkv; // query heads per key/value head
+    const KeyRule rule(spec, lq, lk);
     const double scale = detail::score_scale(spec, d);
 
     AttentionResult64 result;
@@ -69,7 +70,7 @@ AttentionResult64 attend_materialized(const Tensor64& q,
 
         // Keys past the last row's causal limit are invisible to the whole block: left out
         // of both GEMMs (as in the float kernels, so inf/NaN there cannot leak in as 0·inf).
-        const std::size_t n_vis = detail::causal_visible(spec.causal, i0 + rows - 1, lq, lk);
+        const std::size_t n_vis = rule.causal_end(i0 + rows - 1);
 
         // pass 1: unscaled scores = Q_blk · Kᵀ (the row pass scales, as the float kernels do).
         detail::dgemm(rows, n_vis, d, 1.0, q_blk, d, k_head, d, true, 0.0, p, lk);

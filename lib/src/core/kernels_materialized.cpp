@@ -34,6 +34,7 @@ attend_materialized(const Tensor& q, const Tensor& k, const Tensor& v, const Att
     const std::size_t lk = k.shape()[2];
     const std::size_t dv = v.shape()[3];
     const std::size_t group = n_h / n_hkv; // query heads per key/value head
+    const KeyRule rule(spec, lq, lk);
     const float scale = detail::score_scale(spec, d);
     const detail::KernelOps& ops = detail::kernel_ops(spec.simd);
 
@@ -84,7 +85,7 @@ attend_materialized(const Tensor& q, const Tensor& k, const Tensor& v, const Att
 
         // Keys past the last row's causal limit are invisible to the whole block:
         // skip them in both GEMMs (causal costs about half).
-        const std::size_t n_vis = detail::causal_visible(spec.causal, i0 + rows - 1, lq, lk);
+        const std::size_t n_vis = rule.causal_end(i0 + rows - 1);
 
         // pass 1: scores = Q_blk · Kᵀ[:, 0:n_vis] (unscaled; the softmax scales).
         ops.gemm(rows, n_vis, d, q_blk, d, 1, kt_head, lk, p, lk, false, nullptr);

@@ -1165,6 +1165,10 @@ Solution solve_in(const Problem& p, const Inputs& in, const SolveOptions& option
 
 } // namespace
 
+AttentionSpec attention_spec(const Problem& p, const SolveOptions& options) {
+    return make_spec<float>(p, p, options);
+}
+
 Solution solve(const Problem& p, const SolveOptions& options) {
     check_memory(p,
                  options.want_weights,

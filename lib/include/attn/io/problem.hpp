@@ -113,6 +113,10 @@ struct Solution {
 /// figures when it does not fit.
 Solution solve(const Problem& problem, const SolveOptions& options);
 
+/// The float32 attention spec solve() hands the core for this problem (pointing into it):
+/// what `explain` and the heatmap's hatching ask attn::Visibility about.
+AttentionSpec attention_spec(const Problem& problem, const SolveOptions& options = {});
+
 /// The result document: {"id": .., "output": .., "weights": .., "query_tokens": ..,
 /// "key_tokens": ..} (id, weights and tokens only where present), one line, no
 /// trailing newline. Numbers round-trip float32 (float64 for a precision f64 problem: the

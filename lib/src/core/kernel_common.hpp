@@ -1,8 +1,7 @@
 // What the attention drivers share: index helpers (the query block that makes one task;
 // which keys a row sees is attn/visibility.hpp's KeyRule) and the scalar
-// feature row of the materialized kernels, templated on the element type (float for
-// attend_materialized, double for the f64 kernel). No SIMD here: the vectorised paths
-// live in kernel_ops.
+// feature row of the materialized driver, templated on the element type (float or
+// double). No SIMD here: the vectorised paths live in kernel_ops.
 // Legend: B batch, H query heads, Lq queries, Lk keys.
 #pragma once
 
@@ -139,7 +138,7 @@ RowOut<T> row_out(BasicRowDiagnostics<T>& diag, std::size_t row, std::size_t top
 
 /// The scalar weights row behind the issue-7 features (window, softcap, ALiBi, sinks and
 /// the diagnostics), in T = float (attend_materialized, where the vectorised
-/// ops.softmax_row covers the plain case) or T = double (the f64 kernel, every row).
+/// ops.softmax_row covers the plain case) or T = double (every row of the float64 driver).
 /// Over keys j < n (the causal limit; keys from n to lk get weight 0):
 ///   x_j = scale·s_j; x_j = cap·tanh(x_j / cap); x_j += bias_j - slope·|j - diag|;
 ///   x_j = -inf outside `visible` (the row's KeyRule range) or where the keep-mask or the
@@ -258,7 +257,7 @@ bool feature_row(T* s,
 /// Pass 2 of the materialized kernels over one task's rows [i0, i0 + rows) of head (b, h):
 /// each row r of unscaled scores p[r·Lk + j] becomes its weights, through feature_row when
 /// `features`, else through plain_row(srow, limit, bias_row, mask_row, pad_row) -> visible
-/// (the float kernel's vectorised softmax_row; the f64 kernel passes features = true and
+/// (the float driver's vectorised softmax_row; the double driver passes features = true and
 /// plain_row = nullptr). Keys at or past a row's causal limit get weight exactly 0; a row
 /// that sees no key gets zeros and empty[r] = true. first_row = (b·H + h)·Lq + i0 locates
 /// the diagnostics. Returns how many rows saw no key.

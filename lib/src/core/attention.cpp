@@ -4,9 +4,13 @@
 
 #include "attn/error.hpp"
 #include "attn/kernels.hpp"
+#include "kernel_common.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace attn {
 
@@ -77,7 +81,33 @@ void check_all(const xt::xtensor<T, 4>& q,
     }
 }
 
+/// attend()'s choice of kernel: without weights nothing needs the Lq×Lk matrix, so the
+/// float path streams over key blocks; entropy and top-k need a whole weights row, which
+/// the materialized kernel computes from its per-thread block buffer. The float64 path
+/// has one kernel for every case: blocks of query rows against all keys, in double.
+template <class T> bool streams(const BasicAttentionSpec<T>& spec) {
+    const bool needs_rows = spec.want_entropy || spec.top_k > 0;
+    return std::is_same_v<T, float> && !spec.want_weights && !needs_rows;
+}
+
 } // namespace
+
+std::uint64_t Workspace::total(unsigned threads) const {
+    return detail::saturating_sum(shared,
+                                  detail::saturating_product({per_thread, std::max(threads, 1U)}));
+}
+
+template <class T>
+Workspace attend_workspace(const Shape& q,
+                           const Shape& k,
+                           const Shape& v,
+                           const BasicAttentionSpec<T>& spec) {
+    return streams(spec) ? streaming_workspace(q, k, v) : materialized_workspace(q, k, v, spec);
+}
+
+template Workspace attend_workspace(const Shape&, const Shape&, const Shape&, const AttentionSpec&);
+template Workspace
+attend_workspace(const Shape&, const Shape&, const Shape&, const AttentionSpec64&);
 
 void attend_check(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
     check_all(q, k, v, spec);
@@ -118,19 +148,13 @@ std::vector<float> alibi_default_slopes(std::size_t heads) {
 AttentionResult
 attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
     attend_check(q, k, v, spec);
-    // Without weights nothing needs the Lq×Lk matrix: stream over key blocks instead.
-    // Entropy and top-k need a whole weights row: the materialized kernel computes them
-    // from its per-thread block buffer (still no Lq×Lk result unless weights are wanted).
-    const bool needs_rows = spec.want_entropy || spec.top_k > 0;
-    return spec.want_weights || needs_rows ? attend_materialized(q, k, v, spec)
-                                           : attend_streaming(q, k, v, spec);
+    return streams(spec) ? attend_streaming(q, k, v, spec) : attend_materialized(q, k, v, spec);
 }
 
 AttentionResult64
 attend(const Tensor64& q, const Tensor64& k, const Tensor64& v, const AttentionSpec64& spec) {
     attend_check(q, k, v, spec);
-    // One kernel for every case: blocks of query rows against all keys, in double.
-    return attend_materialized(q, k, v, spec);
+    return attend_materialized(q, k, v, spec); // streams(spec) is false for double
 }
 
 } // namespace attn

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <type_traits>
@@ -23,6 +24,25 @@ namespace attn::detail {
 /// QB: query rows per task. Fixed (never derived from the thread count) so results are
 /// bit-identical for every thread count; 64 = one micro-kernel panel of 4 x 16 floats.
 constexpr std::size_t kQueryBlock = 64;
+
+/// The product of `factors`, saturating at 2^64 - 1 (workspace sizes of absurd shapes).
+inline std::uint64_t saturating_product(std::initializer_list<std::uint64_t> factors) {
+    std::uint64_t out = 1;
+    for (const std::uint64_t f : factors) {
+        if (f != 0 && out > std::numeric_limits<std::uint64_t>::max() / f) {
+            return std::numeric_limits<std::uint64_t>::max();
+        }
+        out *= f;
+    }
+    return out;
+}
+
+/// a + b, saturating at 2^64 - 1.
+inline std::uint64_t saturating_sum(std::uint64_t a, std::uint64_t b) {
+    return a > std::numeric_limits<std::uint64_t>::max() - b
+               ? std::numeric_limits<std::uint64_t>::max()
+               : a + b;
+}
 
 /// The query rows one task of the materialized kernels owns: rows [i0, i0 + rows) of head
 /// h of batch b.

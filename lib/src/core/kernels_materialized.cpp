@@ -193,6 +193,32 @@ BasicAttentionResult<T> materialized(const xt::xtensor<T, 4>& q,
 
 } // namespace
 
+template <class T>
+Workspace materialized_workspace(const Shape& q,
+                                 const Shape& k,
+                                 const Shape& v,
+                                 const BasicAttentionSpec<T>& spec) {
+    (void)v;
+    const std::uint64_t lk = k[2];
+    Workspace w;
+    if constexpr (std::is_same_v<T, float>) {
+        w.shared = detail::saturating_product({sizeof(float), k[0], k[1], q[3], lk}); // Kᵀ
+    }
+    if (!spec.want_weights) {
+        w.per_thread = detail::saturating_product({sizeof(T), kQueryBlock, lk});
+    }
+    if (spec.top_k > 0) { // feature_row's list of a row's keys
+        w.per_thread = detail::saturating_sum(
+            w.per_thread, detail::saturating_product({sizeof(std::size_t), lk}));
+    }
+    return w;
+}
+
+template Workspace
+materialized_workspace(const Shape&, const Shape&, const Shape&, const AttentionSpec&);
+template Workspace
+materialized_workspace(const Shape&, const Shape&, const Shape&, const AttentionSpec64&);
+
 AttentionResult
 attend_materialized(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
     return materialized(q, k, v, spec);

@@ -48,6 +48,22 @@ struct Scratch {
 
 } // namespace
 
+Workspace streaming_workspace(const Shape& q, const Shape& k, const Shape& v) {
+    (void)v;
+    const std::uint64_t group = k[1] == 0 ? 1 : q[1] / k[1];
+    const std::uint64_t qb = kQueryBlock;
+    // Scratch: qt [G, D, QB]; st [KB, stride]; m, l, best [G, QB]; alpha [QB]; best_key.
+    std::uint64_t floats = detail::saturating_product({group, q[3], qb});
+    floats = detail::saturating_sum(floats, kKeyBlock * kScoreStride);
+    floats = detail::saturating_sum(floats, detail::saturating_product({3, group, qb}));
+    floats = detail::saturating_sum(floats, qb);
+    Workspace w;
+    w.per_thread =
+        detail::saturating_sum(detail::saturating_product({sizeof(float), floats}),
+                               detail::saturating_product({sizeof(std::int64_t), group, qb}));
+    return w;
+}
+
 AttentionResult
 attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
     const std::size_t n_b = q.shape()[0];

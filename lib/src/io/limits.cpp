@@ -5,6 +5,8 @@
 
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/io/problem.hpp"
+#include "attn/kernels.hpp"
 
 #include <algorithm>
 #include <array>
@@ -247,7 +249,6 @@ std::string format_size(std::uint64_t bytes) {
 MemoryEstimate estimate_memory(const Problem& p, bool want_weights, unsigned threads) {
     constexpr std::uint64_t f32 = sizeof(float);
     constexpr std::uint64_t encoded = 12; // bytes per value of the result: copy + JSON text
-    constexpr std::uint64_t query_block = 64;
     const std::uint64_t n_threads =
         threads != 0 ? threads : std::max<std::uint64_t>(1, std::thread::hardware_concurrency());
 
@@ -321,16 +322,6 @@ MemoryEstimate estimate_memory(const Problem& p, bool want_weights, unsigned thr
             m.output = sat_add(m.output, sat_prod({f32, b, lq, out_features}));
         }
     }
-    // Kernel scratch: the materialized kernel transposes K ([Bk, Hkv, D, Lk]) and scores a
-    // block of queries per thread; the streaming kernel keeps a few blocks per thread.
-    if (want_weights) {
-        m.intermediates = sat_add(m.intermediates, sat_prod({f32, bk, hkv, d, lk}));
-        m.intermediates = sat_add(m.intermediates, sat_prod({f32, n_threads, query_block, lk}));
-    } else {
-        m.intermediates =
-            sat_add(m.intermediates,
-                    sat_prod({f32, n_threads, h / hkv + 1, query_block, sat_add(d + dv, 256)}));
-    }
     // The attention output [B, H, Lq, Dv] and the final output with its copy and encoding.
     m.output = sat_add(m.output, sat_prod({f32, b, h, lq, dv}));
     m.output = sat_add(m.output, sat_prod({encoded, b, lq, out_features}));
@@ -356,6 +347,16 @@ MemoryEstimate estimate_memory(const Problem& p, bool want_weights, unsigned thr
         m.output = sat_mul(2, m.output);
         m.weights = sat_mul(2, m.weights);
     }
+    // Kernel scratch, already in the problem's precision: what the core says the kernel
+    // attend() picks allocates (packed Kᵀ, per-thread score blocks).
+    const Shape qs{b, h, lq, d};
+    const Shape ks{bk, hkv, lk, d};
+    const Shape vs{bk, hkv, lk, dv};
+    const SolveOptions options{.want_weights = want_weights, .threads = threads};
+    const Workspace workspace =
+        p.exact ? attend_workspace(qs, ks, vs, attention_spec<double>(p, options))
+                : attend_workspace(qs, ks, vs, attention_spec<float>(p, options));
+    m.intermediates = sat_add(m.intermediates, workspace.total(static_cast<unsigned>(n_threads)));
     m.total = sat_add(sat_add(m.inputs, m.intermediates), sat_add(m.output, m.weights));
     return m;
 }

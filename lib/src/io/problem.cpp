@@ -1165,9 +1165,18 @@ Solution solve_in(const Problem& p, const Inputs& in, const SolveOptions& option
 
 } // namespace
 
-AttentionSpec attention_spec(const Problem& p, const SolveOptions& options) {
-    return make_spec<float>(p, p, options);
+template <class T>
+BasicAttentionSpec<T> attention_spec(const Problem& p, const SolveOptions& options) {
+    if constexpr (std::is_same_v<T, float>) {
+        return make_spec<float>(p, p, options);
+    } else {
+        ATTN_ASSERT(p.exact.has_value());
+        return make_spec<double>(p, *p.exact, options);
+    }
 }
+
+template AttentionSpec attention_spec<float>(const Problem&, const SolveOptions&);
+template AttentionSpec64 attention_spec<double>(const Problem&, const SolveOptions&);
 
 Solution solve(const Problem& p, const SolveOptions& options) {
     check_memory(p,

@@ -149,7 +149,7 @@ TEST(Workspace, FollowsTheKernelsBlocks) {
     EXPECT_EQ(attend_workspace(q, Shape{2, 2, 5000, 16}, v, without).per_thread, s.per_thread);
     without.top_k = 2; // whole rows: the materialized kernel with a 64 x Lk block per thread
     EXPECT_EQ(attend_workspace(q, k, v, without).per_thread, 4U * 64 * 500 + 8U * 500);
-    AttentionSpec64 f64;
+    BasicAttentionSpec<double> f64;
     f64.want_weights = false;
     const Workspace d = attend_workspace(q, k, v, f64);
     EXPECT_EQ(d.shared, 0U);

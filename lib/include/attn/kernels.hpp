@@ -16,15 +16,15 @@ namespace attn {
 AttentionResult
 attend_materialized(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec);
 
-/// The float64 kernel behind attend(const Tensor64&, ...): per (batch, head, block of 64
+/// The float64 kernel behind attend(const BasicTensor<double>&, ...): per (batch, head, block of 64
 /// queries) one dgemm for the scores against all keys, a scalar double softmax with every
 /// feature and diagnostic, one dgemm for P·V. Weights are written into the result when
 /// spec.want_weights, else into a per-thread 64×Lk buffer (no Lq×Lk matrix). Every output
 /// row is computed by one thread: bit-identical for every thread count. spec.simd is ignored.
-AttentionResult64 attend_materialized(const Tensor64& q,
-                                      const Tensor64& k,
-                                      const Tensor64& v,
-                                      const AttentionSpec64& spec);
+BasicAttentionResult<double> attend_materialized(const BasicTensor<double>& q,
+                                                 const BasicTensor<double>& k,
+                                                 const BasicTensor<double>& v,
+                                                 const BasicAttentionSpec<double>& spec);
 
 /// Streams over blocks of keys with an online softmax (FlashAttention-style) and never
 /// forms the Lq×Lk matrix: memory is the output plus O((G·D + KB)·64) floats per thread,

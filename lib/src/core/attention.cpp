@@ -107,43 +107,38 @@ Workspace attend_workspace(const Shape& q,
 
 template Workspace attend_workspace(const Shape&, const Shape&, const Shape&, const AttentionSpec&);
 template Workspace
-attend_workspace(const Shape&, const Shape&, const Shape&, const AttentionSpec64&);
+attend_workspace(const Shape&, const Shape&, const Shape&, const BasicAttentionSpec<double>&);
 
 void attend_check(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
     check_all(q, k, v, spec);
 }
 
-void attend_check(const Tensor64& q,
-                  const Tensor64& k,
-                  const Tensor64& v,
-                  const AttentionSpec64& spec) {
+void attend_check(const BasicTensor<double>& q,
+                  const BasicTensor<double>& k,
+                  const BasicTensor<double>& v,
+                  const BasicAttentionSpec<double>& spec) {
     check_all(q, k, v, spec);
 }
 
-std::vector<double> alibi_default_slopes64(std::size_t heads) {
-    // ggml_soft_max_ext with max_bias = 8 (llama.cpp's ALiBi): n = 2^floor(log2 H).
+template <class T> std::vector<T> alibi_default_slopes(std::size_t heads) {
+    // ggml_soft_max_ext with max_bias = 8 (llama.cpp's ALiBi): n = 2^floor(log2 H). In
+    // double, then rounded once to T.
     std::size_t n = 1;
     while (n * 2 <= heads) {
         n *= 2;
     }
     const double m0 = std::pow(2.0, -8.0 / static_cast<double>(n));
     const double m1 = std::pow(2.0, -4.0 / static_cast<double>(n));
-    std::vector<double> slopes(heads);
+    std::vector<T> slopes(heads);
     for (std::size_t h = 0; h < heads; ++h) {
-        slopes[h] = h < n ? std::pow(m0, static_cast<double>(h + 1))
-                          : std::pow(m1, static_cast<double>(2 * (h - n) + 1));
+        slopes[h] = static_cast<T>(h < n ? std::pow(m0, static_cast<double>(h + 1))
+                                         : std::pow(m1, static_cast<double>(2 * (h - n) + 1)));
     }
     return slopes;
 }
 
-std::vector<float> alibi_default_slopes(std::size_t heads) {
-    const std::vector<double> exact = alibi_default_slopes64(heads);
-    std::vector<float> slopes(heads);
-    for (std::size_t h = 0; h < heads; ++h) {
-        slopes[h] = static_cast<float>(exact[h]);
-    }
-    return slopes;
-}
+template std::vector<float> alibi_default_slopes<float>(std::size_t);
+template std::vector<double> alibi_default_slopes<double>(std::size_t);
 
 AttentionResult
 attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
@@ -151,8 +146,10 @@ attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& s
     return streams(spec) ? attend_streaming(q, k, v, spec) : attend_materialized(q, k, v, spec);
 }
 
-AttentionResult64
-attend(const Tensor64& q, const Tensor64& k, const Tensor64& v, const AttentionSpec64& spec) {
+BasicAttentionResult<double> attend(const BasicTensor<double>& q,
+                                    const BasicTensor<double>& k,
+                                    const BasicTensor<double>& v,
+                                    const BasicAttentionSpec<double>& spec) {
     attend_check(q, k, v, spec);
     return attend_materialized(q, k, v, spec); // streams(spec) is false for double
 }

@@ -87,15 +87,15 @@ template <> struct MaterializedOps<float> {
 
 /// double: dgemm on K as it is; spec.simd is ignored.
 template <> struct MaterializedOps<double> {
-    const Tensor64& k;
+    const BasicTensor<double>& k;
     std::size_t d;
     std::size_t lk;
 
-    MaterializedOps(const Tensor64& keys, const AttentionSpec64&, unsigned)
+    MaterializedOps(const BasicTensor<double>& keys, const BasicAttentionSpec<double>&, unsigned)
         : k(keys), d(keys.shape()[3]), lk(keys.shape()[2]) {}
 
     /// Every row goes through the scalar feature row (in double).
-    static bool features(const AttentionSpec64&) { return true; }
+    static bool features(const BasicAttentionSpec<double>&) { return true; }
 
     void scores(
         std::size_t head, const double* q_blk, std::size_t rows, std::size_t n, double* p) const {
@@ -217,17 +217,17 @@ Workspace materialized_workspace(const Shape& q,
 template Workspace
 materialized_workspace(const Shape&, const Shape&, const Shape&, const AttentionSpec&);
 template Workspace
-materialized_workspace(const Shape&, const Shape&, const Shape&, const AttentionSpec64&);
+materialized_workspace(const Shape&, const Shape&, const Shape&, const BasicAttentionSpec<double>&);
 
 AttentionResult
 attend_materialized(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
     return materialized(q, k, v, spec);
 }
 
-AttentionResult64 attend_materialized(const Tensor64& q,
-                                      const Tensor64& k,
-                                      const Tensor64& v,
-                                      const AttentionSpec64& spec) {
+BasicAttentionResult<double> attend_materialized(const BasicTensor<double>& q,
+                                                 const BasicTensor<double>& k,
+                                                 const BasicTensor<double>& v,
+                                                 const BasicAttentionSpec<double>& spec) {
     return materialized(q, k, v, spec);
 }
 

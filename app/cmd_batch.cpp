@@ -45,11 +45,11 @@ struct BatchArgs {
 
 /// What every line shares.
 struct LineContext {
-    fs::path base;              ///< relative paths in lines resolve against this folder
-    json defaults;              ///< fields set on every line that does not set them itself
-    problem::SolveOptions solve;     ///< weights or not, threads per problem
-    std::uint64_t max_line = 0; ///< longer lines are skipped (the memory limit)
-    bool check_finite = false;  ///< --check-finite: NaN/inf inputs fail the line
+    fs::path base;               ///< relative paths in lines resolve against this folder
+    json defaults;               ///< fields set on every line that does not set them itself
+    problem::SolveOptions solve; ///< weights or not, threads per problem
+    std::uint64_t max_line = 0;  ///< longer lines are skipped (the memory limit)
+    bool check_finite = false;   ///< --check-finite: NaN/inf inputs fail the line
 };
 
 io::LineResult error_line(const json& id, std::uint64_t line_no, const std::string& message) {

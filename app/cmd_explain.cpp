@@ -9,6 +9,8 @@
 #include "attn/problem/checks.hpp"
 #include "attn/problem/plan.hpp"
 #include "attn/problem/problem.hpp"
+#include "attn/problem/solve.hpp"
+#include "attn/visibility.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
 
@@ -64,88 +66,22 @@ class Report {
     std::ostringstream out_;
 };
 
-/// Whether query i of (batch b, head h) may see key j: causal, mask, key padding and a
-/// -inf bias combined, as the kernels combine them.
-class Visibility {
-  public:
-    explicit Visibility(const problem::Problem& p) : p_(p) {}
-
-    bool sees(std::size_t b, std::size_t h, std::size_t i, std::size_t j) const {
-        switch (p_.causal) {
-        case Causal::none:
-            break;
-        case Causal::top_left:
-            if (j > i) {
-                return false;
-            }
-            break;
-        case Causal::bottom_right:
-            if (j + p_.lq > i + p_.lk) { // j <= i + Lk - Lq, without unsigned wrap
-                return false;
-            }
-            break;
-        }
-        if (p_.window.left >= 0 || p_.window.right >= 0) {
-            // Query i's diagonal key is i + s (s = Lk - Lq when bottom-right aligned).
-            const auto diag = static_cast<std::int64_t>(i) + diagonal_offset();
-            const auto jj = static_cast<std::int64_t>(j);
-            if ((p_.window.left >= 0 && jj < diag - p_.window.left) ||
-                (p_.window.right >= 0 && jj > diag + p_.window.right)) {
-                return false;
-            }
-        }
-        if (p_.mask && (*p_.mask)(pick(*p_.mask, 0, b), pick(*p_.mask, 1, h), i, j) == 0) {
-            return false;
-        }
-        if (p_.key_padding && (*p_.key_padding)(pick(*p_.key_padding, 0, b), 0, 0, j) == 0) {
-            return false;
-        }
-        if (p_.bias && (*p_.bias)(pick(*p_.bias, 0, b), pick(*p_.bias, 1, h), i, j) ==
-                           -std::numeric_limits<float>::infinity()) {
-            return false;
-        }
-        return true;
-    }
-
-    /// Whether the pattern may differ between batches or heads.
-    bool varies() const {
-        auto big = [](const auto& t) { return t.shape()[0] > 1 || t.shape()[1] > 1; };
-        return (p_.mask && big(*p_.mask)) || (p_.bias && big(*p_.bias)) ||
-               (p_.key_padding && p_.key_padding->shape()[0] > 1);
-    }
-
-    /// The diagonal offset s of the window: Lk - Lq when bottom-right aligned (also forced
-    /// by causal bottom-right), else 0.
-    std::int64_t diagonal_offset() const {
-        const bool bottom_right =
-            p_.causal == Causal::bottom_right || p_.window_align == Align::bottom_right;
-        return bottom_right ? static_cast<std::int64_t>(p_.lk) - static_cast<std::int64_t>(p_.lq)
-                            : 0;
-    }
-
-  private:
-    template <class T> static std::size_t pick(const T& t, std::size_t axis, std::size_t i) {
-        return t.shape()[axis] == 1 ? 0 : i;
-    }
-    const problem::Problem& p_;
-};
-
 std::string masking_text(const problem::Problem& p) {
     std::vector<std::string> parts;
+    const KeyRule rule(p.causal, p.window, p.window_align, p.lq, p.lk);
     if (p.causal == Causal::top_left) {
         parts.emplace_back("causal top-left (query i sees key j iff j <= i)");
     } else if (p.causal == Causal::bottom_right) {
-        const long long shift = static_cast<long long>(p.lk) - static_cast<long long>(p.lq);
-        std::string rule = "j <= i";
+        const std::int64_t shift = rule.diagonal_offset(); // Lk - Lq
+        std::string text = "j <= i";
         if (shift != 0) {
-            rule += (shift > 0 ? " + " : " - ") + std::to_string(shift > 0 ? shift : -shift);
+            text += (shift > 0 ? " + " : " - ") + std::to_string(shift > 0 ? shift : -shift);
         }
-        parts.push_back("causal bottom-right (query i sees key j iff " + rule +
+        parts.push_back("causal bottom-right (query i sees key j iff " + text +
                         ": Lk - Lq = " + std::to_string(shift) + ")");
     }
-    if (p.window.left >= 0 || p.window.right >= 0) {
-        const bool bottom_right =
-            p.causal == Causal::bottom_right || p.window_align == Align::bottom_right;
+    if (rule.has_window()) {
+        const bool bottom_right = rule.alignment() == Align::bottom_right;
         auto side = [](std::int64_t n) {
             return n < 0 ? std::string("unbounded") : std::to_string(n);
         };
@@ -429,7 +365,7 @@ std::string explain(const ProblemInput& in, const problem::Problem& p) {
         }
         r.row("also returns", text + " per query row");
     }
-    const Visibility vis(p);
+    const Visibility vis(problem::attention_spec(p), p.lq, p.lk);
     grid(r, p, vis);
 
     // Memory: the same estimate that solve() checks against --max-memory / memory_limit().

@@ -12,6 +12,7 @@
 #include "attn/render/heatmap.hpp"
 #include "attn/render/html.hpp"
 #include "attn/render/terminal.hpp"
+#include "attn/visibility.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
 
@@ -458,35 +459,25 @@ void run_heatmap(const HeatmapArgs& a) {
     }
 }
 
-/// Cells the problem blocks for (b, h): causal, mask, key padding, -inf bias. Empty when
-/// nothing blocks.
+/// Cells the problem blocks for (b, h) of [Lq, Lk] weights, by the core's one rule
+/// (attn::Visibility: causal, window, mask, key padding, -inf bias). Empty when nothing
+/// blocks, or when the weights are not the problem's [Lq, Lk].
 std::vector<std::uint8_t> blocked_cells(
     const problem::Problem& p, std::size_t b, std::size_t h, std::size_t lq, std::size_t lk) {
-    if (p.causal == Causal::none && !p.mask && !p.key_padding && !p.bias) {
+    if (lq != p.lq || lk != p.lk) {
         return {};
     }
+    const Visibility vis(problem::attention_spec(p), lq, lk);
     std::vector<std::uint8_t> out(lq * lk, 0);
+    bool any = false;
     for (std::size_t i = 0; i < lq; ++i) {
         for (std::size_t j = 0; j < lk; ++j) {
-            bool blocked = (p.causal == Causal::top_left && j > i) ||
-                           (p.causal == Causal::bottom_right && j + lq > i + lk);
-            if (p.mask && p.mask->shape()[2] == lq && p.mask->shape()[3] == lk) {
-                const auto& s = p.mask->shape();
-                blocked = blocked || (*p.mask)(s[0] == 1 ? 0 : b, s[1] == 1 ? 0 : h, i, j) == 0;
-            }
-            if (p.key_padding && p.key_padding->shape()[3] == lk) {
-                const auto& s = p.key_padding->shape();
-                blocked = blocked || (*p.key_padding)(s[0] == 1 ? 0 : b, 0, 0, j) == 0;
-            }
-            if (p.bias && p.bias->shape()[2] == lq && p.bias->shape()[3] == lk) {
-                const auto& s = p.bias->shape();
-                const float v = (*p.bias)(s[0] == 1 ? 0 : b, s[1] == 1 ? 0 : h, i, j);
-                blocked = blocked || v == -std::numeric_limits<float>::infinity();
-            }
+            const bool blocked = !vis.sees(b, h, i, j);
             out[i * lk + j] = static_cast<std::uint8_t>(blocked);
+            any = any || blocked;
         }
     }
-    return out;
+    return any ? out : std::vector<std::uint8_t>{};
 }
 
 } // namespace

@@ -269,15 +269,15 @@ INSTANTIATE_TEST_SUITE_P(
 
 // --- precision f64 ------------------------------------------------------------------------
 
-Tensor64 widen(const Tensor& t) {
-    Tensor64 out = Tensor64::from_shape(t.shape());
+BasicTensor<double> widen(const Tensor& t) {
+    BasicTensor<double> out = BasicTensor<double>::from_shape(t.shape());
     std::transform(t.begin(), t.end(), out.begin(), [](float x) { return static_cast<double>(x); });
     return out;
 }
 
 /// The float spec's features in double (slopes and sinks as the reference reads them).
-AttentionSpec64 widen(const AttentionSpec& s, const Tensor64* bias) {
-    AttentionSpec64 out;
+BasicAttentionSpec<double> widen(const AttentionSpec& s, const BasicTensor<double>* bias) {
+    BasicAttentionSpec<double> out;
     if (s.scale) {
         out.scale = static_cast<double>(*s.scale);
     }
@@ -318,9 +318,10 @@ TEST_P(FeatureF64, EachFeatureMatchesTheReferenceTo1e12) {
             p.spec.want_argmax = true;
             p.spec.want_entropy = true;
             const auto want = reference::naive_attention(p.q, p.k, p.v, p.spec);
-            const Tensor64 bias = widen(p.bias);
-            const AttentionSpec64 spec = widen(p.spec, f.masks ? &bias : nullptr);
-            const AttentionResult64 got = attend(widen(p.q), widen(p.k), widen(p.v), spec);
+            const BasicTensor<double> bias = widen(p.bias);
+            const BasicAttentionSpec<double> spec = widen(p.spec, f.masks ? &bias : nullptr);
+            const BasicAttentionResult<double> got =
+                attend(widen(p.q), widen(p.k), widen(p.v), spec);
             const std::string what = f.name + " lq=" + std::to_string(s[0]);
             EXPECT_TRUE(all_close(got.output, want.output, tol, tol)) << what;
             EXPECT_EQ(got.rows_fully_masked, want.empty_rows) << what;
@@ -350,14 +351,14 @@ TEST_P(FeatureF64, ResultsAreBitIdenticalForOneTwoAndThreeThreads) {
         p.spec.want_weights = GetParam();
         p.spec.want_lse = true;
         p.spec.top_k = 2;
-        const Tensor64 bias = widen(p.bias);
-        AttentionSpec64 spec = widen(p.spec, f.masks ? &bias : nullptr);
-        const Tensor64 q = widen(p.q), k = widen(p.k), v = widen(p.v);
+        const BasicTensor<double> bias = widen(p.bias);
+        BasicAttentionSpec<double> spec = widen(p.spec, f.masks ? &bias : nullptr);
+        const BasicTensor<double> q = widen(p.q), k = widen(p.k), v = widen(p.v);
         spec.threads = 1;
-        const AttentionResult64 one = attend(q, k, v, spec);
+        const BasicAttentionResult<double> one = attend(q, k, v, spec);
         for (const unsigned threads : {2U, 3U}) {
             spec.threads = threads;
-            const AttentionResult64 many = attend(q, k, v, spec);
+            const BasicAttentionResult<double> many = attend(q, k, v, spec);
             EXPECT_EQ(many.output, one.output) << f.name << " threads=" << threads;
             EXPECT_EQ(many.weights, one.weights) << f.name;
             EXPECT_EQ(*many.diagnostics.lse, *one.diagnostics.lse) << f.name;
@@ -371,15 +372,15 @@ INSTANTIATE_TEST_SUITE_P(Features, FeatureF64, ::testing::Bool(), [](const auto&
 });
 
 TEST(FeatureF64, ShapeErrorsAreThoseOfTheFloatPath) {
-    const Tensor64 q = Tensor64::from_shape({1, 2, 3, 4});
-    const Tensor64 k = Tensor64::from_shape({1, 2, 5, 3});
-    const Tensor64 v = Tensor64::from_shape({1, 2, 5, 4});
+    const BasicTensor<double> q = BasicTensor<double>::from_shape({1, 2, 3, 4});
+    const BasicTensor<double> k = BasicTensor<double>::from_shape({1, 2, 5, 3});
+    const BasicTensor<double> v = BasicTensor<double>::from_shape({1, 2, 5, 4});
     EXPECT_INPUT_ERROR(
         attend(q, k, v),
         attn::testing::exactly("key: expected shape [1, *, *, 4], got [1, 2, 5, 3]"));
-    AttentionSpec64 spec;
+    BasicAttentionSpec<double> spec;
     spec.sinks = {1.0};
-    const Tensor64 k2 = Tensor64::from_shape({1, 2, 5, 4});
+    const BasicTensor<double> k2 = BasicTensor<double>::from_shape({1, 2, 5, 4});
     EXPECT_THROW(attend(q, k2, v, spec), InputError);
 }
 

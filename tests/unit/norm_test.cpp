@@ -26,9 +26,9 @@ std::string message_of(const auto& f) {
 
 TEST(Norm, LayerNormByHand) {
     // [1, 2, 3, 4]: mean 2.5, biased variance 1.25.
-    const attn::Tensor3_64 x = {{{1.0, 2.0, 3.0, 4.0}}};
-    const attn::Vector64 w = {1.0, 1.0, 2.0, 1.0};
-    const attn::Vector64 b = {0.0, 0.5, 0.0, 0.0};
+    const attn::BasicTensor3<double> x = {{{1.0, 2.0, 3.0, 4.0}}};
+    const attn::BasicVector<double> w = {1.0, 1.0, 2.0, 1.0};
+    const attn::BasicVector<double> b = {0.0, 0.5, 0.0, 0.0};
     const double s = std::sqrt(1.25 + 0.25);
     const auto y = attn::layer_norm(x, w, &b, 0.25);
     EXPECT_TRUE(attn::testing::all_close(
@@ -68,19 +68,19 @@ TEST(Norm, LayerNormRowsHaveMeanZeroVarianceOne) {
 
 TEST(Norm, RmsNormIsScaleInvariant) {
     std::mt19937 rng(5);
-    const attn::Tensor3_64 x = [&] {
-        attn::Tensor3_64 t = attn::Tensor3_64::from_shape({1, 4, 16});
+    const attn::BasicTensor3<double> x = [&] {
+        attn::BasicTensor3<double> t = attn::BasicTensor3<double>::from_shape({1, 4, 16});
         std::uniform_real_distribution<double> u(-1.0, 1.0);
         for (auto& v : t) {
             v = u(rng);
         }
         return t;
     }();
-    attn::Vector64 w = attn::Vector64::from_shape({16});
+    attn::BasicVector<double> w = attn::BasicVector<double>::from_shape({16});
     for (std::size_t i = 0; i < 16; ++i) {
         w(i) = 0.1 * static_cast<double>(i) - 0.5;
     }
-    const attn::Tensor3_64 scaled = x * 37.5;
+    const attn::BasicTensor3<double> scaled = x * 37.5;
     const auto a = attn::rms_norm(x, w, 0.0);
     const auto b = attn::rms_norm(scaled, w, 0.0);
     EXPECT_TRUE(attn::testing::all_close(b, std::vector<double>(a.begin(), a.end()), 1e-14, 1e-15));
@@ -113,7 +113,7 @@ TEST(Norm, RefusesWrongWeightLengthAndEps) {
 attn::Embeddings64 tiny_tables() {
     attn::Embeddings64 e;
     e.token = {{1.0, 2.0}, {10.0, 20.0}, {100.0, 200.0}}; // V = 3, E = 2
-    e.position = attn::Matrix64{{0.1, 0.2}, {0.3, 0.4}, {0.5, 0.6}};
+    e.position = attn::BasicMatrix<double>{{0.1, 0.2}, {0.3, 0.4}, {0.5, 0.6}};
     return e;
 }
 
@@ -129,7 +129,7 @@ TEST(Embedding, TokenPlusPositionRows) {
 
 TEST(Embedding, BertAddsTokenTypeZeroThenNorms) {
     attn::Embeddings64 e = tiny_tables();
-    e.token_type = attn::Matrix64{{1.0, -1.0}, {7.0, 7.0}};
+    e.token_type = attn::BasicMatrix<double>{{1.0, -1.0}, {7.0, 7.0}};
     e.norm = attn::Norm64{
         .kind = attn::NormKind::layer_norm, .weight = {1.0, 1.0}, .bias = {}, .eps = 0.0};
     const attn::TokenIds ids = {{0}};

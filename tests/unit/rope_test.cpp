@@ -14,12 +14,12 @@
 
 namespace {
 
+using attn::BasicTensor;
 using attn::InputError;
 using attn::RopeScalingType;
 using attn::RopeSpec;
 using attn::RopeStyle;
 using attn::Tensor;
-using attn::Tensor64;
 
 /// theta = 1 makes every inverse frequency 1; linear factor 2/π turns position 1 into 90°.
 RopeSpec quarter_turn(RopeStyle style) {
@@ -41,7 +41,7 @@ std::string message_of(const auto& f) {
 }
 
 TEST(Rope, QuarterTurnNeoxPairsHalves) {
-    Tensor64 x = {{{{1.0, 2.0, 3.0, 4.0}}}};
+    BasicTensor<double> x = {{{{1.0, 2.0, 3.0, 4.0}}}};
     const std::vector<std::int64_t> pos = {1};
     attn::apply_rope(x, quarter_turn(RopeStyle::neox), pos);
     // pairs (x0, x2) = (1, 3) -> (-3, 1); (x1, x3) = (2, 4) -> (-4, 2)
@@ -49,7 +49,7 @@ TEST(Rope, QuarterTurnNeoxPairsHalves) {
 }
 
 TEST(Rope, QuarterTurnInterleavedPairsNeighbours) {
-    Tensor64 x = {{{{1.0, 2.0, 3.0, 4.0}}}};
+    BasicTensor<double> x = {{{{1.0, 2.0, 3.0, 4.0}}}};
     const std::vector<std::int64_t> pos = {1};
     attn::apply_rope(x, quarter_turn(RopeStyle::interleaved), pos);
     // pairs (x0, x1) = (1, 2) -> (-2, 1); (x2, x3) = (3, 4) -> (-4, 3)
@@ -66,7 +66,7 @@ TEST(Rope, PositionTwoIsAHalfTurnAndZeroIsIdentity) {
 TEST(Rope, PartialRotaryLeavesTheTailAlone) {
     RopeSpec s = quarter_turn(RopeStyle::neox);
     s.dim = 4;
-    Tensor64 x = {{{{1.0, 2.0, 3.0, 4.0, 5.0, 6.0}}}};
+    BasicTensor<double> x = {{{{1.0, 2.0, 3.0, 4.0, 5.0, 6.0}}}};
     const std::vector<std::int64_t> pos = {1};
     attn::apply_rope(x, s, pos);
     // neox within the first 4: pairs (x0, x2), (x1, x3); x4, x5 untouched
@@ -138,8 +138,9 @@ TEST(Rope, EachPairKeepsItsNorm) {
     }
 }
 
-double dot_after_rope(const RopeSpec& s, const Tensor64& q, const Tensor64& k, long m, long n) {
-    Tensor64 a = q, b = k;
+double dot_after_rope(
+    const RopeSpec& s, const BasicTensor<double>& q, const BasicTensor<double>& k, long m, long n) {
+    BasicTensor<double> a = q, b = k;
     const std::vector<std::int64_t> pm = {m}, pn = {n};
     attn::apply_rope(a, s, pm);
     attn::apply_rope(b, s, pn);
@@ -153,7 +154,8 @@ double dot_after_rope(const RopeSpec& s, const Tensor64& q, const Tensor64& k, l
 TEST(Rope, ScoresDependOnlyOnRelativePosition) {
     std::mt19937 rng(11);
     std::uniform_real_distribution<double> u(-1.0, 1.0);
-    Tensor64 q = Tensor64::from_shape({1, 1, 1, 16}), k = Tensor64::from_shape({1, 1, 1, 16});
+    BasicTensor<double> q = BasicTensor<double>::from_shape({1, 1, 1, 16}),
+                        k = BasicTensor<double>::from_shape({1, 1, 1, 16});
     for (auto& v : q) {
         v = u(rng);
     }
@@ -180,7 +182,7 @@ TEST(Rope, ScoresDependOnlyOnRelativePosition) {
 
 TEST(Rope, PerBatchPositions) {
     // Two batch rows with swapped positions: row 1 equals row 0 rotated the other way.
-    Tensor64 x = {{{{1.0, 0.0}, {1.0, 0.0}}}, {{{1.0, 0.0}, {1.0, 0.0}}}};
+    BasicTensor<double> x = {{{{1.0, 0.0}, {1.0, 0.0}}}, {{{1.0, 0.0}, {1.0, 0.0}}}};
     const std::vector<std::int64_t> pos = {0, 1, 1, 0};
     attn::apply_rope(x, quarter_turn(RopeStyle::neox), pos);
     EXPECT_TRUE(attn::testing::all_close(x, {1, 0, 0, 1, 0, 1, 1, 0}, 0.0, 1e-15));
@@ -196,8 +198,8 @@ TEST(Rope, DefaultPositionsPutQueriesLast) {
 
 TEST(Rope, QueryAndKeyTogetherUseTheDefaults) {
     // One query (last of 3 keys) at position 2: a half turn under quarter_turn.
-    Tensor64 q = {{{{1.0, 0.0}}}};
-    Tensor64 k = {{{{1.0, 0.0}, {1.0, 0.0}, {1.0, 0.0}}}};
+    BasicTensor<double> q = {{{{1.0, 0.0}}}};
+    BasicTensor<double> k = {{{{1.0, 0.0}, {1.0, 0.0}, {1.0, 0.0}}}};
     attn::apply_rope(q, k, quarter_turn(RopeStyle::neox), {});
     EXPECT_TRUE(attn::testing::all_close(q, {-1.0, 0.0}, 0.0, 1e-15));
     EXPECT_TRUE(attn::testing::all_close(k, {1, 0, 0, 1, -1, 0}, 0.0, 1e-15));

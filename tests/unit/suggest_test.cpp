@@ -12,8 +12,8 @@ namespace {
 const std::vector<std::string> commands{"compute", "heatmap", "batch", "info", "diff", "explain"};
 
 TEST(Suggest, FindsTypos) {
-    EXPECT_EQ(attn::closest_name("comptue", commands), "compute"); // swap
-    EXPECT_EQ(attn::closest_name("compte", commands), "compute");  // deletion
+    EXPECT_EQ(attn::closest_name("comptue", commands), "compute");  // swap
+    EXPECT_EQ(attn::closest_name("compte", commands), "compute");   // deletion
     EXPECT_EQ(attn::closest_name("heatmaps", commands), "heatmap"); // insertion
     EXPECT_EQ(attn::closest_name("inf", commands), "info");
     EXPECT_EQ(attn::closest_name("EXPLAIN", commands), "explain"); // case-insensitive

@@ -11,7 +11,8 @@
 
 namespace attn {
 
-/// Causal alignment. With Lq queries and Lk keys, query i may see key j iff
+/// Causal alignment (the rule itself: KeyRule in visibility.hpp). With Lq queries and Lk
+/// keys, query i may see key j iff
 ///   top_left:     j <= i                 (PyTorch `is_causal`)
 ///   bottom_right: j <= i + Lk - Lq       (KV-cache convention)
 enum class Causal { none, top_left, bottom_right };
@@ -31,11 +32,13 @@ enum class Align { top_left, bottom_right };
 struct Window {
     std::int64_t left = -1;
     std::int64_t right = -1;
+    /// Whether either side is bounded (else the window lets every key through).
+    bool bounded() const { return left >= 0 || right >= 0; }
 };
 
 /// Per-row diagnostics requested through AttentionSpec::want_*, each [B, H, Lq, 1]
 /// (top_k: [B, H, Lq, K]); indices are stored as floats (exact below 2^24).
-/// T is the element type: float (RowDiagnostics) or double (RowDiagnostics64).
+/// T is the element type: float (RowDiagnostics) or double (BasicRowDiagnostics<double>).
 template <class T> struct BasicRowDiagnostics {
     using Tensor4 = xt::xtensor<T, 4>;
     std::optional<Tensor4> lse; ///< log-sum-exp of the row's final scores (+ sink); -inf if empty
@@ -45,11 +48,10 @@ template <class T> struct BasicRowDiagnostics {
     std::optional<Tensor4> top_k_weights; ///< their weights; 0 pads
 };
 using RowDiagnostics = BasicRowDiagnostics<float>;
-using RowDiagnostics64 = BasicRowDiagnostics<double>;
 
 /// Everything about one call except the Q, K, V data. Pointers are borrowed for the
 /// duration of the call; null means "absent". T is the precision of the computation:
-/// float (AttentionSpec) or double (AttentionSpec64, the `precision: f64` path); masks
+/// float (AttentionSpec) or double (BasicAttentionSpec<double>, the `precision: f64` path); masks
 /// are uint8 keep-masks in both.
 template <class T> struct BasicAttentionSpec {
     std::optional<T> scale{}; ///< empty: 1/sqrt(D)
@@ -74,13 +76,11 @@ template <class T> struct BasicAttentionSpec {
     std::size_t top_k = 0;         ///< > 0: fill top_k_* (materialized kernel)
 };
 using AttentionSpec = BasicAttentionSpec<float>;
-using AttentionSpec64 = BasicAttentionSpec<double>;
 
 /// The standard ALiBi slopes for H heads (ggml, max_bias = 8): n = 2^floor(log2 H),
 /// m0 = 2^(-8/n), m1 = 2^(-4/n); head h < n gets m0^(h+1), else m1^(2(h-n)+1).
-std::vector<float> alibi_default_slopes(std::size_t heads);
-/// The same slopes in float64 (for AttentionSpec64), not rounded through float32.
-std::vector<double> alibi_default_slopes64(std::size_t heads);
+/// T = double (for BasicAttentionSpec<double>): the same slopes not rounded through float32.
+template <class T = float> std::vector<T> alibi_default_slopes(std::size_t heads);
 
 template <class T> struct BasicAttentionResult {
     xt::xtensor<T, 4> output;                 ///< [B, H, Lq, Dv]
@@ -89,7 +89,6 @@ template <class T> struct BasicAttentionResult {
     BasicRowDiagnostics<T> diagnostics{};     ///< what spec.want_* asked for
 };
 using AttentionResult = BasicAttentionResult<float>;
-using AttentionResult64 = BasicAttentionResult<double>;
 
 /// Scaled dot-product attention:
 ///   weights = softmax(Q·Kᵀ·scale + bias, masked) over keys, output = weights·V.
@@ -113,14 +112,16 @@ attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& s
 /// feature and diagnostic in double, with dgemm per block of 64 query rows, so without
 /// weights memory stays linear in the sequence length. Simple rather than fast; the
 /// semantics, shapes and errors are those of the float32 overload.
-AttentionResult64
-attend(const Tensor64& q, const Tensor64& k, const Tensor64& v, const AttentionSpec64& spec = {});
+BasicAttentionResult<double> attend(const BasicTensor<double>& q,
+                                    const BasicTensor<double>& k,
+                                    const BasicTensor<double>& v,
+                                    const BasicAttentionSpec<double>& spec = {});
 
 /// Throws InputError unless q, k, v and the spec's masks agree (see attend()).
 void attend_check(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec);
-void attend_check(const Tensor64& q,
-                  const Tensor64& k,
-                  const Tensor64& v,
-                  const AttentionSpec64& spec);
+void attend_check(const BasicTensor<double>& q,
+                  const BasicTensor<double>& k,
+                  const BasicTensor<double>& v,
+                  const BasicAttentionSpec<double>& spec);
 
 } // namespace attn

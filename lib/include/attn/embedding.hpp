@@ -36,6 +36,7 @@ using Embeddings64 = BasicEmbeddings<double>;
 /// tokens" (negative ids too), "token_ids: position 1024 of token [0, 1024] is outside the
 /// 1024 position embeddings", or a shape message naming the table whose E disagrees.
 Tensor3 embed(const TokenIds& ids, const Embeddings& e, std::size_t position_offset = 0);
-Tensor3_64 embed(const TokenIds& ids, const Embeddings64& e, std::size_t position_offset = 0);
+BasicTensor3<double>
+embed(const TokenIds& ids, const Embeddings64& e, std::size_t position_offset = 0);
 
 } // namespace attn

@@ -5,6 +5,8 @@
 
 #include "attn/attention.hpp"
 
+#include <cstdint>
+
 namespace attn {
 
 /// Scores a block of 64 queries against all visible keys with blocked GEMMs (Q·Kᵀ, then
@@ -14,15 +16,15 @@ namespace attn {
 AttentionResult
 attend_materialized(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec);
 
-/// The float64 kernel behind attend(const Tensor64&, ...): per (batch, head, block of 64
+/// The float64 kernel behind attend(const BasicTensor<double>&, ...): per (batch, head, block of 64
 /// queries) one dgemm for the scores against all keys, a scalar double softmax with every
 /// feature and diagnostic, one dgemm for P·V. Weights are written into the result when
 /// spec.want_weights, else into a per-thread 64×Lk buffer (no Lq×Lk matrix). Every output
 /// row is computed by one thread: bit-identical for every thread count. spec.simd is ignored.
-AttentionResult64 attend_materialized(const Tensor64& q,
-                                      const Tensor64& k,
-                                      const Tensor64& v,
-                                      const AttentionSpec64& spec);
+BasicAttentionResult<double> attend_materialized(const BasicTensor<double>& q,
+                                                 const BasicTensor<double>& k,
+                                                 const BasicTensor<double>& v,
+                                                 const BasicAttentionSpec<double>& spec);
 
 /// Streams over blocks of keys with an online softmax (FlashAttention-style) and never
 /// forms the Lq×Lk matrix: memory is the output plus O((G·D + KB)·64) floats per thread,
@@ -35,6 +37,32 @@ AttentionResult64 attend_materialized(const Tensor64& q,
 ///   auto r = attend_streaming(q, k, v, {.causal = Causal::top_left, .threads = 2});
 AttentionResult
 attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec);
+
+/// The working memory a kernel allocates beyond its inputs and its result, in bytes
+/// (saturating at 2^64 - 1): the memory estimate adds it instead of knowing block sizes.
+struct Workspace {
+    std::uint64_t shared = 0;     ///< once per call (the float kernel's packed Kᵀ)
+    std::uint64_t per_thread = 0; ///< per worker thread (score blocks, running sums)
+    std::uint64_t total(unsigned threads) const;
+};
+
+/// attend_materialized's workspace in precision T for q [B, H, Lq, D], k [Bk, Hkv, Lk, D],
+/// v [Bk, Hkv, Lk, Dv]: float packs Kᵀ (the size of K); without weights each thread scores
+/// into one QB x Lk block; top-k sorts a row's keys.
+template <class T>
+Workspace materialized_workspace(const Shape& q,
+                                 const Shape& k,
+                                 const Shape& v,
+                                 const BasicAttentionSpec<T>& spec);
+
+/// attend_streaming's workspace: per thread the group's scaled Qᵀ blocks, one KB x QB score
+/// block and a running max, sum and argmax per query row (independent of Lq and Lk).
+Workspace streaming_workspace(const Shape& q, const Shape& k, const Shape& v);
+
+/// The workspace of the kernel attend() runs for these shapes and this spec.
+template <class T>
+Workspace
+attend_workspace(const Shape& q, const Shape& k, const Shape& v, const BasicAttentionSpec<T>& spec);
 
 /// What `simd` resolves to on this CPU: "avx512" or "portable" (for benchmark reports).
 const char* simd_name(Simd simd);

@@ -16,13 +16,12 @@ namespace attn {
 
 /// nn.Linear-layout projection weights ([out, in]); an absent weight is the identity
 /// (no projection), an absent bias is zero. w_o absent: no output projection.
-/// T: float (Projections) or double (Projections64, precision f64).
+/// T: float (Projections) or double (BasicProjections<double>, precision f64).
 template <class T> struct BasicProjections {
     std::optional<xt::xtensor<T, 2>> w_q, w_k, w_v, w_o;
     std::optional<xt::xtensor<T, 1>> b_q, b_k, b_v, b_o;
 };
 using Projections = BasicProjections<float>;
-using Projections64 = BasicProjections<double>;
 
 /// Reproducible nn.Linear-style weights, uniform in [-1/sqrt(in), 1/sqrt(in)).
 /// Generator: splitmix64 seeded with `seed`; each value takes the top 24 bits of one
@@ -30,27 +29,18 @@ using Projections64 = BasicProjections<double>;
 /// (if output_projection), then b_q, b_k, b_v, b_o (if bias), each row-major.
 /// Shapes: w_q [dim, e_q], w_k [kv_dim, e_k], w_v [kv_dim, e_v], w_o [e_q, dim] where
 /// kv_dim = dim / num_heads * num_kv_heads.
-Projections random_projections(std::uint64_t seed,
-                               std::size_t e_q,
-                               std::size_t e_k,
-                               std::size_t e_v,
-                               std::size_t dim,
-                               std::size_t num_heads,
-                               std::size_t num_kv_heads,
-                               bool output_projection,
-                               bool bias);
-
-/// The same weights in float64, not rounded through float32: w = (2u - 1) / sqrt(in)
-/// exactly as double arithmetic gives it (random_projections rounds that to float32).
-Projections64 random_projections64(std::uint64_t seed,
-                                   std::size_t e_q,
-                                   std::size_t e_k,
-                                   std::size_t e_v,
-                                   std::size_t dim,
-                                   std::size_t num_heads,
-                                   std::size_t num_kv_heads,
-                                   bool output_projection,
-                                   bool bias);
+/// T = double: the same weights not rounded through float32, w = (2u - 1) / sqrt(in)
+/// exactly as double arithmetic gives it (float rounds that to float32).
+template <class T = float>
+BasicProjections<T> random_projections(std::uint64_t seed,
+                                       std::size_t e_q,
+                                       std::size_t e_k,
+                                       std::size_t e_v,
+                                       std::size_t dim,
+                                       std::size_t num_heads,
+                                       std::size_t num_kv_heads,
+                                       bool output_projection,
+                                       bool bias);
 
 /// The shapes of one layer, resolved the way attend_layer() composes them:
 ///   sources [B, Lq, Eq], [Bk, Lk, Ek], [Bk, Lk, Ev]  ->  projected features Pq, Pk, Pv
@@ -89,7 +79,6 @@ template <class T> struct BasicLayerSpec {
     BasicAttentionSpec<T> attention; ///< scale, masks ([B|1, H|1, Lq, Lk]), threads
 };
 using LayerSpec = BasicLayerSpec<float>;
-using LayerSpec64 = BasicLayerSpec<double>;
 
 template <class T> struct BasicLayerResult {
     xt::xtensor<T, 3> output;                 ///< [B, Lq, E_out]
@@ -98,7 +87,6 @@ template <class T> struct BasicLayerResult {
     BasicRowDiagnostics<T> diagnostics{}; ///< [B, H, Lq, 1 or K], as attend() returns them
 };
 using LayerResult = BasicLayerResult<float>;
-using LayerResult64 = BasicLayerResult<double>;
 
 /// Multi-head attention over rank-3 sources.
 ///   query: [B, Lq, Eq]   key: [Bk, Lk, Ek]   value: [Bk, Lk, Ev]   (Bk in {1, B})
@@ -110,9 +98,9 @@ LayerResult
 attend_layer(const Tensor3& query, const Tensor3& key, const Tensor3& value, const LayerSpec& spec);
 
 /// The float64 layer (precision f64): dgemm projections and the float64 attend().
-LayerResult64 attend_layer(const Tensor3_64& query,
-                           const Tensor3_64& key,
-                           const Tensor3_64& value,
-                           const LayerSpec64& spec);
+BasicLayerResult<double> attend_layer(const BasicTensor3<double>& query,
+                                      const BasicTensor3<double>& key,
+                                      const BasicTensor3<double>& value,
+                                      const BasicLayerSpec<double>& spec);
 
 } // namespace attn

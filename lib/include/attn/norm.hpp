@@ -31,20 +31,22 @@ Tensor3 layer_norm(const Tensor3& x,
                    const Vector* bias,
                    double eps,
                    const char* what = "layer_norm");
-Tensor3_64 layer_norm(const Tensor3_64& x,
-                      const Vector64& weight,
-                      const Vector64* bias,
-                      double eps,
-                      const char* what = "layer_norm");
+BasicTensor3<double> layer_norm(const BasicTensor3<double>& x,
+                                const BasicVector<double>& weight,
+                                const BasicVector<double>* bias,
+                                double eps,
+                                const char* what = "layer_norm");
 
 /// RMSNorm: y = x / sqrt(mean(x²) + eps) · w over E. x: [B, L, E]   weight: [E].
 /// Throws InputError as layer_norm.
 Tensor3 rms_norm(const Tensor3& x, const Vector& weight, double eps, const char* what = "rms_norm");
-Tensor3_64
-rms_norm(const Tensor3_64& x, const Vector64& weight, double eps, const char* what = "rms_norm");
+BasicTensor3<double> rms_norm(const BasicTensor3<double>& x,
+                              const BasicVector<double>& weight,
+                              double eps,
+                              const char* what = "rms_norm");
 
 /// The norm `n` describes, applied to x (bias ignored by an RMSNorm).
 Tensor3 apply_norm(const Tensor3& x, const Norm& n);
-Tensor3_64 apply_norm(const Tensor3_64& x, const Norm64& n);
+BasicTensor3<double> apply_norm(const BasicTensor3<double>& x, const Norm64& n);
 
 } // namespace attn

@@ -34,9 +34,12 @@ Tensor split_heads(const Tensor3& x, std::size_t num_heads, const char* what = "
 Tensor3 merge_heads(const Tensor& y);
 
 /// The float64 overloads (`precision: f64`; dgemm), same shapes and errors.
-Tensor3_64
-linear(const Tensor3_64& x, const Matrix64& w, const Vector64* b, const char* what = "weight");
-Tensor64 split_heads(const Tensor3_64& x, std::size_t num_heads, const char* what = "input");
-Tensor3_64 merge_heads(const Tensor64& y);
+BasicTensor3<double> linear(const BasicTensor3<double>& x,
+                            const BasicMatrix<double>& w,
+                            const BasicVector<double>* b,
+                            const char* what = "weight");
+BasicTensor<double>
+split_heads(const BasicTensor3<double>& x, std::size_t num_heads, const char* what = "input");
+BasicTensor3<double> merge_heads(const BasicTensor<double>& y);
 
 } // namespace attn

@@ -76,7 +76,7 @@ void apply_rope(Tensor& x,
                 const RopeSpec& spec,
                 std::span<const std::int64_t> positions,
                 const char* what = "rope.positions");
-void apply_rope(Tensor64& x,
+void apply_rope(BasicTensor<double>& x,
                 const RopeSpec& spec,
                 std::span<const std::int64_t> positions,
                 const char* what = "rope.positions");
@@ -85,6 +85,9 @@ void apply_rope(Tensor64& x,
 /// positions (positions.query, positions.key). Empty position lists take
 /// rope_positions(Lq, Lk)'s defaults. Throws InputError.
 void apply_rope(Tensor& q, Tensor& k, const RopeSpec& spec, const RopePositions& positions);
-void apply_rope(Tensor64& q, Tensor64& k, const RopeSpec& spec, const RopePositions& positions);
+void apply_rope(BasicTensor<double>& q,
+                BasicTensor<double>& k,
+                const RopeSpec& spec,
+                const RopePositions& positions);
 
 } // namespace attn

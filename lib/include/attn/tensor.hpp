@@ -1,5 +1,6 @@
-// The value types of the numeric core: rank-4 float32 tensors (float64 ones for the
-// f64 precision) and uint8 keep-masks.
+// The value types of the numeric core: rank-4 tensors (float32 by default, float64 for
+// the f64 precision) and uint8 keep-masks. Naming rule: X = BasicX<float>; float64 is
+// BasicX<double>.
 // Lower-rank inputs are lifted to rank 4 once, at the I/O edge; the core never sees
 // files, JSON or the command line.
 #pragma once
@@ -12,22 +13,21 @@
 
 namespace attn {
 
-/// Row-major float32, always rank 4: [batch, heads, length, features].
-using Tensor = xt::xtensor<float, 4>;
+/// Row-major, always rank 4: [batch, heads, length, features]. T is the precision:
+/// float32 (Tensor) or float64 (BasicTensor<double>, for `precision: f64`).
+template <class T> using BasicTensor = xt::xtensor<T, 4>;
+using Tensor = BasicTensor<float>;
 /// Row-major keep-mask, rank 4: 1 = may attend, 0 = blocked.
 using Mask = xt::xtensor<std::uint8_t, 4>;
-/// Row-major float32 matrix, e.g. an nn.Linear weight [out, in].
-using Matrix = xt::xtensor<float, 2>;
-/// Row-major float32 vector, e.g. an nn.Linear bias [out].
-using Vector = xt::xtensor<float, 1>;
-/// Row-major float32 rank-3 tensor: [batch, length, features].
-using Tensor3 = xt::xtensor<float, 3>;
-
-/// The float64 counterparts, for `precision: f64` (attend() and attend_layer() overloads).
-using Tensor64 = xt::xtensor<double, 4>;
-using Matrix64 = xt::xtensor<double, 2>;
-using Vector64 = xt::xtensor<double, 1>;
-using Tensor3_64 = xt::xtensor<double, 3>;
+/// Row-major matrix, e.g. an nn.Linear weight [out, in].
+template <class T> using BasicMatrix = xt::xtensor<T, 2>;
+using Matrix = BasicMatrix<float>;
+/// Row-major vector, e.g. an nn.Linear bias [out].
+template <class T> using BasicVector = xt::xtensor<T, 1>;
+using Vector = BasicVector<float>;
+/// Row-major rank-3 tensor: [batch, length, features].
+template <class T> using BasicTensor3 = xt::xtensor<T, 3>;
+using Tensor3 = BasicTensor3<float>;
 
 using Shape = std::array<std::size_t, 4>;
 

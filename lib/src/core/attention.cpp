@@ -4,9 +4,13 @@
 
 #include "attn/error.hpp"
 #include "attn/kernels.hpp"
+#include "kernel_common.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace attn {
 
@@ -77,60 +81,77 @@ void check_all(const xt::xtensor<T, 4>& q,
     }
 }
 
+/// attend()'s choice of kernel: without weights nothing needs the Lq×Lk matrix, so the
+/// float path streams over key blocks; entropy and top-k need a whole weights row, which
+/// the materialized kernel computes from its per-thread block buffer. The float64 path
+/// has one kernel for every case: blocks of query rows against all keys, in double.
+template <class T> bool streams(const BasicAttentionSpec<T>& spec) {
+    const bool needs_rows = spec.want_entropy || spec.top_k > 0;
+    return std::is_same_v<T, float> && !spec.want_weights && !needs_rows;
+}
+
 } // namespace
+
+std::uint64_t Workspace::total(unsigned threads) const {
+    return detail::saturating_sum(shared,
+                                  detail::saturating_product({per_thread, std::max(threads, 1U)}));
+}
+
+template <class T>
+Workspace attend_workspace(const Shape& q,
+                           const Shape& k,
+                           const Shape& v,
+                           const BasicAttentionSpec<T>& spec) {
+    return streams(spec) ? streaming_workspace(q, k, v) : materialized_workspace(q, k, v, spec);
+}
+
+template Workspace attend_workspace(const Shape&, const Shape&, const Shape&, const AttentionSpec&);
+template Workspace
+attend_workspace(const Shape&, const Shape&, const Shape&, const BasicAttentionSpec<double>&);
 
 void attend_check(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
     check_all(q, k, v, spec);
 }
 
-void attend_check(const Tensor64& q,
-                  const Tensor64& k,
-                  const Tensor64& v,
-                  const AttentionSpec64& spec) {
+void attend_check(const BasicTensor<double>& q,
+                  const BasicTensor<double>& k,
+                  const BasicTensor<double>& v,
+                  const BasicAttentionSpec<double>& spec) {
     check_all(q, k, v, spec);
 }
 
-std::vector<double> alibi_default_slopes64(std::size_t heads) {
-    // ggml_soft_max_ext with max_bias = 8 (llama.cpp's ALiBi): n = 2^floor(log2 H).
+template <class T> std::vector<T> alibi_default_slopes(std::size_t heads) {
+    // ggml_soft_max_ext with max_bias = 8 (llama.cpp's ALiBi): n = 2^floor(log2 H). In
+    // double, then rounded once to T.
     std::size_t n = 1;
     while (n * 2 <= heads) {
         n *= 2;
     }
     const double m0 = std::pow(2.0, -8.0 / static_cast<double>(n));
     const double m1 = std::pow(2.0, -4.0 / static_cast<double>(n));
-    std::vector<double> slopes(heads);
+    std::vector<T> slopes(heads);
     for (std::size_t h = 0; h < heads; ++h) {
-        slopes[h] = h < n ? std::pow(m0, static_cast<double>(h + 1))
-                          : std::pow(m1, static_cast<double>(2 * (h - n) + 1));
+        slopes[h] = static_cast<T>(h < n ? std::pow(m0, static_cast<double>(h + 1))
+                                         : std::pow(m1, static_cast<double>(2 * (h - n) + 1)));
     }
     return slopes;
 }
 
-std::vector<float> alibi_default_slopes(std::size_t heads) {
-    const std::vector<double> exact = alibi_default_slopes64(heads);
-    std::vector<float> slopes(heads);
-    for (std::size_t h = 0; h < heads; ++h) {
-        slopes[h] = static_cast<float>(exact[h]);
-    }
-    return slopes;
-}
+template std::vector<float> alibi_default_slopes<float>(std::size_t);
+template std::vector<double> alibi_default_slopes<double>(std::size_t);
 
 AttentionResult
 attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
     attend_check(q, k, v, spec);
-    // Without weights nothing needs the Lq×Lk matrix: stream over key blocks instead.
-    // Entropy and top-k need a whole weights row: the materialized kernel computes them
-    // from its per-thread block buffer (still no Lq×Lk result unless weights are wanted).
-    const bool needs_rows = spec.want_entropy || spec.top_k > 0;
-    return spec.want_weights || needs_rows ? attend_materialized(q, k, v, spec)
-                                           : attend_streaming(q, k, v, spec);
+    return streams(spec) ? attend_streaming(q, k, v, spec) : attend_materialized(q, k, v, spec);
 }
 
-AttentionResult64
-attend(const Tensor64& q, const Tensor64& k, const Tensor64& v, const AttentionSpec64& spec) {
+BasicAttentionResult<double> attend(const BasicTensor<double>& q,
+                                    const BasicTensor<double>& k,
+                                    const BasicTensor<double>& v,
+                                    const BasicAttentionSpec<double>& spec) {
     attend_check(q, k, v, spec);
-    // One kernel for every case: blocks of query rows against all keys, in double.
-    return attend_materialized(q, k, v, spec);
+    return attend_materialized(q, k, v, spec); // streams(spec) is false for double
 }
 
 } // namespace attn

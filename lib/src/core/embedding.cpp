@@ -45,7 +45,7 @@ embed_impl(const TokenIds& ids, const BasicEmbeddings<T>& e, std::size_t positio
                          std::to_string(e.position->shape(0)) + " position embeddings");
     }
     // The sums stay in double through the norm: one rounding to T at the end.
-    Tensor3_64 out = Tensor3_64::from_shape({B, L, E});
+    BasicTensor3<double> out = BasicTensor3<double>::from_shape({B, L, E});
     for (std::size_t b = 0; b < B; ++b) {
         for (std::size_t l = 0; l < L; ++l) {
             const T* tok = e.token.data() + static_cast<std::size_t>(ids(b, l)) * E;
@@ -71,7 +71,7 @@ embed_impl(const TokenIds& ids, const BasicEmbeddings<T>& e, std::size_t positio
                  .eps = e.norm->eps,
                  .name = e.norm->name};
         if (e.norm->bias) {
-            n.bias = Vector64(xt::cast<double>(*e.norm->bias));
+            n.bias = BasicVector<double>(xt::cast<double>(*e.norm->bias));
         }
         out = apply_norm(out, n);
     }
@@ -88,7 +88,8 @@ Tensor3 embed(const TokenIds& ids, const Embeddings& e, std::size_t position_off
     return embed_impl(ids, e, position_offset);
 }
 
-Tensor3_64 embed(const TokenIds& ids, const Embeddings64& e, std::size_t position_offset) {
+BasicTensor3<double>
+embed(const TokenIds& ids, const Embeddings64& e, std::size_t position_offset) {
     return embed_impl(ids, e, position_offset);
 }
 

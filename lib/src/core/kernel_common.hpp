@@ -1,18 +1,19 @@
-// What the attention drivers share: index helpers (the causal limit of a query row, the
-// offset of a broadcast mask/bias row, the query block that makes one task) and the scalar
-// feature row of the materialized kernels, templated on the element type (float for
-// attend_materialized, double for the f64 kernel). No SIMD here: the vectorised paths
-// live in kernel_ops.
+// What the attention drivers share: index helpers (the query block that makes one task;
+// which keys a row sees is attn/visibility.hpp's KeyRule) and the scalar
+// feature row of the materialized driver, templated on the element type (float or
+// double). No SIMD here: the vectorised paths live in kernel_ops.
 // Legend: B batch, H query heads, Lq queries, Lk keys.
 #pragma once
 
 #include "attn/attention.hpp"
+#include "attn/visibility.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <type_traits>
@@ -23,6 +24,25 @@ namespace attn::detail {
 /// QB: query rows per task. Fixed (never derived from the thread count) so results are
 /// bit-identical for every thread count; 64 = one micro-kernel panel of 4 x 16 floats.
 constexpr std::size_t kQueryBlock = 64;
+
+/// The product of `factors`, saturating at 2^64 - 1 (workspace sizes of absurd shapes).
+inline std::uint64_t saturating_product(std::initializer_list<std::uint64_t> factors) {
+    std::uint64_t out = 1;
+    for (const std::uint64_t f : factors) {
+        if (f != 0 && out > std::numeric_limits<std::uint64_t>::max() / f) {
+            return std::numeric_limits<std::uint64_t>::max();
+        }
+        out *= f;
+    }
+    return out;
+}
+
+/// a + b, saturating at 2^64 - 1.
+inline std::uint64_t saturating_sum(std::uint64_t a, std::uint64_t b) {
+    return a > std::numeric_limits<std::uint64_t>::max() - b
+               ? std::numeric_limits<std::uint64_t>::max()
+               : a + b;
+}
 
 /// The query rows one task of the materialized kernels owns: rows [i0, i0 + rows) of head
 /// h of batch b.
@@ -70,67 +90,9 @@ void zero_empty_rows(T* o_blk,
     }
 }
 
-/// How many leading keys query row i may see under the causal rule (all Lk if none).
-inline std::size_t causal_visible(Causal causal, std::size_t i, std::size_t lq, std::size_t lk) {
-    switch (causal) {
-    case Causal::none:
-        return lk;
-    case Causal::top_left:
-        return std::min(i + 1, lk);
-    case Causal::bottom_right: {
-        // j <= i + Lk - Lq  <=>  j < i + 1 + Lk - Lq, computed without unsigned wrap.
-        const std::size_t end = i + 1 + lk;
-        return end <= lq ? 0 : std::min(end - lq, lk);
-    }
-    }
-    return lk;
-}
-
-/// Index of a broadcast [B|1, H|1, Lq, Lk] operand's row (b, h, i).
-template <class T>
-std::size_t pair_row_offset(const T& t, std::size_t b, std::size_t h, std::size_t i) {
-    const auto& s = t.shape();
-    const std::size_t bb = s[0] == 1 ? 0 : b;
-    const std::size_t hh = s[1] == 1 ? 0 : h;
-    return ((bb * s[1] + hh) * s[2] + i) * s[3];
-}
-
-/// Row (b, h, i) of an optional broadcast [B|1, H|1, Lq, Lk] operand (bias or keep-mask),
-/// or null when the operand is absent.
-template <class E>
-const E* pair_row(const xt::xtensor<E, 4>* t, std::size_t b, std::size_t h, std::size_t i) {
-    return t != nullptr ? t->data() + pair_row_offset(*t, b, h, i) : nullptr;
-}
-
-/// Row b of a [B|1, 1, 1, Lk] key-padding mask, or null.
-inline const std::uint8_t* padding_row(const Mask* pad, std::size_t b, std::size_t lk) {
-    if (pad == nullptr) {
-        return nullptr;
-    }
-    return pad->data() + (pad->shape()[0] == 1 ? 0 : b) * lk;
-}
-
 /// The scale of the scores: spec.scale, else 1/sqrt(D) computed in T (1 when D = 0).
 template <class T> T score_scale(const BasicAttentionSpec<T>& spec, std::size_t d) {
     return spec.scale ? *spec.scale : (d > 0 ? T{1} / std::sqrt(static_cast<T>(d)) : T{1});
-}
-
-/// The diagonal offset s of the window and ALiBi: query i's diagonal key is i + s.
-template <class T>
-std::int64_t diagonal_offset(const BasicAttentionSpec<T>& spec, std::size_t lq, std::size_t lk) {
-    const bool bottom_right =
-        spec.causal == Causal::bottom_right || spec.align == Align::bottom_right;
-    return bottom_right ? static_cast<std::int64_t>(lk) - static_cast<std::int64_t>(lq) : 0;
-}
-
-template <class T> bool has_window(const BasicAttentionSpec<T>& spec) {
-    return spec.window.left >= 0 || spec.window.right >= 0;
-}
-
-/// Whether key j lies in the window around diagonal key `diag` (= i + s).
-inline bool window_sees(const Window& w, std::int64_t diag, std::size_t j) {
-    const auto jj = static_cast<std::int64_t>(j);
-    return (w.left < 0 || jj >= diag - w.left) && (w.right < 0 || jj <= diag + w.right);
 }
 
 /// ALiBi's bias for query row i (diagonal key diag = i + s) and key j: -slope·|j - diag|,
@@ -143,7 +105,7 @@ template <class T> T alibi_bias(T slope, std::int64_t diag, std::size_t j) {
 
 /// Any per-score feature the vectorised softmax_row does not cover.
 template <class T> bool has_row_features(const BasicAttentionSpec<T>& spec) {
-    return has_window(spec) || spec.softcap.has_value() || !spec.alibi_slopes.empty() ||
+    return spec.window.bounded() || spec.softcap.has_value() || !spec.alibi_slopes.empty() ||
            !spec.sinks.empty() || spec.want_lse || spec.want_entropy || spec.want_argmax ||
            spec.top_k > 0;
 }
@@ -196,10 +158,11 @@ RowOut<T> row_out(BasicRowDiagnostics<T>& diag, std::size_t row, std::size_t top
 
 /// The scalar weights row behind the score features (window, softcap, ALiBi, sinks and
 /// the diagnostics), in T = float (attend_materialized, where the vectorised
-/// ops.softmax_row covers the plain case) or T = double (the f64 kernel, every row).
+/// ops.softmax_row covers the plain case) or T = double (every row of the float64 driver).
 /// Over keys j < n (the causal limit; keys from n to lk get weight 0):
 ///   x_j = scale·s_j; x_j = cap·tanh(x_j / cap); x_j += bias_j - slope·|j - diag|;
-///   x_j = -inf where the keep-mask, the padding or the window blocks key j;
+///   x_j = -inf outside `visible` (the row's KeyRule range) or where the keep-mask or the
+///   padding blocks key j;
 ///   m = max(max_j x_j, sink); w_j = exp(x_j - m) / (exp(sink - m) + sum_j exp(x_j - m)).
 /// Scores, exponentials and weights are computed in T; the sum and the entropy accumulate
 /// in double for both. Returns false when no key is visible (the caller zeros the row; a
@@ -212,12 +175,12 @@ bool feature_row(T* s,
                  const BasicAttentionSpec<T>& spec,
                  std::size_t h,
                  std::int64_t diag,
+                 KeyRange visible,
                  const T* bias,
                  const std::uint8_t* mask,
                  const std::uint8_t* pad,
                  const RowOut<T>& out) {
     constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-    const bool window = has_window(spec);
     const T slope = spec.alibi_slopes.empty() ? T{0} : spec.alibi_slopes[h];
     // pass 1: final scores, row max and argmax (first key on ties).
     T row_max = kNegInf;
@@ -234,8 +197,7 @@ bool feature_row(T* s,
         if (!spec.alibi_slopes.empty()) {
             x += alibi_bias(slope, diag, j);
         }
-        if ((mask != nullptr && mask[j] == 0) || (pad != nullptr && pad[j] == 0) ||
-            (window && !window_sees(spec.window, diag, j))) {
+        if (!visible.contains(j) || !masks_keep(mask, pad, j)) {
             x = kNegInf;
         }
         s[j] = x;
@@ -315,7 +277,7 @@ bool feature_row(T* s,
 /// Pass 2 of the materialized kernels over one task's rows [i0, i0 + rows) of head (b, h):
 /// each row r of unscaled scores p[r·Lk + j] becomes its weights, through feature_row when
 /// `features`, else through plain_row(srow, limit, bias_row, mask_row, pad_row) -> visible
-/// (the float kernel's vectorised softmax_row; the f64 kernel passes features = true and
+/// (the float driver's vectorised softmax_row; the double driver passes features = true and
 /// plain_row = nullptr). Keys at or past a row's causal limit get weight exactly 0; a row
 /// that sees no key gets zeros and empty[r] = true. first_row = (b·H + h)·Lq + i0 locates
 /// the diagnostics. Returns how many rows saw no key.
@@ -331,13 +293,13 @@ std::int64_t weights_block(T* p,
                            BasicRowDiagnostics<T>& diag_out,
                            bool features,
                            const PlainRow& plain_row) {
-    const std::int64_t diag0 = diagonal_offset(spec, lq, lk);
+    const KeyRule rule(spec, lq, lk);
     const std::uint8_t* pad_row = padding_row(spec.key_padding, task.b, lk);
     std::int64_t empty_rows = 0;
     for (std::size_t r = 0; r < task.rows; ++r) {
         const std::size_t i = task.i0 + r;
         T* srow = p + r * lk;
-        const std::size_t limit = causal_visible(spec.causal, i, lq, lk);
+        const std::size_t limit = rule.causal_end(i);
         const T* bias_row = pair_row(spec.bias, task.b, task.h, i);
         const std::uint8_t* mask_row = pair_row(spec.keep_mask, task.b, task.h, i);
         bool visible = false;
@@ -348,7 +310,8 @@ std::int64_t weights_block(T* p,
                                   scale,
                                   spec,
                                   task.h,
-                                  static_cast<std::int64_t>(i) + diag0,
+                                  rule.diagonal(i),
+                                  rule.keys(i),
                                   bias_row,
                                   mask_row,
                                   pad_row,

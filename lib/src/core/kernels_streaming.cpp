@@ -48,6 +48,22 @@ struct Scratch {
 
 } // namespace
 
+Workspace streaming_workspace(const Shape& q, const Shape& k, const Shape& v) {
+    (void)v;
+    const std::uint64_t group = k[1] == 0 ? 1 : q[1] / k[1];
+    const std::uint64_t qb = kQueryBlock;
+    // Scratch: qt [G, D, QB]; st [KB, stride]; m, l, best [G, QB]; alpha [QB]; best_key.
+    std::uint64_t floats = detail::saturating_product({group, q[3], qb});
+    floats = detail::saturating_sum(floats, kKeyBlock * kScoreStride);
+    floats = detail::saturating_sum(floats, detail::saturating_product({3, group, qb}));
+    floats = detail::saturating_sum(floats, qb);
+    Workspace w;
+    w.per_thread =
+        detail::saturating_sum(detail::saturating_product({sizeof(float), floats}),
+                               detail::saturating_product({sizeof(std::int64_t), group, qb}));
+    return w;
+}
+
 AttentionResult
 attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
     const std::size_t n_b = q.shape()[0];
@@ -66,8 +82,7 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
     result.output = Tensor::from_shape({n_b, n_h, lq, dv});
     // Score features, applied per score in pass 2 (entropy and top-k need whole rows:
     // attend() sends them to attend_materialized; requested here they stay empty).
-    const bool window = detail::has_window(spec);
-    const std::int64_t diag0 = detail::diagonal_offset(spec, lq, lk);
+    const KeyRule rule(spec, lq, lk);
     if (spec.want_lse) {
         result.diagnostics.lse = Tensor::from_shape({n_b, n_h, lq, 1});
     }
@@ -96,7 +111,7 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
         const std::size_t bk = n_bk == 1 ? 0 : b;
         const float* k_head = k.data() + (bk * n_hkv + hk) * lk * d;
         const float* v_head = v.data() + (bk * n_hkv + hk) * lk * dv;
-        const std::uint8_t* pad_row = detail::padding_row(spec.key_padding, b, lk);
+        const std::uint8_t* pad_row = padding_row(spec.key_padding, b, lk);
 
         Scratch& s = scratch[worker];
         s.qt.resize(group * d * kQueryBlock);
@@ -124,30 +139,14 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
             std::fill_n(o_blk, rows * dv, 0.0f);
         }
 
-        // Causal limits: keys at or past the last row's limit are invisible to the whole
-        // block (skipped: causal costs about half); keys below the first row's limit are
-        // visible to every row (no per-element test needed).
-        std::size_t key_end = detail::causal_visible(spec.causal, i0 + rows - 1, lq, lk);
-        const std::size_t key_all = detail::causal_visible(spec.causal, i0, lq, lk);
-        // A window narrows the keys any row of the block may see to [key_begin, key_end):
-        // blocks outside are skipped; inside, pass 2 masks per score.
-        std::size_t key_begin = 0;
-        if (window) {
-            const std::int64_t first = static_cast<std::int64_t>(i0) + diag0;
-            const std::int64_t last = static_cast<std::int64_t>(i0 + rows - 1) + diag0;
-            const auto clamp = [lk](std::int64_t x) {
-                return static_cast<std::size_t>(
-                    std::clamp(x, std::int64_t{0}, static_cast<std::int64_t>(lk)));
-            };
-            if (spec.window.left >= 0) {
-                key_begin = clamp(first - spec.window.left);
-            }
-            if (spec.window.right >= 0) {
-                key_end = std::min(key_end, clamp(last + spec.window.right + 1));
-            }
-        }
+        // Keys outside `any` are invisible to every row of the block (skipped: causal
+        // attention costs about half, a window less); keys inside `all` are visible to
+        // every row (no per-score test of the key rule there).
+        const KeyRange any = rule.any_keys(i0, i0 + rows - 1);
+        const KeyRange all = rule.all_keys(i0, i0 + rows - 1);
+        const std::size_t key_end = any.end;
 
-        for (std::size_t j0 = key_begin; j0 < key_end; j0 += kKeyBlock) {
+        for (std::size_t j0 = any.begin; j0 < key_end; j0 += kKeyBlock) {
             const std::size_t kb = std::min(kKeyBlock, key_end - j0);
             // A block whose keys are all padding is skipped whole.
             if (pad_row != nullptr && std::all_of(pad_row + j0,
@@ -155,7 +154,7 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                                                   [](std::uint8_t p) { return p == 0; })) {
                 continue;
             }
-            const bool diagonal = j0 + kb > key_all;
+            const bool edge = j0 < all.begin || j0 + kb > all.end;
             const std::size_t next_j0 = std::min(j0 + kb, key_end);
             const std::size_t next_kb = std::min(kKeyBlock, key_end - next_j0);
             for (std::size_t g = 0; g < group; ++g) {
@@ -198,7 +197,7 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                 if (spec.bias != nullptr) {
                     for (std::size_t r = 0; r < rows; ++r) {
                         const float* bias_row =
-                            spec.bias->data() + detail::pair_row_offset(*spec.bias, b, h, i0 + r);
+                            spec.bias->data() + pair_row_offset(*spec.bias, b, h, i0 + r);
                         for (std::size_t j = 0; j < kb; ++j) {
                             st[j * kScoreStride + r] += bias_row[j0 + j];
                         }
@@ -207,7 +206,7 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                 if (!spec.alibi_slopes.empty()) {
                     const float slope = spec.alibi_slopes[h];
                     for (std::size_t r = 0; r < rows; ++r) {
-                        const std::int64_t diag = static_cast<std::int64_t>(i0 + r) + diag0;
+                        const std::int64_t diag = rule.diagonal(i0 + r);
                         for (std::size_t j = 0; j < kb; ++j) {
                             st[j * kScoreStride + r] += detail::alibi_bias(slope, diag, j0 + j);
                         }
@@ -215,11 +214,9 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                 }
                 if (spec.keep_mask != nullptr) {
                     for (std::size_t r = 0; r < rows; ++r) {
-                        const std::uint8_t* mask_row =
-                            spec.keep_mask->data() +
-                            detail::pair_row_offset(*spec.keep_mask, b, h, i0 + r);
+                        const std::uint8_t* mask_row = pair_row(spec.keep_mask, b, h, i0 + r);
                         for (std::size_t j = 0; j < kb; ++j) {
-                            if (mask_row[j0 + j] == 0) {
+                            if (!masks_keep(mask_row, nullptr, j0 + j)) {
                                 st[j * kScoreStride + r] = kNegInf;
                             }
                         }
@@ -227,26 +224,18 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                 }
                 if (pad_row != nullptr) {
                     for (std::size_t j = 0; j < kb; ++j) {
-                        if (pad_row[j0 + j] == 0) {
+                        if (!masks_keep(nullptr, pad_row, j0 + j)) {
                             std::fill_n(st + j * kScoreStride, kScoreColumns, kNegInf);
                         }
                     }
                 }
-                if (diagonal) {
+                if (edge) {
+                    // Keys of the block outside a row's range: [j0, begin) and [end, j0 + kb).
                     for (std::size_t r = 0; r < rows; ++r) {
-                        const std::size_t limit =
-                            detail::causal_visible(spec.causal, i0 + r, lq, lk);
-                        for (std::size_t j = std::max(limit, j0); j < j0 + kb; ++j) {
-                            st[(j - j0) * kScoreStride + r] = kNegInf;
-                        }
-                    }
-                }
-                if (window) {
-                    for (std::size_t r = 0; r < rows; ++r) {
-                        const std::int64_t diag = static_cast<std::int64_t>(i0 + r) + diag0;
-                        for (std::size_t j = 0; j < kb; ++j) {
-                            if (!detail::window_sees(spec.window, diag, j0 + j)) {
-                                st[j * kScoreStride + r] = kNegInf;
+                        const KeyRange keys = rule.keys(i0 + r);
+                        for (std::size_t j = j0; j < j0 + kb; ++j) {
+                            if (!keys.contains(j)) {
+                                st[(j - j0) * kScoreStride + r] = kNegInf;
                             }
                         }
                     }

@@ -54,16 +54,18 @@ xt::xtensor<T, 1> random_vector(SplitMix64& rng, std::size_t out, std::size_t in
     return b;
 }
 
+} // namespace
+
 template <class T>
-BasicProjections<T> random_projections_impl(std::uint64_t seed,
-                                            std::size_t e_q,
-                                            std::size_t e_k,
-                                            std::size_t e_v,
-                                            std::size_t dim,
-                                            std::size_t num_heads,
-                                            std::size_t num_kv_heads,
-                                            bool output_projection,
-                                            bool bias) {
+BasicProjections<T> random_projections(std::uint64_t seed,
+                                       std::size_t e_q,
+                                       std::size_t e_k,
+                                       std::size_t e_v,
+                                       std::size_t dim,
+                                       std::size_t num_heads,
+                                       std::size_t num_kv_heads,
+                                       bool output_projection,
+                                       bool bias) {
     if (num_heads == 0 || dim % num_heads != 0) {
         throw InputError("init: dim " + std::to_string(dim) + " is not divisible by num_heads " +
                          std::to_string(num_heads));
@@ -88,33 +90,24 @@ BasicProjections<T> random_projections_impl(std::uint64_t seed,
     return p;
 }
 
-} // namespace
-
-Projections random_projections(std::uint64_t seed,
-                               std::size_t e_q,
-                               std::size_t e_k,
-                               std::size_t e_v,
-                               std::size_t dim,
-                               std::size_t num_heads,
-                               std::size_t num_kv_heads,
-                               bool output_projection,
-                               bool bias) {
-    return random_projections_impl<float>(
-        seed, e_q, e_k, e_v, dim, num_heads, num_kv_heads, output_projection, bias);
-}
-
-Projections64 random_projections64(std::uint64_t seed,
-                                   std::size_t e_q,
-                                   std::size_t e_k,
-                                   std::size_t e_v,
-                                   std::size_t dim,
-                                   std::size_t num_heads,
-                                   std::size_t num_kv_heads,
-                                   bool output_projection,
-                                   bool bias) {
-    return random_projections_impl<double>(
-        seed, e_q, e_k, e_v, dim, num_heads, num_kv_heads, output_projection, bias);
-}
+template Projections random_projections<float>(std::uint64_t,
+                                               std::size_t,
+                                               std::size_t,
+                                               std::size_t,
+                                               std::size_t,
+                                               std::size_t,
+                                               std::size_t,
+                                               bool,
+                                               bool);
+template BasicProjections<double> random_projections<double>(std::uint64_t,
+                                                             std::size_t,
+                                                             std::size_t,
+                                                             std::size_t,
+                                                             std::size_t,
+                                                             std::size_t,
+                                                             std::size_t,
+                                                             bool,
+                                                             bool);
 
 namespace {
 
@@ -294,7 +287,7 @@ template LayerPlan plan_layer<double>(const std::array<std::size_t, 3>&,
                                       const std::array<std::size_t, 3>&,
                                       std::size_t,
                                       std::size_t,
-                                      const Projections64*);
+                                      const BasicProjections<double>*);
 
 LayerResult attend_layer(const Tensor3& query,
                          const Tensor3& key,
@@ -303,10 +296,10 @@ LayerResult attend_layer(const Tensor3& query,
     return attend_layer_impl(query, key, value, spec);
 }
 
-LayerResult64 attend_layer(const Tensor3_64& query,
-                           const Tensor3_64& key,
-                           const Tensor3_64& value,
-                           const LayerSpec64& spec) {
+BasicLayerResult<double> attend_layer(const BasicTensor3<double>& query,
+                                      const BasicTensor3<double>& key,
+                                      const BasicTensor3<double>& value,
+                                      const BasicLayerSpec<double>& spec) {
     return attend_layer_impl(query, key, value, spec);
 }
 

@@ -110,11 +110,11 @@ Tensor3 layer_norm(
     return layer_norm_impl(x, weight, bias, eps, what);
 }
 
-Tensor3_64 layer_norm(const Tensor3_64& x,
-                      const Vector64& weight,
-                      const Vector64* bias,
-                      double eps,
-                      const char* what) {
+BasicTensor3<double> layer_norm(const BasicTensor3<double>& x,
+                                const BasicVector<double>& weight,
+                                const BasicVector<double>* bias,
+                                double eps,
+                                const char* what) {
     return layer_norm_impl(x, weight, bias, eps, what);
 }
 
@@ -122,7 +122,10 @@ Tensor3 rms_norm(const Tensor3& x, const Vector& weight, double eps, const char*
     return rms_norm_impl(x, weight, eps, what);
 }
 
-Tensor3_64 rms_norm(const Tensor3_64& x, const Vector64& weight, double eps, const char* what) {
+BasicTensor3<double> rms_norm(const BasicTensor3<double>& x,
+                              const BasicVector<double>& weight,
+                              double eps,
+                              const char* what) {
     return rms_norm_impl(x, weight, eps, what);
 }
 
@@ -130,7 +133,7 @@ Tensor3 apply_norm(const Tensor3& x, const Norm& n) {
     return apply_norm_impl(x, n);
 }
 
-Tensor3_64 apply_norm(const Tensor3_64& x, const Norm64& n) {
+BasicTensor3<double> apply_norm(const BasicTensor3<double>& x, const Norm64& n) {
     return apply_norm_impl(x, n);
 }
 

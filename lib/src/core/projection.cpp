@@ -120,7 +120,10 @@ Tensor3 linear(const Tensor3& x, const Matrix& w, const Vector* b, const char* w
     return linear_impl(x, w, b, what);
 }
 
-Tensor3_64 linear(const Tensor3_64& x, const Matrix64& w, const Vector64* b, const char* what) {
+BasicTensor3<double> linear(const BasicTensor3<double>& x,
+                            const BasicMatrix<double>& w,
+                            const BasicVector<double>* b,
+                            const char* what) {
     return linear_impl(x, w, b, what);
 }
 
@@ -128,7 +131,8 @@ Tensor split_heads(const Tensor3& x, std::size_t num_heads, const char* what) {
     return split_heads_impl(x, num_heads, what);
 }
 
-Tensor64 split_heads(const Tensor3_64& x, std::size_t num_heads, const char* what) {
+BasicTensor<double>
+split_heads(const BasicTensor3<double>& x, std::size_t num_heads, const char* what) {
     return split_heads_impl(x, num_heads, what);
 }
 
@@ -136,7 +140,7 @@ Tensor3 merge_heads(const Tensor& y) {
     return merge_heads_impl(y);
 }
 
-Tensor3_64 merge_heads(const Tensor64& y) {
+BasicTensor3<double> merge_heads(const BasicTensor<double>& y) {
     return merge_heads_impl(y);
 }
 

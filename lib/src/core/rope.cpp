@@ -185,7 +185,7 @@ void apply_rope(Tensor& x,
     rotate(x, spec, positions, what);
 }
 
-void apply_rope(Tensor64& x,
+void apply_rope(BasicTensor<double>& x,
                 const RopeSpec& spec,
                 std::span<const std::int64_t> positions,
                 const char* what) {
@@ -196,7 +196,10 @@ void apply_rope(Tensor& q, Tensor& k, const RopeSpec& spec, const RopePositions&
     rotate_pair(q, k, spec, positions);
 }
 
-void apply_rope(Tensor64& q, Tensor64& k, const RopeSpec& spec, const RopePositions& positions) {
+void apply_rope(BasicTensor<double>& q,
+                BasicTensor<double>& k,
+                const RopeSpec& spec,
+                const RopePositions& positions) {
     rotate_pair(q, k, spec, positions);
 }
 

@@ -5,7 +5,9 @@
 
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/kernels.hpp"
 #include "attn/problem/plan.hpp"
+#include "attn/problem/solve.hpp"
 
 #include <algorithm>
 #include <thread>
@@ -47,7 +49,6 @@ std::vector<std::size_t> unravel(std::size_t flat, const std::vector<std::size_t
 MemoryEstimate estimate_memory(const Problem& p, bool want_weights, unsigned threads) {
     constexpr std::uint64_t f32 = sizeof(float);
     constexpr std::uint64_t encoded = 12; // bytes per value of the result: copy + JSON text
-    constexpr std::uint64_t query_block = 64;
     const std::uint64_t n_threads =
         threads != 0 ? threads : std::max<std::uint64_t>(1, std::thread::hardware_concurrency());
 
@@ -108,19 +109,6 @@ MemoryEstimate estimate_memory(const Problem& p, bool want_weights, unsigned thr
                 io::saturating_add(m.output, io::saturating_product({f32, b, lq, out_features}));
         }
     }
-    // Kernel scratch: the materialized kernel transposes K ([Bk, Hkv, D, Lk]) and scores a
-    // block of queries per thread; the streaming kernel keeps a few blocks per thread.
-    if (want_weights) {
-        m.intermediates =
-            io::saturating_add(m.intermediates, io::saturating_product({f32, bk, hkv, d, lk}));
-        m.intermediates = io::saturating_add(
-            m.intermediates, io::saturating_product({f32, n_threads, query_block, lk}));
-    } else {
-        m.intermediates = io::saturating_add(
-            m.intermediates,
-            io::saturating_product(
-                {f32, n_threads, h / hkv + 1, query_block, io::saturating_add(d + dv, 256)}));
-    }
     // The attention output [B, H, Lq, Dv] and the final output with its copy and encoding.
     m.output = io::saturating_add(m.output, io::saturating_product({f32, b, h, lq, dv}));
     m.output = io::saturating_add(m.output, io::saturating_product({encoded, b, lq, out_features}));
@@ -137,6 +125,17 @@ MemoryEstimate estimate_memory(const Problem& p, bool want_weights, unsigned thr
         m.output = io::saturating_mul(2, m.output);
         m.weights = io::saturating_mul(2, m.weights);
     }
+    // Kernel scratch, already in the problem's precision: what the core says the kernel
+    // attend() picks allocates (packed Kᵀ, per-thread score blocks).
+    const Shape qs{b, h, lq, d};
+    const Shape ks{bk, hkv, lk, d};
+    const Shape vs{bk, hkv, lk, dv};
+    const SolveOptions options{.want_weights = want_weights, .threads = threads};
+    const Workspace workspace =
+        p.exact ? attend_workspace(qs, ks, vs, attention_spec<double>(p, options))
+                : attend_workspace(qs, ks, vs, attention_spec<float>(p, options));
+    m.intermediates =
+        io::saturating_add(m.intermediates, workspace.total(static_cast<unsigned>(n_threads)));
     m.total = io::saturating_add(io::saturating_add(m.inputs, m.intermediates),
                                  io::saturating_add(m.output, m.weights));
     return m;

@@ -187,13 +187,13 @@ template <class T, std::size_t N> xt::xtensor<double, N> widen(const xt::xtensor
     return y;
 }
 
-Projections64 widen(const Projections& p) {
-    Projections64 out;
+BasicProjections<double> widen(const Projections& p) {
+    BasicProjections<double> out;
     const auto m = [](const std::optional<Matrix>& w) {
-        return w ? std::optional<Matrix64>(widen(*w)) : std::nullopt;
+        return w ? std::optional<BasicMatrix<double>>(widen(*w)) : std::nullopt;
     };
     const auto v = [](const std::optional<Vector>& b) {
-        return b ? std::optional<Vector64>(widen(*b)) : std::nullopt;
+        return b ? std::optional<BasicVector<double>>(widen(*b)) : std::nullopt;
     };
     out.w_q = m(p.w_q);
     out.w_k = m(p.w_k);
@@ -208,8 +208,8 @@ Projections64 widen(const Projections& p) {
 
 /// bias += addend in float64, broadcasting size-1 dims as add_bias() does (which has
 /// already checked the float32 sum of the same shape against the memory limit).
-void add_bias64(std::optional<Tensor64>& bias,
-                const Tensor64& addend,
+void add_bias64(std::optional<BasicTensor<double>>& bias,
+                const BasicTensor<double>& addend,
                 std::size_t lq,
                 std::size_t lk) {
     const auto& sa = addend.shape();
@@ -222,14 +222,18 @@ void add_bias64(std::optional<Tensor64>& bias,
         target[0] = std::max(target[0], bias->shape()[0]);
         target[1] = std::max(target[1], bias->shape()[1]);
     }
-    auto at = [](const Tensor64& t, std::size_t b, std::size_t h, std::size_t i, std::size_t j) {
+    auto at = [](const BasicTensor<double>& t,
+                 std::size_t b,
+                 std::size_t h,
+                 std::size_t i,
+                 std::size_t j) {
         const auto& s = t.shape();
         const std::size_t bb = s[0] == 1 ? 0 : b;
         const std::size_t hh = s[1] == 1 ? 0 : h;
         const std::size_t ii = s[2] == 1 ? 0 : i;
         return t.data()[((bb * s[1] + hh) * s[2] + ii) * s[3] + j];
     };
-    Tensor64 sum = Tensor64::from_shape(target);
+    BasicTensor<double> sum = BasicTensor<double>::from_shape(target);
     double* dst = sum.data();
     for (std::size_t b = 0; b < target[0]; ++b) {
         for (std::size_t h = 0; h < target[1]; ++h) {
@@ -723,9 +727,9 @@ Problem decode_problem(const json& doc_in, const fs::path& base, ArrayValues giv
         p.k4 = k_t ? std::move(*k_t) : to_tensor4(k_arr);
         p.v4 = v_t ? std::move(*v_t) : to_tensor4(v_arr);
         if (p.exact) {
-            p.exact->q4 = exact_tensor<Tensor64>(q_arr, p.q4.shape());
-            p.exact->k4 = exact_tensor<Tensor64>(k_arr, p.k4.shape());
-            p.exact->v4 = exact_tensor<Tensor64>(v_arr, p.v4.shape());
+            p.exact->q4 = exact_tensor<BasicTensor<double>>(q_arr, p.q4.shape());
+            p.exact->k4 = exact_tensor<BasicTensor<double>>(k_arr, p.k4.shape());
+            p.exact->v4 = exact_tensor<BasicTensor<double>>(v_arr, p.v4.shape());
         }
         p.num_heads = qs[1];
         p.num_kv_heads = ks[1];
@@ -736,7 +740,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base, ArrayValues giv
         p.query_src = to_tensor3(q_arr, q_field, "[L, E]");
         p.batched = q_arr.shape.size() == 3;
         if (p.exact) {
-            p.exact->query_src = exact_tensor<Tensor3_64>(q_arr, p.query_src.shape());
+            p.exact->query_src = exact_tensor<BasicTensor3<double>>(q_arr, p.query_src.shape());
         }
         if (has("key")) {
             Array k_arr = load("key", ArrayKind::numeric, nullptr);
@@ -744,15 +748,15 @@ Problem decode_problem(const json& doc_in, const fs::path& base, ArrayValues giv
             Array v_arr = load("value", ArrayKind::numeric, nullptr);
             p.value_src = to_tensor3(v_arr, "value", "[L, E]");
             if (p.exact) {
-                p.exact->key_src = exact_tensor<Tensor3_64>(k_arr, p.key_src.shape());
-                p.exact->value_src = exact_tensor<Tensor3_64>(v_arr, p.value_src.shape());
+                p.exact->key_src = exact_tensor<BasicTensor3<double>>(k_arr, p.key_src.shape());
+                p.exact->value_src = exact_tensor<BasicTensor3<double>>(v_arr, p.value_src.shape());
             }
         } else if (has("context")) {
             Array c_arr = load("context", ArrayKind::numeric, nullptr);
             p.key_src = to_tensor3(c_arr, "context", "[Lk, Ec]");
             p.value_src = p.key_src;
             if (p.exact) {
-                p.exact->key_src = exact_tensor<Tensor3_64>(c_arr, p.key_src.shape());
+                p.exact->key_src = exact_tensor<BasicTensor3<double>>(c_arr, p.key_src.shape());
                 p.exact->value_src = p.exact->key_src;
             }
         } else {
@@ -841,15 +845,15 @@ Problem decode_problem(const json& doc_in, const fs::path& base, ArrayValues giv
                                                output_projection,
                                                bias);
             if (p.exact) {
-                p.exact->projections = random_projections64(seed,
-                                                            p.query_src.shape()[2],
-                                                            p.key_src.shape()[2],
-                                                            p.value_src.shape()[2],
-                                                            dim,
-                                                            p.num_heads,
-                                                            p.num_kv_heads,
-                                                            output_projection,
-                                                            bias);
+                p.exact->projections = random_projections<double>(seed,
+                                                                  p.query_src.shape()[2],
+                                                                  p.key_src.shape()[2],
+                                                                  p.value_src.shape()[2],
+                                                                  dim,
+                                                                  p.num_heads,
+                                                                  p.num_kv_heads,
+                                                                  output_projection,
+                                                                  bias);
             }
         }
     }
@@ -880,7 +884,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base, ArrayValues giv
         if (m.bias) {
             add_bias(p.bias, *m.bias, p.lq, p.lk, "mask");
             if (p.exact) {
-                add_bias64(p.exact->bias, exact_tensor<Tensor64>(a, s), p.lq, p.lk);
+                add_bias64(p.exact->bias, exact_tensor<BasicTensor<double>>(a, s), p.lq, p.lk);
             }
         }
     }
@@ -890,7 +894,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base, ArrayValues giv
         Tensor t = Tensor::from_shape(s);
         std::copy(a.values.begin(), a.values.end(), t.begin());
         if (p.exact) {
-            add_bias64(p.exact->bias, exact_tensor<Tensor64>(a, s), p.lq, p.lk);
+            add_bias64(p.exact->bias, exact_tensor<BasicTensor<double>>(a, s), p.lq, p.lk);
         }
         if (p.bias) {
             add_bias(p.bias, t, p.lq, p.lk, "bias");
@@ -915,7 +919,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base, ArrayValues giv
         if (m.bias) {
             add_bias(p.bias, *m.bias, p.lq, p.lk, "key_padding_mask");
             if (p.exact) {
-                add_bias64(p.exact->bias, exact_tensor<Tensor64>(a, s), p.lq, p.lk);
+                add_bias64(p.exact->bias, exact_tensor<BasicTensor<double>>(a, s), p.lq, p.lk);
             }
         }
     }
@@ -952,7 +956,7 @@ Problem decode_problem(const json& doc_in, const fs::path& base, ArrayValues giv
             if (a.get<bool>()) {
                 p.alibi_slopes = alibi_default_slopes(n_heads);
                 if (p.exact) {
-                    p.exact->alibi_slopes = alibi_default_slopes64(n_heads);
+                    p.exact->alibi_slopes = alibi_default_slopes<double>(n_heads);
                 }
             }
         } else if (a.is_array()) {

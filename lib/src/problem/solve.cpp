@@ -132,6 +132,19 @@ Solution solve_in(const Problem& p, const Inputs& in, const SolveOptions& option
 
 } // namespace
 
+template <class T>
+BasicAttentionSpec<T> attention_spec(const Problem& p, const SolveOptions& options) {
+    if constexpr (std::is_same_v<T, float>) {
+        return make_spec<float>(p, p, options);
+    } else {
+        ATTN_ASSERT(p.exact.has_value());
+        return make_spec<double>(p, *p.exact, options);
+    }
+}
+
+template AttentionSpec attention_spec<float>(const Problem&, const SolveOptions&);
+template BasicAttentionSpec<double> attention_spec<double>(const Problem&, const SolveOptions&);
+
 Solution solve(const Problem& p, const SolveOptions& options) {
     check_memory(p,
                  options.want_weights,

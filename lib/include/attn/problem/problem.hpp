@@ -25,10 +25,10 @@ using io::ProblemSource;
 /// JSON decimals as read, init weights as drawn (precision f64 only). Checkpoint tensors
 /// (F32/F16/BF16) are widened exactly.
 struct ExactInputs {
-    Tensor3_64 query_src, key_src, value_src; ///< as Problem's, when !direct_heads
-    Tensor64 q4, k4, v4;                      ///< as Problem's, when direct_heads
-    std::optional<Projections64> projections;
-    std::optional<Tensor64> bias; ///< bias + additive masks, [B|1, H|1, Lq, Lk]
+    BasicTensor3<double> query_src, key_src, value_src; ///< as Problem's, when !direct_heads
+    BasicTensor<double> q4, k4, v4;                     ///< as Problem's, when direct_heads
+    std::optional<BasicProjections<double>> projections;
+    std::optional<BasicTensor<double>> bias; ///< bias + additive masks, [B|1, H|1, Lq, Lk]
     std::optional<double> scale, softcap;
     std::vector<double> alibi_slopes, sinks;
 };

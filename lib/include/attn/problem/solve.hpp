@@ -35,6 +35,12 @@ struct Solution {
 /// the figures when it does not fit.
 Solution solve(const Problem& problem, const SolveOptions& options);
 
+/// The attention spec solve() hands the core for this problem in precision T (pointing
+/// into it; double needs a precision f64 problem): what `explain` and the heatmap's
+/// hatching ask attn::Visibility about, and what the memory estimate sizes the kernel by.
+template <class T = float>
+BasicAttentionSpec<T> attention_spec(const Problem& problem, const SolveOptions& options = {});
+
 /// The result document: {"id": .., "output": .., "weights": .., "query_tokens": ..,
 /// "key_tokens": ..} (id, weights and tokens only where present), one line, no
 /// trailing newline. Numbers round-trip float32 (float64 for a precision f64 problem: the

@@ -6,7 +6,7 @@ set -eu
 
 # clang and libclang-rt-14-dev (libFuzzer) are for the fuzz smoke of the test command.
 PACKAGES="g++ cmake ninja-build libcli11-dev nlohmann-json3-dev libstb-dev libxtensor-dev \
-libxsimd-dev libopenblas-dev libgtest-dev libbenchmark-dev fonts-dejavu-core python3 \
+libxsimd-dev libopenblas-dev libhwy-dev libgtest-dev libbenchmark-dev fonts-dejavu-core python3 \
 python3-numpy clang libclang-rt-14-dev"
 
 missing=""

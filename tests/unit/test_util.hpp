@@ -3,12 +3,15 @@
 // reporting the worst index, both values and the NMSE (ggml-style).
 #pragma once
 
+#include "attn/attention.hpp"
+#include "attn/kernels.hpp"
 #include "attn/tensor.hpp"
 
 #include <cmath>
 #include <gtest/gtest.h>
 #include <random>
 #include <sstream>
+#include <string>
 #include <vector>
 
 namespace attn::testing {
@@ -67,6 +70,17 @@ all_close(const A& actual, const std::vector<double>& expected, double rtol, dou
 /// float32 tolerance for a reduction over n terms of magnitude ~1.
 inline double f32_tol(std::size_t n) {
     return 8.0 * 1.1920929e-7 * std::sqrt(static_cast<double>(std::max<std::size_t>(n, 1))) + 1e-7;
+}
+
+/// Every SIMD target this CPU runs (of those compiled in, best first): the kernel tests
+/// run once per target, through ::testing::ValuesIn(simd_targets()).
+inline std::vector<Simd> simd_targets() {
+    return simd_supported();
+}
+
+/// The target's name, usable in a test name ("AVX3", "SSE4", "SCALAR", ...).
+inline std::string simd_label(Simd simd) {
+    return simd_name(simd);
 }
 
 } // namespace attn::testing

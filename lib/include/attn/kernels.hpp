@@ -36,7 +36,8 @@ AttentionResult64 attend_materialized(const Tensor64& q,
 AttentionResult
 attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec);
 
-/// What `simd` resolves to on this CPU: "avx512" or "portable" (for benchmark reports).
+/// The Highway target `simd` resolves to on this CPU ("AVX3", "AVX2", "NEON", "SCALAR", ...;
+/// "unknown" for a value no compiled target has), for reports and --version.
 const char* simd_name(Simd simd);
 
 } // namespace attn

@@ -14,6 +14,15 @@
 #include <string>
 #include <vector>
 
+namespace attn {
+
+/// gtest prints a SIMD target parameter by its name.
+inline void PrintTo(Simd simd, std::ostream* os) {
+    *os << simd_name(simd);
+}
+
+} // namespace attn
+
 namespace attn::testing {
 
 inline Tensor random_tensor(std::mt19937& rng, Shape s, float lo = -1.0f, float hi = 1.0f) {

@@ -21,7 +21,12 @@
 #include <string_view>
 #include <vector>
 
+// Every target the compiler can emit, not only those above the baseline (-march): the
+// scalar fallback included, so it is there to test and to name on every architecture.
 // AVX3_DL (Ice Lake and later, Zen 4 and later) is compiled only on request.
+#ifndef HWY_COMPILE_ALL_ATTAINABLE
+#define HWY_COMPILE_ALL_ATTAINABLE 1
+#endif
 #ifndef HWY_WANT_AVX3_DL
 #define HWY_WANT_AVX3_DL 1
 #endif

@@ -266,23 +266,31 @@ BENCHMARK(bm_streaming)
     ->ArgNames(kAttentionArgs)
     ->ArgsProduct({{256, 1024, 4096, 16384}, {64, 128}, {1, 8}, {0, 1}, {1, 2}})
     ->UseRealTime()
+    ->MeasureProcessCPUTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_materialized)
     ->ArgNames(kAttentionArgs)
     ->ArgsProduct({{256, 1024, 4096}, {64, 128}, {1, 8}, {0, 1}, {1, 2}})
     ->UseRealTime()
+    ->MeasureProcessCPUTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_sgemm_shapes)
     ->ArgNames(kAttentionArgs)
     ->ArgsProduct({{256, 1024, 4096, 16384}, {64, 128}, {1, 8}, {0}, {1, 2}})
     ->UseRealTime()
+    ->MeasureProcessCPUTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_sgemm_square)
     ->ArgNames({"N", "threads"})
     ->ArgsProduct({{1024, 2048, 4096}, {1, 2}})
     ->UseRealTime()
+    ->MeasureProcessCPUTime()
     ->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_naive)->ArgNames({"L", "D", "H"})->Args({256, 64, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_naive)
+    ->ArgNames({"L", "D", "H"})
+    ->Args({256, 64, 1})
+    ->MeasureProcessCPUTime()
+    ->Unit(benchmark::kMillisecond);
 
 /// The target sweep: bm_streaming at L = 4096, D = 64, H = 8, no mask, on each SIMD target
 /// this CPU runs (bm_target/<TARGET>/...), 1 and 2 threads.
@@ -295,6 +303,7 @@ void register_target_sweep() {
             ->ArgNames(kAttentionArgs)
             ->ArgsProduct({{4096}, {64}, {8}, {0}, {1, 2}})
             ->UseRealTime()
+            ->MeasureProcessCPUTime()
             ->Unit(benchmark::kMillisecond);
     }
 }

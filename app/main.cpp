@@ -1,7 +1,9 @@
 // attn's entry point and its one catch ladder: CLI parse errors and InputError exit 2,
 // SystemError, bad_alloc and anything else exit 1. Subcommands live one per file.
+#include "attn/attention.hpp"
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/kernels.hpp"
 #include "attn/suggest.hpp"
 #include "cli.hpp"
 
@@ -23,7 +25,12 @@ void add_version_flag(CLI::App& app) {
     app.add_flag_callback(
         "--version",
         [] {
-            std::cout << "attn " << version() << '\n';
+            std::cout << "attn " << version() << '\n' << "SIMD targets compiled in:";
+            for (const attn::Simd simd : attn::simd_compiled()) {
+                std::cout << ' ' << attn::simd_name(simd);
+            }
+            std::cout << "\nSIMD target this CPU uses: " << attn::simd_name(attn::Simd::best)
+                      << '\n';
             throw CLI::Success();
         },
         "Print the version and exit");

@@ -1,8 +1,9 @@
-// Kernel benchmarks: attend_streaming (AVX-512 micro-kernels, and the portable variant built
-// on BLAS micro-GEMMs), attend_materialized (weights on), the float64 test reference as a
-// floor, and OpenBLAS sgemm on the same shapes (Q·Kᵀ then P·V) as the roofline, all in one
-// binary. Each benchmark first checks sampled output rows against a float64 computation and
-// calls SkipWithError on a mismatch; only then is it timed. No assertion here is about speed.
+// Kernel benchmarks: attend_streaming on the best SIMD target and, in a sweep, on every
+// target this CPU runs; attend_materialized (weights on); the float64 test reference as a
+// floor; and OpenBLAS sgemm on the same shapes (Q·Kᵀ then P·V) as the roofline, all in one
+// binary. Every attention row's label names the Highway target it ran. Each benchmark first checks
+// sampled output rows against a float64 computation and calls SkipWithError on a mismatch; only
+// then is it timed. No assertion here is about speed.
 //
 // Legend: B batch (1 here), H heads, L = Lq = Lk, D = Dv features. FLOPs per call are the
 // dense 4·B·H·Lq·Lk·D for every variant (causal included), so GFLOP/s compare like for like
@@ -33,7 +34,7 @@ using attn::Tensor;
 /// The default run: the headline shape and its baselines, 2 threads.
 constexpr const char* kDefaultFilter =
     "^(bm_streaming|bm_materialized|bm_sgemm_shapes)/L:(1024|4096)/D:64/H:8/"
-    "(causal:[01]/)?threads:2/|^bm_sgemm_square/N:2048/threads:2/";
+    "(causal:[01]/)?threads:2/|^bm_sgemm_square/N:2048/threads:2/|^bm_target/";
 
 /// FLOPs of one attention call counted as dense GEMMs: Q·Kᵀ (2·Lq·Lk·D) + P·V (2·Lq·Lk·Dv).
 double
@@ -106,10 +107,10 @@ std::string verify_rows(const Problem& p, const Tensor& out, Causal causal) {
     return {};
 }
 
-enum class Kernel { streaming, streaming_blas, materialized };
+enum class Kernel { streaming, materialized };
 
 /// Args: L, D, H, causal, threads.
-void run_attention(benchmark::State& state, Kernel kernel) {
+void run_attention(benchmark::State& state, Kernel kernel, Simd simd = Simd::best) {
     const auto l = static_cast<std::size_t>(state.range(0));
     const auto d = static_cast<std::size_t>(state.range(1));
     const auto h = static_cast<std::size_t>(state.range(2));
@@ -119,8 +120,7 @@ void run_attention(benchmark::State& state, Kernel kernel) {
     const AttentionSpec spec{.causal = causal,
                              .want_weights = kernel == Kernel::materialized,
                              .threads = threads,
-                             .simd =
-                                 kernel == Kernel::streaming_blas ? Simd::portable : Simd::best};
+                             .simd = simd};
     auto call = [&] {
         return kernel == Kernel::materialized ? attn::attend_materialized(p.q, p.k, p.v, spec)
                                               : attn::attend_streaming(p.q, p.k, p.v, spec);
@@ -141,13 +141,11 @@ void run_attention(benchmark::State& state, Kernel kernel) {
     }
     state.counters["flop"] = benchmark::Counter(attention_flops(1, h, l, l, d),
                                                 benchmark::Counter::kIsIterationInvariantRate);
+    state.SetLabel(attn::simd_name(simd));
 }
 
 void bm_streaming(benchmark::State& state) {
     run_attention(state, Kernel::streaming);
-}
-void bm_streaming_blas(benchmark::State& state) {
-    run_attention(state, Kernel::streaming_blas);
 }
 void bm_materialized(benchmark::State& state) {
     run_attention(state, Kernel::materialized);
@@ -268,28 +266,47 @@ BENCHMARK(bm_streaming)
     ->ArgNames(kAttentionArgs)
     ->ArgsProduct({{256, 1024, 4096, 16384}, {64, 128}, {1, 8}, {0, 1}, {1, 2}})
     ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_streaming_blas)
-    ->ArgNames(kAttentionArgs)
-    ->ArgsProduct({{256, 1024, 4096}, {64, 128}, {1, 8}, {0, 1}, {1, 2}})
-    ->UseRealTime()
+    ->MeasureProcessCPUTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_materialized)
     ->ArgNames(kAttentionArgs)
     ->ArgsProduct({{256, 1024, 4096}, {64, 128}, {1, 8}, {0, 1}, {1, 2}})
     ->UseRealTime()
+    ->MeasureProcessCPUTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_sgemm_shapes)
     ->ArgNames(kAttentionArgs)
     ->ArgsProduct({{256, 1024, 4096, 16384}, {64, 128}, {1, 8}, {0}, {1, 2}})
     ->UseRealTime()
+    ->MeasureProcessCPUTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_sgemm_square)
     ->ArgNames({"N", "threads"})
     ->ArgsProduct({{1024, 2048, 4096}, {1, 2}})
     ->UseRealTime()
+    ->MeasureProcessCPUTime()
     ->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_naive)->ArgNames({"L", "D", "H"})->Args({256, 64, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_naive)
+    ->ArgNames({"L", "D", "H"})
+    ->Args({256, 64, 1})
+    ->MeasureProcessCPUTime()
+    ->Unit(benchmark::kMillisecond);
+
+/// The target sweep: bm_streaming at L = 4096, D = 64, H = 8, no mask, on each SIMD target
+/// this CPU runs (bm_target/<TARGET>/...), 1 and 2 threads.
+void register_target_sweep() {
+    for (const Simd simd : attn::simd_supported()) {
+        const std::string name = std::string("bm_target/") + attn::simd_name(simd);
+        benchmark::RegisterBenchmark(
+            name.c_str(),
+            [simd](benchmark::State& state) { run_attention(state, Kernel::streaming, simd); })
+            ->ArgNames(kAttentionArgs)
+            ->ArgsProduct({{4096}, {64}, {8}, {0}, {1, 2}})
+            ->UseRealTime()
+            ->MeasureProcessCPUTime()
+            ->Unit(benchmark::kMillisecond);
+    }
+}
 
 } // namespace
 
@@ -303,6 +320,7 @@ int main(int argc, char** argv) {
     if (!has_filter) {
         args.push_back(filter.data());
     }
+    register_target_sweep();
     int n = static_cast<int>(args.size());
     benchmark::Initialize(&n, args.data());
     if (benchmark::ReportUnrecognizedArguments(n, args.data())) {
@@ -310,6 +328,11 @@ int main(int argc, char** argv) {
     }
     benchmark::AddCustomContext("openblas_core", openblas_get_corename());
     benchmark::AddCustomContext("attn_simd", attn::simd_name(Simd::best));
+    std::string targets;
+    for (const Simd simd : attn::simd_compiled()) {
+        targets += (targets.empty() ? "" : " ") + std::string(attn::simd_name(simd));
+    }
+    benchmark::AddCustomContext("attn_simd_compiled", targets);
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     return 0;

@@ -8,7 +8,7 @@ set -eu
 # zlib1g-dev compresses the HTML view's data; chromium (about 110 MB to download) runs the
 # HTML view's browser test headless.
 PACKAGES="g++ cmake ninja-build libcli11-dev nlohmann-json3-dev libstb-dev libxtensor-dev \
-libxsimd-dev libopenblas-dev libgtest-dev libbenchmark-dev fonts-dejavu-core python3 \
+libxsimd-dev libopenblas-dev libhwy-dev libgtest-dev libbenchmark-dev fonts-dejavu-core python3 \
 python3-numpy libzip-dev clang libclang-rt-14-dev zlib1g-dev chromium"
 
 missing=""

@@ -1,6 +1,7 @@
 // attend() against the float64 reference, and the properties the contract promises:
 // rows sum to 1, masked weights exactly 0, empty rows zero, permutation equivariance,
-// bias shift invariance, GQA == repeated heads, thread-count and weights-path invariance.
+// bias shift invariance, GQA == repeated heads, thread-count and weights-path invariance;
+// each on every SIMD target this CPU runs.
 #include "attn/attention.hpp"
 #include "attn/error.hpp"
 #include "attn/kernels.hpp"
@@ -22,10 +23,14 @@ using testing::random_tensor;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
+// Each property test runs once per SIMD target this CPU runs:
+// Attention/AttentionTarget.<test>/<target>.
+class AttentionTarget : public ::testing::TestWithParam<Simd> {};
+
 // Sizes straddling the kernel's 64-row query block, and odd ones.
 const std::size_t kSizes[] = {1, 2, 3, 63, 64, 65, 113, 130};
 
-TEST(Attention, SeedWorkedExampleDotProduct) {
+TEST_P(AttentionTarget, SeedWorkedExampleDotProduct) {
     // shared/seeds: queries, keys, values of the dot-product example, scale 1.
     Tensor q = Tensor::from_shape({1, 1, 2, 3});
     Tensor k = Tensor::from_shape({1, 1, 3, 3});
@@ -36,7 +41,7 @@ TEST(Attention, SeedWorkedExampleDotProduct) {
     std::copy(std::begin(qv), std::end(qv), q.begin());
     std::copy(std::begin(kv), std::end(kv), k.begin());
     std::copy(std::begin(vv), std::end(vv), v.begin());
-    const auto r = attend(q, k, v, {.scale = 1.0f});
+    const auto r = attend(q, k, v, {.scale = 1.0f, .simd = GetParam()});
     // scores [[2,1,1],[1,1,2]]: softmax gives e/(e+2) and 1/(e+2).
     const double e = std::exp(1.0);
     const double big = e / (e + 2), small = 1 / (e + 2);
@@ -55,7 +60,7 @@ struct Case {
     bool mask, bias, padding;
 };
 
-void check_against_reference(const Case& c, unsigned seed) {
+void check_against_reference(const Case& c, unsigned seed, Simd simd) {
     std::mt19937 rng(seed);
     const Tensor q = random_tensor(rng, {c.b, c.h, c.lq, c.d});
     const Tensor k = random_tensor(rng, {c.b, c.hkv, c.lk, c.d});
@@ -67,7 +72,8 @@ void check_against_reference(const Case& c, unsigned seed) {
     AttentionSpec spec{.causal = c.causal,
                        .keep_mask = c.mask ? &mask : nullptr,
                        .bias = c.bias ? &bias : nullptr,
-                       .key_padding = c.padding ? &pad : nullptr};
+                       .key_padding = c.padding ? &pad : nullptr,
+                       .simd = simd};
     const auto got = attend(q, k, v, spec);
     const auto want = reference::naive_attention(q, k, v, spec);
     const double tol = f32_tol(c.lk) + f32_tol(c.d);
@@ -76,30 +82,31 @@ void check_against_reference(const Case& c, unsigned seed) {
     EXPECT_EQ(got.rows_fully_masked, want.empty_rows);
 }
 
-TEST(Attention, MatchesReferenceAcrossSizesAndMasks) {
+TEST_P(AttentionTarget, MatchesReferenceAcrossSizesAndMasks) {
     unsigned seed = 1;
     for (std::size_t lq : kSizes) {
         for (std::size_t lk : {std::size_t{1}, std::size_t{64}, std::size_t{65}, lq}) {
             for (Causal causal : {Causal::none, Causal::top_left, Causal::bottom_right}) {
                 SCOPED_TRACE("lq=" + std::to_string(lq) + " lk=" + std::to_string(lk) +
                              " causal=" + std::to_string(static_cast<int>(causal)));
-                check_against_reference({2, 2, 1, lq, lk, 8, 5, causal, false, false, false},
-                                        seed++);
-                check_against_reference({1, 4, 2, lq, lk, 16, 16, causal, true, true, true},
-                                        seed++);
+                check_against_reference(
+                    {2, 2, 1, lq, lk, 8, 5, causal, false, false, false}, seed++, GetParam());
+                check_against_reference(
+                    {1, 4, 2, lq, lk, 16, 16, causal, true, true, true}, seed++, GetParam());
             }
         }
     }
 }
 
-TEST(Attention, RowsSumToOneAndMaskedWeightsAreExactlyZero) {
+TEST_P(AttentionTarget, RowsSumToOneAndMaskedWeightsAreExactlyZero) {
     std::mt19937 rng(7);
     for (std::size_t n : kSizes) {
         const Tensor q = random_tensor(rng, {1, 2, n, 8}, -3, 3);
         const Tensor k = random_tensor(rng, {1, 2, n, 8}, -3, 3);
         const Tensor v = random_tensor(rng, {1, 2, n, 4});
         const Mask mask = random_mask(rng, {1, 2, n, n}, 0.5);
-        const auto r = attend(q, k, v, {.causal = Causal::top_left, .keep_mask = &mask});
+        const auto r =
+            attend(q, k, v, {.causal = Causal::top_left, .keep_mask = &mask, .simd = GetParam()});
         const auto& w = *r.weights;
         for (std::size_t h = 0; h < 2; ++h) {
             for (std::size_t i = 0; i < n; ++i) {
@@ -120,7 +127,7 @@ TEST(Attention, RowsSumToOneAndMaskedWeightsAreExactlyZero) {
     }
 }
 
-TEST(Attention, FullyMaskedRowsGiveZerosAndAreCounted) {
+TEST_P(AttentionTarget, FullyMaskedRowsGiveZerosAndAreCounted) {
     std::mt19937 rng(3);
     const Tensor q = random_tensor(rng, {2, 1, 5, 4});
     const Tensor k = random_tensor(rng, {2, 1, 6, 4});
@@ -137,7 +144,7 @@ TEST(Attention, FullyMaskedRowsGiveZerosAndAreCounted) {
     for (std::size_t j = 0; j < 6; ++j) {
         bias(0, 0, 3, j) = -kInf; // row 3 of every batch: -inf bias everywhere
     }
-    const auto r = attend(q, k, v, {.keep_mask = &mask, .bias = &bias});
+    const auto r = attend(q, k, v, {.keep_mask = &mask, .bias = &bias, .simd = GetParam()});
     EXPECT_EQ(r.rows_fully_masked, 4);
     for (auto [b, i] : {std::pair{0, 1}, std::pair{1, 4}, std::pair{0, 3}, std::pair{1, 3}}) {
         for (std::size_t j = 0; j < 6; ++j) {
@@ -149,12 +156,12 @@ TEST(Attention, FullyMaskedRowsGiveZerosAndAreCounted) {
     }
 }
 
-TEST(Attention, BottomRightCausalWithMoreQueriesThanKeys) {
+TEST_P(AttentionTarget, BottomRightCausalWithMoreQueriesThanKeys) {
     std::mt19937 rng(4);
     const Tensor q = random_tensor(rng, {1, 1, 7, 4});
     const Tensor k = random_tensor(rng, {1, 1, 5, 4});
     const Tensor v = random_tensor(rng, {1, 1, 5, 3});
-    const auto r = attend(q, k, v, {.causal = Causal::bottom_right});
+    const auto r = attend(q, k, v, {.causal = Causal::bottom_right, .simd = GetParam()});
     // query i sees j <= i + 5 - 7 = i - 2: rows 0 and 1 see nothing.
     EXPECT_EQ(r.rows_fully_masked, 2);
     EXPECT_EQ((*r.weights)(0, 0, 2, 0), 1.0f);
@@ -163,7 +170,7 @@ TEST(Attention, BottomRightCausalWithMoreQueriesThanKeys) {
     EXPECT_TRUE(all_close(r.output, want.output, f32_tol(5), f32_tol(5)));
 }
 
-TEST(Attention, PermutingKeysAndValuesPermutesWeightColumns) {
+TEST_P(AttentionTarget, PermutingKeysAndValuesPermutesWeightColumns) {
     std::mt19937 rng(11);
     const std::size_t lq = 9, lk = 70;
     const Tensor q = random_tensor(rng, {1, 2, lq, 8});
@@ -183,8 +190,8 @@ TEST(Attention, PermutingKeysAndValuesPermutesWeightColumns) {
             }
         }
     }
-    const auto a = attend(q, k, v);
-    const auto b = attend(q, kp, vp);
+    const auto a = attend(q, k, v, {.simd = GetParam()});
+    const auto b = attend(q, kp, vp, {.simd = GetParam()});
     std::vector<double> expect_w;
     for (std::size_t h = 0; h < 2; ++h) {
         for (std::size_t i = 0; i < lq; ++i) {
@@ -198,7 +205,7 @@ TEST(Attention, PermutingKeysAndValuesPermutesWeightColumns) {
     EXPECT_TRUE(all_close(b.output, expect_o, f32_tol(lk), f32_tol(lk)));
 }
 
-TEST(Attention, PermutingQueriesPermutesOutputRows) {
+TEST_P(AttentionTarget, PermutingQueriesPermutesOutputRows) {
     std::mt19937 rng(12);
     const std::size_t lq = 67, lk = 20;
     const Tensor q = random_tensor(rng, {1, 1, lq, 8});
@@ -213,8 +220,8 @@ TEST(Attention, PermutingQueriesPermutesOutputRows) {
             qp(0, 0, i, x) = q(0, 0, perm[i], x);
         }
     }
-    const auto a = attend(q, k, v);
-    const auto b = attend(qp, k, v);
+    const auto a = attend(q, k, v, {.simd = GetParam()});
+    const auto b = attend(qp, k, v, {.simd = GetParam()});
     std::vector<double> expect;
     for (std::size_t i = 0; i < lq; ++i) {
         for (std::size_t x = 0; x < 3; ++x) {
@@ -224,7 +231,7 @@ TEST(Attention, PermutingQueriesPermutesOutputRows) {
     EXPECT_TRUE(all_close(b.output, expect, f32_tol(lk), f32_tol(lk)));
 }
 
-TEST(Attention, ConstantBiasShiftPerRowChangesNothing) {
+TEST_P(AttentionTarget, ConstantBiasShiftPerRowChangesNothing) {
     std::mt19937 rng(13);
     const Tensor q = random_tensor(rng, {1, 1, 10, 8});
     const Tensor k = random_tensor(rng, {1, 1, 12, 8});
@@ -236,13 +243,13 @@ TEST(Attention, ConstantBiasShiftPerRowChangesNothing) {
             shifted(0, 0, i, j) += static_cast<float>(i) * 3.0f + 5.0f;
         }
     }
-    const auto a = attend(q, k, v, {.bias = &bias});
-    const auto b = attend(q, k, v, {.bias = &shifted});
+    const auto a = attend(q, k, v, {.bias = &bias, .simd = GetParam()});
+    const auto b = attend(q, k, v, {.bias = &shifted, .simd = GetParam()});
     std::vector<double> wa(a.weights->begin(), a.weights->end());
     EXPECT_TRUE(all_close(*b.weights, wa, 1e-5, 1e-6));
 }
 
-TEST(Attention, GroupedQueryEqualsRepeatedHeads) {
+TEST_P(AttentionTarget, GroupedQueryEqualsRepeatedHeads) {
     std::mt19937 rng(14);
     const std::size_t h = 6, hkv = 2, lq = 33, lk = 65;
     const Tensor q = random_tensor(rng, {2, h, lq, 8});
@@ -263,61 +270,66 @@ TEST(Attention, GroupedQueryEqualsRepeatedHeads) {
             }
         }
     }
-    const auto a = attend(q, k, v, {.causal = Causal::top_left});
-    const auto b = attend(q, kr, vr, {.causal = Causal::top_left});
+    const auto a = attend(q, k, v, {.causal = Causal::top_left, .simd = GetParam()});
+    const auto b = attend(q, kr, vr, {.causal = Causal::top_left, .simd = GetParam()});
     EXPECT_EQ(a.output, b.output);
     EXPECT_EQ(*a.weights, *b.weights);
 }
 
-TEST(Attention, ResultsDoNotDependOnThreadsOrOnKeepingWeights) {
+TEST_P(AttentionTarget, ResultsDoNotDependOnThreadsOrOnKeepingWeights) {
     std::mt19937 rng(15);
     const Tensor q = random_tensor(rng, {2, 3, 130, 16});
     const Tensor k = random_tensor(rng, {2, 3, 77, 16});
     const Tensor v = random_tensor(rng, {2, 3, 77, 8});
-    const auto one = attend(q, k, v, {.causal = Causal::bottom_right, .threads = 1});
+    const auto one =
+        attend(q, k, v, {.causal = Causal::bottom_right, .threads = 1, .simd = GetParam()});
     for (unsigned t : {2u, 3u, 5u}) {
-        const auto many = attend(q, k, v, {.causal = Causal::bottom_right, .threads = t});
+        const auto many =
+            attend(q, k, v, {.causal = Causal::bottom_right, .threads = t, .simd = GetParam()});
         EXPECT_EQ(one.output, many.output) << t << " threads";
         EXPECT_EQ(*one.weights, *many.weights) << t << " threads";
     }
     // Without weights attend() streams: a different summation order, so agreement is
     // within float32 tolerance (streaming_test.cpp pins it over many sizes).
-    const auto lean =
-        attend(q, k, v, {.causal = Causal::bottom_right, .want_weights = false, .threads = 2});
+    const auto lean = attend(
+        q,
+        k,
+        v,
+        {.causal = Causal::bottom_right, .want_weights = false, .threads = 2, .simd = GetParam()});
     EXPECT_FALSE(lean.weights.has_value());
     const std::vector<double> want(one.output.begin(), one.output.end());
     EXPECT_TRUE(all_close(lean.output, want, f32_tol(77), f32_tol(77)));
 }
 
-TEST(Attention, KeyValueBatchOfOneBroadcasts) {
+TEST_P(AttentionTarget, KeyValueBatchOfOneBroadcasts) {
     std::mt19937 rng(16);
     const Tensor q = random_tensor(rng, {3, 2, 5, 4});
     const Tensor k = random_tensor(rng, {1, 2, 6, 4});
     const Tensor v = random_tensor(rng, {1, 2, 6, 3});
-    const auto r = attend(q, k, v);
+    const auto r = attend(q, k, v, {.simd = GetParam()});
     const auto want = reference::naive_attention(q, k, v, {});
     EXPECT_TRUE(all_close(r.output, want.output, f32_tol(6), f32_tol(6)));
 }
 
-TEST(Attention, NonFiniteInputsPropagateAsInPyTorch) {
+TEST_P(AttentionTarget, NonFiniteInputsPropagateAsInPyTorch) {
     std::mt19937 rng(17);
     Tensor q = random_tensor(rng, {1, 1, 2, 4});
     const Tensor k = random_tensor(rng, {1, 1, 3, 4});
     const Tensor v = random_tensor(rng, {1, 1, 3, 2});
     q(0, 0, 0, 1) = std::numeric_limits<float>::quiet_NaN();
-    const auto r = attend(q, k, v);
+    const auto r = attend(q, k, v, {.simd = GetParam()});
     EXPECT_TRUE(std::isnan(r.output(0, 0, 0, 0)));
     EXPECT_FALSE(std::isnan(r.output(0, 0, 1, 0)));
     EXPECT_EQ(r.rows_fully_masked, 0);
 }
 
-TEST(Attention, EmptyKeysGiveZeroRows) {
+TEST_P(AttentionTarget, EmptyKeysGiveZeroRows) {
     const Tensor q = Tensor::from_shape({1, 1, 3, 4});
     const Tensor k = Tensor::from_shape({1, 1, 0, 4});
     const Tensor v = Tensor::from_shape({1, 1, 0, 2});
     Tensor qq = q;
     qq.fill(1.0f);
-    const auto r = attend(qq, k, v);
+    const auto r = attend(qq, k, v, {.simd = GetParam()});
     EXPECT_EQ(r.rows_fully_masked, 3);
     for (float x : r.output) {
         EXPECT_EQ(x, 0.0f);
@@ -351,6 +363,13 @@ TEST(Attention, ShapeErrorsNameTheArgumentAndBothShapes) {
                        attn::testing::exactly(
                            "key_padding_mask: expected shape [2, 1, 1, 128], got [3, 1, 1, 128]"));
 }
+
+INSTANTIATE_TEST_SUITE_P(Attention,
+                         AttentionTarget,
+                         ::testing::ValuesIn(testing::simd_targets()),
+                         [](const auto& param_info) {
+                             return testing::simd_label(param_info.param);
+                         });
 
 } // namespace
 } // namespace attn

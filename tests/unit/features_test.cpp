@@ -258,14 +258,15 @@ TEST_P(FeatureKernels, ResultsAreBitIdenticalForOneTwoAndThreeThreads) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Features,
-    FeatureKernels,
-    ::testing::Combine(::testing::Bool(), ::testing::Values(Simd::best, Simd::portable)),
-    [](const auto& param_info) {
-        return std::string(std::get<0>(param_info.param) ? "weights" : "no_weights") +
-               (std::get<1>(param_info.param) == Simd::best ? "_best" : "_portable");
-    });
+INSTANTIATE_TEST_SUITE_P(Features,
+                         FeatureKernels,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::ValuesIn(testing::simd_targets())),
+                         [](const auto& param_info) {
+                             return std::string(std::get<0>(param_info.param) ? "weights_"
+                                                                              : "no_weights_") +
+                                    testing::simd_label(std::get<1>(param_info.param));
+                         });
 
 // --- precision f64 ------------------------------------------------------------------------
 

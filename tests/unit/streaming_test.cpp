@@ -1,6 +1,6 @@
 // attend_streaming against the float64 reference and against attend_materialized, over
 // sizes straddling its blocks (64 queries per task, 128 keys per block), with every mask
-// kind, causal alignment, GQA, both instruction sets, and the non-finite rules.
+// kind, causal alignment, GQA, every SIMD target this CPU runs, and the non-finite rules.
 #include "attn/attention.hpp"
 #include "attn/kernels.hpp"
 #include "reference/naive_attention.hpp"
@@ -8,9 +8,9 @@
 
 #include <cmath>
 #include <gtest/gtest.h>
-#include <initializer_list>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace attn {
 namespace {
@@ -19,6 +19,8 @@ using testing::all_close;
 using testing::f32_tol;
 using testing::random_mask;
 using testing::random_tensor;
+using testing::simd_label;
+using testing::simd_targets;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -43,12 +45,12 @@ std::string describe(const Case& c, Simd simd) {
            " d=" + std::to_string(c.d) + " dv=" + std::to_string(c.dv) +
            " causal=" + std::to_string(static_cast<int>(c.causal)) +
            " mask=" + std::to_string(c.mask) + " bias=" + std::to_string(c.bias) +
-           " pad=" + std::to_string(c.padding) + (simd == Simd::portable ? " portable" : " best");
+           " pad=" + std::to_string(c.padding) + " " + simd_label(simd);
 }
 
 /// Streaming vs the float64 reference and vs the materialized kernel, same spec, for
-/// both instruction sets (one reference computation serves both).
-void check_case(const Case& c, unsigned seed, std::initializer_list<Simd> simds) {
+/// each SIMD target in `simds` (one reference computation serves them all).
+void check_case(const Case& c, unsigned seed, const std::vector<Simd>& simds) {
     std::mt19937 rng(seed);
     const Tensor q = random_tensor(rng, {c.b, c.h, c.lq, c.d}, -c.spread, c.spread);
     const Tensor k = random_tensor(rng, {c.b, c.hkv, c.lk, c.d}, -c.spread, c.spread);
@@ -86,7 +88,7 @@ void check_case(const Case& c, unsigned seed, std::initializer_list<Simd> simds)
 }
 
 void check_case(const Case& c, unsigned seed, Simd simd) {
-    check_case(c, seed, {simd});
+    check_case(c, seed, std::vector<Simd>{simd});
 }
 
 TEST(Streaming, MatchesReferenceAndMaterializedAcrossBlockSizes) {
@@ -99,7 +101,7 @@ TEST(Streaming, MatchesReferenceAndMaterializedAcrossBlockSizes) {
             for (Causal causal : {Causal::none, Causal::top_left, Causal::bottom_right}) {
                 check_case({1, 2, 1, lq, lk, 16, 24, causal, false, false, false, 1.0f},
                            seed++,
-                           {Simd::best, Simd::portable});
+                           simd_targets());
             }
         }
     }
@@ -112,18 +114,19 @@ TEST(Streaming, MatchesReferenceWithMasksBiasPaddingAndGroups) {
     for (const auto& [lq, lk] : sizes) {
         {
             for (Causal causal : {Causal::none, Causal::top_left, Causal::bottom_right}) {
-                const std::initializer_list<Simd> both = {Simd::best, Simd::portable};
-                check_case({2, 4, 2, lq, lk, 8, 5, causal, true, true, true, 1.0f}, seed++, both);
+                const std::vector<Simd> targets = simd_targets();
                 check_case(
-                    {1, 1, 1, lq, lk, 64, 64, causal, false, true, false, 1.0f}, seed++, both);
+                    {2, 4, 2, lq, lk, 8, 5, causal, true, true, true, 1.0f}, seed++, targets);
                 check_case(
-                    {2, 2, 2, lq, lk, 16, 17, causal, false, false, true, 1.0f}, seed++, both);
+                    {1, 1, 1, lq, lk, 64, 64, causal, false, true, false, 1.0f}, seed++, targets);
+                check_case(
+                    {2, 2, 2, lq, lk, 16, 17, causal, false, false, true, 1.0f}, seed++, targets);
             }
         }
     }
 }
 
-// Instantiated as Streaming/StreamingKernel.*/{best,portable}.
+// Instantiated as Streaming/StreamingKernel.*/<target> for every target this CPU runs.
 class StreamingKernel : public ::testing::TestWithParam<Simd> {};
 
 TEST_P(StreamingKernel, WideScoreRangesRescaleAndUnderflowCorrectly) {
@@ -305,11 +308,8 @@ TEST_P(StreamingKernel, MaterializedMatchesReferenceWithThisInstructionSet) {
 
 INSTANTIATE_TEST_SUITE_P(Streaming,
                          StreamingKernel,
-                         ::testing::Values(Simd::best, Simd::portable),
-                         [](const auto& param_info) {
-                             return std::string(param_info.param == Simd::best ? "best"
-                                                                               : "portable");
-                         });
+                         ::testing::ValuesIn(simd_targets()),
+                         [](const auto& param_info) { return simd_label(param_info.param); });
 
 TEST(StreamingDispatch, AttendWithoutWeightsIsTheStreamingKernel) {
     std::mt19937 rng(22);

@@ -5,6 +5,8 @@
 #pragma once
 
 #include "attn/error.hpp"
+#include "attn/attention.hpp"
+#include "attn/kernels.hpp"
 #include "attn/tensor.hpp"
 
 #include <cmath>
@@ -15,6 +17,15 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+namespace attn {
+
+/// gtest prints a SIMD target parameter by its name.
+inline void PrintTo(Simd simd, std::ostream* os) {
+    *os << simd_name(simd);
+}
+
+} // namespace attn
 
 namespace attn::testing {
 
@@ -100,6 +111,17 @@ template <class F>::testing::AssertionResult throws_input_error(F&& f, const std
     }
     return ::testing::AssertionFailure()
            << "no exception; wanted an InputError matching " << pattern;
+}
+
+/// Every SIMD target this CPU runs (of those compiled in, best first): the kernel tests
+/// run once per target, through ::testing::ValuesIn(simd_targets()).
+inline std::vector<Simd> simd_targets() {
+    return simd_supported();
+}
+
+/// The target's name, usable in a test name ("AVX3", "SSE4", "SCALAR", ...).
+inline std::string simd_label(Simd simd) {
+    return simd_name(simd);
 }
 
 } // namespace attn::testing

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 namespace attn {
@@ -17,10 +18,21 @@ namespace attn {
 ///   bottom_right: j <= i + Lk - Lq       (KV-cache convention)
 enum class Causal { none, top_left, bottom_right };
 
-/// Which instructions the kernels may use. `best`: AVX-512 when the CPU has it (checked at
-/// run time), else portable. `portable`: plain C++ and BLAS only (tests and benchmarks
-/// use it to cover and measure the fallback). Results agree within float32 tolerance.
-enum class Simd { best, portable };
+/// Which SIMD target the kernels run on, in Highway's names: "AVX3" (AVX-512), "AVX2",
+/// "SSE4", "NEON", "SVE", ..., and "SCALAR" or "EMU128" (no SIMD). `best`, the default:
+/// the best target compiled in that this CPU runs, chosen at run time. Any other value
+/// names one target (from simd_target() or simd_supported()); the kernels throw
+/// InputError when this CPU cannot run it. Targets agree within float32 tolerance; on one
+/// target results are bit-identical for any thread count.
+enum class Simd : std::int64_t { best = 0 };
+
+/// The target called `name` (case-insensitive, as simd_name() prints it; "best" too).
+/// Throws InputError unless it is compiled in and this CPU runs it.
+Simd simd_target(std::string_view name);
+/// Every target compiled into this build, best first.
+std::vector<Simd> simd_compiled();
+/// The compiled targets this CPU runs, best first: front() is what Simd::best picks.
+std::vector<Simd> simd_supported();
 
 /// Where the diagonal of a sliding window (and of ALiBi's relative positions) lies:
 /// query i's diagonal key is i + s, with s = 0 (top_left) or s = Lk - Lq (bottom_right).

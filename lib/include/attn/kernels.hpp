@@ -64,7 +64,8 @@ template <class T>
 Workspace
 attend_workspace(const Shape& q, const Shape& k, const Shape& v, const BasicAttentionSpec<T>& spec);
 
-/// What `simd` resolves to on this CPU: "avx512" or "portable" (for benchmark reports).
+/// The Highway target `simd` resolves to on this CPU ("AVX3", "AVX2", "NEON", "SCALAR", ...;
+/// "unknown" for a value no compiled target has), for reports and --version.
 const char* simd_name(Simd simd);
 
 } // namespace attn

@@ -1,7 +1,7 @@
 // The inner operations both attention kernels are built from: a micro-GEMM on blocks, an
-// online-softmax step over a block of transposed scores, and one softmax row. Two
-// implementations sit behind one table: AVX-512 intrinsics (chosen at run time when the
-// CPU has them) and a portable one (BLAS + plain loops). The drivers never see the ISA.
+// online-softmax step over a block of transposed scores, and one softmax row. One source
+// (kernel_ops_hwy.cpp, over Google Highway) fills one table per SIMD target compiled in;
+// the drivers take a table once per call and never see the instruction set.
 //
 // Legend: m, n, k are the GEMM sizes; a(r, x) = a[r·a_row + x·a_col] lets one routine
 // read A row-major (a_col = 1) or transposed (a_row = 1) without packing.
@@ -15,7 +15,7 @@
 namespace attn::detail {
 
 /// Query columns of a transposed score block: one streaming task's query block, and the
-/// width of the AVX-512 micro-kernel's panel (4 vectors of 16 floats).
+/// width of the AVX-512 micro-kernel's tile (4 vectors of 16 floats).
 constexpr std::size_t kScoreColumns = 64;
 
 /// Row stride of a transposed score block, in floats: 64 columns plus one cache line of
@@ -44,7 +44,7 @@ struct KernelOps {
     /// line per k step, spread over the row tiles. The streaming kernel fetches the V
     /// block during Q·Kᵀ and the next K block during P·V this way: a head's K and V
     /// (2 MB at L = 4096, D = 64) do not stay in L2, and a block read in one burst stalls
-    /// its first row tile on L3. The portable table ignores the hint.
+    /// its first row tile on L3. Targets whose compiler has no prefetch ignore the hint.
     void (*gemm_prefetch)(std::size_t m,
                           std::size_t n,
                           std::size_t k,
@@ -79,14 +79,8 @@ struct KernelOps {
                         const std::uint8_t* pad);
 };
 
-/// The portable implementation: BLAS for the GEMM, plain loops and std::exp elsewhere.
-const KernelOps& kernel_ops_portable();
-
-/// The AVX-512 implementation, or null when this build or this CPU lacks AVX-512
-/// (F, DQ, BW, VL).
-const KernelOps* kernel_ops_avx512();
-
-/// The table the spec asks for: AVX-512 when available unless spec.simd is portable.
+/// The table of `simd`'s target: the best one this CPU runs for Simd::best. Throws
+/// InputError when `simd` names a target that is not compiled in or that this CPU lacks.
 const KernelOps& kernel_ops(Simd simd);
 
 } // namespace attn::detail

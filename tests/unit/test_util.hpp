@@ -4,8 +4,8 @@
 // pinned error messages.
 #pragma once
 
-#include "attn/error.hpp"
 #include "attn/attention.hpp"
+#include "attn/error.hpp"
 #include "attn/kernels.hpp"
 #include "attn/tensor.hpp"
 

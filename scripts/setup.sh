@@ -9,7 +9,7 @@ set -eu
 # HTML view's browser test headless.
 PACKAGES="g++ cmake ninja-build libcli11-dev nlohmann-json3-dev libstb-dev libxtensor-dev \
 libxsimd-dev libopenblas-dev libhwy-dev libgtest-dev libbenchmark-dev fonts-dejavu-core python3 \
-python3-numpy libzip-dev clang libclang-rt-14-dev clang-format-14 zlib1g-dev chromium"
+python3-numpy libzip-dev clang libclang-rt-14-dev clang-format-14 git zlib1g-dev chromium"
 
 missing=""
 for p in $PACKAGES; do

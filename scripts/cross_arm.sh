@@ -22,7 +22,9 @@ jobs=${JOBS:-$(nproc)}
 # The libraries with compiled code, and the C and C++ run-time libraries that qemu runs
 # the tests with. The header-only ones come from scripts/setup.sh (the toolchain file
 # says why xtensor's :arm64 package is not used).
-ARM64_PACKAGES="libopenblas-dev libgtest-dev libhwy-dev libc6 libstdc++6"
+# libzip-dev is not Multi-Arch (it cannot sit beside the amd64 one): the runtime libzip4
+# is linked with the host's arch-independent headers.
+ARM64_PACKAGES="libopenblas-dev libgtest-dev libhwy-dev libzip4 zlib1g-dev libc6 libstdc++6"
 HOST_PACKAGES="g++-aarch64-linux-gnu qemu-user"
 
 SUDO=""

@@ -186,6 +186,9 @@ bool feature_row(T* s,
     T row_max = kNegInf;
     std::int64_t best = -1;
     bool any_visible = false;
+    // Top-k candidates: every visible key with a number for a score, kept even when its
+    // weight rounds to 0 (-1 in top_k means "no visible key", never "weight underflowed").
+    std::vector<std::size_t> keys;
     for (std::size_t j = 0; j < n; ++j) {
         T x = s[j] * scale;
         if (spec.softcap) {
@@ -202,6 +205,9 @@ bool feature_row(T* s,
         }
         s[j] = x;
         any_visible = any_visible || x != kNegInf; // NaN counts as visible: it propagates
+        if (out.top_idx != nullptr && x != kNegInf && !std::isnan(x)) {
+            keys.push_back(j);
+        }
         if (x > row_max) {
             row_max = x;
             best = static_cast<std::int64_t>(j);
@@ -253,13 +259,7 @@ bool feature_row(T* s,
         *out.entropy = static_cast<T>(entropy);
     }
     if (out.top_idx != nullptr) {
-        // The K largest nonzero weights, largest first, lower key first on ties.
-        std::vector<std::size_t> keys;
-        for (std::size_t j = 0; j < n; ++j) {
-            if (s[j] > T{0}) {
-                keys.push_back(j);
-            }
-        }
+        // The K largest weights of visible keys, largest first, lower key first on ties.
         const std::size_t kk = std::min(spec.top_k, keys.size());
         std::partial_sort(
             keys.begin(),

@@ -236,10 +236,10 @@ FileFormat file_format(const std::string& path, const std::string& format, const
                : format == "svg" ? FileFormat::svg
                                  : FileFormat::html;
     }
-    if (path == "-") {
-        return FileFormat::png;
-    }
     const std::string ext = lower_extension(path);
+    if (path == "-" || (ext.empty() && io::written_in_place(path))) {
+        return FileFormat::png; // stdout, /dev/null, a FIFO
+    }
     if (ext == ".png") {
         return FileFormat::png;
     }

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <mutex>
 #include <utility>
@@ -108,6 +109,10 @@ io::ArrayFormat format_for(const std::string& path, const std::string& format) {
     if (format == "json" || path == "-") {
         return io::ArrayFormat::json;
     }
+    const std::string ext = std::filesystem::path(path).extension().string();
+    if (ext.empty() && io::written_in_place(path)) {
+        return io::ArrayFormat::json; // /dev/null, /dev/stderr, a FIFO: as stdout
+    }
     return io::array_format_for(path);
 }
 
@@ -157,7 +162,8 @@ void emit_solution(const problem::Problem& problem,
         write_heatmap_file(o.heatmap, *s.weights, &problem);
     }
     if (o.output.empty() && to_stdout == 0) {
-        std::cout << problem::result_document(problem, s) << '\n';
+        // What went to a file is not printed again: --weights FILE leaves them out here.
+        std::cout << problem::result_document(problem, s, o.weights.empty()) << '\n';
         std::cout.flush();
         if (!std::cout) {
             throw SystemError("<stdout>: cannot write");

@@ -24,11 +24,6 @@ namespace detail {
                       ": cannot write: " + errno_text(err != 0 ? err : EIO));
 }
 
-bool written_in_place(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode);
-}
-
 namespace {
 
 namespace fs = std::filesystem;
@@ -112,6 +107,11 @@ void write_special(const std::string& path, std::span<const std::uint8_t> bytes)
 } // namespace detail
 
 using namespace detail;
+
+bool written_in_place(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode);
+}
 
 AtomicWriter::AtomicWriter(const std::filesystem::path& path) : shown_(path.string()) {
     struct stat st {};

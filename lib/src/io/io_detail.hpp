@@ -122,10 +122,6 @@ void pread_exactly(
 /// Throws SystemError("PATH: cannot write: REASON"); err 0 is reported as EIO.
 [[noreturn]] void throw_write_error(const std::string& path, int err);
 
-/// True for an existing device or pipe (/dev/null, /dev/stdout, a FIFO): such outputs are
-/// written in place, not through a temp file and a rename.
-bool written_in_place(const std::string& path);
-
 /// IEEE binary16 -> binary32, exact for every input (subnormals, infinities, NaN payloads).
 /// Used by the NPY and safetensors readers.
 float half_to_float(std::uint16_t h);

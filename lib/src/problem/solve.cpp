@@ -156,13 +156,13 @@ Solution solve(const Problem& p, const SolveOptions& options) {
     return solve_in<float>(p, p, options);
 }
 
-std::string result_document(const Problem& p, const Solution& s) {
+std::string result_document(const Problem& p, const Solution& s, bool with_weights) {
     std::string out = "{";
     if (p.id) {
         out += "\"id\":" + dump(*p.id) + ",";
     }
     out += "\"output\":" + encode_json_array(s.output);
-    if (s.weights) {
+    if (s.weights && with_weights) {
         out += ",\"weights\":" + encode_json_array(*s.weights);
     }
     // The "return" diagnostics (lse, entropy, argmax, top-k).

@@ -10,6 +10,10 @@
 
 namespace attn::io {
 
+/// True for an existing device or pipe (/dev/null, /dev/stdout, a FIFO): such outputs are
+/// written in place, not through a temp file and a rename, and need no file extension.
+bool written_in_place(const std::string& path);
+
 /// Writes bytes to `path` whole or not at all: a sibling temp file, fsync, then rename;
 /// the temp file is removed on any failure and an existing file is left untouched.
 /// "-" writes to stdout; devices and FIFOs (which a rename cannot replace) are written in

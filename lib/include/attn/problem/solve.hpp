@@ -46,6 +46,8 @@ BasicAttentionSpec<T> attention_spec(const Problem& problem, const SolveOptions&
 /// trailing newline. Numbers round-trip float32 (float64 for a precision f64 problem: the
 /// shortest text that reads back as the same double); non-finite ones are
 /// "inf"/"-inf"/"nan".
-std::string result_document(const Problem& problem, const Solution& solution);
+/// with_weights = false leaves the weights out (they went to a file: --weights).
+std::string
+result_document(const Problem& problem, const Solution& solution, bool with_weights = true);
 
 } // namespace attn::problem

@@ -1,52 +1,31 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """CLI conventions: bare `attn`, `attn help` and `attn help CMD` print help and exit 0;
 an unknown command or flag is named with the closest known one ("did you mean"); a flag
 error points to its own subcommand's help.
 
-Run from the repository root: /usr/bin/python3 tests/cli/cli_conventions_test.py PATH/TO/attn
-Ends with the line "N passed, M failed"; exits 1 if any case failed.
+    /usr/bin/python3 tests/cli/cli_conventions_test.py PATH/TO/attn [--case NAME]
+    /usr/bin/python3 tests/cli/cli_conventions_test.py --list        (from the repo root)
 """
-import os
-import re
-import subprocess
-import sys
-
-ATTN = os.path.abspath(sys.argv[1])
-passed = failed = 0
-
-
-def run(args):
-    p = subprocess.run([ATTN] + args, capture_output=True, timeout=60)
-    return p.returncode, p.stdout.decode(), p.stderr.decode("utf-8", "replace")
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
+from harness import ROOT, case, main
 
 
 def help_case(name, args, first_line):
-    rc, out, err = run(args)
-    check(name, rc == 0 and out.startswith(first_line) and err == "", f"{rc} {out[:80]!r} {err!r}")
+    """Exit 0, stdout starts with first_line, nothing on stderr."""
+    case(name, args, err=r"\A\Z", out=lambda so: so.decode().startswith(first_line))
 
 
 def error_case(name, args, pattern):
-    rc, out, err = run(args)
-    lines = err.strip().splitlines()
-    check(name, rc == 2 and out == "" and len(lines) == 1 and re.fullmatch(pattern, lines[0]),
-          f"exit {rc}, stderr {err.strip()!r}")
+    """Exit 2, stdout empty, stderr exactly one line that matches pattern whole."""
+    case(name, args, code=2, err=r"\A(?:" + pattern + r")\n?\Z", out=lambda so: so == b"",
+         cwd=ROOT)
 
 
 help_case("bare attn prints help", [], "attn: compute, check and visualise attention")
 help_case("attn help", ["help"], "attn: compute, check and visualise attention")
 help_case("attn help compute", ["help", "compute"], "Compute attention for one problem")
 help_case("attn help heatmap", ["help", "heatmap"], "Draw attention weights")
-rc, out, err = run(["help", "heatmap"])
-check("help CMD shows the full usage", "Usage: attn heatmap" in out, out[:200])
+case("help CMD shows the full usage", ["help", "heatmap"],
+     out=lambda so: b"Usage: attn heatmap" in so)
 error_case("unknown command", ["comptue", "x.json"],
            r"attn: error: unknown command 'comptue' \(did you mean 'compute'\?\) "
            r"\(see 'attn --help'\)")
@@ -62,7 +41,6 @@ error_case("unknown flag with a value", ["heatmap", "w.npy", "--pol=max"],
            r"attn: error: .*--pol=max \(did you mean '--pool'\?\) \(see 'attn heatmap --help'\)")
 error_case("flag error points to its subcommand", ["batch", "--jobs", "0"],
            r"attn: error: .*--jobs.* \(see 'attn batch --help'\)")
-check("README still runs: --version", run(["--version"])[0] == 0)
+case("README still runs: --version", ["--version"])
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+main()

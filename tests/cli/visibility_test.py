@@ -3,49 +3,33 @@
 `attn compute --heatmap` agree cell by cell, and both match hand-derived patterns
 (python3 stdlib only).
 
-    /usr/bin/python3 tests/cli/visibility_test.py PATH/TO/attn     (from the repo root)
+    /usr/bin/python3 tests/cli/visibility_test.py PATH/TO/attn [--case NAME]   (from the repo root)
+    /usr/bin/python3 tests/cli/visibility_test.py --list
 
 Each case is a small problem (Lq, Lk <= 8, so explain shows the whole grid) with one of:
 causal top-left / bottom-right with Lq != Lk, a sliding window with both alignments, a
 keep-mask, a key-padding mask, a -inf bias, and combinations. The expected pattern is
 written out from the contract's definitions (README "Masks"), not computed by attn.
-Ends with "N passed, M failed"; exits 1 if any failed.
 """
 import json
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
 import xml.etree.ElementTree as ET
 
-ATTN = os.path.abspath(sys.argv[1])
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-TMP = tempfile.mkdtemp(prefix="attn-visibility-")
+from harness import ROOT, check, main, path, test
+import harness
+
 SVG = "{http://www.w3.org/2000/svg}"
-PASSED = 0
-FAILED = []
 
 
-def check(name, cond, detail=""):
-    global PASSED
-    if cond:
-        PASSED += 1
-    else:
-        FAILED.append(name)
-        print(f"FAIL {name}: {detail}")
-
-
-def run(args, cwd=None):
-    p = subprocess.run([ATTN] + args, capture_output=True, cwd=cwd or TMP, timeout=120)
-    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+def run(args):
+    rc, out, err = harness.run(args)
+    return rc, out.decode("utf-8", "replace"), err
 
 
 def write_problem(name, doc):
-    path = os.path.join(TMP, name)
-    with open(path, "w") as f:
+    with open(path(name), "w") as f:
         json.dump(doc, f)
-    return path
+    return path(name)
 
 
 def explain_grid(args):
@@ -68,7 +52,7 @@ def explain_grid(args):
 
 def heatmap_hatched(args):
     """The hatched cells of `compute --heatmap x.svg` (panel 0) as rows of '.'/'#', or None."""
-    svg = os.path.join(TMP, "x.svg")
+    svg = path("x.svg")
     if os.path.exists(svg):
         os.remove(svg)
     rc, _, err = run(["compute", *args, "--heatmap", svg, "--quiet"])
@@ -101,24 +85,34 @@ def qkv(lq, lk):
 
 def case(name, lq, lk, fields, flags, sees):
     """Explain and the heatmap both show `sees` (query i, key j) -> bool for this problem."""
-    doc = dict(qkv(lq, lk), **fields)
-    path = write_problem(name.replace(" ", "_").replace(",", "") + ".json", doc)
-    want = pattern(lq, lk, sees)
-    grid, detail = explain_grid([path, *flags])
-    check(f"{name}: explain's grid", grid == want, f"{grid} != {want}\n{detail}")
-    hatched, detail = heatmap_hatched([path, *flags])
-    check(f"{name}: heatmap hatching", hatched == want, f"{hatched} != {want} {detail}")
-    check(f"{name}: explain's count = the heatmap's",
-          grid is not None and hatched is not None and blocked(grid) == blocked(hatched),
-          f"{grid} vs {hatched}")
+    @test(name)
+    def _():
+        doc = dict(qkv(lq, lk), **fields)
+        file = write_problem(name.replace(" ", "_").replace(",", "") + ".json", doc)
+        want = pattern(lq, lk, sees)
+        grid, detail = explain_grid([file, *flags])
+        check(f"{name}: explain's grid", grid == want, f"{grid} != {want}\n{detail}")
+        hatched, detail = heatmap_hatched([file, *flags])
+        check(f"{name}: heatmap hatching", hatched == want, f"{hatched} != {want} {detail}")
+        check(f"{name}: explain's count = the heatmap's",
+              grid is not None and hatched is not None and blocked(grid) == blocked(hatched),
+              f"{grid} vs {hatched}")
 
 
-# --- the issue's own example: --window 0,0 on a 4 x 4 problem blocks 12 of 16 cells -------
-hatched, _ = heatmap_hatched([os.path.join(ROOT, "samples", "self.json"), "--window", "0,0"])
-check("compute --window 0,0 --heatmap: 12 of 16 cells hatched",
-      hatched is not None and blocked(hatched) == 12, str(hatched))
-grid, _ = explain_grid([os.path.join(ROOT, "samples", "self.json"), "--window", "0,0"])
-check("explain --window 0,0: 12 of 16 blocked", grid is not None and blocked(grid) == 12, str(grid))
+# --- --window 0,0 on a 4 x 4 problem blocks 12 of 16 cells ---------------------------------
+@test("compute --window 0,0 --heatmap: 12 of 16 cells hatched")
+def _():
+    hatched, _ = heatmap_hatched([os.path.join(ROOT, "samples", "self.json"), "--window", "0,0"])
+    check("compute --window 0,0 --heatmap: 12 of 16 cells hatched",
+          hatched is not None and blocked(hatched) == 12, str(hatched))
+
+
+@test("explain --window 0,0: 12 of 16 blocked")
+def _():
+    grid, _ = explain_grid([os.path.join(ROOT, "samples", "self.json"), "--window", "0,0"])
+    check("explain --window 0,0: 12 of 16 blocked", grid is not None and blocked(grid) == 12,
+          str(grid))
+
 
 # --- causal, Lq != Lk ----------------------------------------------------------------------
 case("causal top-left 3x5", 3, 5, {"causal": "top-left"}, [], lambda i, j: j <= i)
@@ -150,6 +144,4 @@ case("-inf bias 3x4", 3, 4, {"bias": BIAS}, [], lambda i, j: BIAS[i][j] != "-inf
 case("window + padding + mask 3x5", 3, 5, {"mask": KEEP, "key_padding_mask": PAD},
      ["--window", "1,1"], lambda i, j: KEEP[i][j] == 1 and PAD[j] and i - 1 <= j <= i + 1)
 
-shutil.rmtree(TMP, ignore_errors=True)
-print(f"{PASSED} passed, {len(FAILED)} failed")
-sys.exit(1 if FAILED else 0)
+main()

@@ -1,0 +1,220 @@
+// Array fields of the problem document: loading them (inline, from a file, or handed over
+// already read), recording their sources, lifting them into tensors, and the shape checks
+// and float64 sums of masks and biases.
+#include "attn/error.hpp"
+#include "attn/io/array.hpp"
+#include "attn/io/json_array.hpp"
+#include "decode_detail.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+namespace attn::problem::detail {
+
+namespace fs = std::filesystem;
+using io::Array;
+using io::ArrayKind;
+using io::parse_json_array;
+using io::read_array_file;
+using io::ValueSink;
+using nlohmann::json;
+
+namespace {
+
+/// Frees an array's float32 values once they have been copied into a tensor, so that a
+/// problem never holds an input twice (shape and values64 stay).
+void release_values(Array& a) {
+    std::vector<float>().swap(a.values);
+}
+
+} // namespace
+
+/// Records where an array came from and its first value --check-finite refuses.
+void record_source(std::vector<ProblemSource>& sources,
+                   const std::string& name,
+                   const fs::path& path,
+                   const std::vector<std::size_t>& shape,
+                   std::span<const float> values,
+                   ArrayKind kind) {
+    ProblemSource s{name, path, shape, std::nullopt, 0.0f};
+    if (kind == ArrayKind::numeric) {
+        // Masks load as numbers only under mask_convention "additive", where -inf blocks.
+        const bool is_bias = name == "bias" || name == "mask" || name == "key_padding_mask";
+        const auto bad = std::find_if(values.begin(), values.end(), [&](float x) {
+            return is_bias ? (std::isnan(x) || x == std::numeric_limits<float>::infinity())
+                           : !std::isfinite(x);
+        });
+        if (bad != values.end()) {
+            s.first_nonfinite = static_cast<std::size_t>(bad - values.begin());
+            s.nonfinite_value = *bad;
+        }
+    }
+    sources.push_back(std::move(s));
+}
+
+void record_source(std::vector<ProblemSource>& sources,
+                   const std::string& name,
+                   const fs::path& path,
+                   const Array& a,
+                   ArrayKind kind) {
+    record_source(sources, name, path, a.shape, a.values, kind);
+}
+
+/// Loads an array field: a JSON literal, or a .npy/.json path relative to base_dir.
+/// With Precision::f64, numeric arrays also keep their exact float64 values (masks never
+/// need them: booleans, 0/1 and 0/-inf are exact in float32).
+Array load_array(const json& j,
+                 const std::string& name,
+                 ArrayKind kind,
+                 const fs::path& base,
+                 std::vector<ProblemSource>& sources,
+                 Precision precision,
+                 std::optional<Tensor>* rank4) {
+    if (kind != ArrayKind::numeric) {
+        precision = Precision::f32;
+    }
+    if (j.is_string()) {
+        const fs::path p = j.get<std::string>();
+        const fs::path full = p.is_absolute() ? p : base / p;
+        // A rank-4 [B, H, L, D] .npy input is decoded straight into its tensor: no second
+        // copy of what may be the largest input.
+        ValueSink sink;
+        if (rank4 != nullptr) {
+            sink = [rank4](const std::vector<std::size_t>& shape) -> float* {
+                if (shape.size() != 4) {
+                    return nullptr;
+                }
+                *rank4 = Tensor::from_shape({shape[0], shape[1], shape[2], shape[3]});
+                return (*rank4)->data();
+            };
+        }
+        Array a;
+        try {
+            a = read_array_file(full, kind, precision, sink, name);
+        } catch (const InputError& e) {
+            throw InputError(name + ": " + e.what());
+        }
+        if (rank4 != nullptr && *rank4) {
+            record_source(sources,
+                          name,
+                          full,
+                          a.shape,
+                          std::span<const float>((*rank4)->data(), (*rank4)->size()),
+                          kind);
+        } else {
+            record_source(sources, name, full, a, kind);
+        }
+        return a;
+    }
+    if (j.is_array()) {
+        Array a = parse_json_array(j, name, kind, precision);
+        record_source(sources, name, {}, a, kind);
+        return a;
+    }
+    throw InputError(name + ": expected an array or the path of a .npy/.json file, got " +
+                     type_name(j));
+}
+
+/// [L, E] or [B, L, E] -> [B, L, E]; `a`'s float32 values are released.
+Tensor3 to_tensor3(Array& a, const std::string& name, const char* dims) {
+    Tensor3 t;
+    if (a.shape.size() == 2) {
+        t = Tensor3::from_shape({1, a.shape[0], a.shape[1]});
+    } else if (a.shape.size() == 3) {
+        t = Tensor3::from_shape({a.shape[0], a.shape[1], a.shape[2]});
+    } else {
+        throw InputError(name + ": expected a rank-2 " + dims + " or rank-3 [B, " +
+                         std::string(dims + 1) + " array, got shape " + shape_string(a.shape));
+    }
+    std::copy(a.values.begin(), a.values.end(), t.begin());
+    release_values(a);
+    return t;
+}
+
+/// bias += addend in float64, broadcasting size-1 dims as add_bias() does (which has
+/// already checked the float32 sum of the same shape against the memory limit).
+void add_bias64(std::optional<BasicTensor<double>>& bias,
+                const BasicTensor<double>& addend,
+                std::size_t lq,
+                std::size_t lk) {
+    const auto& sa = addend.shape();
+    if (!bias && sa[2] == lq && sa[3] == lk) {
+        bias = addend;
+        return;
+    }
+    std::array<std::size_t, 4> target{sa[0], sa[1], lq, lk};
+    if (bias) {
+        target[0] = std::max(target[0], bias->shape()[0]);
+        target[1] = std::max(target[1], bias->shape()[1]);
+    }
+    auto at = [](const BasicTensor<double>& t,
+                 std::size_t b,
+                 std::size_t h,
+                 std::size_t i,
+                 std::size_t j) {
+        const auto& s = t.shape();
+        const std::size_t bb = s[0] == 1 ? 0 : b;
+        const std::size_t hh = s[1] == 1 ? 0 : h;
+        const std::size_t ii = s[2] == 1 ? 0 : i;
+        return t.data()[((bb * s[1] + hh) * s[2] + ii) * s[3] + j];
+    };
+    BasicTensor<double> sum = BasicTensor<double>::from_shape(target);
+    double* dst = sum.data();
+    for (std::size_t b = 0; b < target[0]; ++b) {
+        for (std::size_t h = 0; h < target[1]; ++h) {
+            for (std::size_t i = 0; i < lq; ++i) {
+                for (std::size_t j = 0; j < lk; ++j) {
+                    *dst++ = (bias ? at(*bias, b, h, i, j) : 0.0) + at(addend, b, h, i, j);
+                }
+            }
+        }
+    }
+    bias = std::move(sum);
+}
+
+/// [B, H, L, D] -> Tensor; `a`'s float32 values are released.
+Tensor to_tensor4(Array& a) {
+    Tensor t = Tensor::from_shape({a.shape[0], a.shape[1], a.shape[2], a.shape[3]});
+    std::copy(a.values.begin(), a.values.end(), t.begin());
+    release_values(a);
+    return t;
+}
+
+/// Shape check of a mask or bias given in the user's rank; returns its rank-4 shape.
+Shape pair_shape(const Array& a,
+                 const std::string& name,
+                 std::size_t b,
+                 std::size_t h,
+                 std::size_t lq,
+                 std::size_t lk) {
+    const auto& s = a.shape;
+    if (s.size() == 2 && s[0] == lq && s[1] == lk) {
+        return {1, 1, lq, lk};
+    }
+    if (s.size() == 3 && (s[0] == b || s[0] == 1) && s[1] == lq && s[2] == lk) {
+        return {s[0], 1, lq, lk};
+    }
+    if (s.size() == 4 && (s[0] == b || s[0] == 1) && (s[1] == h || s[1] == 1) && s[2] == lq &&
+        s[3] == lk) {
+        return {s[0], s[1], lq, lk};
+    }
+    std::string want;
+    switch (s.size()) {
+    case 3:
+        want = "[B, Lq, Lk] = " + shape_string({b, lq, lk}) + " (B may be 1)";
+        break;
+    case 4:
+        want = "[B, H, Lq, Lk] = " + shape_string({b, h, lq, lk}) + " (B and H may be 1)";
+        break;
+    case 2:
+        want = "[Lq, Lk] = " + shape_string({lq, lk});
+        break;
+    default:
+        want = "[Lq, Lk] = " + shape_string({lq, lk}) + ", [B, Lq, Lk] or [B, H, Lq, Lk]";
+    }
+    throw InputError(name + ": expected shape " + want + ", got " + shape_string(s));
+}
+
+} // namespace attn::problem::detail

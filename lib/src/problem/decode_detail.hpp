@@ -1,0 +1,101 @@
+// Internal to decode_problem(): the decoding context and the field-group decoders it calls,
+// shared by decode.cpp (context, presets, sources, heads), decode_arrays.cpp (array
+// fields), decode_params.cpp (params and init) and decode_fields.cpp (scale, causal,
+// masks, bias, padding, score features, labels).
+#pragma once
+
+#include "attn/error.hpp"
+#include "attn/io/array.hpp"
+#include "attn/problem/problem.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace attn::problem::detail {
+
+/// What every field group reads: the document (with its preset defaults filled in), the
+/// directory relative paths start from, the arrays handed over already read, the variant
+/// and the precision the arrays are read in.
+struct DecodeContext {
+    nlohmann::json doc;
+    std::filesystem::path base;
+    ArrayValues given;
+    std::string variant;
+    Precision precision = Precision::f32;
+
+    /// Whether a field is given (a JSON null counts as absent).
+    bool has(const char* field);
+    /// An array field: handed over already read (stdin), or loaded from the document;
+    /// records its source in p.sources.
+    io::Array load(Problem& p, const char* field, io::ArrayKind kind, std::optional<Tensor>* rank4);
+};
+
+// Messages (decode.cpp).
+std::string type_name(const nlohmann::json& j);
+/// A value quoted in a message: one line, and short whatever the input holds.
+std::string shown(const nlohmann::json& j);
+/// A key or string quoted in a message.
+std::string shown(const std::string& s);
+std::size_t positive_int(const nlohmann::json& j, const char* name);
+bool boolean(const nlohmann::json& j, const char* name);
+
+// Array fields (decode_arrays.cpp).
+void record_source(std::vector<ProblemSource>& sources,
+                   const std::string& name,
+                   const std::filesystem::path& path,
+                   const std::vector<std::size_t>& shape,
+                   std::span<const float> values,
+                   io::ArrayKind kind);
+void record_source(std::vector<ProblemSource>& sources,
+                   const std::string& name,
+                   const std::filesystem::path& path,
+                   const io::Array& a,
+                   io::ArrayKind kind);
+io::Array load_array(const nlohmann::json& j,
+                     const std::string& name,
+                     io::ArrayKind kind,
+                     const std::filesystem::path& base,
+                     std::vector<ProblemSource>& sources,
+                     Precision precision = Precision::f32,
+                     std::optional<Tensor>* rank4 = nullptr);
+Tensor3 to_tensor3(io::Array& a, const std::string& name, const char* dims);
+Tensor to_tensor4(io::Array& a);
+void add_bias64(std::optional<BasicTensor<double>>& bias,
+                const BasicTensor<double>& addend,
+                std::size_t lq,
+                std::size_t lk);
+Shape pair_shape(const io::Array& a,
+                 const std::string& name,
+                 std::size_t b,
+                 std::size_t h,
+                 std::size_t lq,
+                 std::size_t lk);
+
+/// The float64 tensor of an array read with Precision::f64 (values64), in `shape`.
+template <class T> T exact_tensor(const io::Array& a, const typename T::shape_type& shape) {
+    T t = T::from_shape(shape);
+    ATTN_ASSERT(a.values64.size() == t.size());
+    std::copy(a.values64.begin(), a.values64.end(), t.begin());
+    return t;
+}
+
+// Field groups, in the order decode_problem() calls them.
+// decode.cpp: presets, id and precision, and the sources and heads (which go on with
+// decode_projections for rank-2/3 sources).
+void decode_presets(DecodeContext& cx);
+void decode_id_and_precision(DecodeContext& cx, Problem& p);
+void decode_sources(DecodeContext& cx, Problem& p);
+// decode_params.cpp: params or init.
+void decode_projections(DecodeContext& cx, Problem& p);
+// decode_fields.cpp.
+void decode_scale_and_causal(DecodeContext& cx, Problem& p);
+void decode_masks(DecodeContext& cx, Problem& p);
+void decode_score_features(DecodeContext& cx, Problem& p);
+void decode_labels(DecodeContext& cx, Problem& p);
+
+} // namespace attn::problem::detail

@@ -1,0 +1,268 @@
+// The field groups of the problem document after its sources and weights: scale and causal,
+// masks, bias and key padding, the score features (window, softcap, ALiBi, sinks, per-row
+// diagnostics), and the token labels.
+#include "attn/error.hpp"
+#include "attn/io/mask_convention.hpp"
+#include "decode_detail.hpp"
+
+#include <cmath>
+
+namespace attn::problem::detail {
+
+using io::add_bias;
+using io::Array;
+using io::ArrayKind;
+using io::decode_mask;
+using io::decode_mask_convention;
+using io::DecodedMask;
+using io::mask_array_kind;
+using io::MaskConvention;
+using nlohmann::json;
+
+namespace {
+
+/// Score features: a list of exactly `want` finite numbers (ALiBi slopes, sink logits).
+template <class T>
+std::vector<T> decode_per_head(const json& j, const char* name, std::size_t want) {
+    if (!j.is_array() || j.size() != want) {
+        throw InputError(std::string(name) + ": expected a list of " + std::to_string(want) +
+                         " numbers (one per head), got " + shown(j));
+    }
+    std::vector<T> out;
+    for (const json& x : j) {
+        if (!x.is_number() || !std::isfinite(x.get<double>())) {
+            throw InputError(std::string(name) + ": expected finite numbers, got " + shown(x));
+        }
+        out.push_back(x.get<T>());
+    }
+    return out;
+}
+
+/// The sliding window: "window": [left, right], integers >= -1 (-1 = unbounded).
+Window decode_window(const json& j) {
+    const auto side = [](const json& x) {
+        return x.is_number_integer() && x.get<std::int64_t>() >= -1 &&
+               x.get<std::int64_t>() <= (std::int64_t{1} << 40);
+    };
+    if (!j.is_array() || j.size() != 2 || !side(j[0]) || !side(j[1])) {
+        throw InputError("window: expected [left, right], integers >= -1 (-1 = unbounded), got " +
+                         shown(j));
+    }
+    return {.left = j[0].get<std::int64_t>(), .right = j[1].get<std::int64_t>()};
+}
+
+Causal decode_causal(const json& j) {
+    if (j.is_boolean()) {
+        return j.get<bool>() ? Causal::top_left : Causal::none;
+    }
+    if (j.is_string()) {
+        const auto s = j.get<std::string>();
+        if (s == "top-left" || s == "true") {
+            return Causal::top_left;
+        }
+        if (s == "bottom-right") {
+            return Causal::bottom_right;
+        }
+        if (s == "false" || s == "none") {
+            return Causal::none;
+        }
+    }
+    throw InputError("causal: expected false, true, \"top-left\" or \"bottom-right\", got " +
+                     shown(j));
+}
+
+std::vector<std::string> decode_tokens(const json& j, const char* name, std::size_t want) {
+    if (!j.is_array()) {
+        throw InputError(std::string(name) + ": expected a list of strings, got " + type_name(j));
+    }
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < j.size(); ++i) {
+        if (!j[i].is_string()) {
+            throw InputError(std::string(name) + ": [" + std::to_string(i) +
+                             "]: expected a string, got " + type_name(j[i]));
+        }
+        out.push_back(j[i].get<std::string>());
+    }
+    if (out.size() != want) {
+        throw InputError(std::string(name) + ": expected " + std::to_string(want) +
+                         " labels, got " + std::to_string(out.size()));
+    }
+    return out;
+}
+
+} // namespace
+
+void decode_scale_and_causal(DecodeContext& cx, Problem& p) {
+    if (cx.has("scale")) {
+        const json& s = cx.doc["scale"];
+        if (!s.is_number() || !std::isfinite(s.get<double>())) {
+            throw InputError("scale: expected a finite number or null, got " + shown(s));
+        }
+        p.scale = s.get<float>();
+        if (p.exact) {
+            p.exact->scale = s.get<double>();
+        }
+    }
+    if (cx.has("causal")) {
+        p.causal = decode_causal(cx.doc["causal"]);
+    }
+}
+
+void decode_masks(DecodeContext& cx, Problem& p) {
+    // mask_convention (attn/io/mask_convention.hpp): additive masks join the bias.
+    const MaskConvention convention = cx.has("mask_convention")
+                                          ? decode_mask_convention(cx.doc["mask_convention"])
+                                          : MaskConvention::keep;
+    if (cx.has("mask")) {
+        const Array a = cx.load(p, "mask", mask_array_kind(convention), nullptr);
+        const Shape s = pair_shape(a, "mask", p.batch, p.num_heads, p.lq, p.lk);
+        DecodedMask m = decode_mask(a, s, convention, "mask");
+        p.mask = std::move(m.keep);
+        if (m.bias) {
+            add_bias(p.bias, *m.bias, p.lq, p.lk, "mask");
+            if (p.exact) {
+                add_bias64(p.exact->bias, exact_tensor<BasicTensor<double>>(a, s), p.lq, p.lk);
+            }
+        }
+    }
+    if (cx.has("bias")) {
+        const Array a = cx.load(p, "bias", ArrayKind::numeric, nullptr);
+        const Shape s = pair_shape(a, "bias", p.batch, p.num_heads, p.lq, p.lk);
+        Tensor t = Tensor::from_shape(s);
+        std::copy(a.values.begin(), a.values.end(), t.begin());
+        if (p.exact) {
+            add_bias64(p.exact->bias, exact_tensor<BasicTensor<double>>(a, s), p.lq, p.lk);
+        }
+        if (p.bias) {
+            add_bias(p.bias, t, p.lq, p.lk, "bias");
+        } else {
+            p.bias = std::move(t);
+        }
+    }
+    if (cx.has("key_padding_mask")) {
+        const Array a = cx.load(p, "key_padding_mask", mask_array_kind(convention), nullptr);
+        Shape s{};
+        if (a.shape.size() == 1 && a.shape[0] == p.lk) {
+            s = {1, 1, 1, p.lk};
+        } else if (a.shape.size() == 2 && (a.shape[0] == p.batch || a.shape[0] == 1) &&
+                   a.shape[1] == p.lk) {
+            s = {a.shape[0], 1, 1, p.lk};
+        } else {
+            throw InputError("key_padding_mask: expected shape " + shape_string({p.batch, p.lk}) +
+                             " or " + shape_string({p.lk}) + ", got " + shape_string(a.shape));
+        }
+        DecodedMask m = decode_mask(a, s, convention, "key_padding_mask");
+        p.key_padding = std::move(m.keep);
+        if (m.bias) {
+            add_bias(p.bias, *m.bias, p.lq, p.lk, "key_padding_mask");
+            if (p.exact) {
+                add_bias64(p.exact->bias, exact_tensor<BasicTensor<double>>(a, s), p.lq, p.lk);
+            }
+        }
+    }
+}
+
+void decode_score_features(DecodeContext& cx, Problem& p) {
+    const std::size_t n_heads = p.direct_heads ? p.q4.shape()[1] : p.num_heads;
+    if (cx.has("window")) {
+        p.window = decode_window(cx.doc["window"]);
+    }
+    if (cx.has("window_align")) {
+        const json& a = cx.doc["window_align"];
+        if (a == "top-left") {
+            p.window_align = Align::top_left;
+        } else if (a == "bottom-right") {
+            p.window_align = Align::bottom_right;
+        } else {
+            throw InputError("window_align: expected \"top-left\" or \"bottom-right\", got " +
+                             shown(a));
+        }
+    }
+    if (cx.has("softcap") && !cx.doc["softcap"].is_null()) {
+        const json& c = cx.doc["softcap"];
+        if (!c.is_number() || !std::isfinite(c.get<double>()) || c.get<double>() <= 0.0) {
+            throw InputError("softcap: expected a finite number > 0 or null, got " + shown(c));
+        }
+        p.softcap = c.get<float>();
+        if (p.exact) {
+            p.exact->softcap = c.get<double>();
+        }
+    }
+    if (cx.has("alibi")) {
+        const json& a = cx.doc["alibi"];
+        if (a.is_boolean()) {
+            if (a.get<bool>()) {
+                p.alibi_slopes = alibi_default_slopes(n_heads);
+                if (p.exact) {
+                    p.exact->alibi_slopes = alibi_default_slopes<double>(n_heads);
+                }
+            }
+        } else if (a.is_array()) {
+            p.alibi_slopes = decode_per_head<float>(a, "alibi", n_heads);
+            if (p.exact) {
+                p.exact->alibi_slopes = decode_per_head<double>(a, "alibi", n_heads);
+            }
+        } else {
+            throw InputError("alibi: expected true, false or a list of " + std::to_string(n_heads) +
+                             " slopes, got " + shown(a));
+        }
+    }
+    if (cx.has("sinks")) {
+        p.sinks = decode_per_head<float>(cx.doc["sinks"], "sinks", n_heads);
+        if (p.exact) {
+            p.exact->sinks = decode_per_head<double>(cx.doc["sinks"], "sinks", n_heads);
+        }
+    }
+    if (cx.has("top_k") && !cx.has("return")) {
+        throw InputError("top_k: needs \"return\": [\"top_k\"]");
+    }
+    if (cx.has("return")) {
+        const json& r = cx.doc["return"];
+        if (!r.is_array()) {
+            throw InputError("return: expected a list of \"lse\", \"entropy\", \"argmax\", "
+                             "\"top_k\", got " +
+                             shown(r));
+        }
+        for (const json& x : r) {
+            if (x == "lse") {
+                p.return_lse = true;
+            } else if (x == "entropy") {
+                p.return_entropy = true;
+            } else if (x == "argmax") {
+                p.return_argmax = true;
+            } else if (x == "top_k") {
+                if (!cx.has("top_k")) {
+                    throw InputError("return: \"top_k\" needs \"top_k\": K");
+                }
+                p.top_k = positive_int(cx.doc["top_k"], "top_k");
+            } else {
+                throw InputError("return: expected \"lse\", \"entropy\", \"argmax\" or "
+                                 "\"top_k\", got " +
+                                 shown(x));
+            }
+        }
+    }
+}
+
+void decode_labels(DecodeContext& cx, Problem& p) {
+    if (cx.has("tokens")) {
+        if (cx.has("query_tokens") || cx.has("key_tokens")) {
+            throw InputError("tokens: give either tokens or query_tokens/key_tokens");
+        }
+        if (p.lq != p.lk) {
+            throw InputError("tokens: queries (" + std::to_string(p.lq) + ") and keys (" +
+                             std::to_string(p.lk) +
+                             ") differ in length: use query_tokens and key_tokens");
+        }
+        p.query_tokens = decode_tokens(cx.doc["tokens"], "tokens", p.lq);
+        p.key_tokens = p.query_tokens;
+    }
+    if (cx.has("query_tokens")) {
+        p.query_tokens = decode_tokens(cx.doc["query_tokens"], "query_tokens", p.lq);
+    }
+    if (cx.has("key_tokens")) {
+        p.key_tokens = decode_tokens(cx.doc["key_tokens"], "key_tokens", p.lk);
+    }
+}
+
+} // namespace attn::problem::detail

@@ -1,0 +1,358 @@
+// The projection weights of the problem document: "params" (inline arrays, a .json file,
+// or a checkpoint) and "init" (seeded random weights within the memory limit).
+#include "attn/error.hpp"
+#include "attn/io/file_read.hpp"
+#include "attn/io/json_text.hpp"
+#include "attn/io/limits.hpp"
+#include "attn/io/number_text.hpp"
+#include "attn/io/safetensors.hpp"
+#include "attn/layer.hpp"
+#include "decode_detail.hpp"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <map>
+#include <set>
+#include <type_traits>
+
+namespace attn::problem::detail {
+
+namespace fs = std::filesystem;
+using io::Array;
+using io::ArrayKind;
+using io::format_size;
+using io::implied_num_kv_heads;
+using io::is_checkpoint_params;
+using io::load_checkpoint_params;
+using io::memory_limit;
+using io::message_text;
+using io::parse_json_text;
+using io::read_file;
+using nlohmann::json;
+
+namespace {
+
+/// A float32 container widened to float64 (exact): for checkpoint weights, read as float32.
+template <class T, std::size_t N> xt::xtensor<double, N> widen(const xt::xtensor<T, N>& x) {
+    auto y = xt::xtensor<double, N>::from_shape(x.shape());
+    std::transform(x.begin(), x.end(), y.begin(), [](T v) { return static_cast<double>(v); });
+    return y;
+}
+
+BasicProjections<double> widen(const Projections& p) {
+    BasicProjections<double> out;
+    const auto m = [](const std::optional<Matrix>& w) {
+        return w ? std::optional<BasicMatrix<double>>(widen(*w)) : std::nullopt;
+    };
+    const auto v = [](const std::optional<Vector>& b) {
+        return b ? std::optional<BasicVector<double>>(widen(*b)) : std::nullopt;
+    };
+    out.w_q = m(p.w_q);
+    out.w_k = m(p.w_k);
+    out.w_v = m(p.w_v);
+    out.w_o = m(p.w_o);
+    out.b_q = v(p.b_q);
+    out.b_k = v(p.b_k);
+    out.b_v = v(p.b_v);
+    out.b_o = v(p.b_o);
+    return out;
+}
+
+/// Splits rows [3E, ...] of a fused in-projection into q, k, v thirds.
+template <class T> std::array<T, 3> split_thirds(const T& fused, const std::string& name) {
+    const std::size_t rows = fused.shape()[0];
+    if (rows % 3 != 0) {
+        throw InputError(name + ": first dimension " + std::to_string(rows) +
+                         " is not 3·embed_dim (q, k, v stacked)");
+    }
+    const std::size_t e = rows / 3;
+    const std::size_t row_size = rows == 0 ? 0 : fused.size() / rows;
+    std::array<T, 3> parts;
+    for (std::size_t p = 0; p < 3; ++p) {
+        auto shape = fused.shape();
+        shape[0] = e;
+        parts[p] = T::from_shape(shape);
+        std::copy(fused.data() + p * e * row_size,
+                  fused.data() + (p + 1) * e * row_size,
+                  parts[p].data());
+    }
+    return parts;
+}
+
+/// Builds nn.Linear-layout projections in T (float, or double from values64) from the
+/// arrays of a params object, keyed by their names there.
+template <class T>
+BasicProjections<T> build_projections(const std::map<std::string, Array>& arrays) {
+    using M = xt::xtensor<T, 2>;
+    using V = xt::xtensor<T, 1>;
+    const auto fill = [](const Array& a, auto& t) {
+        if constexpr (std::is_same_v<T, double>) {
+            std::copy(a.values64.begin(), a.values64.end(), t.begin());
+        } else {
+            std::copy(a.values.begin(), a.values.end(), t.begin());
+        }
+    };
+    auto matrix = [&](const char* key) -> std::optional<M> {
+        const auto it = arrays.find(key);
+        if (it == arrays.end()) {
+            return std::nullopt;
+        }
+        const Array& a = it->second;
+        if (a.shape.size() != 2) {
+            throw InputError(std::string("params.") + key +
+                             ": expected a rank-2 [out, in] weight, got shape " +
+                             shape_string(a.shape));
+        }
+        M m = M::from_shape({a.shape[0], a.shape[1]});
+        fill(a, m);
+        return m;
+    };
+    auto vector = [&](const char* key) -> std::optional<V> {
+        const auto it = arrays.find(key);
+        if (it == arrays.end()) {
+            return std::nullopt;
+        }
+        const Array& a = it->second;
+        if (a.shape.size() != 1) {
+            throw InputError(std::string("params.") + key +
+                             ": expected a rank-1 [out] bias, got shape " + shape_string(a.shape));
+        }
+        V v = V::from_shape({a.shape[0]});
+        fill(a, v);
+        return v;
+    };
+    auto set_once = [](auto& slot, auto&& value, const char* a, const char* b) {
+        if (!value) {
+            return;
+        }
+        if (slot) {
+            throw InputError(std::string("params: both ") + a + " and " + b +
+                             " give the same weight");
+        }
+        slot = std::move(value);
+    };
+
+    BasicProjections<T> p;
+    p.w_q = matrix("w_q");
+    p.w_k = matrix("w_k");
+    p.w_v = matrix("w_v");
+    p.w_o = matrix("w_o");
+    p.b_q = vector("b_q");
+    p.b_k = vector("b_k");
+    p.b_v = vector("b_v");
+    p.b_o = vector("b_o");
+    if (auto fused = matrix("in_proj_weight")) {
+        auto parts = split_thirds(*fused, "params.in_proj_weight");
+        set_once(p.w_q, std::optional<M>(std::move(parts[0])), "w_q", "in_proj_weight");
+        set_once(p.w_k, std::optional<M>(std::move(parts[1])), "w_k", "in_proj_weight");
+        set_once(p.w_v, std::optional<M>(std::move(parts[2])), "w_v", "in_proj_weight");
+    }
+    if (auto fused = vector("in_proj_bias")) {
+        auto parts = split_thirds(*fused, "params.in_proj_bias");
+        set_once(p.b_q, std::optional<V>(std::move(parts[0])), "b_q", "in_proj_bias");
+        set_once(p.b_k, std::optional<V>(std::move(parts[1])), "b_k", "in_proj_bias");
+        set_once(p.b_v, std::optional<V>(std::move(parts[2])), "b_v", "in_proj_bias");
+    }
+    set_once(p.w_q, matrix("q_proj_weight"), "w_q", "q_proj_weight");
+    set_once(p.w_k, matrix("k_proj_weight"), "w_k", "k_proj_weight");
+    set_once(p.w_v, matrix("v_proj_weight"), "w_v", "v_proj_weight");
+    set_once(p.w_o, matrix("out_proj.weight"), "w_o", "out_proj.weight");
+    set_once(p.b_o, vector("out_proj.bias"), "b_o", "out_proj.bias");
+    return p;
+}
+
+/// Decodes "params" into p.projections (and, for precision f64, p.exact->projections).
+void decode_params(const json& j_in, const fs::path& base_in, Problem& problem) {
+    std::vector<ProblemSource>& sources = problem.sources;
+    if (is_checkpoint_params(j_in)) {
+        // attn/io/safetensors.hpp. F32/F16/BF16 tensors are exact in float32: widening them
+        // for f64 loses nothing.
+        problem.projections = load_checkpoint_params(j_in, base_in, sources);
+        if (problem.exact) {
+            problem.exact->projections = widen(*problem.projections);
+        }
+        return;
+    }
+    json j = j_in;
+    fs::path base = base_in;
+    if (j.is_string()) {
+        const fs::path p = j.get<std::string>();
+        const fs::path full = p.is_absolute() ? p : base_in / p;
+        std::vector<std::uint8_t> bytes;
+        try {
+            bytes = read_file(full);
+        } catch (const InputError& e) {
+            throw InputError(std::string("params: ") + e.what());
+        }
+        j = parse_json_text(
+            std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+            "params: " + message_text(full.string()));
+        base = full.parent_path();
+        sources.push_back({"params", full, {}, std::nullopt, 0.0f});
+    }
+    if (!j.is_object()) {
+        throw InputError("params: expected an object of weights or the path of a .json file "
+                         "holding one, got " +
+                         type_name(j));
+    }
+    static const std::set<std::string> known = {"w_q",
+                                                "w_k",
+                                                "w_v",
+                                                "w_o",
+                                                "b_q",
+                                                "b_k",
+                                                "b_v",
+                                                "b_o",
+                                                "in_proj_weight",
+                                                "in_proj_bias",
+                                                "out_proj.weight",
+                                                "out_proj.bias",
+                                                "q_proj_weight",
+                                                "k_proj_weight",
+                                                "v_proj_weight"};
+    for (const auto& [key, value] : j.items()) {
+        if (known.count(key) == 0) {
+            throw InputError("params: unknown weight '" + shown(key) +
+                             "' (expected w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o or the names of "
+                             "an nn.MultiheadAttention state dict)");
+        }
+    }
+    // Load order as before: w_q, w_k, w_v, w_o, b_q, ..., then the state-dict names.
+    static const char* const order[] = {"w_q",
+                                        "w_k",
+                                        "w_v",
+                                        "w_o",
+                                        "b_q",
+                                        "b_k",
+                                        "b_v",
+                                        "b_o",
+                                        "in_proj_weight",
+                                        "in_proj_bias",
+                                        "q_proj_weight",
+                                        "k_proj_weight",
+                                        "v_proj_weight",
+                                        "out_proj.weight",
+                                        "out_proj.bias"};
+    std::map<std::string, Array> arrays;
+    for (const char* key : order) {
+        if (j.contains(key)) {
+            arrays[key] = load_array(j[key],
+                                     std::string("params.") + key,
+                                     ArrayKind::numeric,
+                                     base,
+                                     sources,
+                                     problem.precision);
+        }
+    }
+    problem.projections = build_projections<float>(arrays);
+    if (problem.exact) {
+        problem.exact->projections = build_projections<double>(arrays);
+    }
+}
+
+/// Refuses random init weights that would not fit memory_limit(), before they are drawn:
+/// w_q [dim, e_q], w_k [kv_dim, e_k], w_v [kv_dim, e_v], w_o [e_q, dim] as random_projections
+/// makes them. Saturating arithmetic: an empty source may carry any feature size.
+void check_init_fits(std::size_t e_q,
+                     std::size_t e_k,
+                     std::size_t e_v,
+                     std::size_t dim,
+                     std::size_t num_heads,
+                     std::size_t num_kv_heads,
+                     bool output_projection) {
+    constexpr std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
+    auto mul = [](std::uint64_t a, std::uint64_t b) { return a != 0 && b > max / a ? max : a * b; };
+    auto add = [](std::uint64_t a, std::uint64_t b) { return a > max - b ? max : a + b; };
+    const std::uint64_t kv_dim = mul(dim / std::max<std::size_t>(num_heads, 1), num_kv_heads);
+    std::uint64_t values = add(mul(dim, e_q), mul(kv_dim, add(e_k, e_v)));
+    if (output_projection) {
+        values = add(values, mul(e_q, dim));
+    }
+    const std::uint64_t bytes = mul(values, sizeof(float));
+    const std::uint64_t limit = memory_limit();
+    if (bytes > limit) {
+        throw InputError("init: random projection weights of dim " + std::to_string(dim) +
+                         " for features " + std::to_string(e_q) + " need " + format_size(bytes) +
+                         ", more than the memory limit of " + format_size(limit) +
+                         " (--max-memory)");
+    }
+}
+
+/// Decodes "init" into seeded random projections (float32, and float64 for precision f64).
+void decode_init(const json& init, const std::string& variant, Problem& p) {
+    if (!init.is_object()) {
+        throw InputError("init: expected an object {\"seed\": N, \"dim\": D}, got " +
+                         type_name(init));
+    }
+    std::uint64_t seed = 0;
+    std::size_t dim = p.query_src.shape()[2];
+    bool output_projection = variant == "multihead";
+    bool bias = false;
+    for (const auto& [key, value] : init.items()) {
+        if (key == "seed") {
+            if (!value.is_number_integer() || value.get<std::int64_t>() < 0) {
+                if (!value.is_number_unsigned()) {
+                    throw InputError("init.seed: expected a non-negative integer, got " +
+                                     shown(value));
+                }
+            }
+            seed = value.get<std::uint64_t>();
+        } else if (key == "dim") {
+            dim = positive_int(value, "init.dim");
+        } else if (key == "output_projection") {
+            output_projection = boolean(value, "init.output_projection");
+        } else if (key == "bias") {
+            bias = boolean(value, "init.bias");
+        } else {
+            throw InputError("init: unknown field '" + shown(key) +
+                             "' (expected seed, dim, output_projection, bias)");
+        }
+    }
+    check_init_fits(p.query_src.shape()[2],
+                    p.key_src.shape()[2],
+                    p.value_src.shape()[2],
+                    dim,
+                    p.num_heads,
+                    p.num_kv_heads,
+                    output_projection);
+    p.projections = random_projections(seed,
+                                       p.query_src.shape()[2],
+                                       p.key_src.shape()[2],
+                                       p.value_src.shape()[2],
+                                       dim,
+                                       p.num_heads,
+                                       p.num_kv_heads,
+                                       output_projection,
+                                       bias);
+    if (p.exact) {
+        p.exact->projections = random_projections<double>(seed,
+                                                          p.query_src.shape()[2],
+                                                          p.key_src.shape()[2],
+                                                          p.value_src.shape()[2],
+                                                          dim,
+                                                          p.num_heads,
+                                                          p.num_kv_heads,
+                                                          output_projection,
+                                                          bias);
+    }
+}
+
+} // namespace
+
+void decode_projections(DecodeContext& cx, Problem& p) {
+    if (cx.has("params") && cx.has("init")) {
+        throw InputError("init: give either params or init, not both");
+    }
+    if (cx.has("params")) {
+        decode_params(cx.doc["params"], cx.base, p);
+        if (!cx.has("num_kv_heads") && is_checkpoint_params(cx.doc["params"])) {
+            // Llama-style GQA: the checkpoint's k_proj rows give the key/value heads.
+            p.num_kv_heads = implied_num_kv_heads(*p.projections, p.num_heads);
+        }
+    } else if (cx.has("init")) {
+        decode_init(cx.doc["init"], cx.variant, p);
+    }
+}
+
+} // namespace attn::problem::detail

@@ -34,6 +34,7 @@ struct BatchArgs {
     std::string file;
     unsigned jobs = 0;    ///< 0: all cores
     unsigned threads = 0; ///< per problem; 0: cores / jobs (at least 1)
+    Simd simd = Simd::best;
     bool no_weights = false;
     bool quiet = false;
     std::string max_memory;
@@ -134,6 +135,7 @@ std::uint64_t run_batch(const BatchArgs& a) {
     ctx.check_finite = a.check_finite;
     // Parallel lines, one thread each, rather than parallel rows inside one small problem.
     ctx.solve.threads = a.threads > 0 ? a.threads : std::max(1u, cores / jobs);
+    ctx.solve.simd = a.simd;
 
     // A line longer than the memory limit could not be decoded anyway: skip it unread.
     ctx.max_line = io::memory_limit();
@@ -183,6 +185,7 @@ void add_batch(CLI::App& app) {
     cmd->add_option(
            "--threads", args->threads, "threads per problem (default: cores / jobs, at least 1)")
         ->check(positive_count());
+    add_simd_option(*cmd, args->simd);
     cmd->add_flag("--quiet", args->quiet, "no warnings and no progress on stderr");
     add_limit_options(*cmd, args->max_memory, args->check_finite);
     auto* g = "Defaults for every line (a line's own fields win)";

@@ -101,6 +101,7 @@ struct OutputOptions {
     bool no_weights = false;
     bool quiet = false;
     unsigned threads = 0;
+    Simd simd = Simd::best;    ///< --simd TARGET
     std::string max_memory;    ///< --max-memory SIZE; empty: io::default_memory_limit()
     bool check_finite = false; ///< --check-finite
 
@@ -108,12 +109,18 @@ struct OutputOptions {
 };
 
 /// Registers --output, --weights, --heatmap, --format, --no-weights, --dtype, --threads,
-/// --quiet, --max-memory, --check-finite.
+/// --simd, --quiet, --max-memory, --check-finite.
 void add_output_options(CLI::App& cmd, OutputOptions& out);
 
 /// Registers --max-memory SIZE and --check-finite (compute registers them through
 /// add_output_options; batch on its own).
 void add_limit_options(CLI::App& cmd, std::string& max_memory, bool& check_finite);
+
+/// Registers --simd TARGET (compute registers it through add_output_options; batch on its
+/// own): "best" or a target `attn --version` names, case-insensitive, read into `simd` while
+/// the command line is parsed. A target this CPU does not run is an InputError listing
+/// the ones it does.
+CLI::Option* add_simd_option(CLI::App& cmd, Simd& simd);
 
 /// Sets the process-wide memory limit from --max-memory (nothing when it is empty).
 /// Call it before anything is read. Throws InputError for a bad SIZE.

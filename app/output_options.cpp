@@ -3,6 +3,8 @@
 #include "attn/error.hpp"
 #include "attn/io/json_text.hpp"
 #include "attn/io/limits.hpp"
+#include "attn/io/number_text.hpp"
+#include "attn/kernels.hpp"
 #include "attn/problem/checks.hpp"
 #include "attn/problem/solve.hpp"
 #include "cli.hpp"
@@ -29,6 +31,7 @@ problem::SolveOptions OutputOptions::solve_options() const {
     problem::SolveOptions s;
     s.want_weights = !no_weights && (output.empty() || !weights.empty() || !heatmap.empty());
     s.threads = threads;
+    s.simd = simd;
     return s;
 }
 
@@ -63,6 +66,7 @@ void add_output_options(CLI::App& cmd, OutputOptions& out) {
     cmd.add_option("--threads", out.threads, "worker threads (default: all cores)")
         ->check(positive_count())
         ->group(g);
+    add_simd_option(cmd, out.simd)->group(g);
     cmd.add_flag("--quiet", out.quiet, "no warnings and no progress on stderr")->group(g);
     add_limit_options(cmd, out.max_memory, out.check_finite);
 }
@@ -81,6 +85,27 @@ void add_limit_options(CLI::App& cmd, std::string& max_memory, bool& check_finit
                  "refuse NaN/inf in the inputs (exit 2, naming the first); default: they "
                  "propagate as in PyTorch")
         ->group(g);
+}
+
+CLI::Option* add_simd_option(CLI::App& cmd, Simd& simd) {
+    return cmd
+        .add_option_function<std::string>(
+            "--simd",
+            [&simd](const std::string& name) {
+                try {
+                    simd = simd_target(name);
+                } catch (const InputError&) {
+                    std::string runs;
+                    for (const Simd t : simd_supported()) {
+                        runs += std::string(", ") + simd_name(t);
+                    }
+                    throw InputError("--simd: '" + io::message_text(name) +
+                                     "' is not a target this CPU runs (it runs: best" + runs + ")");
+                }
+            },
+            "SIMD target of the kernels: best (default) or one that 'attn --version' lists, "
+            "e.g. AVX2 or SCALAR; targets agree within float32 tolerance")
+        ->type_name("TARGET");
 }
 
 void apply_memory_limit(const std::string& max_memory) {

@@ -9,6 +9,12 @@ their ratio and each side's peak RSS. With --attn-only (long sequences, where nu
 L x L scores do not fit) it runs attn alone and compares its peak RSS with the size of
 the inputs plus the output.
 
+--attn-flags "--simd AVX2" adds flags to every attn run (shell-split). --torch also runs
+torch.nn.functional's scaled dot-product attention on the same files (torch 1.13:
+`_scaled_dot_product_attention`, newer: `scaled_dot_product_attention`) with
+torch.set_num_threads(--threads), alternated with the others, and prints its ratio.
+torch is a benchmark dependency only (Debian's python3-torch), never a test one.
+
 It does not set or unset OPENBLAS_CORETYPE: the caller decides (prefix the command with
 `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE` or `OPENBLAS_CORETYPE=SkylakeX`), and the
 report names the OpenBLAS kernel numpy actually ran.
@@ -21,6 +27,7 @@ import argparse
 import ctypes
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -65,6 +72,29 @@ def numpy_mode(argv):
     print(f"numpy_blas_core {openblas_core()}")
 
 
+def torch_mode(argv):
+    """--torch Q K V OUT THREADS: torch's scaled dot-product attention, all heads in one
+    call, float32, THREADS intra-op threads; prints compute time and the torch version."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    qf, kf, vf, outf, threads = argv
+    torch.set_num_threads(int(threads))
+    q, k, v = (torch.from_numpy(np.load(f)) for f in (qf, kf, vf))
+    sdpa = getattr(F, "scaled_dot_product_attention", None)
+    with torch.inference_mode():
+        t0 = time.perf_counter()
+        if sdpa is not None:
+            out = sdpa(q, k, v)
+        else:  # torch 1.13: returns (output, weights)
+            out = F._scaled_dot_product_attention(q, k, v, need_attn_weights=False)[0]
+        t1 = time.perf_counter()
+    np.save(outf, out.numpy())
+    print(f"torch_compute_seconds {t1 - t0:.4f}")
+    print(f"torch_version {torch.__version__}, {torch.get_num_threads()} threads")
+
+
 def timed(cmd):
     """Runs cmd under /usr/bin/time -v: (wall seconds, peak RSS in MiB, stdout)."""
     t0 = time.perf_counter()
@@ -80,6 +110,9 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--numpy":
         numpy_mode(sys.argv[2:])
         return
+    if len(sys.argv) > 1 and sys.argv[1] == "--torch-run":
+        torch_mode(sys.argv[2:])
+        return
     import numpy as np
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
@@ -92,6 +125,10 @@ def main():
     ap.add_argument("--causal", action="store_true", help="attn only: --causal (numpy has no skip)")
     ap.add_argument("--attn-only", action="store_true", help="skip numpy (long sequences)")
     ap.add_argument("--dir", help="folder for the .npy files (default: a temporary one)")
+    ap.add_argument("--attn-flags", default="",
+                    help='extra attn compute flags, e.g. --attn-flags="--simd AVX2"')
+    ap.add_argument("--torch", action="store_true",
+                    help="also time torch's scaled dot-product attention (python3-torch)")
     args = ap.parse_args()
 
     work = args.dir or tempfile.mkdtemp(prefix="attn-cmp-")
@@ -107,6 +144,10 @@ def main():
                 "--no-weights", "--threads", str(args.threads), "-o", attn_out]
     if args.causal:
         attn_cmd.append("--causal")
+    attn_cmd += shlex.split(args.attn_flags)
+    torch_out = os.path.join(work, "torch_out.npy")
+    torch_cmd = ["/usr/bin/python3", os.path.abspath(__file__), "--torch-run",
+                 paths["q"], paths["k"], paths["v"], torch_out, str(args.threads)]
     numpy_cmd = ["/usr/bin/python3", os.path.abspath(__file__), "--numpy",
                  paths["q"], paths["k"], paths["v"], numpy_out]
 
@@ -115,8 +156,9 @@ def main():
           f"inputs+output {io_mib:.0f} MiB, OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}")
     print("attn: " + " ".join(attn_cmd))
     attn_runs, numpy_runs, numpy_compute = [], [], []
-    attn_rss = numpy_rss = 0.0
-    core = "-"
+    torch_runs, torch_compute = [], []
+    attn_rss = numpy_rss = torch_rss = 0.0
+    core = torch_version = "-"
     for _ in range(args.repeats):  # alternate, so drifting machine load hits both alike
         wall, rss, _ = timed(attn_cmd)
         attn_runs.append(wall)
@@ -127,6 +169,12 @@ def main():
             numpy_rss = max(numpy_rss, rss)
             numpy_compute.append(float(re.search(r"numpy_compute_seconds (\S+)", out).group(1)))
             core = re.search(r"numpy_blas_core (.*)", out).group(1)
+        if args.torch and not args.attn_only:
+            wall, rss, out = timed(torch_cmd)
+            torch_runs.append(wall)
+            torch_rss = max(torch_rss, rss)
+            torch_compute.append(float(re.search(r"torch_compute_seconds (\S+)", out).group(1)))
+            torch_version = re.search(r"torch_version (.*)", out).group(1)
 
     flops = 4.0 * args.H * args.L * args.L * args.D
     a = statistics.median(attn_runs)
@@ -146,6 +194,16 @@ def main():
           f"BLAS kernel {core}")
     print(f"ratio  numpy/attn wall {n / a:.2f}x, numpy compute-only/attn wall {nc / a:.2f}x; "
           f"max |attn - numpy| = {err:.2e}")
+    if args.torch:
+        terr = float(np.max(np.abs(got - np.load(torch_out))))
+        if not terr <= 1e-4:
+            sys.exit(f"MISMATCH: max |attn - torch| = {terr:g}")
+        t = statistics.median(torch_runs)
+        tc = statistics.median(torch_compute)
+        print(f"torch  wall median {t:.3f} s (compute only {tc:.3f} s), peak RSS {torch_rss:.0f} MiB, "
+              f"torch {torch_version}")
+        print(f"ratio  torch/attn wall {t / a:.2f}x, torch compute-only/attn wall {tc / a:.2f}x; "
+              f"max |attn - torch| = {terr:.2e}")
 
 
 if __name__ == "__main__":

@@ -53,6 +53,7 @@ BasicAttentionSpec<T> make_spec(const Problem& p, const Inputs& in, const SolveO
     spec.key_padding = p.key_padding ? &*p.key_padding : nullptr;
     spec.want_weights = options.want_weights;
     spec.threads = options.threads;
+    spec.simd = options.simd;
     spec.window = p.window;
     spec.align = p.window_align;
     spec.softcap = in.softcap;

@@ -1,6 +1,7 @@
 // Solving a decoded problem with the core, and the result document of the contract.
 #pragma once
 
+#include "attn/attention.hpp"
 #include "attn/io/array.hpp"
 #include "attn/problem/problem.hpp"
 
@@ -13,6 +14,9 @@ namespace attn::problem {
 struct SolveOptions {
     bool want_weights = true;
     unsigned threads = 0; ///< 0: all cores
+    /// The SIMD target of the kernels (attn::simd_target()): results bit-identical for
+    /// any thread count on one target, within float32 tolerance across targets.
+    Simd simd = Simd::best;
     /// Refuse (InputError, before any allocation) a problem whose estimate_memory() exceeds
     /// this; 0: memory_limit() (attn/io/limits.hpp).
     std::uint64_t max_memory = 0;

@@ -145,23 +145,30 @@ AtomicWriter::AtomicWriter(const std::filesystem::path& path) : shown_(path.stri
 
     // A sibling temp file, created exclusively with mode 0666 so that the kernel applies
     // the umask (and any default ACL) itself: no racy umask() read-and-restore needed.
-    // The cleanup signals wait until it is registered.
+    // Its name is armed for the cleanup signals before the file exists: a signal taken by
+    // another thread between the open and the arming would otherwise leave it behind (this
+    // thread also blocks them meanwhile).
     const CleanupSignalsBlocked blocked;
     std::string temp;
     for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
         temp = (dir / ("." + file_name + ".tmp." + temp_suffix())).string();
+        slot_ = arm_temp(temp);
         do {
             fd_ = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0666);
         } while (fd_ < 0 && errno == EINTR);
-        if (fd_ < 0 && errno != EEXIST) {
-            throw_write_error(shown_, errno);
+        if (fd_ < 0) {
+            const int err = errno;
+            disarm_temp(slot_);
+            slot_ = -1;
+            if (err != EEXIST) {
+                throw_write_error(shown_, err);
+            }
         }
     }
     if (fd_ < 0) {
         throw_write_error(shown_, EEXIST);
     }
     temp_ = std::move(temp);
-    slot_ = arm_temp(temp_);
 }
 
 AtomicWriter::~AtomicWriter() {

@@ -1,0 +1,20 @@
+// Token labels from the command line: a comma-separated list, or a file that holds one
+// token per line (so a token may contain ",") or a JSON list of strings.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attn::io {
+
+/// The tokens `arg` names. An existing file is read: a JSON list of strings when its first
+/// non-blank character is '[', else one token per line (LF or CR LF; the newline after
+/// the last token is optional; a leading UTF-8 BOM is dropped). Anything else is split at
+/// commas ("a,b,c"). A name that looks like a file (no comma, and a '/' or an extension
+/// .txt/.json/.tokens) but does not exist is an error rather than one token.
+/// Throws InputError starting with "FLAG ARG: ".
+/// Example: parse_token_list("the,cat,sat", "--tokens") -> {"the", "cat", "sat"}.
+std::vector<std::string> parse_token_list(const std::string& arg, std::string_view flag);
+
+} // namespace attn::io

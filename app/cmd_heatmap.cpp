@@ -237,8 +237,8 @@ void add_heatmap(CLI::App& app) {
         ->group(out);
     cmd->add_flag("--term",
                   a->term,
-                  "print the heatmap in the terminal (24-bit colour, or 256 "
-                  "unless COLORTERM=truecolor; none with NO_COLOR)")
+                  "print the heatmap in the terminal, fitted to its size (24-bit colour with "
+                  "COLORTERM=truecolor, else 256; see --color)")
         ->group(out);
     cmd->add_option("--color",
                     a->color,

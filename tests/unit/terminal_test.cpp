@@ -101,5 +101,26 @@ TEST(HeatmapTerminal, SmallMapUsesTheWidthAndPanelsFitTheHeight) {
     EXPECT_LE(map_lines, 21u);
 }
 
+TEST(HeatmapTerminal, SkippedTokensAreStated) {
+    Map m(60);
+    for (std::size_t i = 0; i < 60; ++i) {
+        m.in.col_labels.push_back("key" + std::to_string(i));
+        m.in.row_labels.push_back("q" + std::to_string(i));
+    }
+    const std::string out = heatmap_terminal(m.in, {}, term_options(TermColor::none, {80, 24}));
+    EXPECT_NE(out.find("labels: 1 in "), std::string::npos) << out;
+    EXPECT_NE(out.find(" key tokens and 1 in "), std::string::npos) << out;
+    // Room for every token: no such line.
+    Map small(6);
+    for (std::size_t i = 0; i < 6; ++i) {
+        small.in.col_labels.push_back("k" + std::to_string(i));
+        small.in.row_labels.push_back("q" + std::to_string(i));
+    }
+    HeatmapOptions o;
+    o.annotate = Annotate::off;
+    const std::string fits = heatmap_terminal(small.in, o, term_options(TermColor::none, {80, 24}));
+    EXPECT_EQ(fits.find("labels: "), std::string::npos) << fits;
+}
+
 } // namespace
 } // namespace attn::render

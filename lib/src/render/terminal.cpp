@@ -242,7 +242,6 @@ std::string pixel_mode(const HeatmapInput& in, const HeatmapOptions& o, const Te
         std::max<std::size_t>(1, std::min(color ? kx : kx / 2, max_px_rows / m.rows));
     const std::size_t px_rows = m.rows * ky;
     Painter p(term.color);
-    header(p, o, m);
     const std::size_t lines = (px_rows + per_line - 1) / per_line;
     const std::size_t label_every = lines <= 12 ? 1 : 4;
     // x labels: source index (or token) of every step-th displayed column, left-aligned.
@@ -253,6 +252,24 @@ std::string pixel_mode(const HeatmapInput& in, const HeatmapOptions& o, const Te
     std::size_t step = 1;
     while (step * kx < xmax + 1) {
         step = step == 1 ? 2 : step == 2 ? 5 : step * 2;
+    }
+    header(p, o, m);
+    // Tokens that do not fit are skipped, never silently: one line says how many show.
+    const std::size_t key_stride = step * m.pool_cols;
+    const std::size_t query_stride = (ky > 1 ? 1 : label_every * per_line) * m.pool_rows;
+    std::string skipped;
+    if (!in.col_labels.empty() && key_stride > 1) {
+        skipped = "1 in " + std::to_string(key_stride) + " key tokens";
+    }
+    if (!in.row_labels.empty() && query_stride > 1) {
+        skipped += (skipped.empty() ? "" : " and ") + std::string("1 in ") +
+                   std::to_string(query_stride) + " query tokens";
+    }
+    if (!skipped.empty()) {
+        p.text("labels: " + skipped +
+               " shown (the terminal is too small for all; -o FILE.svg "
+               "draws every one)");
+        p.end_line();
     }
     for (std::size_t k = 0; k < in.panels.size(); ++k) {
         if (in.panels.size() > 1) {

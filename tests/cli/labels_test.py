@@ -261,4 +261,16 @@ def _():
           and len([l for l in lines if "\u2588" in l or "\u2593" in l]) <= 21, err)
 
 
+@test("--term states the tokens it cannot show")
+def _():
+    w = write("w60.json", weights(1, 1, 60, 60)[0][0])
+    toks = write("tok60.txt", "\n".join(f"key{i}" for i in range(60)))
+    rc, out, err = run(["heatmap", w, "--term", "--tokens", toks],
+                       env={"COLUMNS": "80", "LINES": "24"})
+    text = plain(out)
+    check("a line says 1 in N tokens shown", rc == 0
+          and re.search(r"labels: 1 in \d+ key tokens and 1 in \d+ query tokens shown", text)
+          is not None, err + text[:300])
+
+
 main()

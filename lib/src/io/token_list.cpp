@@ -31,10 +31,10 @@ std::vector<std::string> split(std::string_view text, char sep) {
     }
 }
 
-std::vector<std::string> from_file(const std::string& arg, std::string_view flag) {
-    const std::string name = std::string(flag) + " " + arg;
-    const std::vector<std::uint8_t> bytes = read_file(arg);
-    std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+} // namespace
+
+std::vector<std::string> parse_token_text(std::string_view text, std::string_view name_view) {
+    const std::string name(name_view);
     if (text.substr(0, 3) == "\xEF\xBB\xBF") {
         text.remove_prefix(3);
     }
@@ -67,12 +67,13 @@ std::vector<std::string> from_file(const std::string& arg, std::string_view flag
     return out;
 }
 
-} // namespace
-
 std::vector<std::string> parse_token_list(const std::string& arg, std::string_view flag) {
     std::error_code ec;
     if (!arg.empty() && std::filesystem::exists(arg, ec)) {
-        return from_file(arg, flag);
+        const std::vector<std::uint8_t> bytes = read_file(arg);
+        return parse_token_text(
+            std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+            std::string(flag) + " " + arg);
     }
     const bool looks_like_file = arg.find(',') == std::string::npos &&
                                  (arg.find('/') != std::string::npos || ends_with(arg, ".txt") ||

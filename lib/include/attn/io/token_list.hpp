@@ -17,4 +17,9 @@ namespace attn::io {
 /// Example: parse_token_list("the,cat,sat", "--tokens") -> {"the", "cat", "sat"}.
 std::vector<std::string> parse_token_list(const std::string& arg, std::string_view flag);
 
+/// The tokens of a token file's bytes (what parse_token_list does with a file): a JSON
+/// list of strings when the first non-blank character is '[', else one token per line.
+/// `name` prefixes every message. Throws InputError.
+std::vector<std::string> parse_token_text(std::string_view text, std::string_view name);
+
 } // namespace attn::io

@@ -5,6 +5,7 @@
 #include "attn/error.hpp"
 #include "attn/io/json_text.hpp"
 #include "attn/io/limits.hpp"
+#include "attn/io/token_list.hpp"
 #include "attn/problem/checks.hpp"
 #include "attn/problem/problem.hpp"
 #include "attn/problem/solve.hpp"
@@ -52,6 +53,11 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
                    "with a .safetensors --params: attn, torch-mha, gpt2 or llama (default: "
                    "detected from the tensor names)")
         ->check(CLI::IsMember({"attn", "torch-mha", "gpt2", "llama"}))
+        ->group(g_in);
+    cmd.add_option("--tokens",
+                   args.tokens,
+                   "token labels (the tokens field): a,b,c or FILE (one token per line, or a "
+                   "JSON list); shown by --heatmap and echoed in the result")
         ->group(g_in);
     cmd.add_option("--seed", args.seed, "random nn.Linear-style projections from this seed (init)")
         ->check(CLI::NonNegativeNumber)
@@ -276,6 +282,11 @@ void apply_feature_flags(const ProblemArgs& a, json& doc) {
     }
     if (!a.precision.empty()) {
         doc["precision"] = a.precision;
+    }
+    if (!a.tokens.empty()) {
+        doc.erase("query_tokens"); // the flag overrides every token field
+        doc.erase("key_tokens");
+        doc["tokens"] = io::parse_token_list(a.tokens, "--tokens");
     }
 }
 

@@ -38,6 +38,7 @@ struct ProblemArgs {
     std::string returns;              ///< --return lse,entropy,argmax,top_k
     std::size_t top_k = 0;            ///< --top-k K (also asks for top_k)
     std::string precision;            ///< --precision f32|f64
+    std::string tokens;               ///< --tokens a,b,c|FILE (the "tokens" field)
 };
 
 /// Registers the positional PROBLEM and the field flags (--query/-q, ..., --variant).
@@ -104,6 +105,8 @@ struct OutputOptions {
     Simd simd = Simd::best;    ///< --simd TARGET
     std::string max_memory;    ///< --max-memory SIZE; empty: io::default_memory_limit()
     bool check_finite = false; ///< --check-finite
+    double font_size = 10.0;   ///< --font-size PT (of --heatmap)
+    std::size_t cols = 0;      ///< --cols N (of --heatmap); 0: automatic
 
     problem::SolveOptions solve_options() const;
 };
@@ -140,9 +143,11 @@ void emit_solution(const problem::Problem& problem,
                    const problem::Solution& solution,
                    const OutputOptions& o);
 
-/// Renders weights [.., Lq, Lk] as a PNG, SVG or HTML heatmap at `path` (cmd_heatmap.cpp).
+/// Renders weights [.., Lq, Lk] as a PNG, SVG or HTML heatmap at `path` with the
+/// problem's tokens and `options`' --font-size, --cols, --quiet (heatmap_render.cpp).
 void write_heatmap_file(const std::string& path,
                         const io::Array& weights,
-                        const problem::Problem* problem);
+                        const problem::Problem* problem,
+                        const OutputOptions& options);
 
 } // namespace attn::app

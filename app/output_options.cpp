@@ -9,6 +9,7 @@
 #include "attn/problem/solve.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
+#include "heatmap_render.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -56,6 +57,7 @@ void add_output_options(CLI::App& cmd, OutputOptions& out) {
                    "for -)")
         ->check(CLI::IsMember({"npy", "json"}))
         ->group(g);
+    add_figure_options(cmd, out.font_size, out.cols, g);
     cmd.add_flag("--no-weights",
                  out.no_weights,
                  "neither return nor keep the weights (linear memory in sequence length)")
@@ -184,7 +186,7 @@ void emit_solution(const problem::Problem& problem,
         write_array(o.weights, *s.weights);
     }
     if (!o.heatmap.empty()) {
-        write_heatmap_file(o.heatmap, *s.weights, &problem);
+        write_heatmap_file(o.heatmap, *s.weights, &problem, o);
     }
     if (o.output.empty() && to_stdout == 0) {
         // What went to a file is not printed again: --weights FILE leaves them out here.

@@ -5,11 +5,13 @@
 set -eu
 
 # clang and libclang-rt-14-dev (libFuzzer) are for the fuzz smoke of the test command.
-# zlib1g-dev compresses the HTML view's data; chromium (about 110 MB to download) runs the
-# HTML view's browser test headless.
+# fonts-wqy-microhei is the heatmap's fallback font for glyphs DejaVu lacks (CJK; 5 MB, the
+# smallest Debian CJK font with TrueType outlines). zlib1g-dev compresses the HTML view's
+# data; chromium (about 110 MB to download) runs the HTML view's browser test headless.
 PACKAGES="g++ cmake ninja-build libcli11-dev nlohmann-json3-dev libstb-dev libxtensor-dev \
 libxsimd-dev libopenblas-dev libhwy-dev libgtest-dev libbenchmark-dev fonts-dejavu-core python3 \
-python3-numpy libzip-dev clang libclang-rt-14-dev clang-format-14 git zlib1g-dev chromium"
+python3-numpy fonts-wqy-microhei libzip-dev clang libclang-rt-14-dev clang-format-14 git \
+zlib1g-dev chromium"
 
 missing=""
 for p in $PACKAGES; do

@@ -160,10 +160,12 @@ def _():
         golden = f.read()
     args = ["heatmap", w3, "--term", "--title", "3x3", "--xlabels", "the,cat,sat",
             "--ylabels", "the,cat,sat"]
-    rc, out, err = run(args, env={"COLORTERM": "truecolor", "COLUMNS": "80"})
+    # stdout is a pipe here: colour needs --color always (auto gives none in a pipe).
+    rc, out, err = run(args + ["--color", "always"],
+                       env={"COLORTERM": "truecolor", "COLUMNS": "80"})
     check("term: truecolor equals tests/golden/term_3x3.txt", rc == 0 and out == golden,
           f"exit {rc} {err}\n{out.decode('utf-8', 'replace')}")
-    rc, out, _ = run(args, env={"COLUMNS": "80"})
+    rc, out, _ = run(args + ["--color", "always"], env={"COLUMNS": "80"})
     check("term: 256 colours without COLORTERM", b"\x1b[48;5;" in out and b";2;" not in out)
     rc, out, _ = run(args, env={"COLORTERM": "truecolor", "NO_COLOR": "1"})
     check("term: NO_COLOR means no escape codes", rc == 0 and b"\x1b" not in out

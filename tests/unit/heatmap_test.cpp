@@ -510,10 +510,15 @@ TEST(HeatmapLabels, RotatedWhenTheyCollideThinnedWhenTooMany) {
         in.col_labels.push_back("token_" + std::to_string(i));
         in.row_labels.push_back("t" + std::to_string(i));
     }
-    const HeatmapFigure hf = heatmap_figure(in, {});
+    // At the figure's fixed size (no room to grow), labels are thinned, and it says so.
+    HeatmapOptions fixed;
+    fixed.max_grown_side = 0.0;
+    const HeatmapFigure hf = heatmap_figure(in, fixed);
     EXPECT_TRUE(hf.x_labels_rotated);
     EXPECT_EQ(hf.x_label_step, 1u); // 16 px cells take every rotated label
     EXPECT_EQ(hf.y_label_step, 2u); // 16 px rows thin 14 px text to every other
+    ASSERT_EQ(hf.label_notes.size(), 1u);
+    EXPECT_EQ(hf.label_notes[0].rfind("query labels thinned: every 2nd of 30 drawn", 0), 0u);
     bool vertical = false;
     for (const auto& t : hf.figure.texts) {
         vertical = vertical || (t.vertical && t.text == "token_7");

@@ -1,10 +1,12 @@
-// The heatmap figure: pooling and colour normalisation (prepare_heatmap), tick choice
-// (thinning, rotation), and the layout of panels, axis titles, colorbar and notes into
-// a Figure. Sizes are matplotlib's at 100 dpi (10 pt labels, 12 pt title, 0.8 pt lines,
-// 3.5 pt ticks), scaled with the dpi; the canvas is then cropped tight with a 0.1 in pad.
+// The heatmap figure's layout: cell size, annotations, tick labels, panels in a grid,
+// axis titles, colorbar and notes, into a Figure (pooling and colour range come from
+// prepare_heatmap in heatmap_prepare.cpp). Sizes are matplotlib's at 100 dpi (10 pt labels, 12 pt
+// title, 0.8 pt lines, 3.5 pt ticks), scaled with the dpi; the canvas is then cropped tight with a
+// 0.1 in pad.
 #include "attn/render/heatmap.hpp"
 
 #include "attn/error.hpp"
+#include "heatmap_detail.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -16,445 +18,47 @@ namespace attn::render {
 
 namespace {
 
-constexpr std::size_t kMaxLabelChars = 24;
 constexpr double kMaxAnnotatedSide = 4000.0; // px: a forced --annotate may grow cells to this
-
-std::size_t ceil_div(std::size_t a, std::size_t b) {
-    return (a + b - 1) / b;
-}
-
-/// numpy's default (linear interpolation) quantile; reorders `v`.
-double quantile(std::vector<float>& v, double q) {
-    const double pos = q * static_cast<double>(v.size() - 1);
-    const auto lo = static_cast<std::size_t>(std::floor(pos));
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(lo), v.end());
-    const double a = static_cast<double>(v[lo]);
-    if (lo + 1 >= v.size()) {
-        return a;
-    }
-    const float next = *std::min_element(v.begin() + static_cast<std::ptrdiff_t>(lo) + 1, v.end());
-    const double b = static_cast<double>(next);
-    return a + (b - a) * (pos - static_cast<double>(lo));
-}
-
-/// "99", "99.5": a percentage without trailing zeros.
-std::string percent(double q) {
-    std::string s = format_fixed(q * 100.0, 2);
-    while (s.find('.') != std::string::npos && (s.back() == '0' || s.back() == '.')) {
-        s.pop_back();
-    }
-    return s;
-}
-
-void validate(const HeatmapInput& in, const HeatmapOptions& o) {
-    if (in.rows == 0 || in.cols == 0) {
-        throw InputError("weights: nothing to draw: the map is " + std::to_string(in.rows) + "x" +
-                         std::to_string(in.cols));
-    }
-    if (in.panels.empty()) {
-        throw InputError("weights: nothing to draw: no panels");
-    }
-    for ([[maybe_unused]] const auto& p : in.panels) {
-        ATTN_ASSERT(p.values.size() == in.rows * in.cols);
-        ATTN_ASSERT(p.masked.empty() || p.masked.size() == in.rows * in.cols);
-    }
-    if (!in.col_labels.empty() && in.col_labels.size() != in.cols) {
-        throw InputError("--xlabels: expected " + std::to_string(in.cols) +
-                         " key labels (one per key), got " + std::to_string(in.col_labels.size()));
-    }
-    if (!in.row_labels.empty() && in.row_labels.size() != in.rows) {
-        throw InputError("--ylabels: expected " + std::to_string(in.rows) +
-                         " query labels (one per query), got " +
-                         std::to_string(in.row_labels.size()));
-    }
-    if (!find_colormap(o.colormap)) {
-        std::string names;
-        for (const auto& n : colormap_names()) {
-            names += (names.empty() ? "" : ", ") + n;
-        }
-        throw InputError("--cmap: unknown colormap '" + o.colormap + "' (expected one of " + names +
-                         ", optionally with _r)");
-    }
-    if (o.vmin && !std::isfinite(*o.vmin)) {
-        throw InputError("--vmin: expected a finite number");
-    }
-    if (o.vmax && !std::isfinite(*o.vmax)) {
-        throw InputError("--vmax: expected a finite number");
-    }
-    if (o.vmin && o.vmax && !(*o.vmin < *o.vmax)) {
-        throw InputError("--vmin/--vmax: vmin (" + format_fixed(*o.vmin, 6) +
-                         ") must be less than vmax (" + format_fixed(*o.vmax, 6) + ")");
-    }
-    if (o.scale == ColorScale::log && o.vmin && !(*o.vmin > 0.0)) {
-        throw InputError("--vmin: must be > 0 with --scale log");
-    }
-    if (o.scale == ColorScale::log && o.vmax && !(*o.vmax > 0.0)) {
-        throw InputError("--vmax: must be > 0 with --scale log");
-    }
-    if (o.clip && !(*o.clip >= 0.5 && *o.clip <= 1.0)) {
-        throw InputError("--clip: expected a quantile in [0.5, 1], e.g. 0.99");
-    }
-    if (o.decimals < 0 || o.decimals > 6) {
-        throw InputError("--decimals: expected 0 to 6");
-    }
-    if (!(o.dpi >= 25.0 && o.dpi <= 600.0)) {
-        throw InputError("--dpi: expected 25 to 600");
-    }
-}
-
-/// Pools one panel into out.values/out.states (cells outside `mask` only).
-void pool_panel(const HeatmapInput& in,
-                const HeatmapPanel& p,
-                bool mean,
-                PreparedHeatmap& out,
-                std::vector<float>& vals,
-                std::vector<CellState>& states) {
-    const std::size_t n = out.rows * out.cols;
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    vals.assign(n, nan);
-    states.assign(n, CellState::value);
-    if (out.pool_rows == 1 && out.pool_cols == 1) {
-        for (std::size_t i = 0; i < n; ++i) {
-            if (!p.masked.empty() && p.masked[i] != 0) {
-                states[i] = CellState::masked;
-                out.any_masked = true;
-            } else if (std::isnan(p.values[i])) {
-                states[i] = CellState::bad;
-                out.any_bad = true;
-            } else {
-                vals[i] = p.values[i];
-            }
-        }
-        return;
-    }
-    std::vector<double> acc(n, mean ? 0.0 : -std::numeric_limits<double>::infinity());
-    std::vector<std::uint32_t> count(n, 0);
-    std::vector<std::uint8_t> had_mask(n, 0);
-    std::vector<std::size_t> col_to(in.cols);
-    for (std::size_t j = 0; j < in.cols; ++j) {
-        col_to[j] = j / out.pool_cols;
-    }
-    for (std::size_t i = 0; i < in.rows; ++i) {
-        const std::size_t base = (i / out.pool_rows) * out.cols;
-        const float* row = p.values.data() + i * in.cols;
-        const std::uint8_t* mrow = p.masked.empty() ? nullptr : p.masked.data() + i * in.cols;
-        for (std::size_t j = 0; j < in.cols; ++j) {
-            const std::size_t d = base + col_to[j];
-            if (mrow != nullptr && mrow[j] != 0) {
-                had_mask[d] = 1;
-                continue;
-            }
-            const double v = static_cast<double>(row[j]);
-            if (std::isnan(v)) {
-                continue; // NaN is ignored unless the whole block is NaN
-            }
-            acc[d] = mean ? acc[d] + v : std::max(acc[d], v);
-            ++count[d];
-        }
-    }
-    for (std::size_t d = 0; d < n; ++d) {
-        if (count[d] > 0) {
-            vals[d] = static_cast<float>(mean ? acc[d] / count[d] : acc[d]);
-        } else if (had_mask[d] != 0) {
-            states[d] = CellState::masked;
-            out.any_masked = true;
-        } else {
-            states[d] = CellState::bad;
-            out.any_bad = true;
-        }
-    }
-}
-
-void fix_range(const HeatmapOptions& o, PreparedHeatmap& out) {
-    const bool log = o.scale == ColorScale::log;
-    std::vector<float> data;
-    for (std::size_t p = 0; p < out.values.size(); ++p) {
-        for (std::size_t i = 0; i < out.values[p].size(); ++i) {
-            const float v = out.values[p][i];
-            if (out.states[p][i] == CellState::value && std::isfinite(v) && (!log || v > 0.0f)) {
-                data.push_back(v);
-            }
-        }
-    }
-    double lo = log ? 1e-3 : 0.0, hi = 1.0;
-    if (!data.empty()) {
-        if (o.clip) {
-            hi = quantile(data, *o.clip);
-            lo = quantile(data, 1.0 - *o.clip);
-        } else {
-            const auto [mn, mx] = std::minmax_element(data.begin(), data.end());
-            lo = static_cast<double>(*mn);
-            hi = static_cast<double>(*mx);
-        }
-        if (log && !o.vmin) {
-            lo = std::max(lo, hi * 1e-6); // at most 6 decades: one 1e-30 must not flatten all
-        }
-    }
-    if (o.clip && (!o.vmin || !o.vmax)) {
-        out.notes.push_back("colours clipped to the " + percent(1.0 - *o.clip) + "%–" +
-                            percent(*o.clip) + "% quantiles");
-    }
-    if (o.vmin) {
-        lo = *o.vmin;
-    }
-    if (o.vmax) {
-        hi = *o.vmax;
-    }
-    if (lo == hi && !o.vmin && !o.vmax) {
-        // A constant map: centre it in the colormap (matplotlib would paint it all low).
-        const double d = log ? 0.0 : (lo == 0.0 ? 0.5 : std::abs(lo) * 0.5);
-        lo = log ? lo / 10.0 : lo - d;
-        hi = log ? hi * 10.0 : hi + d;
-    }
-    if (!(lo < hi)) {
-        throw InputError(std::string(o.vmin ? "--vmin" : "--vmax") +
-                         ": the colour range is empty (" + format_fixed(lo, 6) + " to " +
-                         format_fixed(hi, 6) + "); give both --vmin and --vmax");
-    }
-    out.norm = {lo, hi, o.scale};
-}
-
-/// The smallest of 1, 2, 5, 10, 20, 50, ... whose spacing is at least `need` px.
-std::size_t nice_step(double need, double pitch) {
-    const std::size_t mant[] = {1, 2, 5};
-    for (std::size_t decade = 1; decade < (std::size_t{1} << 40); decade *= 10) {
-        for (std::size_t m : mant) {
-            if (static_cast<double>(m * decade) * pitch >= need) {
-                return m * decade;
-            }
-        }
-    }
-    return std::size_t{1} << 40;
-}
-
-std::string superscript(long k) {
-    static const char* const kDigits[] = {"\u2070",
-                                          "\u00B9",
-                                          "\u00B2",
-                                          "\u00B3",
-                                          "\u2074",
-                                          "\u2075",
-                                          "\u2076",
-                                          "\u2077",
-                                          "\u2078",
-                                          "\u2079"};
-    std::string digits = std::to_string(std::labs(k));
-    std::string out = k < 0 ? "\u207B" : "";
-    for (char c : digits) {
-        out += kDigits[c - '0'];
-    }
-    return out;
-}
-
-/// Colorbar ticks: "nice" steps (1, 2, 2.5, 5 × 10^k) for linear, decades for log.
-std::vector<std::pair<double, std::string>> colorbar_ticks(const ColorNorm& norm, int max_ticks) {
-    std::vector<std::pair<double, std::string>> ticks;
-    const double lo = norm.vmin, hi = norm.vmax;
-    if (norm.scale == ColorScale::linear) {
-        const double range = hi - lo;
-        const double mant[] = {1.0, 2.0, 2.5, 5.0};
-        for (int k = static_cast<int>(std::floor(std::log10(range / max_ticks))) - 1;; ++k) {
-            for (double m : mant) {
-                const double step = m * std::pow(10.0, k);
-                const double first = std::ceil(lo / step - 1e-9);
-                const double last = std::floor(hi / step + 1e-9);
-                if (last - first + 1 <= max_ticks) {
-                    int decimals =
-                        std::max(0, -static_cast<int>(std::floor(std::log10(step) + 1e-9)));
-                    if (m == 2.5 && step < 10.0) {
-                        ++decimals;
-                    }
-                    for (double i = first; i <= last; i += 1.0) {
-                        ticks.emplace_back(i * step, format_fixed(i * step, decimals));
-                    }
-                    return ticks;
-                }
-            }
-        }
-    }
-    const long d0 = std::lround(std::ceil(std::log10(lo) - 1e-9));
-    const long d1 = std::lround(std::floor(std::log10(hi) + 1e-9));
-    if (d1 - d0 + 1 >= 2) {
-        const long stride = (d1 - d0 + max_ticks) / max_ticks;
-        for (long d = d0; d <= d1; d += stride) {
-            ticks.emplace_back(std::pow(10.0, static_cast<double>(d)), "10" + superscript(d));
-        }
-        return ticks;
-    }
-    for (long d = d0 - 1; d <= d1; ++d) {
-        for (double m : {1.0, 2.0, 5.0}) {
-            const double v = m * std::pow(10.0, static_cast<double>(d));
-            if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) {
-                ticks.emplace_back(v, format_fixed(v, static_cast<int>(std::max(0L, -d))));
-            }
-        }
-    }
-    if (ticks.size() < 2) {
-        ticks.clear();
-        for (double v : {lo, hi}) {
-            const int dec = std::max(0, 2 - static_cast<int>(std::floor(std::log10(v))));
-            ticks.emplace_back(v, format_fixed(v, dec));
-        }
-    }
-    return ticks;
-}
-
-/// Builds figures with sizes in the figure's dpi.
-struct Builder {
-    Figure fig;
-    double pt = 100.0 / 72.0;
-
-    void rect(double x, double y, double w, double h, Rgb c = {0, 0, 0}) {
-        fig.rects.push_back({{x, y, w, h}, c});
-    }
-    void text(std::string s,
-              double x,
-              double y,
-              double size,
-              Anchor a = Anchor::start,
-              bool vertical = false,
-              Rgb c = {0, 0, 0}) {
-        fig.texts.push_back({std::move(s), x, y, size, c, a, vertical});
-    }
-    /// A frame of width lw just outside the box.
-    void frame(const Box& b, double lw) {
-        rect(b.x - lw, b.y - lw, b.w + 2 * lw, lw);
-        rect(b.x - lw, b.y + b.h, b.w + 2 * lw, lw);
-        rect(b.x - lw, b.y, lw, b.h);
-        rect(b.x + b.w, b.y, lw, b.h);
-    }
-};
-
-/// The extent of a text item.
-Box text_box(const FigureText& t) {
-    const double w = text_width(t.text, t.size);
-    const FontMetrics m = font_metrics(t.size);
-    const double shift = t.anchor == Anchor::start ? 0.0 : t.anchor == Anchor::middle ? w / 2 : w;
-    if (t.vertical) {
-        return {t.x - m.ascent, t.y + shift - w, m.ascent + m.descent, w};
-    }
-    return {t.x - shift, t.y - m.ascent, w, m.ascent + m.descent};
-}
-
-/// Crops the canvas to its content plus `pad`, moving everything by whole pixels.
-void crop(Figure& fig, std::vector<Box*> boxes, double pad) {
-    double x0 = 1e300, y0 = 1e300, x1 = -1e300, y1 = -1e300;
-    const auto take = [&](const Box& b) {
-        x0 = std::min(x0, b.x);
-        y0 = std::min(y0, b.y);
-        x1 = std::max(x1, b.x + b.w);
-        y1 = std::max(y1, b.y + b.h);
-    };
-    for (const auto& g : fig.grids) {
-        take(g.box);
-    }
-    for (const auto& r : fig.rects) {
-        take(r.box);
-    }
-    for (const auto& t : fig.texts) {
-        take(text_box(t));
-    }
-    const double dx = pad - std::floor(x0), dy = pad - std::floor(y0);
-    for (auto& g : fig.grids) {
-        g.box.x += dx;
-        g.box.y += dy;
-    }
-    for (auto& r : fig.rects) {
-        r.box.x += dx;
-        r.box.y += dy;
-    }
-    for (auto& t : fig.texts) {
-        t.x += dx;
-        t.y += dy;
-    }
-    for (Box* b : boxes) {
-        b->x += dx;
-        b->y += dy;
-    }
-    fig.width = static_cast<int>(std::ceil(x1 + dx + pad));
-    fig.height = static_cast<int>(std::ceil(y1 + dy + pad));
-}
-
-/// Panel columns: one row up to 4 panels, then about square with few empty slots.
-std::size_t grid_columns(std::size_t n) {
-    if (n <= 4) {
-        return n;
-    }
-    const auto c = static_cast<std::size_t>(std::ceil(std::sqrt(static_cast<double>(n))));
-    const std::size_t empty_c = ceil_div(n, c) * c - n;
-    const std::size_t empty_c1 = ceil_div(n, c + 1) * (c + 1) - n;
-    return empty_c1 < empty_c ? c + 1 : c;
-}
 
 } // namespace
 
-double ColorNorm::operator()(double v) const {
-    if (scale == ColorScale::log) {
-        if (!(v > 0.0)) {
-            return -std::numeric_limits<double>::infinity();
-        }
-        return (std::log10(v) - std::log10(vmin)) / (std::log10(vmax) - std::log10(vmin));
-    }
-    return (v - vmin) / (vmax - vmin);
-}
-
-std::string format_fixed(double v, int decimals) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    std::string s = buf;
-    if (s[0] == '-' && s.find_first_not_of("-0.") == std::string::npos) {
-        s.erase(0, 1);
-    }
-    return s;
-}
-
-PreparedHeatmap prepare_heatmap(const HeatmapInput& in,
-                                const HeatmapOptions& o,
-                                std::size_t max_rows,
-                                std::size_t max_cols) {
-    validate(in, o);
-    PreparedHeatmap out;
-    out.pool_rows = ceil_div(in.rows, std::max<std::size_t>(1, max_rows));
-    out.pool_cols = ceil_div(in.cols, std::max<std::size_t>(1, max_cols));
-    out.rows = ceil_div(in.rows, out.pool_rows);
-    out.cols = ceil_div(in.cols, out.pool_cols);
-    out.values.resize(in.panels.size());
-    out.states.resize(in.panels.size());
-    for (std::size_t p = 0; p < in.panels.size(); ++p) {
-        pool_panel(in, in.panels[p], o.pool == PoolMode::mean, out, out.values[p], out.states[p]);
-    }
-    if (out.pool_rows > 1 || out.pool_cols > 1) {
-        out.notes.push_back(std::string(o.pool == PoolMode::max ? "max" : "mean") + "-pooled " +
-                            std::to_string(out.pool_rows) + "\u00D7" +
-                            std::to_string(out.pool_cols) + ": " + std::to_string(in.rows) +
-                            "\u00D7" + std::to_string(in.cols) + " cells shown as " +
-                            std::to_string(out.rows) + "\u00D7" + std::to_string(out.cols));
-    }
-    fix_range(o, out);
-    return out;
-}
+using namespace detail;
 
 HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
-    validate(in, o);
+    validate_heatmap(in, o);
     const Colormap cmap = *find_colormap(o.colormap);
     const double s = o.dpi / 100.0;
     const double pt = o.dpi / 72.0;
-    const double fs_title = 12 * pt, fs_label = 10 * pt, fs_tick = 10 * pt, fs_note = 8 * pt;
+    const double f = o.font_size / 10.0; // 1 at the default 10 pt: matplotlib's sizes
+    const double fs_title = f * 12 * pt, fs_label = f * 10 * pt, fs_tick = f * 10 * pt,
+                 fs_note = f * 8 * pt;
     const double lw = std::max(1.0, std::round(0.8 * pt));
     const double tick_len = std::round(3.5 * pt), tick_pad = 3.5 * pt, label_pad = 4 * pt;
     const double title_pad = 6 * pt;
     const FontMetrics m_tick = font_metrics(fs_tick), m_label = font_metrics(fs_label);
 
     const std::size_t n = in.panels.size();
-    const std::size_t ncols = grid_columns(n);
+    const std::size_t ncols = o.columns > 0 ? std::min(o.columns, n) : grid_columns(n);
     const std::size_t nrows = ceil_div(n, ncols);
     const double target = std::floor(
         (n == 1 ? 480.0 : std::clamp(1100.0 / static_cast<double>(ncols), 200.0, 400.0)) * s);
     const double max_cell = std::floor(120.0 * s), min_side = std::floor(120.0 * s);
 
+    // Every token is drawn: an axis with tokens may grow its map beyond `target` (up to
+    // `grown` px per panel) until each token has the pitch it needs.
+    const double grown =
+        std::max(target,
+                 std::floor(o.max_grown_side * 2.0 /
+                            static_cast<double>(std::max<std::size_t>(2, ncols)) * s));
+    const TokenPitch token_need = token_pitch(in, fs_tick);
+    const auto budget = [&](double pitch, std::size_t count) {
+        return std::clamp(pitch * static_cast<double>(count), target, grown);
+    };
+    const double budget_x = budget(token_need.x, in.cols), budget_y = budget(token_need.y, in.rows);
+
     HeatmapFigure hf;
-    const auto lim = static_cast<std::size_t>(target);
-    hf.map = prepare_heatmap(in, o, lim, lim);
+    hf.map = prepare_heatmap(
+        in, o, static_cast<std::size_t>(budget_y), static_cast<std::size_t>(budget_x));
     const PreparedHeatmap& m = hf.map;
     const bool pooled = m.pool_rows > 1 || m.pool_cols > 1;
 
@@ -468,6 +72,19 @@ HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
     }
     if (ch * static_cast<double>(m.rows) < min_side) {
         ch = std::max(ch, std::min(max_cell, std::floor(min_side / static_cast<double>(m.rows))));
+    }
+    // Token axes take the room their labels need (cells stay square while both fit).
+    const bool grow_x = token_need.x > 0.0 && cw < token_need.x * static_cast<double>(m.pool_cols);
+    const bool grow_y = token_need.y > 0.0 && ch < token_need.y * static_cast<double>(m.pool_rows);
+    if (grow_x) {
+        cw = std::max(cw, std::floor(budget_x / static_cast<double>(m.cols)));
+    }
+    if (grow_y) {
+        ch = std::max(ch, std::floor(budget_y / static_cast<double>(m.rows)));
+    }
+    if ((grow_x || grow_y) && !pooled &&
+        std::max(cw, ch) * static_cast<double>(std::max(m.rows, m.cols)) <= grown) {
+        cw = ch = std::max(cw, ch);
     }
 
     // Annotations: the widest value must fit its cell at 10 pt (or 8 pt).
@@ -526,35 +143,16 @@ HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
     const double pitch_y = H / static_cast<double>(in.rows);
 
     // Tick labels: tokens or indices, thinned to nice steps, x rotated when tokens collide.
-    const auto labels = [](const std::vector<std::string>& given, std::size_t count) {
-        std::vector<std::string> out;
-        out.reserve(count);
-        for (std::size_t i = 0; i < count; ++i) {
-            out.push_back(given.empty() ? std::to_string(i)
-                                        : truncate_text(given[i], kMaxLabelChars));
-        }
-        return out;
-    };
-    const std::vector<std::string> xl = labels(in.col_labels, in.cols);
-    const std::vector<std::string> yl = labels(in.row_labels, in.rows);
+    const TickLabels ticks = tick_labels(in, fs_tick, pitch_x, pitch_y);
+    const std::vector<std::string>& xl = ticks.x;
+    const std::vector<std::string>& yl = ticks.y;
+    hf.x_label_step = ticks.x_step;
+    hf.y_label_step = ticks.y_step;
+    hf.x_labels_rotated = ticks.x_rotated;
+    hf.label_notes = ticks.notes;
     const auto widest = [&](const std::vector<std::string>& v, std::size_t step) {
-        double w = 0.0;
-        for (std::size_t i = 0; i < v.size(); i += step) {
-            w = std::max(w, text_width(v[i], fs_tick));
-        }
-        return w;
+        return widest_label(v, step, fs_tick);
     };
-    {
-        const std::size_t step_h = nice_step(widest(xl, 1) + 0.5 * fs_tick, pitch_x);
-        const std::size_t step_r = nice_step(1.1 * fs_tick, pitch_x);
-        hf.x_label_step = step_h;
-        if (!in.col_labels.empty() && step_h > 1 && step_r < step_h) {
-            hf.x_label_step = step_r;
-            hf.x_labels_rotated = true;
-        }
-        // Indices are spaced like matplotlib's locator; tokens as densely as they fit.
-        hf.y_label_step = nice_step((in.row_labels.empty() ? 2.4 : 1.3) * fs_tick, pitch_y);
-    }
     const double xl_band =
         hf.x_labels_rotated ? widest(xl, hf.x_label_step) : m_tick.cap_height + m_tick.descent;
     const double yl_band = widest(yl, hf.y_label_step);
@@ -714,9 +312,11 @@ HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
     for (const auto& r : b.fig.rects) {
         top = std::min(top, r.box.y);
     }
-    if (!m.notes.empty()) {
+    if (!m.notes.empty() || !hf.label_notes.empty()) {
         std::string note;
-        for (const auto& s_note : m.notes) {
+        std::vector<std::string> all = m.notes;
+        all.insert(all.end(), hf.label_notes.begin(), hf.label_notes.end());
+        for (const auto& s_note : all) {
             note += (note.empty() ? "" : "  \u00B7  ") + s_note;
         }
         const FontMetrics mn = font_metrics(fs_note);

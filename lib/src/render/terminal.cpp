@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace attn::render {
@@ -229,12 +230,19 @@ std::string pixel_mode(const HeatmapInput& in, const HeatmapOptions& o, const Te
     }
     const auto width = static_cast<std::size_t>(std::max(16, term.width));
     const std::size_t max_cols = width > yw + 2 ? width - yw - 2 : 8;
-    const PreparedHeatmap m = prepare_heatmap(in, o, color ? 2 * max_lines : max_lines, max_cols);
-    const Colormap cmap = *find_colormap(o.colormap); // valid: prepare_heatmap checked
-    Painter p(term.color);
-    header(p, o, m);
+    // Pixel rows: two per line with colour (half blocks), one per line without.
     const std::size_t per_line = color ? 2 : 1;
-    const std::size_t lines = (m.rows + per_line - 1) / per_line;
+    const std::size_t max_px_rows = per_line * max_lines;
+    const PreparedHeatmap m = prepare_heatmap(in, o, max_px_rows, max_cols);
+    const Colormap cmap = *find_colormap(o.colormap); // valid: prepare_heatmap checked
+    // Use the room: a displayed cell is kx characters wide and ky pixel rows tall, as
+    // square as the height allows (a half block is about square; a line is two wide).
+    const std::size_t kx = std::max<std::size_t>(1, max_cols / m.cols);
+    const std::size_t ky =
+        std::max<std::size_t>(1, std::min(color ? kx : kx / 2, max_px_rows / m.rows));
+    const std::size_t px_rows = m.rows * ky;
+    Painter p(term.color);
+    const std::size_t lines = (px_rows + per_line - 1) / per_line;
     const std::size_t label_every = lines <= 12 ? 1 : 4;
     // x labels: source index (or token) of every step-th displayed column, left-aligned.
     std::size_t xmax = 0;
@@ -242,39 +250,65 @@ std::string pixel_mode(const HeatmapInput& in, const HeatmapOptions& o, const Te
         xmax = std::max(xmax, text_length(label(in.col_labels, j * m.pool_cols, 8)));
     }
     std::size_t step = 1;
-    while (step < xmax + 1) {
+    while (step * kx < xmax + 1) {
         step = step == 1 ? 2 : step == 2 ? 5 : step * 2;
+    }
+    header(p, o, m);
+    // Tokens that do not fit are skipped, never silently: one line says how many show.
+    const std::size_t key_stride = step * m.pool_cols;
+    const std::size_t query_stride = (ky > 1 ? 1 : label_every * per_line) * m.pool_rows;
+    std::string skipped;
+    if (!in.col_labels.empty() && key_stride > 1) {
+        skipped = "1 in " + std::to_string(key_stride) + " key tokens";
+    }
+    if (!in.row_labels.empty() && query_stride > 1) {
+        skipped += (skipped.empty() ? "" : " and ") + std::string("1 in ") +
+                   std::to_string(query_stride) + " query tokens";
+    }
+    if (!skipped.empty()) {
+        p.text("labels: " + skipped +
+               " shown (the terminal is too small for all; -o FILE.svg "
+               "draws every one)");
+        p.end_line();
     }
     for (std::size_t k = 0; k < in.panels.size(); ++k) {
         if (in.panels.size() > 1) {
             p.text(in.panels[k].title);
             p.end_line();
         }
+        std::size_t last_row = m.rows; // the row whose label was printed last
         for (std::size_t l = 0; l < lines; ++l) {
             const std::size_t top = l * per_line;
-            const std::string y =
-                l % label_every == 0 ? label(in.row_labels, top * m.pool_rows, kMaxLabel) : "";
+            const std::size_t r = top / ky; // displayed row of the upper pixel
+            const bool first_line_of_row = r != last_row;
+            last_row = r;
+            // Labels: each row's first line when rows span lines, else every line (or
+            // every 4th line of a tall map).
+            const bool show = ky > 1 ? first_line_of_row : l % label_every == 0;
+            const std::string y = show ? label(in.row_labels, r * m.pool_rows, kMaxLabel) : "";
             p.text(pad_left(y, yw) + " ");
             for (std::size_t j = 0; j < m.cols; ++j) {
-                const std::size_t a = top * m.cols + j;
+                const std::size_t a = r * m.cols + j;
                 const auto cell_color = [&](std::size_t idx) {
                     return m.states[k][idx] == CellState::value
                                ? cmap(m.norm(static_cast<double>(m.values[k][idx])))
                                : kMaskedBg;
                 };
-                if (!color) {
-                    p.text(m.states[k][a] == CellState::value
-                               ? shade(m.norm(static_cast<double>(m.values[k][a])))
-                               : kHatch);
-                    continue;
+                for (std::size_t x = 0; x < kx; ++x) {
+                    if (!color) {
+                        p.text(m.states[k][a] == CellState::value
+                                   ? shade(m.norm(static_cast<double>(m.values[k][a])))
+                                   : kHatch);
+                        continue;
+                    }
+                    p.fg(cell_color(a));
+                    if (top + 1 < px_rows) {
+                        p.bg(cell_color(((top + 1) / ky) * m.cols + j));
+                    } else {
+                        p.default_bg();
+                    }
+                    p.text(kUpperHalf);
                 }
-                p.fg(cell_color(a));
-                if (top + 1 < m.rows) {
-                    p.bg(cell_color(a + m.cols));
-                } else {
-                    p.default_bg();
-                }
-                p.text(kUpperHalf);
             }
             p.end_line();
         }
@@ -282,12 +316,12 @@ std::string pixel_mode(const HeatmapInput& in, const HeatmapOptions& o, const Te
         std::size_t end = 0;
         for (std::size_t j = 0; j < m.cols; j += step) {
             const std::string s = label(in.col_labels, j * m.pool_cols, 8);
-            if (j < end) {
+            if (j * kx < end) {
                 continue;
             }
-            xs.resize(yw + 1 + j, ' ');
+            xs.resize(yw + 1 + j * kx, ' ');
             xs += s;
-            end = j + text_length(s) + 1;
+            end = j * kx + text_length(s) + 1;
         }
         p.text(xs);
         p.end_line();
@@ -307,6 +341,40 @@ TermColor term_color_from_env(const char* no_color, const char* colorterm) {
         return TermColor::truecolor;
     }
     return TermColor::palette256;
+}
+
+TermColor
+term_color(ColorChoice choice, bool to_terminal, const char* no_color, const char* colorterm) {
+    if (choice == ColorChoice::never || (choice == ColorChoice::automatic && !to_terminal)) {
+        return TermColor::none;
+    }
+    if (choice == ColorChoice::always) {
+        return term_color_from_env(nullptr, colorterm); // the flag overrides NO_COLOR
+    }
+    return term_color_from_env(no_color, colorterm);
+}
+
+TermSize term_size(int tty_columns, int tty_lines, const char* columns, const char* lines) {
+    const auto from_env = [](const char* v) {
+        if (v == nullptr) {
+            return 0;
+        }
+        char* end = nullptr;
+        const long n = std::strtol(v, &end, 10);
+        return end != v && *end == '\0' && n > 0 && n < 10000 ? static_cast<int>(n) : 0;
+    };
+    TermSize t;
+    t.columns = tty_columns > 0 ? tty_columns : from_env(columns);
+    t.lines = tty_lines > 0 ? tty_lines : from_env(lines);
+    t.columns = t.columns > 0 ? t.columns : 80;
+    t.lines = t.lines > 0 ? t.lines : 24;
+    return t;
+}
+
+TermOptions term_options(TermColor color, TermSize size) {
+    // A panel is its title, its lines and its x labels: it fits the screen with a line
+    // to spare for the prompt.
+    return {color, size.columns, std::max(4, size.lines - 3)};
 }
 
 int xterm256_index(Rgb c) {

@@ -1,14 +1,18 @@
-// Text measuring and drawing with stb_truetype over the embedded font. A glyph cache
-// (glyph, size, quarter-pixel offset) keeps repeated labels and annotations cheap; a mutex
-// guards it, so rendering from several threads is safe if slow.
+// Text measuring and drawing with stb_truetype over the embedded font, and per glyph over
+// a fallback font for what it lacks (CJK, ...), asked for once from the source the caller
+// set. A glyph cache (font, glyph, size, quarter-pixel offset) keeps repeated labels and
+// annotations cheap; a mutex guards it, so rendering from several threads is safe if slow.
 #include "attn/render/text.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <set>
 #include <stb_truetype.h>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace attn::render {
@@ -28,37 +32,91 @@ struct Glyph {
     std::vector<unsigned char> alpha;
 };
 
-struct FontState {
+/// One TrueType font: its bytes (borrowed for the embedded one) and stb's view of them.
+struct Face {
+    std::vector<unsigned char> owned;
     stbtt_fontinfo info{};
+
+    /// False when stb cannot read the font (the face is then not used).
+    bool init(const unsigned char* data) {
+        const int offset = stbtt_GetFontOffsetForIndex(data, 0);
+        return offset >= 0 && stbtt_InitFont(&info, data, offset) != 0;
+    }
+    float scale(double size_px) const {
+        return stbtt_ScaleForMappingEmToPixels(&info, static_cast<float>(size_px));
+    }
+};
+
+/// A glyph of one of the faces: 0 is the embedded font, 1 the fallback.
+struct GlyphRef {
+    int face = 0;
+    int index = 0;
+};
+
+struct FontState {
+    Face primary;
+    std::unique_ptr<Face> fallback; ///< null until needed, and when none can be read
+    bool fallback_tried = false;
+    FallbackFontSource fallback_source;
+    std::set<char32_t> missing; ///< code points no face has
     double units_ascent = 0, units_descent = 0, units_cap = 0;
     std::mutex mutex;
-    std::map<std::tuple<int, long, int>, Glyph> glyphs;
+    std::map<std::tuple<int, int, long, int>, Glyph> glyphs;
 
     FontState() {
-        const auto* data = reinterpret_cast<const unsigned char*>(detail::kFontBytes);
-        const int offset = stbtt_GetFontOffsetForIndex(data, 0);
-        stbtt_InitFont(&info, data, offset);
+        primary.init(reinterpret_cast<const unsigned char*>(detail::kFontBytes));
         int asc = 0, desc = 0, gap = 0;
-        stbtt_GetFontVMetrics(&info, &asc, &desc, &gap);
+        stbtt_GetFontVMetrics(&primary.info, &asc, &desc, &gap);
         units_ascent = asc;
         units_descent = -desc;
         int x0 = 0, y0 = 0, x1 = 0, y1 = 0;
-        stbtt_GetCodepointBox(&info, 'H', &x0, &y0, &x1, &y1);
+        stbtt_GetCodepointBox(&primary.info, 'H', &x0, &y0, &x1, &y1);
         units_cap = y1;
     }
 
-    float scale(double size_px) {
-        return stbtt_ScaleForMappingEmToPixels(&info, static_cast<float>(size_px));
+    const Face& face(int which) const { return which == 0 ? primary : *fallback; }
+
+    float scale(double size_px) const { return primary.scale(size_px); }
+
+    /// The face and glyph that draw `cp`: the embedded font's, else the fallback's (loaded
+    /// on first need), else the embedded font's missing-glyph box (and `cp` is recorded).
+    GlyphRef find(char32_t cp) {
+        const int g = stbtt_FindGlyphIndex(&primary.info, static_cast<int>(cp));
+        if (g != 0 || cp < 0x20) {
+            return {0, g};
+        }
+        if (!fallback_tried) {
+            fallback_tried = true;
+            if (fallback_source) {
+                if (auto bytes = fallback_source()) {
+                    auto f = std::make_unique<Face>();
+                    f->owned = std::move(*bytes);
+                    if (f->init(f->owned.data())) {
+                        fallback = std::move(f);
+                    }
+                }
+            }
+        }
+        if (fallback) {
+            const int fg = stbtt_FindGlyphIndex(&fallback->info, static_cast<int>(cp));
+            if (fg != 0) {
+                return {1, fg};
+            }
+        }
+        missing.insert(cp);
+        return {0, 0};
     }
 
-    const Glyph& glyph(int index, double size_px, int sub) {
+    const Glyph& glyph(GlyphRef ref, double size_px, int sub) {
         const long size_key = std::lround(size_px * 64.0);
-        auto [it, inserted] = glyphs.try_emplace({index, size_key, sub});
+        auto [it, inserted] = glyphs.try_emplace({ref.face, ref.index, size_key, sub});
         if (inserted) {
-            const float s = scale(size_px);
+            const Face& f = face(ref.face);
+            const float s = f.scale(size_px);
             const float shift = static_cast<float>(sub) / static_cast<float>(kSubpixelSteps);
             int x0 = 0, y0 = 0, x1 = 0, y1 = 0;
-            stbtt_GetGlyphBitmapBoxSubpixel(&info, index, s, s, shift, 0.0f, &x0, &y0, &x1, &y1);
+            stbtt_GetGlyphBitmapBoxSubpixel(
+                &f.info, ref.index, s, s, shift, 0.0f, &x0, &y0, &x1, &y1);
             Glyph& g = it->second;
             g.x0 = x0;
             g.y0 = y0;
@@ -67,7 +125,7 @@ struct FontState {
             g.alpha.assign(static_cast<std::size_t>(g.w) * static_cast<std::size_t>(g.h), 0);
             if (g.w > 0 && g.h > 0) {
                 stbtt_MakeGlyphBitmapSubpixel(
-                    &info, g.alpha.data(), g.w, g.h, g.w, s, s, shift, 0.0f, index);
+                    &f.info, g.alpha.data(), g.w, g.h, g.w, s, s, shift, 0.0f, ref.index);
             }
         }
         return it->second;
@@ -120,23 +178,24 @@ std::vector<char32_t> decode_utf8(std::string_view s) {
 
 /// Glyph indices and pen positions (in pixels from the text start) of a string.
 struct Shaped {
-    std::vector<int> glyphs;
+    std::vector<GlyphRef> glyphs;
     std::vector<double> pen;
     double width = 0.0;
 };
 
 Shaped shape_text(FontState& f, std::string_view utf8, double size_px) {
     Shaped out;
-    const double s = static_cast<double>(f.scale(size_px));
-    int prev = 0;
+    GlyphRef prev{0, 0};
     double pen = 0.0;
     for (char32_t cp : decode_utf8(utf8)) {
-        const int g = stbtt_FindGlyphIndex(&f.info, static_cast<int>(cp));
-        if (prev != 0) {
-            pen += s * stbtt_GetGlyphKernAdvance(&f.info, prev, g);
+        const GlyphRef g = f.find(cp);
+        const Face& face = f.face(g.face);
+        const double s = static_cast<double>(face.scale(size_px));
+        if (prev.index != 0 && prev.face == g.face) {
+            pen += s * stbtt_GetGlyphKernAdvance(&face.info, prev.index, g.index);
         }
         int advance = 0, lsb = 0;
-        stbtt_GetGlyphHMetrics(&f.info, g, &advance, &lsb);
+        stbtt_GetGlyphHMetrics(&face.info, g.index, &advance, &lsb);
         out.glyphs.push_back(g);
         out.pen.push_back(pen);
         pen += s * advance;
@@ -165,6 +224,22 @@ void blend(Image& img, int x, int y, Rgb c, unsigned a) {
 
 std::span<const unsigned char> embedded_font() {
     return {reinterpret_cast<const unsigned char*>(detail::kFontBytes), detail::kFontByteCount};
+}
+
+void set_fallback_font_source(FallbackFontSource source) {
+    FontState& f = font();
+    std::lock_guard lock(f.mutex);
+    f.fallback_source = std::move(source);
+    f.fallback.reset();
+    f.fallback_tried = false;
+    f.missing.clear();
+    std::erase_if(f.glyphs, [](const auto& kv) { return std::get<0>(kv.first) != 0; });
+}
+
+std::vector<char32_t> missing_glyphs() {
+    FontState& f = font();
+    std::lock_guard lock(f.mutex);
+    return {f.missing.begin(), f.missing.end()};
 }
 
 FontMetrics font_metrics(double size_px) {

@@ -1,5 +1,5 @@
 // Fuzz target: what `attn heatmap WEIGHTS` reads. The reader itself lives in
-// app/cmd_heatmap.cpp (not a library function), so this target reads the way it does with
+// app/heatmap_render.cpp (not a library function), so this target reads the way it does with
 // the library's parts: NPY when the bytes have the NPY magic, else JSON (io::parse_json_text)
 // holding an array or a result document {"weights": .., "query_tokens": .., ...} read with
 // io::parse_json_array; then the weights go through render::prepare_heatmap (normalisation,

@@ -43,8 +43,13 @@ struct HeatmapOptions {
     std::optional<double> clip;    ///< quantile q in [0.5, 1]: range = [q(1-q), q(q)]
     PoolMode pool = PoolMode::max; ///< when there are more cells than pixels
     Annotate annotate = Annotate::automatic;
-    int decimals = 2;   ///< annotation digits after the point
-    double dpi = 100.0; ///< 100: matplotlib's default pixel size
+    int decimals = 2;        ///< annotation digits after the point
+    double dpi = 100.0;      ///< 100: matplotlib's default pixel size
+    double font_size = 10.0; ///< points: tick labels and axis titles (title 1.2x, notes 0.8x)
+    std::size_t columns = 0; ///< panels per grid row; 0: automatic (one row up to 4)
+    /// A panel's map may grow to this many pixels per side (at 100 dpi, 1 panel; half of
+    /// it times 2/columns in a grid) so that every token label is drawn; 0: never grow.
+    double max_grown_side = 2400.0;
     std::string x_title = "Keys";
     std::string y_title = "Queries";
 };
@@ -87,11 +92,16 @@ struct HeatmapFigure {
     bool annotated = false;
     bool x_labels_rotated = false;
     std::size_t x_label_step = 1, y_label_step = 1;
+    /// "key labels thinned: every 2nd of 300 drawn ..." per token axis that skips labels
+    /// (also drawn in the figure's notes); the caller may warn with them.
+    std::vector<std::string> label_notes;
 };
 
-/// Lays out the figure: panels in a grid (one row up to 4 panels, then about square),
-/// cells of up to 120 px (at 100 dpi) in a map of at most 480 px per side for one panel,
-/// pooling beyond that, so the image size is bounded whatever Lq and Lk are.
+/// Lays out the figure: panels in a grid (one row up to 4 panels, then about square, or
+/// `columns` per row), cells of up to 120 px (at 100 dpi) in a map of at most 480 px per
+/// side for one panel, pooling beyond that, so the image size is bounded whatever Lq and
+/// Lk are. An axis with tokens grows its map (up to max_grown_side) until every token is
+/// drawn; past that the labels are thinned and label_notes says so.
 /// Throws InputError as prepare_heatmap() does, and for --annotate on a pooled map.
 HeatmapFigure heatmap_figure(const HeatmapInput& input, const HeatmapOptions& options);
 

@@ -20,6 +20,27 @@ struct TermOptions {
     int max_lines = 40; ///< text lines per panel at most
 };
 
+/// --color: auto (colour only to a terminal, NO_COLOR honoured), always, never.
+enum class ColorChoice { automatic, always, never };
+
+/// The colour mode for --color `choice`: never, or auto when stdout is not a terminal,
+/// give none; auto otherwise follows term_color_from_env(); always colours even in a pipe
+/// and despite NO_COLOR (the flag wins), in the mode COLORTERM says.
+TermColor
+term_color(ColorChoice choice, bool to_terminal, const char* no_color, const char* colorterm);
+
+/// A terminal's size in character cells.
+struct TermSize {
+    int columns = 80, lines = 24;
+};
+
+/// The size to fit: the terminal's own (TIOCGWINSZ; 0 = unknown) per axis, else the
+/// COLUMNS/LINES values (null = unset; positive whole numbers only), else 80 x 24.
+TermSize term_size(int tty_columns, int tty_lines, const char* columns, const char* lines);
+
+/// Options that fit `size`: its width, and panels no taller than its lines.
+TermOptions term_options(TermColor color, TermSize size);
+
 /// Picks the colour mode from the environment's values (null = unset): NO_COLOR set and
 /// non-empty gives none; COLORTERM "truecolor" or "24bit" gives truecolor; else 256.
 TermColor term_color_from_env(const char* no_color, const char* colorterm);

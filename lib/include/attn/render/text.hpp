@@ -1,16 +1,21 @@
 // Text with the embedded DejaVu Sans (compiled into the binary at build time, so no font
 // file is needed at run time), rasterised by stb_truetype with kerning and quarter-pixel
-// positioning. Measures and draws into an Image; it never opens a file and loads no
-// other font (stb_truetype is not safe on untrusted fonts).
+// positioning, with a fallback font for the glyphs DejaVu lacks (CJK, ...) whose bytes the
+// caller supplies (the app reads them from a fixed list of Debian package paths:
+// attn/io/fallback_font.hpp; stb_truetype is not safe on untrusted fonts). Measures and
+// draws into an Image; it never opens a file.
 #pragma once
 
 #include "attn/render/image.hpp"
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attn::render {
 
@@ -29,6 +34,16 @@ std::span<const unsigned char> embedded_font();
 
 /// The family name to use for the same font in SVG.
 inline constexpr const char* kFontFamily = "DejaVu Sans";
+
+/// Where the fallback font's bytes come from: called at most once, when a string first
+/// has a code point the embedded font lacks; nothing = no fallback. Setting a source
+/// forgets the previous fallback and the missing glyphs recorded.
+using FallbackFontSource = std::function<std::optional<std::vector<unsigned char>>()>;
+void set_fallback_font_source(FallbackFontSource source);
+
+/// Code points measured or drawn so far that neither font has (drawn as the embedded
+/// font's missing-glyph box), in increasing order.
+std::vector<char32_t> missing_glyphs();
 
 /// Metrics at `size_px` pixels per em.
 FontMetrics font_metrics(double size_px);

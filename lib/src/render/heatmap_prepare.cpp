@@ -1,0 +1,268 @@
+// The data side of the heatmap: validation of the input and options, pooling of long
+// sequences into displayed cells, and the colour range (vmin/vmax, quantile clipping,
+// log scale). No layout and no pixels: heatmap.cpp lays out what this prepares.
+#include "attn/error.hpp"
+#include "attn/render/heatmap.hpp"
+#include "heatmap_detail.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace attn::render {
+
+using detail::ceil_div;
+
+namespace {
+
+/// numpy's default (linear interpolation) quantile; reorders `v`.
+double quantile(std::vector<float>& v, double q) {
+    const double pos = q * static_cast<double>(v.size() - 1);
+    const auto lo = static_cast<std::size_t>(std::floor(pos));
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(lo), v.end());
+    const double a = static_cast<double>(v[lo]);
+    if (lo + 1 >= v.size()) {
+        return a;
+    }
+    const float next = *std::min_element(v.begin() + static_cast<std::ptrdiff_t>(lo) + 1, v.end());
+    const double b = static_cast<double>(next);
+    return a + (b - a) * (pos - static_cast<double>(lo));
+}
+
+/// "99", "99.5": a percentage without trailing zeros.
+std::string percent(double q) {
+    std::string s = format_fixed(q * 100.0, 2);
+    while (s.find('.') != std::string::npos && (s.back() == '0' || s.back() == '.')) {
+        s.pop_back();
+    }
+    return s;
+}
+
+} // namespace
+
+namespace detail {
+
+void validate_heatmap(const HeatmapInput& in, const HeatmapOptions& o) {
+    if (in.rows == 0 || in.cols == 0) {
+        throw InputError("weights: nothing to draw: the map is " + std::to_string(in.rows) + "x" +
+                         std::to_string(in.cols));
+    }
+    if (in.panels.empty()) {
+        throw InputError("weights: nothing to draw: no panels");
+    }
+    for ([[maybe_unused]] const auto& p : in.panels) {
+        ATTN_ASSERT(p.values.size() == in.rows * in.cols);
+        ATTN_ASSERT(p.masked.empty() || p.masked.size() == in.rows * in.cols);
+    }
+    if (!in.col_labels.empty() && in.col_labels.size() != in.cols) {
+        throw InputError("--xlabels: expected " + std::to_string(in.cols) +
+                         " key labels (one per key), got " + std::to_string(in.col_labels.size()));
+    }
+    if (!in.row_labels.empty() && in.row_labels.size() != in.rows) {
+        throw InputError("--ylabels: expected " + std::to_string(in.rows) +
+                         " query labels (one per query), got " +
+                         std::to_string(in.row_labels.size()));
+    }
+    if (!find_colormap(o.colormap)) {
+        std::string names;
+        for (const auto& n : colormap_names()) {
+            names += (names.empty() ? "" : ", ") + n;
+        }
+        throw InputError("--cmap: unknown colormap '" + o.colormap + "' (expected one of " + names +
+                         ", optionally with _r)");
+    }
+    if (o.vmin && !std::isfinite(*o.vmin)) {
+        throw InputError("--vmin: expected a finite number");
+    }
+    if (o.vmax && !std::isfinite(*o.vmax)) {
+        throw InputError("--vmax: expected a finite number");
+    }
+    if (o.vmin && o.vmax && !(*o.vmin < *o.vmax)) {
+        throw InputError("--vmin/--vmax: vmin (" + format_fixed(*o.vmin, 6) +
+                         ") must be less than vmax (" + format_fixed(*o.vmax, 6) + ")");
+    }
+    if (o.scale == ColorScale::log && o.vmin && !(*o.vmin > 0.0)) {
+        throw InputError("--vmin: must be > 0 with --scale log");
+    }
+    if (o.scale == ColorScale::log && o.vmax && !(*o.vmax > 0.0)) {
+        throw InputError("--vmax: must be > 0 with --scale log");
+    }
+    if (o.clip && !(*o.clip >= 0.5 && *o.clip <= 1.0)) {
+        throw InputError("--clip: expected a quantile in [0.5, 1], e.g. 0.99");
+    }
+    if (o.decimals < 0 || o.decimals > 6) {
+        throw InputError("--decimals: expected 0 to 6");
+    }
+    if (!(o.font_size >= 4.0 && o.font_size <= 72.0)) {
+        throw InputError("--font-size: expected 4 to 72 (points)");
+    }
+    if (!(o.dpi >= 25.0 && o.dpi <= 600.0)) {
+        throw InputError("--dpi: expected 25 to 600");
+    }
+}
+
+} // namespace detail
+
+namespace {
+
+/// Pools one panel into out.values/out.states (cells outside `mask` only).
+void pool_panel(const HeatmapInput& in,
+                const HeatmapPanel& p,
+                bool mean,
+                PreparedHeatmap& out,
+                std::vector<float>& vals,
+                std::vector<CellState>& states) {
+    const std::size_t n = out.rows * out.cols;
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    vals.assign(n, nan);
+    states.assign(n, CellState::value);
+    if (out.pool_rows == 1 && out.pool_cols == 1) {
+        for (std::size_t i = 0; i < n; ++i) {
+            if (!p.masked.empty() && p.masked[i] != 0) {
+                states[i] = CellState::masked;
+                out.any_masked = true;
+            } else if (std::isnan(p.values[i])) {
+                states[i] = CellState::bad;
+                out.any_bad = true;
+            } else {
+                vals[i] = p.values[i];
+            }
+        }
+        return;
+    }
+    std::vector<double> acc(n, mean ? 0.0 : -std::numeric_limits<double>::infinity());
+    std::vector<std::uint32_t> count(n, 0);
+    std::vector<std::uint8_t> had_mask(n, 0);
+    std::vector<std::size_t> col_to(in.cols);
+    for (std::size_t j = 0; j < in.cols; ++j) {
+        col_to[j] = j / out.pool_cols;
+    }
+    for (std::size_t i = 0; i < in.rows; ++i) {
+        const std::size_t base = (i / out.pool_rows) * out.cols;
+        const float* row = p.values.data() + i * in.cols;
+        const std::uint8_t* mrow = p.masked.empty() ? nullptr : p.masked.data() + i * in.cols;
+        for (std::size_t j = 0; j < in.cols; ++j) {
+            const std::size_t d = base + col_to[j];
+            if (mrow != nullptr && mrow[j] != 0) {
+                had_mask[d] = 1;
+                continue;
+            }
+            const double v = static_cast<double>(row[j]);
+            if (std::isnan(v)) {
+                continue; // NaN is ignored unless the whole block is NaN
+            }
+            acc[d] = mean ? acc[d] + v : std::max(acc[d], v);
+            ++count[d];
+        }
+    }
+    for (std::size_t d = 0; d < n; ++d) {
+        if (count[d] > 0) {
+            vals[d] = static_cast<float>(mean ? acc[d] / count[d] : acc[d]);
+        } else if (had_mask[d] != 0) {
+            states[d] = CellState::masked;
+            out.any_masked = true;
+        } else {
+            states[d] = CellState::bad;
+            out.any_bad = true;
+        }
+    }
+}
+
+void fix_range(const HeatmapOptions& o, PreparedHeatmap& out) {
+    const bool log = o.scale == ColorScale::log;
+    std::vector<float> data;
+    for (std::size_t p = 0; p < out.values.size(); ++p) {
+        for (std::size_t i = 0; i < out.values[p].size(); ++i) {
+            const float v = out.values[p][i];
+            if (out.states[p][i] == CellState::value && std::isfinite(v) && (!log || v > 0.0f)) {
+                data.push_back(v);
+            }
+        }
+    }
+    double lo = log ? 1e-3 : 0.0, hi = 1.0;
+    if (!data.empty()) {
+        if (o.clip) {
+            hi = quantile(data, *o.clip);
+            lo = quantile(data, 1.0 - *o.clip);
+        } else {
+            const auto [mn, mx] = std::minmax_element(data.begin(), data.end());
+            lo = static_cast<double>(*mn);
+            hi = static_cast<double>(*mx);
+        }
+        if (log && !o.vmin) {
+            lo = std::max(lo, hi * 1e-6); // at most 6 decades: one 1e-30 must not flatten all
+        }
+    }
+    if (o.clip && (!o.vmin || !o.vmax)) {
+        out.notes.push_back("colours clipped to the " + percent(1.0 - *o.clip) + "%–" +
+                            percent(*o.clip) + "% quantiles");
+    }
+    if (o.vmin) {
+        lo = *o.vmin;
+    }
+    if (o.vmax) {
+        hi = *o.vmax;
+    }
+    if (lo == hi && !o.vmin && !o.vmax) {
+        // A constant map: centre it in the colormap (matplotlib would paint it all low).
+        const double d = log ? 0.0 : (lo == 0.0 ? 0.5 : std::abs(lo) * 0.5);
+        lo = log ? lo / 10.0 : lo - d;
+        hi = log ? hi * 10.0 : hi + d;
+    }
+    if (!(lo < hi)) {
+        throw InputError(std::string(o.vmin ? "--vmin" : "--vmax") +
+                         ": the colour range is empty (" + format_fixed(lo, 6) + " to " +
+                         format_fixed(hi, 6) + "); give both --vmin and --vmax");
+    }
+    out.norm = {lo, hi, o.scale};
+}
+} // namespace
+
+double ColorNorm::operator()(double v) const {
+    if (scale == ColorScale::log) {
+        if (!(v > 0.0)) {
+            return -std::numeric_limits<double>::infinity();
+        }
+        return (std::log10(v) - std::log10(vmin)) / (std::log10(vmax) - std::log10(vmin));
+    }
+    return (v - vmin) / (vmax - vmin);
+}
+
+std::string format_fixed(double v, int decimals) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    std::string s = buf;
+    if (s[0] == '-' && s.find_first_not_of("-0.") == std::string::npos) {
+        s.erase(0, 1);
+    }
+    return s;
+}
+
+PreparedHeatmap prepare_heatmap(const HeatmapInput& in,
+                                const HeatmapOptions& o,
+                                std::size_t max_rows,
+                                std::size_t max_cols) {
+    detail::validate_heatmap(in, o);
+    PreparedHeatmap out;
+    out.pool_rows = ceil_div(in.rows, std::max<std::size_t>(1, max_rows));
+    out.pool_cols = ceil_div(in.cols, std::max<std::size_t>(1, max_cols));
+    out.rows = ceil_div(in.rows, out.pool_rows);
+    out.cols = ceil_div(in.cols, out.pool_cols);
+    out.values.resize(in.panels.size());
+    out.states.resize(in.panels.size());
+    for (std::size_t p = 0; p < in.panels.size(); ++p) {
+        pool_panel(in, in.panels[p], o.pool == PoolMode::mean, out, out.values[p], out.states[p]);
+    }
+    if (out.pool_rows > 1 || out.pool_cols > 1) {
+        out.notes.push_back(std::string(o.pool == PoolMode::max ? "max" : "mean") + "-pooled " +
+                            std::to_string(out.pool_rows) + "\u00D7" +
+                            std::to_string(out.pool_cols) + ": " + std::to_string(in.rows) +
+                            "\u00D7" + std::to_string(in.cols) + " cells shown as " +
+                            std::to_string(out.rows) + "\u00D7" + std::to_string(out.cols));
+    }
+    fix_range(o, out);
+    return out;
+}
+
+} // namespace attn::render

@@ -542,10 +542,10 @@ TEST(SafetensorsLayout, TableRequiredProjectionsAndLayoutNames) {
         [&] {
             std::vector<attn::io::ProblemSource> sources;
             (void)attn::io::load_checkpoint_params(
-                json{{"file", "m.safetensors"}, {"layout", "bert"}}, ".", sources);
+                json{{"file", "m.safetensors"}, {"layout", "t5"}}, ".", sources);
         },
-        "params.layout: expected \"attn\", \"torch-mha\", \"gpt2\" or \"llama\", got "
-        "\"bert\"",
+        "params.layout: expected \"attn\", \"torch-mha\", \"gpt2\", \"llama\" or \"bert\", got "
+        "\"t5\"",
         "params.layout: ");
 }
 

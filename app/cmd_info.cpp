@@ -3,6 +3,8 @@
 // the same strict readers as every other command.
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/io/checkpoint_model.hpp"
+#include "attn/io/hf_config.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/npz.hpp"
 #include "attn/io/safetensors.hpp"
@@ -12,6 +14,7 @@
 #include <algorithm>
 #include <cctype>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -61,6 +64,56 @@ std::string human_bytes(std::uint64_t n) {
     return n < 1024 ? std::to_string(n) + " B" : io::format_size(n);
 }
 
+/// What the model view needs of a checkpoint: its main layout (the one with the most
+/// layers), the layer count, heads (config.json), kv heads, head dim, norm and RoPE.
+nlohmann::json model_summary(const std::string& file,
+                             const io::SafetensorsHeader& h,
+                             const std::set<std::pair<std::string, std::string>>& layers) {
+    std::map<std::string, std::vector<std::string>> by_layout;
+    for (const auto& [layout, prefix] : layers) {
+        by_layout[layout].push_back(prefix);
+    }
+    const auto main = std::max_element(by_layout.begin(), by_layout.end(), [](auto& a, auto& b) {
+        return a.second.size() < b.second.size();
+    });
+    nlohmann::json m = {{"layout", main->first}, {"layers", main->second.size()}};
+    io::ParamsLayout layout = io::ParamsLayout::attn;
+    for (const auto l : {io::ParamsLayout::attn,
+                         io::ParamsLayout::torch_mha,
+                         io::ParamsLayout::gpt2,
+                         io::ParamsLayout::llama,
+                         io::ParamsLayout::bert}) {
+        if (io::layout_name(l) == main->first) {
+            layout = l;
+        }
+    }
+    std::optional<io::HfConfig> config;
+    if (const auto path = io::hf_config_beside(file)) {
+        config = io::read_hf_config(*path);
+        m["config"] = path->string();
+    }
+    const auto value = [](const auto& v) {
+        return v ? nlohmann::json(v->value) : nlohmann::json();
+    };
+    m["heads"] = config ? value(config->num_heads) : nlohmann::json();
+    m["kv_heads"] = config && config->num_kv_heads ? value(config->num_kv_heads) : m["heads"];
+    std::optional<std::size_t> head_dim = config ? io::hf_head_dim(*config) : std::nullopt;
+    m["head_dim"] = head_dim ? nlohmann::json(*head_dim) : nlohmann::json();
+    if (config && config->num_layers) {
+        m["config_layers"] = config->num_layers->value;
+    }
+    const auto kind = io::layout_norm_kind(layout);
+    const std::string& first = main->second.front();
+    const bool has_norm =
+        kind && h.find(io::block_prefix(first) + std::string(io::layout_norm_name(layout)) +
+                       ".weight") != nullptr;
+    m["norm"] = !has_norm
+                    ? nlohmann::json()
+                    : nlohmann::json(*kind == NormKind::layer_norm ? "layer_norm" : "rms_norm");
+    m["rope"] = io::layout_uses_rope(layout);
+    return m;
+}
+
 /// A .safetensors file: its header (checked strictly; no tensor data is read), every
 /// tensor's name, dtype, shape and size, and the layers `params` recognises.
 void run_info_safetensors(const InfoArgs& a) {
@@ -86,6 +139,9 @@ void run_info_safetensors(const InfoArgs& a) {
         if (!h.metadata.empty()) {
             j["metadata"] = h.metadata;
         }
+        if (!layers.empty()) {
+            j["model"] = model_summary(a.file, h, layers);
+        }
         std::cout << dump(j) << '\n';
         return;
     }
@@ -109,7 +165,7 @@ void run_info_safetensors(const InfoArgs& a) {
     }
     if (layers.empty()) {
         std::cout << "no attention layer attn recognises (layouts attn, torch-mha, gpt2, "
-                     "llama)\n";
+                     "llama, bert)\n";
     } else {
         std::cout << "attention layers (params: {\"file\", \"prefix\", \"layout\"}, or --params "
                      "FILE --prefix P --layout L):\n";
@@ -117,6 +173,19 @@ void run_info_safetensors(const InfoArgs& a) {
             std::cout << "  " << pad(layout, 9) << "  prefix '" << io::message_text(prefix)
                       << "'\n";
         }
+        const nlohmann::json m = model_summary(a.file, h, layers);
+        const auto text = [](const nlohmann::json& v) {
+            return v.is_null() ? std::string("?") : v.dump();
+        };
+        std::cout << "model: " << m["layout"].get<std::string>() << ", " << m["layers"] << " layer"
+                  << (m["layers"] == 1 ? "" : "s") << ", heads " << text(m["heads"])
+                  << ", kv heads " << text(m["kv_heads"]) << ", head dim " << text(m["head_dim"])
+                  << ", norm "
+                  << (m["norm"].is_null() ? std::string("none") : m["norm"].get<std::string>())
+                  << ", rope " << (m["rope"].get<bool>() ? "yes" : "no")
+                  << (m.contains("config") ? " (config.json)"
+                                           : " (no config.json beside it: give --heads)")
+                  << '\n';
     }
 }
 

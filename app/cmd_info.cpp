@@ -66,27 +66,11 @@ std::string human_bytes(std::uint64_t n) {
 
 /// What the model view needs of a checkpoint: its main layout (the one with the most
 /// layers), the layer count, heads (config.json), kv heads, head dim, norm and RoPE.
-nlohmann::json model_summary(const std::string& file,
-                             const io::SafetensorsHeader& h,
-                             const std::set<std::pair<std::string, std::string>>& layers) {
-    std::map<std::string, std::vector<std::string>> by_layout;
-    for (const auto& [layout, prefix] : layers) {
-        by_layout[layout].push_back(prefix);
-    }
-    const auto main = std::max_element(by_layout.begin(), by_layout.end(), [](auto& a, auto& b) {
-        return a.second.size() < b.second.size();
-    });
-    nlohmann::json m = {{"layout", main->first}, {"layers", main->second.size()}};
-    io::ParamsLayout layout = io::ParamsLayout::attn;
-    for (const auto l : {io::ParamsLayout::attn,
-                         io::ParamsLayout::torch_mha,
-                         io::ParamsLayout::gpt2,
-                         io::ParamsLayout::llama,
-                         io::ParamsLayout::bert}) {
-        if (io::layout_name(l) == main->first) {
-            layout = l;
-        }
-    }
+nlohmann::json model_summary(const std::string& file, const io::SafetensorsHeader& h) {
+    const std::optional<io::CheckpointLayers> layers = io::checkpoint_layers(h);
+    ATTN_ASSERT(layers.has_value());
+    const io::ParamsLayout layout = layers->layout;
+    nlohmann::json m = {{"layout", io::layout_name(layout)}, {"layers", layers->prefixes.size()}};
     std::optional<io::HfConfig> config;
     if (const auto path = io::hf_config_beside(file)) {
         config = io::read_hf_config(*path);
@@ -97,16 +81,12 @@ nlohmann::json model_summary(const std::string& file,
     };
     m["heads"] = config ? value(config->num_heads) : nlohmann::json();
     m["kv_heads"] = config && config->num_kv_heads ? value(config->num_kv_heads) : m["heads"];
-    std::optional<std::size_t> head_dim = config ? io::hf_head_dim(*config) : std::nullopt;
+    const std::optional<std::size_t> head_dim = config ? io::hf_head_dim(*config) : std::nullopt;
     m["head_dim"] = head_dim ? nlohmann::json(*head_dim) : nlohmann::json();
-    if (config && config->num_layers) {
-        m["config_layers"] = config->num_layers->value;
-    }
     const auto kind = io::layout_norm_kind(layout);
-    const std::string& first = main->second.front();
     const bool has_norm =
-        kind && h.find(io::block_prefix(first) + std::string(io::layout_norm_name(layout)) +
-                       ".weight") != nullptr;
+        kind && h.find(io::block_prefix(layers->prefixes.front()) +
+                       std::string(io::layout_norm_name(layout)) + ".weight") != nullptr;
     m["norm"] = !has_norm
                     ? nlohmann::json()
                     : nlohmann::json(*kind == NormKind::layer_norm ? "layer_norm" : "rms_norm");
@@ -140,7 +120,7 @@ void run_info_safetensors(const InfoArgs& a) {
             j["metadata"] = h.metadata;
         }
         if (!layers.empty()) {
-            j["model"] = model_summary(a.file, h, layers);
+            j["model"] = model_summary(a.file, h);
         }
         std::cout << dump(j) << '\n';
         return;
@@ -173,7 +153,7 @@ void run_info_safetensors(const InfoArgs& a) {
             std::cout << "  " << pad(layout, 9) << "  prefix '" << io::message_text(prefix)
                       << "'\n";
         }
-        const nlohmann::json m = model_summary(a.file, h, layers);
+        const nlohmann::json m = model_summary(a.file, h);
         const auto text = [](const nlohmann::json& v) {
             return v.is_null() ? std::string("?") : v.dump();
         };

@@ -6,6 +6,8 @@
 #include "safetensors_detail.hpp"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 namespace attn::io {
 namespace {
@@ -108,7 +110,54 @@ const SafetensorsEntry* find_ending(const SafetensorsHeader& h, std::string_view
     return found;
 }
 
+/// The first integer component of a prefix ("model.layers.12.self_attn." -> 12), or -1.
+long long layer_number(const std::string& prefix) {
+    std::size_t start = 0;
+    while (start < prefix.size()) {
+        const std::size_t dot = prefix.find('.', start);
+        const std::string part =
+            prefix.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+        if (!part.empty() && part.size() < 18 &&
+            std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+            return std::stoll(part);
+        }
+        if (dot == std::string::npos) {
+            break;
+        }
+        start = dot + 1;
+    }
+    return -1;
+}
+
 } // namespace
+
+std::optional<CheckpointLayers> checkpoint_layers(const SafetensorsHeader& header) {
+    std::map<ParamsLayout, std::set<std::string>> found;
+    for (const SafetensorsEntry& t : header.tensors) {
+        const std::string& n = t.name;
+        for (std::size_t cut = 0;; cut = n.find('.', cut) + 1) {
+            for (const ParamsLayout layout : detect_layouts({n.substr(cut)})) {
+                found[layout].insert(n.substr(0, cut));
+            }
+            if (n.find('.', cut) == std::string::npos) {
+                break;
+            }
+        }
+    }
+    if (found.empty()) {
+        return std::nullopt;
+    }
+    const auto most =
+        std::max_element(found.begin(), found.end(), [](const auto& a, const auto& b) {
+            return a.second.size() < b.second.size();
+        });
+    CheckpointLayers out{most->first, {most->second.begin(), most->second.end()}};
+    std::stable_sort(
+        out.prefixes.begin(), out.prefixes.end(), [](const std::string& a, const std::string& b) {
+            return layer_number(a) < layer_number(b);
+        });
+    return out;
+}
 
 std::string block_prefix(std::string_view prefix) {
     std::string_view p = prefix;

@@ -15,6 +15,18 @@
 
 namespace attn::io {
 
+/// A checkpoint's attention layers: the layout most of its layers use, and their
+/// attention prefixes in layer order (by the first integer component: "h.2.attn." before
+/// "h.10.attn.").
+struct CheckpointLayers {
+    ParamsLayout layout = ParamsLayout::attn;
+    std::vector<std::string> prefixes;
+};
+
+/// The layers of a checkpoint header (prefixes where a layout's main weight sits, as
+/// detect_layouts() recognises it). Empty when it holds none.
+std::optional<CheckpointLayers> checkpoint_layers(const SafetensorsHeader& header);
+
 /// The block of a layer: its attention prefix less the last component
 /// ("transformer.h.0.attn." -> "transformer.h.0."; "" for "" or a one-component prefix).
 std::string block_prefix(std::string_view attention_prefix);

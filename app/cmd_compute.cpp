@@ -10,6 +10,7 @@
 #include "compute_options.hpp"
 #include "progress.hpp"
 
+#include <algorithm>
 #include <memory>
 
 namespace attn::app {
@@ -27,6 +28,14 @@ void run_compute(const ComputeArgs& a) {
     // Long computations show a spinner on a terminal's stderr; quick ones never start it.
     DelayedSpinner spinner(progress_wanted(a.out.quiet), "computing");
     const problem::Problem problem = problem::decode_problem(in.doc, in.base, std::move(in.arrays));
+    const bool heads_set = std::any_of(problem.settings.begin(),
+                                       problem.settings.end(),
+                                       [](const auto& s) { return s.name == "num_heads"; });
+    if (problem.layout && !heads_set && !a.out.quiet) {
+        // The likeliest silent mistake with a checkpoint: its heads left at 1.
+        warn("num_heads: no config.json beside the checkpoint and no --heads: computing 1 "
+             "head (give --heads N or --config FILE)");
+    }
     if (a.out.check_finite) {
         problem::check_finite(problem);
     }

@@ -199,6 +199,21 @@ std::string explain(const ProblemInput& in, const problem::Problem& p) {
         title += ", variant " + doc["variant"].get<std::string>();
     }
     r.row("problem", title);
+    // A checkpoint's model: layout, and each setting with where its value came from.
+    if (p.layout) {
+        r.row("checkpoint",
+              std::string(io::layout_name(*p.layout)) + " layout, attention at prefix '" +
+                  io::message_text(p.prefix) + "'");
+    }
+    for (const problem::Setting& s : p.settings) {
+        std::string text = s.value + " (" + s.origin + ")";
+        if (s.name == "norm" && p.norm) {
+            text += "; applied to the input before the projections";
+        } else if (s.name == "rope" && p.rope) {
+            text += "; rotates Q and K after the head split";
+        }
+        r.row(s.name, text);
+    }
 
     // Sources and projections.
     if (p.direct_heads) {

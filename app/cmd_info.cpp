@@ -3,6 +3,8 @@
 // the same strict readers as every other command.
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/io/checkpoint_model.hpp"
+#include "attn/io/hf_config.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/npz.hpp"
 #include "attn/io/safetensors.hpp"
@@ -12,6 +14,7 @@
 #include <algorithm>
 #include <cctype>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -61,6 +64,36 @@ std::string human_bytes(std::uint64_t n) {
     return n < 1024 ? std::to_string(n) + " B" : io::format_size(n);
 }
 
+/// What the model view needs of a checkpoint: its main layout (the one with the most
+/// layers), the layer count, heads (config.json), kv heads, head dim, norm and RoPE.
+nlohmann::json model_summary(const std::string& file, const io::SafetensorsHeader& h) {
+    const std::optional<io::CheckpointLayers> layers = io::checkpoint_layers(h);
+    ATTN_ASSERT(layers.has_value());
+    const io::ParamsLayout layout = layers->layout;
+    nlohmann::json m = {{"layout", io::layout_name(layout)}, {"layers", layers->prefixes.size()}};
+    std::optional<io::HfConfig> config;
+    if (const auto path = io::hf_config_beside(file)) {
+        config = io::read_hf_config(*path);
+        m["config"] = path->string();
+    }
+    const auto value = [](const auto& v) {
+        return v ? nlohmann::json(v->value) : nlohmann::json();
+    };
+    m["heads"] = config ? value(config->num_heads) : nlohmann::json();
+    m["kv_heads"] = config && config->num_kv_heads ? value(config->num_kv_heads) : m["heads"];
+    const std::optional<std::size_t> head_dim = config ? io::hf_head_dim(*config) : std::nullopt;
+    m["head_dim"] = head_dim ? nlohmann::json(*head_dim) : nlohmann::json();
+    const auto kind = io::layout_norm_kind(layout);
+    const bool has_norm =
+        kind && h.find(io::block_prefix(layers->prefixes.front()) +
+                       std::string(io::layout_norm_name(layout)) + ".weight") != nullptr;
+    m["norm"] = !has_norm
+                    ? nlohmann::json()
+                    : nlohmann::json(*kind == NormKind::layer_norm ? "layer_norm" : "rms_norm");
+    m["rope"] = io::layout_uses_rope(layout);
+    return m;
+}
+
 /// A .safetensors file: its header (checked strictly; no tensor data is read), every
 /// tensor's name, dtype, shape and size, and the layers `params` recognises.
 void run_info_safetensors(const InfoArgs& a) {
@@ -86,6 +119,9 @@ void run_info_safetensors(const InfoArgs& a) {
         if (!h.metadata.empty()) {
             j["metadata"] = h.metadata;
         }
+        if (!layers.empty()) {
+            j["model"] = model_summary(a.file, h);
+        }
         std::cout << dump(j) << '\n';
         return;
     }
@@ -109,7 +145,7 @@ void run_info_safetensors(const InfoArgs& a) {
     }
     if (layers.empty()) {
         std::cout << "no attention layer attn recognises (layouts attn, torch-mha, gpt2, "
-                     "llama)\n";
+                     "llama, bert)\n";
     } else {
         std::cout << "attention layers (params: {\"file\", \"prefix\", \"layout\"}, or --params "
                      "FILE --prefix P --layout L):\n";
@@ -117,6 +153,19 @@ void run_info_safetensors(const InfoArgs& a) {
             std::cout << "  " << pad(layout, 9) << "  prefix '" << io::message_text(prefix)
                       << "'\n";
         }
+        const nlohmann::json m = model_summary(a.file, h);
+        const auto text = [](const nlohmann::json& v) {
+            return v.is_null() ? std::string("?") : v.dump();
+        };
+        std::cout << "model: " << m["layout"].get<std::string>() << ", " << m["layers"] << " layer"
+                  << (m["layers"] == 1 ? "" : "s") << ", heads " << text(m["heads"])
+                  << ", kv heads " << text(m["kv_heads"]) << ", head dim " << text(m["head_dim"])
+                  << ", norm "
+                  << (m["norm"].is_null() ? std::string("none") : m["norm"].get<std::string>())
+                  << ", rope " << (m["rope"].get<bool>() ? "yes" : "no")
+                  << (m.contains("config") ? " (config.json)"
+                                           : " (no config.json beside it: give --heads)")
+                  << '\n';
     }
 }
 

@@ -50,9 +50,23 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
         ->group(g_in);
     cmd.add_option("--layout",
                    args.layout,
-                   "with a .safetensors --params: attn, torch-mha, gpt2 or llama (default: "
-                   "detected from the tensor names)")
-        ->check(CLI::IsMember({"attn", "torch-mha", "gpt2", "llama"}))
+                   "with a .safetensors --params: attn, torch-mha, gpt2, llama or bert "
+                   "(default: detected from the tensor names)")
+        ->check(CLI::IsMember({"attn", "torch-mha", "gpt2", "llama", "bert"}))
+        ->group(g_in);
+    cmd.add_option("--config",
+                   args.config,
+                   "with a .safetensors --params: the model's Hugging Face config.json "
+                   "(default: config.json beside the checkpoint, if any)")
+        ->group(g_in);
+    cmd.add_option("--token-ids",
+                   args.token_ids,
+                   "integer token ids [L] or [B,L] (.npy/.json): the checkpoint's embeddings "
+                   "make the layer-0 input")
+        ->group(g_in);
+    cmd.add_flag("--no-norm",
+                 args.no_norm,
+                 "skip the checkpoint's pre-attention norm (gpt2 ln_1, llama input_layernorm)")
         ->group(g_in);
     cmd.add_option("--tokens",
                    args.tokens,
@@ -126,6 +140,21 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
                    "f32 (default) or f64: the whole computation in float64, inputs read "
                    "without rounding to float32 (outputs still follow --dtype)")
         ->check(CLI::IsMember({"f32", "f64"}))
+        ->group(g_att);
+    cmd.add_flag("--rope{true}",
+                 args.rope,
+                 "rotary embeddings on Q and K: --rope (theta 10000, or the checkpoint's), "
+                 "--rope=THETA, --rope=off (on by default for the llama layout)")
+        ->group(g_att);
+    cmd.add_option("--rope-style", args.rope_style, "RoPE pairs: neox (rotate_half) or interleaved")
+        ->check(CLI::IsMember({"neox", "interleaved"}))
+        ->group(g_att);
+    cmd.add_option("--rope-dim", args.rope_dim, "rotary dim (even; default: the head dim)")
+        ->check(positive_count())
+        ->group(g_att);
+    cmd.add_option("--rope-offset",
+                   args.rope_offset,
+                   "position of query 0 (default Lk - Lq; keys sit at 0 .. Lk-1)")
         ->group(g_att);
     auto* g_ret = "Extra outputs";
     cmd.add_option("--return",
@@ -212,10 +241,52 @@ bool is_off(const std::string& s) {
 
 } // namespace
 
+namespace {
+
+/// --rope, --rope-style, --rope-dim, --rope-offset into the "rope" field (each flag
+/// overrides its key of the field), --no-norm into "norm".
+void apply_model_flags(const ProblemArgs& a, json& doc) {
+    if (a.no_norm) {
+        doc["norm"] = false;
+    }
+    if (!a.rope.empty() && is_off(a.rope)) {
+        doc["rope"] = false;
+        return;
+    }
+    const bool keys = !a.rope_style.empty() || a.rope_dim > 0 || a.rope_offset.has_value();
+    if (a.rope.empty() && !keys) {
+        return;
+    }
+    json rope = doc.contains("rope") ? doc["rope"] : json(true);
+    if (rope.is_number()) {
+        rope = json{{"theta", rope}};
+    } else if (!rope.is_object()) {
+        rope = json::object(); // true, false or absent: the flags turn it on
+    }
+    if (!a.rope.empty() && a.rope != "true") {
+        rope["theta"] = flag_number(a.rope, "--rope", "a theta > 0, or 'off'");
+    }
+    if (!a.rope_style.empty()) {
+        rope["style"] = a.rope_style;
+    }
+    if (a.rope_dim > 0) {
+        rope["dim"] = a.rope_dim;
+    }
+    if (a.rope_offset) {
+        rope["offset"] = *a.rope_offset;
+        rope.erase("positions");
+    }
+    doc["rope"] = std::move(rope);
+}
+
+} // namespace
+
 void apply_feature_flags(const ProblemArgs& a, json& doc) {
-    if (!a.prefix.empty() || !a.layout.empty()) {
+    if (!a.prefix.empty() || !a.layout.empty() || !a.config.empty()) {
         // Checkpoint params: "model.safetensors" becomes {"file": .., "prefix": .., "layout": ..}.
-        const char* flag = !a.prefix.empty() ? "--prefix" : "--layout";
+        const char* flag = !a.prefix.empty()   ? "--prefix"
+                           : !a.layout.empty() ? "--layout"
+                                               : "--config";
         json& params = doc["params"];
         if (params.is_string()) {
             params = json{{"file", params}};
@@ -231,7 +302,11 @@ void apply_feature_flags(const ProblemArgs& a, json& doc) {
         if (!a.layout.empty()) {
             params["layout"] = a.layout;
         }
+        if (!a.config.empty()) {
+            params["config"] = flag_path(a.config);
+        }
     }
+    apply_model_flags(a, doc);
     if (!a.window.empty()) {
         const auto sides = split_commas(a.window);
         if (sides.size() != 2) {
@@ -325,7 +400,8 @@ ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
         {&a.context, "context", "--context", io::ArrayKind::numeric},
         {&a.mask, "mask", "--mask", io::ArrayKind::mask},
         {&a.bias, "bias", "--bias", io::ArrayKind::numeric},
-        {&a.key_padding, "key_padding_mask", "--key-padding", io::ArrayKind::mask}};
+        {&a.key_padding, "key_padding_mask", "--key-padding", io::ArrayKind::mask},
+        {&a.token_ids, "token_ids", "--token-ids", io::ArrayKind::numeric}};
     for (const auto& [value, field, flag, kind] : arrays) {
         if (value->empty()) {
             continue;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,6 +40,14 @@ struct ProblemArgs {
     std::size_t top_k = 0;            ///< --top-k K (also asks for top_k)
     std::string precision;            ///< --precision f32|f64
     std::string tokens;               ///< --tokens a,b,c|FILE (the "tokens" field)
+    // Real models.
+    std::string rope;                        ///< --rope (true), --rope=THETA or --rope=off
+    std::string rope_style;                  ///< --rope-style neox|interleaved
+    std::size_t rope_dim = 0;                ///< --rope-dim DR
+    std::optional<std::int64_t> rope_offset; ///< --rope-offset N
+    bool no_norm = false;                    ///< --no-norm
+    std::string config;                      ///< --config FILE (a checkpoint's config.json)
+    std::string token_ids;                   ///< --token-ids FILE
 };
 
 /// Registers the positional PROBLEM and the field flags (--query/-q, ..., --variant).

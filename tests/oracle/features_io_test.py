@@ -313,8 +313,8 @@ def test_llama(res, binary, tmp):
                ("model.layers.0.mlp.up_proj.weight", "F16", rn(32, E)),
                ("model.layers.0.input_layernorm.weight", "F32", np.ones(E))]
     compute_case(res, binary, tmp("llama"), "llama GQA implied (H=4, Hkv=2), mixed dtypes",
-                 {"input": x.tolist(), "num_heads": H, "causal": True,
-                  "params": {"file": "llama.safetensors", "prefix": pre}},
+                 {"input": x.tolist(), "num_heads": H, "causal": True, "rope": False,
+                  "norm": False, "params": {"file": "llama.safetensors", "prefix": pre}},
                  want, w, files=[("llama.safetensors", tensors)])
 
     # Qwen2-style q/k/v biases, explicit num_kv_heads = 1, cross lengths, bottom-right.
@@ -332,7 +332,7 @@ def test_llama(res, binary, tmp):
                (pre + "v_proj.bias", "F32", bv)]
     compute_case(res, binary, tmp("qwen"), "llama with biases, MQA, bottom-right",
                  {"input": xq.tolist(), "context": xk.tolist(), "num_heads": H,
-                  "num_kv_heads": Hkv, "causal": "bottom-right",
+                  "num_kv_heads": Hkv, "causal": "bottom-right", "rope": False,
                   "params": {"file": "qwen.safetensors", "prefix": pre, "layout": "llama"}},
                  want, w, files=[("qwen.safetensors", tensors)])
 
@@ -421,9 +421,9 @@ def test_checkpoint_errors(res, binary, tmp):
                r"tensor 'c_attn.weight': second dimension 10 does not split in three")
     error_case(res, binary, d, "unknown checkpoint field",
                prob({"file": "g.safetensors", "layer": 0}),
-               r"params: unknown field 'layer' of a checkpoint \(expected file, prefix, layout\)")
-    error_case(res, binary, d, "unknown layout", prob({"file": "g.safetensors", "layout": "bert"}),
-               r"params\.layout: expected \"attn\", \"torch-mha\", \"gpt2\" or \"llama\"")
+               r"params: unknown field 'layer' of a checkpoint \(expected file, prefix, layout, config\)")
+    error_case(res, binary, d, "unknown layout", prob({"file": "g.safetensors", "layout": "t5"}),
+               r"params\.layout: expected \"attn\", \"torch-mha\", \"gpt2\", \"llama\" or \"bert\"")
     write_safetensors(os.path.join(d, "l.safetensors"), [("q_proj.weight", "F32", rn(E, E))])
     error_case(res, binary, d, "llama missing k_proj", prob("l.safetensors"),
                r"layout llama: missing tensor 'k_proj.weight'")

@@ -542,10 +542,10 @@ TEST(SafetensorsLayout, TableRequiredProjectionsAndLayoutNames) {
         [&] {
             std::vector<attn::io::ProblemSource> sources;
             (void)attn::io::load_checkpoint_params(
-                json{{"file", "m.safetensors"}, {"layout", "bert"}}, ".", sources);
+                json{{"file", "m.safetensors"}, {"layout", "t5"}}, ".", sources);
         },
-        "params.layout: expected \"attn\", \"torch-mha\", \"gpt2\" or \"llama\", got "
-        "\"bert\"",
+        "params.layout: expected \"attn\", \"torch-mha\", \"gpt2\", \"llama\" or \"bert\", got "
+        "\"t5\"",
         "params.layout: ");
 }
 
@@ -666,7 +666,8 @@ TEST_F(SafetensorsFileTest, DecodeProblemLoadsACheckpointLayer) {
     expect_error([&] { (void)attn::problem::decode_problem(wrong, dir_); },
                  "no attention weights at prefix 'model.layers.1.self_attn.' (looked for w_q, "
                  "w_k, w_v, w_o, in_proj_weight, q_proj_weight, out_proj.weight, c_attn.weight, "
-                 "q_proj.weight); the file has them at prefix 'model.layers.0.self_attn.': set "
+                 "q_proj.weight, self.query.weight); the file has them at prefix "
+                 "'model.layers.0.self_attn.': set "
                  "\"prefix\"",
                  "params: ");
     wrong["params"] = {{"file", "llama.safetensors"}, {"prefix", pre}, {"layout", "gpt2"}};

@@ -6,6 +6,8 @@
 
 #include "attn/attention.hpp"
 #include "attn/error.hpp"
+#include "attn/norm.hpp"
+#include "attn/rope.hpp"
 #include "attn/tensor.hpp"
 
 #include <array>
@@ -77,6 +79,13 @@ template <class T> struct BasicLayerSpec {
     std::size_t num_kv_heads = 0;                     ///< 0: num_heads
     const BasicProjections<T>* projections = nullptr; ///< null: the sources are Q, K, V
     BasicAttentionSpec<T> attention; ///< scale, masks ([B|1, H|1, Lq, Lk]), threads
+    /// The pre-attention norm (GPT-2 ln_1, llama input_layernorm), applied to each source
+    /// before the projections. null: none.
+    const BasicNorm<T>* norm = nullptr;
+    /// Rotary embeddings applied to the query and key heads after the head split (Hugging
+    /// Face order: project, split, rotate, attend). null: none.
+    const RopeSpec* rope = nullptr;
+    RopePositions rope_positions; ///< empty lists: rope_positions(Lq, Lk)'s defaults
 };
 using LayerSpec = BasicLayerSpec<float>;
 
@@ -90,8 +99,9 @@ using LayerResult = BasicLayerResult<float>;
 
 /// Multi-head attention over rank-3 sources.
 ///   query: [B, Lq, Eq]   key: [Bk, Lk, Ek]   value: [Bk, Lk, Ev]   (Bk in {1, B})
-/// Q = query·w_qᵀ + b_q (likewise K, V), split into num_heads (Q) and num_kv_heads (K, V)
-/// heads along the features, attend(), merge, then ·w_oᵀ + b_o when w_o is given.
+/// Each source goes through spec.norm first (when set); Q = query·w_qᵀ + b_q (likewise K,
+/// V), split into num_heads (Q) and num_kv_heads (K, V) heads along the features, Q and K
+/// rotated by spec.rope (when set), attend(), merge, then ·w_oᵀ + b_o when w_o is given.
 /// The default scale is 1/sqrt(head dim of Q).
 /// Throws InputError naming the weight or source whose shape does not fit.
 LayerResult

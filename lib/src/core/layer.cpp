@@ -168,12 +168,19 @@ BasicLayerResult<T> attend_layer_impl(const xt::xtensor<T, 3>& query,
                                          spec.num_kv_heads,
                                          spec.projections);
     plan.check();
-    const xt::xtensor<T, 3> q = project(query, p.w_q, p.b_q, "w_q", "b_q");
-    const xt::xtensor<T, 3> k = project(key, p.w_k, p.b_k, "w_k", "b_k");
-    const xt::xtensor<T, 3> v = project(value, p.w_v, p.b_v, "w_v", "b_v");
-    const xt::xtensor<T, 4> qh = split_heads(q, plan.h);
-    const xt::xtensor<T, 4> kh = split_heads(k, plan.hkv);
+    // The pre-attention norm: of each source (the same hidden state for self-attention).
+    const auto normed = [&spec](const xt::xtensor<T, 3>& x) {
+        return spec.norm != nullptr ? apply_norm(x, *spec.norm) : x;
+    };
+    const xt::xtensor<T, 3> q = project(normed(query), p.w_q, p.b_q, "w_q", "b_q");
+    const xt::xtensor<T, 3> k = project(normed(key), p.w_k, p.b_k, "w_k", "b_k");
+    const xt::xtensor<T, 3> v = project(normed(value), p.w_v, p.b_v, "w_v", "b_v");
+    xt::xtensor<T, 4> qh = split_heads(q, plan.h);
+    xt::xtensor<T, 4> kh = split_heads(k, plan.hkv);
     const xt::xtensor<T, 4> vh = split_heads(v, plan.hkv);
+    if (spec.rope != nullptr) {
+        apply_rope(qh, kh, *spec.rope, spec.rope_positions);
+    }
 
     BasicAttentionResult<T> r = attend(qh, kh, vh, spec.attention);
     BasicLayerResult<T> out;

@@ -1,4 +1,4 @@
-// The checkpoint layouts (attn, torch-mha, gpt2, llama): how a layer's attention tensors
+// The checkpoint layouts (attn, torch-mha, gpt2, llama, bert): how a layer's attention tensors
 // are named after its prefix, how a layout is recognized, and how its tensors become
 // nn.Linear-layout Projections. One table holds every layout: adding one is one entry
 // (its names, and a mapper when its tensors are not one weight and bias per projection).
@@ -272,6 +272,18 @@ const std::vector<LayoutInfo>& layouts() {
                             "v_proj.bias",
                             "o_proj.bias"},
                            true),
+        projections_layout(ParamsLayout::bert,
+                           "bert",
+                           {"self.query.weight"},
+                           {"self.query.weight",
+                            "self.key.weight",
+                            "self.value.weight",
+                            "output.dense.weight",
+                            "self.query.bias",
+                            "self.key.bias",
+                            "self.value.bias",
+                            "output.dense.bias"},
+                           true),
     };
     return table;
 }
@@ -286,7 +298,7 @@ const LayoutInfo& layout_info(ParamsLayout layout) {
     return layouts().front();
 }
 
-/// "\"attn\", \"torch-mha\", \"gpt2\" or \"llama\"", from the table.
+/// "\"attn\", \"torch-mha\", \"gpt2\", \"llama\" or \"bert\"", from the table.
 std::string layout_names_text() {
     std::string out;
     const std::vector<LayoutInfo>& all = layouts();
@@ -402,9 +414,9 @@ bool is_checkpoint_params(const nlohmann::json& params) {
                       });
 }
 
-Projections load_checkpoint_params(const nlohmann::json& params,
-                                   const std::filesystem::path& base,
-                                   std::vector<ProblemSource>& sources) {
+CheckpointParams load_checkpoint_params(const nlohmann::json& params,
+                                        const std::filesystem::path& base,
+                                        std::vector<ProblemSource>& sources) {
     std::string file;
     std::string prefix;
     std::optional<ParamsLayout> layout;
@@ -422,9 +434,9 @@ Projections load_checkpoint_params(const nlohmann::json& params,
                 if (!value.is_null()) {
                     layout = parse_layout(value);
                 }
-            } else {
+            } else if (key != "config") { // config.json: read by the caller
                 throw InputError("params: unknown field " + quote_name(key) +
-                                 " of a checkpoint (expected file, prefix, layout)");
+                                 " of a checkpoint (expected file, prefix, layout, config)");
             }
         }
         if (!params.contains("file")) {
@@ -527,7 +539,7 @@ Projections load_checkpoint_params(const nlohmann::json& params,
         sources.push_back(std::move(s));
         tensors.emplace(std::string(key), std::move(a));
     }
-    return map_layout(chosen, tensors, what, prefix);
+    return {map_layout(chosen, tensors, what, prefix), chosen, prefix, full};
 }
 
 std::size_t implied_num_kv_heads(const Projections& projections, std::size_t num_heads) {

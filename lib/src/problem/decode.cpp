@@ -33,7 +33,9 @@ const std::vector<std::string>& problem_fields() {
                                                     "window",       "window_align",
                                                     "softcap",      "alibi",
                                                     "sinks",        "return",
-                                                    "top_k",        "precision"};
+                                                    "top_k",        "precision",
+                                                    "rope",         "norm",
+                                                    "token_ids"};
     return fields;
 }
 
@@ -145,11 +147,30 @@ void decode_projected_sources(DecodeContext& cx, Problem& p, Array& q_arr, const
     }
 }
 
-/// num_heads and num_kv_heads of projected sources.
+/// num_heads and num_kv_heads of projected sources: the fields, else a checkpoint's
+/// config.json, else 1 head (and the key/value heads the checkpoint's shapes imply).
 void decode_heads(DecodeContext& cx, Problem& p) {
-    p.num_heads = cx.has("num_heads") ? positive_int(cx.doc["num_heads"], "num_heads") : 1;
+    const auto from_config = [&](const char* field,
+                                 const std::optional<io::HfValue<std::size_t>>& v,
+                                 std::size_t fallback) {
+        if (cx.has(field)) {
+            const std::size_t n = positive_int(cx.doc[field], field);
+            p.settings.push_back({field, std::to_string(n), "given"});
+            return n;
+        }
+        if (v) {
+            p.settings.push_back({field,
+                                  std::to_string(v->value),
+                                  cx.config->file.filename().string() + " " + v->key});
+            return v->value;
+        }
+        return fallback;
+    };
+    const bool config = cx.config.has_value();
+    p.num_heads = from_config("num_heads", config ? cx.config->num_heads : std::nullopt, 1);
     p.num_kv_heads =
-        cx.has("num_kv_heads") ? positive_int(cx.doc["num_kv_heads"], "num_kv_heads") : p.num_heads;
+        from_config("num_kv_heads", config ? cx.config->num_kv_heads : std::nullopt, p.num_heads);
+    cx.kv_heads_known = cx.has("num_kv_heads") || (config && cx.config->num_kv_heads);
     if (p.num_heads % p.num_kv_heads != 0) {
         throw InputError("num_kv_heads: " + std::to_string(p.num_kv_heads) +
                          " does not divide num_heads " + std::to_string(p.num_heads));
@@ -258,7 +279,7 @@ void decode_sources(DecodeContext& cx, Problem& p) {
     if (cx.has("query") && cx.has("input")) {
         throw InputError("query: give either query or input as the query source, not both");
     }
-    if (!cx.has("query") && !cx.has("input")) {
+    if (!cx.has("query") && !cx.has("input") && !cx.has("token_ids")) {
         throw InputError("problem: no query source: give query (with key and value) or input");
     }
     if (cx.has("context") && (cx.has("key") || cx.has("value"))) {
@@ -270,6 +291,12 @@ void decode_sources(DecodeContext& cx, Problem& p) {
     }
     if (cx.has("query") && !cx.has("key") && !cx.has("context")) {
         throw InputError("key: missing (query needs key and value, or context)");
+    }
+    if (cx.has("token_ids")) {
+        decode_token_ids(cx, p);
+        decode_heads(cx, p);
+        decode_projections(cx, p);
+        return;
     }
     const char* q_field = cx.has("query") ? "query" : "input";
     std::optional<Tensor> q_t; // a rank-4 .npy input, read straight into its tensor
@@ -303,7 +330,9 @@ Problem decode_problem(const json& doc_in, const fs::path& base, ArrayValues giv
     decode_presets(cx);
     Problem p;
     decode_id_and_precision(cx, p);
+    decode_config(cx, p);
     decode_sources(cx, p);
+    decode_model(cx, p);
     decode_scale_and_causal(cx, p);
     decode_masks(cx, p);
     decode_score_features(cx, p);

@@ -6,6 +6,8 @@
 
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/io/hf_config.hpp"
+#include "attn/io/safetensors.hpp"
 #include "attn/problem/problem.hpp"
 
 #include <algorithm>
@@ -27,6 +29,9 @@ struct DecodeContext {
     ArrayValues given;
     std::string variant;
     Precision precision = Precision::f32;
+    std::optional<io::HfConfig> config;             ///< a checkpoint's config.json
+    std::optional<io::CheckpointParams> checkpoint; ///< loaded early for token_ids
+    bool kv_heads_known = false;                    ///< num_kv_heads given or in the config
 
     /// Whether a field is given (a JSON null counts as absent).
     bool has(const char* field);
@@ -92,6 +97,13 @@ void decode_id_and_precision(DecodeContext& cx, Problem& p);
 void decode_sources(DecodeContext& cx, Problem& p);
 // decode_params.cpp: params or init.
 void decode_projections(DecodeContext& cx, Problem& p);
+// decode_model.cpp: a checkpoint's config.json (before the sources), token_ids (as the
+// query source), and after the sources its norm and the "rope"/"norm" fields.
+void decode_config(DecodeContext& cx, Problem& p);
+void decode_token_ids(DecodeContext& cx, Problem& p);
+void decode_model(DecodeContext& cx, Problem& p);
+/// The checkpoint a "params" value names, loaded once (cx.checkpoint).
+const io::CheckpointParams& checkpoint_params(DecodeContext& cx, Problem& p);
 // decode_fields.cpp.
 void decode_scale_and_causal(DecodeContext& cx, Problem& p);
 void decode_masks(DecodeContext& cx, Problem& p);

@@ -24,7 +24,6 @@ using io::ArrayKind;
 using io::format_size;
 using io::implied_num_kv_heads;
 using io::is_checkpoint_params;
-using io::load_checkpoint_params;
 using io::memory_limit;
 using io::message_text;
 using io::parse_json_text;
@@ -163,12 +162,15 @@ BasicProjections<T> build_projections(const std::map<std::string, Array>& arrays
 }
 
 /// Decodes "params" into p.projections (and, for precision f64, p.exact->projections).
-void decode_params(const json& j_in, const fs::path& base_in, Problem& problem) {
+void decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in, Problem& problem) {
     std::vector<ProblemSource>& sources = problem.sources;
     if (is_checkpoint_params(j_in)) {
         // attn/io/safetensors.hpp. F32/F16/BF16 tensors are exact in float32: widening them
         // for f64 loses nothing.
-        problem.projections = load_checkpoint_params(j_in, base_in, sources);
+        const io::CheckpointParams& c = checkpoint_params(cx, problem);
+        problem.projections = c.projections;
+        problem.layout = c.layout;
+        problem.prefix = c.prefix;
         if (problem.exact) {
             problem.exact->projections = widen(*problem.projections);
         }
@@ -345,8 +347,8 @@ void decode_projections(DecodeContext& cx, Problem& p) {
         throw InputError("init: give either params or init, not both");
     }
     if (cx.has("params")) {
-        decode_params(cx.doc["params"], cx.base, p);
-        if (!cx.has("num_kv_heads") && is_checkpoint_params(cx.doc["params"])) {
+        decode_params(cx, cx.doc["params"], cx.base, p);
+        if (!cx.kv_heads_known && is_checkpoint_params(cx.doc["params"])) {
             // Llama-style GQA: the checkpoint's k_proj rows give the key/value heads.
             p.num_kv_heads = implied_num_kv_heads(*p.projections, p.num_heads);
         }

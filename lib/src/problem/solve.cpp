@@ -74,7 +74,14 @@ Solution solve_in(const Problem& p, const Inputs& in, const SolveOptions& option
     Solution s;
     std::optional<xt::xtensor<T, 4>> weights;
     if (p.direct_heads) {
-        BasicAttentionResult<T> r = attend(in.q4, in.k4, in.v4, spec);
+        std::optional<BasicTensor<T>> q_rot, k_rot; // rotated copies ("rope")
+        if (p.rope) {
+            q_rot = in.q4;
+            k_rot = in.k4;
+            apply_rope(*q_rot, *k_rot, *p.rope, p.rope_positions);
+        }
+        BasicAttentionResult<T> r =
+            attend(q_rot ? *q_rot : in.q4, k_rot ? *k_rot : in.k4, in.v4, spec);
         s.output = to_array(r.output, shape_of(r.output));
         weights = std::move(r.weights);
         s.rows_fully_masked = r.rows_fully_masked;
@@ -85,6 +92,9 @@ Solution solve_in(const Problem& p, const Inputs& in, const SolveOptions& option
         ls.num_kv_heads = p.num_kv_heads;
         ls.projections = in.projections ? &*in.projections : nullptr;
         ls.attention = spec;
+        ls.norm = in.norm ? &*in.norm : nullptr;
+        ls.rope = p.rope ? &*p.rope : nullptr;
+        ls.rope_positions = p.rope_positions;
         BasicLayerResult<T> r = attend_layer(in.query_src, in.key_src, in.value_src, ls);
         std::vector<std::size_t> shape = shape_of(r.output);
         if (!p.batched) {

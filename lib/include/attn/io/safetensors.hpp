@@ -106,15 +106,16 @@ enum class ParamsLayout {
     gpt2,      ///< GPT-2 Conv1D: c_attn.weight [in, 3·out] (q|k|v columns), c_attn.bias,
                ///< c_proj.weight [in, out], c_proj.bias
     llama,     ///< q_proj, k_proj, v_proj, o_proj .weight [out, in] (and optional .bias)
+    bert,      ///< self.query, self.key, self.value, output.dense .weight [out, in], .bias
 };
 
-/// "attn", "torch-mha", "gpt2", "llama".
+/// "attn", "torch-mha", "gpt2", "llama", "bert".
 std::string_view layout_name(ParamsLayout layout);
 
 /// The layouts whose names appear among `names` (tensor names with the prefix removed), in
 /// enum order. A layout is recognized by its main weight: w_q/w_k/w_v/w_o (attn),
 /// in_proj_weight/q_proj_weight/out_proj.weight (torch-mha), c_attn.weight (gpt2),
-/// q_proj.weight (llama).
+/// q_proj.weight (llama), self.query.weight (bert).
 std::vector<ParamsLayout> detect_layouts(const std::vector<std::string>& names);
 
 /// Maps a layer's tensors (keyed by name without the prefix; others are ignored) to
@@ -132,17 +133,26 @@ Projections map_layout(ParamsLayout layout,
 /// (case-insensitive), or an object with a "file" field.
 bool is_checkpoint_params(const nlohmann::json& params);
 
+/// The projections of one checkpoint layer, and where they were found.
+struct CheckpointParams {
+    Projections projections;
+    ParamsLayout layout = ParamsLayout::attn;
+    std::string prefix;         ///< the attention prefix used (with the '.' it may have gained)
+    std::filesystem::path file; ///< the .safetensors file
+};
+
 /// Loads projections from a checkpoint named by a "params" value:
 ///   "model.safetensors"  or  {"file": F, "prefix": "transformer.h.0.attn.", "layout": L}
+/// (a "config" key is allowed and left to the caller: attn/io/checkpoint_model.hpp).
 /// F is relative to `base`. prefix (default "") selects the layer; a prefix that finds nothing
 /// is retried with a '.' appended. layout (default: detected from the names at the prefix)
-/// is "attn", "torch-mha", "gpt2" or "llama". Records the file as source "params" and each
+/// is "attn", "torch-mha", "gpt2", "llama" or "bert". Records the file as source "params" and each
 /// tensor used as "params.NAME" (for --check-finite and the output-path check).
 /// Throws InputError("params: ...") naming the file and the tensor; when nothing is found at
 /// the prefix, the message lists prefixes where the file does hold attention weights.
-Projections load_checkpoint_params(const nlohmann::json& params,
-                                   const std::filesystem::path& base,
-                                   std::vector<ProblemSource>& sources);
+CheckpointParams load_checkpoint_params(const nlohmann::json& params,
+                                        const std::filesystem::path& base,
+                                        std::vector<ProblemSource>& sources);
 
 /// The key/value heads that checkpoint weights imply when num_kv_heads is not given:
 /// rows(w_k) / (rows(w_q) / num_heads) when that is a whole divisor of num_heads

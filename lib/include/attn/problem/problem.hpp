@@ -5,6 +5,7 @@
 
 #include "attn/attention.hpp"
 #include "attn/io/array.hpp"
+#include "attn/io/safetensors.hpp"
 #include "attn/io/source.hpp"
 #include "attn/layer.hpp"
 
@@ -31,6 +32,13 @@ struct ExactInputs {
     std::optional<BasicTensor<double>> bias; ///< bias + additive masks, [B|1, H|1, Lq, Lk]
     std::optional<double> scale, softcap;
     std::vector<double> alibi_slopes, sinks;
+    std::optional<BasicNorm<double>> norm; ///< as Problem's
+};
+
+/// One setting of a model and where its value came from, for `explain`:
+/// {"num_heads", "12", "config.json n_head"}.
+struct Setting {
+    std::string name, value, origin;
 };
 
 /// A decoded problem: every array loaded and checked, the preset applied.
@@ -66,6 +74,13 @@ struct Problem {
     /// `exact` holds what solve() computes with.
     Precision precision = Precision::f32;
     std::optional<ExactInputs> exact; ///< set iff precision == f64
+    // Real models.
+    std::optional<Norm> norm;     ///< the pre-attention norm of the sources (checkpoint)
+    std::optional<RopeSpec> rope; ///< "rope": rotary embeddings of Q and K after the head split
+    RopePositions rope_positions; ///< the rows' positions, resolved for Lq and Lk
+    std::optional<io::ParamsLayout> layout; ///< a checkpoint's layout
+    std::string prefix;                     ///< and its attention prefix
+    std::vector<Setting> settings;          ///< heads, RoPE, norm: values and their origins
 };
 
 /// Arrays handed to decode_problem() already read, by field name ("query", "mask", ...).

@@ -1,0 +1,297 @@
+// The real-model fields of the problem document: a checkpoint's config.json (heads, RoPE,
+// norm eps; the fields override it), "token_ids" looked up in the checkpoint's
+// embeddings as the layer input, the layout's pre-attention norm ("norm": false turns it
+// off) and "rope" (on by default for the llama layout).
+#include "attn/embedding.hpp"
+#include "attn/error.hpp"
+#include "attn/io/checkpoint_model.hpp"
+#include "attn/io/hf_config.hpp"
+#include "attn/io/number_text.hpp"
+#include "attn/io/rope_field.hpp"
+#include "attn/problem/plan.hpp"
+#include "decode_detail.hpp"
+
+#include <charconv>
+#include <cmath>
+
+namespace attn::problem::detail {
+
+namespace fs = std::filesystem;
+using io::Array;
+using io::ArrayKind;
+using nlohmann::json;
+
+namespace {
+
+template <std::size_t N> xt::xtensor<double, N> widen(const xt::xtensor<float, N>& x) {
+    auto y = xt::xtensor<double, N>::from_shape(x.shape());
+    std::copy(x.begin(), x.end(), y.begin());
+    return y;
+}
+
+BasicNorm<double> widen(const Norm& n) {
+    BasicNorm<double> out;
+    out.kind = n.kind;
+    out.weight = widen(n.weight);
+    if (n.bias) {
+        out.bias = widen(*n.bias);
+    }
+    out.eps = n.eps;
+    out.name = n.name;
+    return out;
+}
+
+Embeddings64 widen(const Embeddings& e) {
+    Embeddings64 out;
+    out.token = widen(e.token);
+    if (e.position) {
+        out.position = widen(*e.position);
+    }
+    if (e.token_type) {
+        out.token_type = widen(*e.token_type);
+    }
+    if (e.norm) {
+        out.norm = widen(*e.norm);
+    }
+    return out;
+}
+
+/// A number as explain prints it: the shortest text that reads back.
+std::string number(double x) {
+    if (x == std::floor(x) && std::fabs(x) < 1e15) {
+        return std::to_string(static_cast<std::int64_t>(x)); // 500000, not 5e+05
+    }
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, x);
+    return std::string(buf, r.ptr);
+}
+
+/// "config.json n_head": a config value's origin.
+template <class T> std::string origin(const io::HfConfig& c, const io::HfValue<T>& v) {
+    return c.file.filename().string() + " " + v.key;
+}
+
+fs::path resolved(const fs::path& p, const fs::path& base) {
+    return p.is_absolute() ? p : base / p;
+}
+
+/// The eps of the layout's norms: config.json, else the layout's default.
+double norm_eps(DecodeContext& cx, io::ParamsLayout layout, std::string* from) {
+    if (cx.config && cx.config->norm_eps) {
+        *from = origin(*cx.config, *cx.config->norm_eps);
+        return cx.config->norm_eps->value;
+    }
+    *from = std::string(io::layout_name(layout)) + " default";
+    return io::layout_default_norm_eps(layout);
+}
+
+/// The head dim RoPE rotates: of the query heads.
+std::size_t query_head_dim(const Problem& p) {
+    return p.direct_heads ? p.q4.shape()[3] : plan_problem(p).d;
+}
+
+void decode_rope(DecodeContext& cx, Problem& p) {
+    const std::size_t d = query_head_dim(p);
+    // The checkpoint's own RoPE (llama), with config.json's values.
+    const auto config_spec = [&](std::string* from) {
+        if (cx.config) {
+            if (cx.config->rope_theta) {
+                *from = origin(*cx.config, *cx.config->rope_theta);
+            }
+            return io::hf_rope_spec(*cx.config, d);
+        }
+        return RopeSpec{};
+    };
+    std::optional<RopeSpec> spec;
+    std::string from;
+    if (p.layout && io::layout_uses_rope(*p.layout)) {
+        from = std::string(io::layout_name(*p.layout)) + " layout";
+        spec = config_spec(&from);
+    }
+    std::optional<io::RopeField> field;
+    if (cx.has("rope")) {
+        const json& j = cx.doc["rope"];
+        if (j.is_boolean() && !j.get<bool>()) {
+            if (spec) {
+                p.settings.push_back({"rope", "off", "given"});
+            }
+            spec.reset();
+        } else {
+            field = io::parse_rope_field(j, "rope");
+            RopeSpec s = spec ? *spec : config_spec(&from);
+            // The keys given override the checkpoint's values; true keeps them.
+            if (j.is_number() || (j.is_object() && j.contains("theta"))) {
+                s.theta = field->spec.theta;
+                from = "given";
+            }
+            if (j.is_object()) {
+                if (j.contains("style")) {
+                    s.style = field->spec.style;
+                }
+                if (j.contains("dim")) {
+                    s.dim = field->spec.dim;
+                }
+                if (j.contains("scaling")) {
+                    s.scaling = field->spec.scaling;
+                }
+            }
+            if (from.empty()) {
+                from = "given";
+            }
+            spec = s;
+        }
+    }
+    if (!spec) {
+        return;
+    }
+    if (d > 0) {
+        check_rope(*spec, d);
+    }
+    p.rope = spec;
+    p.rope_positions =
+        field ? io::resolve_rope_positions(*field, p.lq, p.lk) : rope_positions(p.lq, p.lk);
+    std::string value = "theta " + number(spec->theta) + ", " +
+                        (spec->style == RopeStyle::neox ? "neox" : "interleaved") + ", dim " +
+                        std::to_string(rope_dim(*spec, d)) + " of " + std::to_string(d);
+    if (spec->scaling.type == RopeScalingType::linear) {
+        value += ", linear scaling x" + number(spec->scaling.factor);
+    } else if (spec->scaling.type == RopeScalingType::llama3) {
+        value += ", llama3 scaling x" + number(spec->scaling.factor);
+    }
+    p.settings.push_back({"rope", value, from});
+}
+
+void decode_norm(DecodeContext& cx, Problem& p) {
+    const bool wanted = !cx.has("norm") || boolean(cx.doc["norm"], "norm");
+    if (!p.layout || !cx.checkpoint || !io::layout_norm_kind(*p.layout)) {
+        return;
+    }
+    if (!wanted) {
+        p.settings.push_back({"norm", "off", "given"});
+        return;
+    }
+    std::string from;
+    const double eps = norm_eps(cx, *p.layout, &from);
+    std::optional<io::SafetensorsFile> file;
+    try {
+        file.emplace(cx.checkpoint->file);
+    } catch (const InputError& e) {
+        throw InputError(std::string("params: ") + e.what());
+    }
+    p.norm = io::load_layer_norm(*file, *p.layout, p.prefix, eps, p.sources);
+    const std::string name =
+        io::block_prefix(p.prefix) + std::string(io::layout_norm_name(*p.layout));
+    if (!p.norm) {
+        p.settings.push_back({"norm", "none", "no " + name + ".weight in the checkpoint"});
+        return;
+    }
+    p.settings.push_back(
+        {"norm",
+         std::string(p.norm->kind == NormKind::layer_norm ? "LayerNorm " : "RMSNorm ") + name +
+             ", eps " + number(eps),
+         "checkpoint; eps: " + from});
+    if (p.exact) {
+        p.exact->norm = widen(*p.norm);
+    }
+}
+
+} // namespace
+
+const io::CheckpointParams& checkpoint_params(DecodeContext& cx, Problem& p) {
+    if (!cx.checkpoint) {
+        cx.checkpoint = io::load_checkpoint_params(cx.doc["params"], cx.base, p.sources);
+    }
+    return *cx.checkpoint;
+}
+
+void decode_config(DecodeContext& cx, Problem& p) {
+    if (!cx.has("params") || !io::is_checkpoint_params(cx.doc["params"])) {
+        return;
+    }
+    const json& params = cx.doc["params"];
+    const json& file = params.is_object() ? params["file"] : params;
+    if (!file.is_string()) {
+        return; // load_checkpoint_params names it
+    }
+    std::optional<fs::path> config;
+    if (params.is_object() && params.contains("config") && !params["config"].is_null()) {
+        if (!params["config"].is_string()) {
+            throw InputError("params.config: expected the path of a config.json, got " +
+                             type_name(params["config"]));
+        }
+        config = resolved(params["config"].get<std::string>(), cx.base);
+    } else {
+        config = io::hf_config_beside(resolved(file.get<std::string>(), cx.base));
+    }
+    if (!config) {
+        return;
+    }
+    try {
+        cx.config = io::read_hf_config(*config);
+    } catch (const InputError& e) {
+        throw InputError(std::string("params.config: ") + e.what());
+    }
+    p.sources.push_back({"params.config", *config, {}, std::nullopt, 0.0f});
+}
+
+void decode_token_ids(DecodeContext& cx, Problem& p) {
+    for (const char* other : {"query", "input", "key", "context"}) {
+        if (cx.has(other)) {
+            throw InputError(std::string("token_ids: give either token_ids or ") + other +
+                             " as the layer input, not both");
+        }
+    }
+    if (!cx.has("params") || !io::is_checkpoint_params(cx.doc["params"])) {
+        throw InputError("token_ids: needs a checkpoint to look the ids up in (params: a "
+                         ".safetensors file)");
+    }
+    const Array ids = cx.load(p, "token_ids", ArrayKind::numeric, nullptr);
+    if (ids.shape.size() != 1 && ids.shape.size() != 2) {
+        throw InputError("token_ids: expected shape [L] or [B, L], got " + shape_string(ids.shape));
+    }
+    const std::size_t b = ids.shape.size() == 2 ? ids.shape[0] : 1;
+    TokenIds t = TokenIds::from_shape({b, ids.shape.back()});
+    for (std::size_t i = 0; i < t.size(); ++i) {
+        const double v =
+            ids.values64.empty() ? static_cast<double>(ids.values[i]) : ids.values64[i];
+        if (!std::isfinite(v) || v != std::floor(v) || std::fabs(v) > 9.0e15) {
+            throw InputError("token_ids: value " + number(v) + " at index " + std::to_string(i) +
+                             " is not an integer id");
+        }
+        t.data()[i] = static_cast<std::int64_t>(v);
+    }
+    const io::CheckpointParams& c = checkpoint_params(cx, p);
+    std::optional<io::SafetensorsFile> file;
+    try {
+        file.emplace(c.file);
+    } catch (const InputError& e) {
+        throw InputError(std::string("params: ") + e.what());
+    }
+    std::string from;
+    const Embeddings e =
+        io::load_embeddings(*file, c.layout, norm_eps(cx, c.layout, &from), p.sources);
+    p.query_src = embed(t, e);
+    p.batched = ids.shape.size() == 2;
+    p.key_src = p.query_src;
+    p.value_src = p.query_src;
+    if (p.exact) {
+        p.exact->query_src = embed(t, widen(e));
+        p.exact->key_src = p.exact->query_src;
+        p.exact->value_src = p.exact->query_src;
+    }
+    p.batch = b;
+    p.lq = p.lk = t.shape()[1];
+    p.settings.push_back({"input",
+                          "embeddings of token_ids " + shape_string(ids.shape),
+                          c.file.filename().string()});
+}
+
+void decode_model(DecodeContext& cx, Problem& p) {
+    if (cx.has("norm") && !p.layout) {
+        (void)boolean(cx.doc["norm"], "norm");
+    }
+    decode_norm(cx, p);
+    decode_rope(cx, p);
+}
+
+} // namespace attn::problem::detail

@@ -38,6 +38,7 @@ struct ProblemArgs {
     std::string returns;              ///< --return lse,entropy,argmax,top_k
     std::size_t top_k = 0;            ///< --top-k K (also asks for top_k)
     std::string precision;            ///< --precision f32|f64
+    bool average_heads = false;       ///< --average-heads
 };
 
 /// Registers the positional PROBLEM and the field flags (--query/-q, ..., --variant).
@@ -58,7 +59,8 @@ struct ProblemInput {
 ProblemInput problem_input(const ProblemArgs& args, std::string_view command);
 
 /// Overlays the score-feature flags of `a` (--window, --softcap, --alibi, --sinks,
-/// --mask-convention, --return, --top-k, --precision, --prefix, --layout) on `doc`.
+/// --mask-convention, --return, --top-k, --precision, --average-heads, --prefix,
+/// --layout) on `doc`.
 /// Throws InputError naming the flag for a malformed value.
 void apply_feature_flags(const ProblemArgs& a, nlohmann::json& doc);
 

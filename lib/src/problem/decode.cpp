@@ -6,6 +6,7 @@
 #include "attn/error.hpp"
 #include "attn/io/number_text.hpp"
 #include "attn/problem/problem.hpp"
+#include "attn/suggest.hpp"
 #include "decode_detail.hpp"
 
 #include <algorithm>
@@ -33,7 +34,8 @@ const std::vector<std::string>& problem_fields() {
                                                     "window",       "window_align",
                                                     "softcap",      "alibi",
                                                     "sinks",        "return",
-                                                    "top_k",        "precision"};
+                                                    "top_k",        "precision",
+                                                    "average_heads"};
     return fields;
 }
 
@@ -236,8 +238,8 @@ void decode_presets(DecodeContext& cx) {
 }
 
 void decode_id_and_precision(DecodeContext& cx, Problem& p) {
-    if (cx.has("id")) {
-        p.id = cx.doc["id"];
+    if (cx.doc.contains("id")) {
+        p.id = cx.doc["id"]; // null too: echoed as given
     }
     // Precision first: it decides how the arrays are read.
     if (cx.has("precision")) {
@@ -297,7 +299,8 @@ Problem decode_problem(const json& doc_in, const fs::path& base, ArrayValues giv
     const auto& fields = problem_fields();
     for (const auto& [key, value] : cx.doc.items()) {
         if (std::find(fields.begin(), fields.end(), key) == fields.end()) {
-            throw InputError("problem: unknown field '" + shown(key) + "'");
+            throw InputError("problem: unknown field '" + shown(key) + "'" +
+                             did_you_mean(key, fields));
         }
     }
     decode_presets(cx);

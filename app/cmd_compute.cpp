@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
+#include <string>
 
 namespace attn::app {
 
@@ -26,22 +28,21 @@ void run_compute(const ComputeArgs& a) {
     apply_memory_limit(a.out.max_memory); // before anything is read
     ProblemInput in = problem_input(a.problem, "compute");
     // Long computations show a spinner on a terminal's stderr; quick ones never start it.
-    DelayedSpinner spinner(progress_wanted(a.out.quiet), "computing");
+    std::optional<DelayedSpinner> spinner(std::in_place, progress_wanted(a.out.quiet), "computing");
     const problem::Problem problem = problem::decode_problem(in.doc, in.base, std::move(in.arrays));
-    const bool heads_set = std::any_of(problem.settings.begin(),
-                                       problem.settings.end(),
-                                       [](const auto& s) { return s.name == "num_heads"; });
-    if (problem.layout && !heads_set && !a.out.quiet) {
-        // The likeliest silent mistake with a checkpoint: its heads left at 1.
-        warn("num_heads: no config.json beside the checkpoint and no --heads: computing 1 "
-             "head (give --heads N or --config FILE)");
+    if (!a.out.quiet && !problem.warnings.empty()) {
+        spinner.reset(); // erased before the warnings, started again after them
+        for (const std::string& w : problem.warnings) {
+            warn(w);
+        }
+        spinner.emplace(progress_wanted(a.out.quiet), "computing");
     }
     if (a.out.check_finite) {
         problem::check_finite(problem);
     }
     check_outputs(problem, a.problem, a.out); // before the work, so nothing is lost
     const problem::Solution solution = problem::solve(problem, a.out.solve_options());
-    spinner.stop();
+    spinner->stop();
     emit_solution(problem, solution, a.out);
 }
 

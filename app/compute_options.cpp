@@ -133,7 +133,7 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
     cmd.add_option("--sinks",
                    args.sinks,
                    "attention-sink logits S0,S1,.. (one per head) in each row's softmax "
-                   "denominator ('none' turns them off)")
+                   "denominator; -inf: a sink that takes nothing ('none' turns them off)")
         ->group(g_att);
     cmd.add_option("--precision",
                    args.precision,
@@ -167,6 +167,11 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
                    "return the K largest weights of each row and their keys (implies "
                    "--return top_k)")
         ->check(positive_count())
+        ->group(g_ret);
+    cmd.add_flag("--average-heads",
+                 args.average_heads,
+                 "weights averaged over heads, as nn.MultiheadAttention's default "
+                 "average_attn_weights=True ([B, Lq, Lk]; rank-4 inputs [B, 1, Lq, Lk])")
         ->group(g_ret);
 }
 
@@ -226,10 +231,15 @@ std::int64_t flag_window_side(const std::string& s) {
     return x;
 }
 
-/// A comma-separated list of finite numbers (--sinks, --alibi slopes).
-json flag_numbers(const std::string& s, const char* flag) {
+/// A comma-separated list of finite numbers (--alibi slopes), or also -inf (--sinks: a
+/// sink that takes nothing), given on as the field's "-inf".
+json flag_numbers(const std::string& s, const char* flag, bool neg_inf = false) {
     json out = json::array();
     for (const std::string& item : split_commas(s)) {
+        if (neg_inf && item == "-inf") {
+            out.push_back("-inf");
+            continue;
+        }
         out.push_back(flag_number(item, flag, "comma-separated numbers, one per head"));
     }
     return out;
@@ -333,7 +343,7 @@ void apply_feature_flags(const ProblemArgs& a, json& doc) {
         }
     }
     if (!a.sinks.empty()) {
-        doc["sinks"] = is_off(a.sinks) ? json(nullptr) : flag_numbers(a.sinks, "--sinks");
+        doc["sinks"] = is_off(a.sinks) ? json(nullptr) : flag_numbers(a.sinks, "--sinks", true);
     }
     if (!a.mask_convention.empty()) {
         doc["mask_convention"] = a.mask_convention;
@@ -362,6 +372,9 @@ void apply_feature_flags(const ProblemArgs& a, json& doc) {
         doc.erase("query_tokens"); // the flag overrides every token field
         doc.erase("key_tokens");
         doc["tokens"] = io::parse_token_list(a.tokens, "--tokens");
+    }
+    if (a.average_heads) {
+        doc["average_heads"] = true;
     }
 }
 

@@ -48,6 +48,7 @@ struct ProblemArgs {
     bool no_norm = false;                    ///< --no-norm
     std::string config;                      ///< --config FILE (a checkpoint's config.json)
     std::string token_ids;                   ///< --token-ids FILE
+    bool average_heads = false;              ///< --average-heads
 };
 
 /// Registers the positional PROBLEM and the field flags (--query/-q, ..., --variant).
@@ -68,7 +69,8 @@ struct ProblemInput {
 ProblemInput problem_input(const ProblemArgs& args, std::string_view command);
 
 /// Overlays the score-feature flags of `a` (--window, --softcap, --alibi, --sinks,
-/// --mask-convention, --return, --top-k, --precision, --prefix, --layout) on `doc`.
+/// --mask-convention, --return, --top-k, --precision, --average-heads, --prefix,
+/// --layout) on `doc`.
 /// Throws InputError naming the flag for a malformed value.
 void apply_feature_flags(const ProblemArgs& a, nlohmann::json& doc);
 

@@ -497,7 +497,7 @@ case("compute --mask - (bool NPY on stdin)",
                        b.getvalue())[1])(io.BytesIO()),
      out=lambda so: json.loads(so)["weights"][0][1] == 0)
 case("compute --params - ", ["compute", "-x", "q.npy", "--params", "-"],
-     stdin=json.dumps({"w_q": np.eye(3).tolist()}).encode(),
+     stdin=json.dumps({"w_q": np.eye(3).tolist(), "w_k": None, "w_v": None}).encode(),
      out=lambda so: np.array(json.loads(so)["output"]).shape == (2, 3))
 for flag in ("-k", "-v"):
     files = {"-q": "q.npy", "-k": "k.npy", "-v": "v.npy"}
@@ -858,7 +858,8 @@ def _():
     run_case("explain: same error as compute", ["explain", "-"], stdin=json.dumps(bad).encode(), code=2,
          out=lambda so: so == b"", err=re.escape(se_c.strip()))
     check("explain: compute failed too", rc_c == 2, str(rc_c))
-    bad_wo = {"input": rand(3, 4), "params": {"w_q": np.eye(4).tolist(), "w_o": np.eye(3).tolist()}}
+    bad_wo = {"input": rand(3, 4), "params": {"w_q": np.eye(4).tolist(), "w_k": None, "w_v": None,
+                                              "w_o": np.eye(3).tolist()}}
     rc_c, _, se_c = run(["compute", "-"], json.dumps(bad_wo).encode())
     run_case("explain: w_o mismatch named as compute names it", ["explain", "-"],
          stdin=json.dumps(bad_wo).encode(), code=2, err=re.escape(se_c.strip()))

@@ -494,6 +494,17 @@ def test_mask_conventions(res, binary, tmp):
           "key_padding_mask": [[("-inf" if math.isinf(v) else v) for v in row]
                                for row in kadd.tolist()]},
          want=(w_out2, w_w2))
+    # Hugging Face's extended mask: additive [B, 1, 1, Lk] of 0 / float32 min, broadcast
+    # over heads and queries as SDPA does; and the same 0/-inf as a [1, Lk] keep-mask.
+    hf = np.where(kpm_keep, 0.0, np.finfo(np.float32).min)[:, None, None, :]
+    w_out3, w_w3 = ref.compute({"query": Q, "key": K, "value": V, "bias": hf})
+    case("additive [B, 1, 1, Lk] (Hugging Face extended mask), broadcast", "add-hf",
+         {"mask_convention": "additive", "mask": "m.npy"}, want=(w_out3, w_w3),
+         npy=[("m.npy", hf.astype(np.float32))])
+    w_out4, w_w4 = ref.compute({"query": Q, "key": K, "value": V, "bias": hf})
+    case("bias [B, 1, 1, Lk] broadcast", "bias-hf", {"bias": "b.npy"}, want=(w_out4, w_w4),
+         npy=[("b.npy", hf.astype(np.float32))])
+
     # Streaming path (--no-weights) with an additive bias.
     d = tmp("add-stream")
     np.save(os.path.join(d, "m.npy"), madd.astype(np.float32))

@@ -205,7 +205,11 @@ def qkv(rank, B, H, Hkv, Lq, Lk, D, Dv, s=1.0):
 
 def mask_shape(kind, B, H, Lq, Lk):
     return {"2": (Lq, Lk), "3B": (B, Lq, Lk), "31": (1, Lq, Lk), "4BH": (B, H, Lq, Lk),
-            "41H": (1, H, Lq, Lk), "4B1": (B, 1, Lq, Lk), "411": (1, 1, Lq, Lk)}[kind]
+            "41H": (1, H, Lq, Lk), "4B1": (B, 1, Lq, Lk), "411": (1, 1, Lq, Lk),
+            # Broadcast as SDPA does (numpy's rule; rank 3 stays [B, Lq, Lk]).
+            "4B11k": (B, 1, 1, Lk), "4111k": (1, 1, 1, Lk), "4BHq1": (B, H, Lq, 1),
+            "41H1k": (1, H, 1, Lk), "4B1q1": (B, 1, Lq, 1), "21k": (1, Lk), "2q1": (Lq, 1),
+            "1k": (Lk,), "11": (1,), "3B1k": (B, 1, Lk), "31q1": (1, Lq, 1)}[kind]
 
 
 def gen_basic():
@@ -692,6 +696,52 @@ def gen_io():
         args=["--seed", "77"], ref_extra={"init": {"seed": 77}})
 
 
+def gen_broadcast():
+    """Masks and biases broadcast as SDPA does (numpy's rule; rank 3 stays [B, Lq, Lk]),
+    for rank 3 and 4 inputs, B == H too. Generated last: the other cases stay as drawn."""
+    stores = [("inline", None), ("inline", "int"), ("npy-bool", None), ("npy-u8", None),
+              ("npy32", None), ("inline", "float"), ("json", None)]
+    bstores_b = ["inline", "npy32", "npy64", "json"]
+    bkinds = ["4B11k", "4111k", "4BHq1", "41H1k", "4B1q1", "21k", "2q1", "1k", "11", "3B1k",
+              "31q1"]
+    for i, kind in enumerate(bkinds):
+        for rank in (3, 4):
+            B, H = (2, 2) if i % 2 == 0 else (3, 4)
+            Hkv = H if i % 3 else 1
+            Lq, Lk = pick(SIZES), pick(SIZES)
+            prob = masked_base(rank, B, H, Hkv, Lq, Lk)
+            if (i + rank) % 2 == 1:
+                prob["mask"] = Arr(rmask(mask_shape(kind, B, H, Lq, Lk), 0.8),
+                                   *stores[i % len(stores)])
+            else:
+                prob["bias"] = Arr(rbias(mask_shape(kind, B, H, Lq, Lk), p_inf=0.2),
+                                   bstores_b[i % len(bstores_b)])
+                if i % 4 == 1:
+                    prob["precision"] = "f64"
+            add("broadcast %s[%s] r%d B=%d H=%d Hkv=%d Lq=%d Lk=%d"
+                % ("mask" if "mask" in prob else "bias", kind, rank, B, H, Hkv, Lq, Lk), prob)
+
+
+def gen_mha_parity():
+    """nn.MultiheadAttention parity: head-averaged weights (field and flag), rank-4 weights
+    kept rank 4, and "w_k": null as the explicit identity."""
+    for n, (rank, B, H) in enumerate([(3, 2, 2), (2, 1, 4), (4, 2, 4), (4, 1, 1), (3, 3, 1)]):
+        Lq, Lk = pick(SIZES), pick(SIZES)
+        prob = masked_base(rank, B, H, H, Lq, Lk)
+        if n % 2 == 0:
+            prob["mask"] = Arr(rmask((B, 1, 1, Lk), 0.7))
+        if n == 1:
+            add("average heads flag r%d B=%d H=%d Lq=%d Lk=%d" % (rank, B, H, Lq, Lk), prob,
+                args=["--average-heads"], ref_extra={"average_heads": True})
+        else:
+            prob["average_heads"] = True
+            add("average_heads r%d B=%d H=%d Lq=%d Lk=%d" % (rank, B, H, Lq, Lk), prob)
+    E = 6
+    x = rn(2, 9, E)
+    p = {"w_q": Arr(rn(E, E)), "w_k": None, "w_v": Arr(rn(4, E))}
+    add("params w_k null = identity", {"input": Arr(x), "params": p, "num_heads": 2})
+
+
 def gen_errors():
     bad = [
         ("query/key feature mismatch", {"query": rn(3, 4), "key": rn(5, 3), "value": rn(5, 2)}),
@@ -949,7 +999,8 @@ def main():
     binary = os.path.abspath(sys.argv[1])
     start = time.time()
     for gen in (gen_basic, gen_rank4, gen_split_heads, gen_masks, gen_fully_masked,
-                gen_params, gen_init, gen_io, gen_errors):
+                gen_params, gen_init, gen_io, gen_errors, gen_broadcast,
+                gen_mha_parity):
         gen()
     passed = failed = 0
     root = tempfile.mkdtemp(prefix="attn_oracle_")

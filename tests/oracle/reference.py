@@ -72,7 +72,8 @@ def load_problem(problem, base_dir):
                 params = json.load(f)
             # DECISION: array paths inside a params file are relative to that file's folder.
             params_dir = os.path.dirname(path)
-        p["params"] = {k: load_array(v, params_dir) for k, v in params.items()}
+        p["params"] = {k: (None if v is None else load_array(v, params_dir))
+                       for k, v in params.items()}
     return p
 
 
@@ -133,7 +134,8 @@ def random_projections(seed, e_q, e_k, e_v, dim, num_heads, num_kv_heads,
 
 def normalize_params(params):
     """nn.MultiheadAttention state-dict names -> w_q, w_k, w_v, w_o, b_*."""
-    p = {k: v for k, v in params.items() if k in PARAM_NAMES}
+    # An explicit null ("w_k": null) is the identity, as if absent.
+    p = {k: v for k, v in params.items() if k in PARAM_NAMES and v is not None}
     if "in_proj_weight" in params:
         w = params["in_proj_weight"]
         e = w.shape[0] // 3
@@ -176,18 +178,15 @@ def apply_variant(problem):
 # ----------------------------------------------------------------------------- masks
 
 def _mask_slice(m, b, h, B, H, Lq, Lk, what):
-    """The [Lq, Lk] slice of a mask/bias for batch b and head h. Shapes: [Lq, Lk];
-    [B, Lq, Lk] (per batch, all heads); [B, H, Lq, Lk]; size-1 B or H broadcasts."""
-    if m.ndim == 2:
-        assert m.shape == (Lq, Lk), (what, m.shape)
-        return m
+    """The [Lq, Lk] slice of a mask/bias for batch b and head h. Rank 3 is [B, Lq, Lk]
+    (per batch, all heads); every other rank broadcasts against [B, H, Lq, Lk] by numpy's
+    rule (right-aligned, each dim equal or 1), as F.scaled_dot_product_attention does."""
     if m.ndim == 3:
-        assert m.shape[1:] == (Lq, Lk) and m.shape[0] in (1, B), (what, m.shape)
-        return m[b if m.shape[0] == B else 0]
-    assert m.ndim == 4, (what, m.shape)
-    assert m.shape[2:] == (Lq, Lk), (what, m.shape)
-    assert m.shape[0] in (1, B) and m.shape[1] in (1, H), (what, m.shape)
-    return m[b if m.shape[0] == B else 0, h if m.shape[1] == H else 0]
+        m = m[:, None]
+    try:
+        return np.broadcast_to(m, (B, H, Lq, Lk))[b, h]
+    except ValueError:
+        raise AssertionError((what, m.shape))
 
 
 def _kpm_slice(m, b, B, Lk):
@@ -358,7 +357,9 @@ def compute_full(problem):
             output = output[0]
 
     w, a = weights, allowed_all
-    if H == 1:
+    if p.get("average_heads"):
+        w, a = w.mean(axis=1, keepdims=True), a.any(axis=1, keepdims=True)
+    if w.shape[1] == 1 and rank != 4:  # rank-4 inputs keep rank-4 weights
         w, a = w[:, 0], a[:, 0]
     if not has_batch:
         w, a = w[0], a[0]

@@ -69,14 +69,24 @@ naive_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attenti
                          static_cast<long long>(j) > diag + spec.window.right)) {
                         seen[j] = false;
                     }
+                    // Masks and bias broadcast over a size-1 batch, head or query dim.
                     if (spec.bias != nullptr) {
                         const auto& t = *spec.bias;
-                        s[j] += static_cast<double>(
-                            t(t.shape()[0] == 1 ? 0 : b, t.shape()[1] == 1 ? 0 : h, i, j));
+                        const double bj = static_cast<double>(t(t.shape()[0] == 1 ? 0 : b,
+                                                                t.shape()[1] == 1 ? 0 : h,
+                                                                t.shape()[2] == 1 ? 0 : i,
+                                                                j));
+                        s[j] += bj;
+                        if (bj == -std::numeric_limits<double>::infinity()) {
+                            seen[j] = false; // blocked, even a NaN score
+                        }
                     }
                     if (spec.keep_mask != nullptr) {
                         const auto& m = *spec.keep_mask;
-                        if (m(m.shape()[0] == 1 ? 0 : b, m.shape()[1] == 1 ? 0 : h, i, j) == 0) {
+                        if (m(m.shape()[0] == 1 ? 0 : b,
+                              m.shape()[1] == 1 ? 0 : h,
+                              m.shape()[2] == 1 ? 0 : i,
+                              j) == 0) {
                             seen[j] = false;
                         }
                     }
@@ -134,7 +144,8 @@ naive_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Attenti
                     if (w > 0.0) {
                         r.entropy[row] -= w * std::log(w);
                     }
-                    for (std::size_t x = 0; x < dv; ++x) {
+                    for (std::size_t x = 0; x < dv && seen[j]; ++x) {
+                        // A blocked key adds nothing, even a NaN or inf value.
                         r.output[row * dv + x] += w * static_cast<double>(v(bk, g, j, x));
                     }
                 }

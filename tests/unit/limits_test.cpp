@@ -463,7 +463,7 @@ TEST_F(Limits, CheckFiniteNamesFieldFileAndIndex) {
     EXPECT_EQ(input_error_of([&] { check_finite(decode_problem(ok, dir_)); }),
               "bias: non-finite value inf at [0, 0] (--check-finite)");
     ok["bias"] = nlohmann::json::parse("[[0, 0]]");
-    ok["params"] = nlohmann::json::parse(R"({"w_q": [["nan"]]})");
+    ok["params"] = nlohmann::json::parse(R"({"w_q": [["nan"]], "w_k": null, "w_v": null})");
     EXPECT_EQ(input_error_of([&] { check_finite(decode_problem(ok, dir_)); }),
               "params.w_q: non-finite value nan at [0, 0] (--check-finite)");
 }

@@ -531,12 +531,17 @@ TEST(SafetensorsLayout, TableRequiredProjectionsAndLayoutNames) {
     expect_error([&] { (void)attn::io::map_layout(ParamsLayout::llama, t, "params: m", "x."); },
                  "params: m: layout llama: missing tensor 'x.k_proj.weight'",
                  "params: m: ");
-    // attn requires nothing: a partial layer maps what it has.
+    // attn: once one input projection is there, a missing one is named (never an
+    // identity); a layer without any maps what it has.
     std::map<std::string, Array> a;
     a.emplace("w_q", iota({4, 4}));
     a.emplace("b_o", iota({4}));
+    expect_error([&] { (void)attn::io::map_layout(ParamsLayout::attn, a, "params: m", ""); },
+                 "params: m: layout attn: missing tensor 'w_k'",
+                 "params: m: ");
+    a.erase("w_q");
     const auto p = attn::io::map_layout(ParamsLayout::attn, a, "params: m", "");
-    EXPECT_TRUE(p.w_q && !p.w_k && !p.w_v && !p.w_o && !p.b_q && p.b_o);
+    EXPECT_TRUE(!p.w_q && !p.w_k && !p.w_v && !p.w_o && !p.b_q && p.b_o);
     // The names in messages come from the table, in its order.
     expect_error(
         [&] {

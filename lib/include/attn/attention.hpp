@@ -68,9 +68,10 @@ using RowDiagnostics = BasicRowDiagnostics<float>;
 template <class T> struct BasicAttentionSpec {
     std::optional<T> scale{}; ///< empty: 1/sqrt(D)
     Causal causal = Causal::none;
-    const Mask* keep_mask = nullptr; ///< [Bm, Hm, Lq, Lk], Bm in {1, B}, Hm in {1, H}
+    const Mask* keep_mask =
+        nullptr; ///< [Bm, Hm, Lqm, Lk], Bm in {1, B}, Hm in {1, H}, Lqm in {1, Lq}
     const xt::xtensor<T, 4>* bias =
-        nullptr;                       ///< [Bb, Hb, Lq, Lk], added to scaled scores; -inf blocks
+        nullptr;                       ///< [Bb, Hb, Lqb, Lk] as keep_mask, added to scaled scores
     const Mask* key_padding = nullptr; ///< [Bp, 1, 1, Lk], Bp in {1, B}; 1 = real token
     bool want_weights = true;          ///< false: streaming kernel, no [Lq, Lk] matrix
     unsigned threads = 0;              ///< 0: all hardware threads
@@ -107,10 +108,13 @@ using AttentionResult = BasicAttentionResult<float>;
 ///
 /// Shapes:  q: [B, H, Lq, D]   k: [B, Hkv, Lk, D]   v: [B, Hkv, Lk, Dv]
 /// Grouped-query attention when Hkv < H (query head h uses kv head h / (H / Hkv));
-/// requires H % Hkv == 0. Masks and bias broadcast over a size-1 batch or head dim.
+/// requires H % Hkv == 0. Masks and bias broadcast over a size-1 batch, head or query dim
+/// (read in place, never copied).
 /// A key is seen only where keep_mask, key_padding, causal and a finite-or-+inf bias all
 /// allow it. A query row that sees no key gets zeros in output and weights, and is
-/// counted in rows_fully_masked. NaN in the inputs propagates as in PyTorch.
+/// counted in rows_fully_masked. NaN and ±inf in the inputs reach exactly the rows that see
+/// them: a blocked key (keep_mask, key_padding, causal, window or a -inf bias) contributes
+/// nothing, whatever its key, value or score holds; a visible one propagates as in PyTorch.
 /// Every output row is computed by one thread, so results do not depend on `threads`.
 ///
 /// Throws InputError naming the argument, the expected shape and the actual shape.

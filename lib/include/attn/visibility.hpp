@@ -116,16 +116,18 @@ class KeyRule {
     std::int64_t offset_;
 };
 
-/// Index of a broadcast [B|1, H|1, Lq, Lk] operand's row (b, h, i).
+/// Index of a broadcast [B|1, H|1, Lq|1, Lk] operand's row (b, h, i): a size-1 dim is
+/// read at 0 for every index (one row serves every query of a [B, 1, 1, Lk] mask).
 template <class E>
 std::size_t pair_row_offset(const E& t, std::size_t b, std::size_t h, std::size_t i) {
     const auto& s = t.shape();
     const std::size_t bb = s[0] == 1 ? 0 : b;
     const std::size_t hh = s[1] == 1 ? 0 : h;
-    return ((bb * s[1] + hh) * s[2] + i) * s[3];
+    const std::size_t ii = s[2] == 1 ? 0 : i;
+    return ((bb * s[1] + hh) * s[2] + ii) * s[3];
 }
 
-/// Row (b, h, i) of an optional broadcast [B|1, H|1, Lq, Lk] operand (bias or keep-mask),
+/// Row (b, h, i) of an optional broadcast [B|1, H|1, Lq|1, Lk] operand (bias or keep-mask),
 /// or null when the operand is absent.
 template <class E>
 const E* pair_row(const xt::xtensor<E, 4>* t, std::size_t b, std::size_t h, std::size_t i) {

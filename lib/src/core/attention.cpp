@@ -16,13 +16,13 @@ namespace attn {
 
 namespace {
 
-/// A broadcastable [B|1, H|1, Lq, Lk] operand (mask or bias).
+/// A broadcastable [B|1, H|1, Lq|1, Lk] operand (mask or bias).
 template <class T>
 void check_pair_operand(
     const char* what, const T& t, std::size_t b, std::size_t h, std::size_t lq, std::size_t lk) {
     const auto& s = t.shape();
-    const bool ok =
-        (s[0] == b || s[0] == 1) && (s[1] == h || s[1] == 1) && s[2] == lq && s[3] == lk;
+    const bool ok = (s[0] == b || s[0] == 1) && (s[1] == h || s[1] == 1) &&
+                    (s[2] == lq || s[2] == 1) && s[3] == lk;
     if (!ok) {
         throw InputError::shape(what, {b, h, lq, lk}, shape_of(t));
     }
@@ -143,7 +143,12 @@ template std::vector<double> alibi_default_slopes<double>(std::size_t);
 AttentionResult
 attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
     attend_check(q, k, v, spec);
-    return streams(spec) ? attend_streaming(q, k, v, spec) : attend_materialized(q, k, v, spec);
+    // A NaN or ±inf value must add nothing to the rows that do not see its key: the
+    // materialized kernel takes those keys apart (a rare input: the check is one pass).
+    const bool finite_values =
+        std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+    return streams(spec) && finite_values ? attend_streaming(q, k, v, spec)
+                                          : attend_materialized(q, k, v, spec);
 }
 
 BasicAttentionResult<double> attend(const BasicTensor<double>& q,

@@ -161,8 +161,8 @@ RowOut<T> row_out(BasicRowDiagnostics<T>& diag, std::size_t row, std::size_t top
 /// ops.softmax_row covers the plain case) or T = double (every row of the float64 driver).
 /// Over keys j < n (the causal limit; keys from n to lk get weight 0):
 ///   x_j = scale·s_j; x_j = cap·tanh(x_j / cap); x_j += bias_j - slope·|j - diag|;
-///   x_j = -inf outside `visible` (the row's KeyRule range) or where the keep-mask or the
-///   padding blocks key j;
+///   x_j = -inf outside `visible` (the row's KeyRule range) or where the keep-mask, the
+///   padding or a -inf bias blocks key j (even when the score was NaN);
 ///   m = max(max_j x_j, sink); w_j = exp(x_j - m) / (exp(sink - m) + sum_j exp(x_j - m)).
 /// Scores, exponentials and weights are computed in T; the sum and the entropy accumulate
 /// in double for both. Returns false when no key is visible (the caller zeros the row; a
@@ -200,8 +200,9 @@ bool feature_row(T* s,
         if (!spec.alibi_slopes.empty()) {
             x += alibi_bias(slope, diag, j);
         }
-        if (!visible.contains(j) || !masks_keep(mask, pad, j)) {
-            x = kNegInf;
+        if (!visible.contains(j) || !masks_keep(mask, pad, j) ||
+            (bias != nullptr && bias[j] == kNegInf)) {
+            x = kNegInf; // blocked: -inf even if the score was NaN
         }
         s[j] = x;
         any_visible = any_visible || x != kNegInf; // NaN counts as visible: it propagates

@@ -537,16 +537,19 @@ bool softmax_row(float* s,
     const std::size_t lanes = hn::Lanes(d);
     const V neg_inf = hn::Set(d, -__builtin_inff());
     const V vscale = hn::Set(d, scale);
-    // pass 1: x = s·scale + bias, masked keys -> -inf (even if x is NaN); row max.
+    // pass 1: x = s·scale + bias, blocked keys (masks, a -inf bias) -> -inf (even if x is
+    // NaN); row max.
     V vmax = neg_inf;
     bool seen = false;
     for (std::size_t j = 0; j < n; j += lanes) {
         const std::size_t count = min_size(lanes, n - j);
         V x = hn::Mul(load_part(d, s + j, count), vscale);
-        if (bias != nullptr) {
-            x = hn::Add(x, load_part(d, bias + j, count));
-        }
         auto keep = hn::FirstN(d, count);
+        if (bias != nullptr) {
+            const V b = load_part(d, bias + j, count);
+            x = hn::Add(x, b);
+            keep = hn::And(keep, hn::Ne(b, neg_inf));
+        }
         if (mask != nullptr) {
             keep = hn::And(keep, nonzero_bytes(mask + j, count));
         }

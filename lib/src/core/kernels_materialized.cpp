@@ -14,12 +14,15 @@
 // Legend: B batch, H query heads, Hkv key/value heads, Lq queries, Lk keys,
 //         D query/key features, Dv value features, QB query rows per task.
 #include "attn/kernels.hpp"
+#include "attn/visibility.hpp"
 #include "blas.hpp"
 #include "kernel_common.hpp"
 #include "kernel_ops.hpp"
 #include "parallel.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -114,6 +117,64 @@ template <> struct MaterializedOps<double> {
     std::nullptr_t plain_row(double) const { return nullptr; }
 };
 
+/// The keys whose value row holds NaN or ±inf, per K/V head. A key blocked for a row must
+/// contribute exactly nothing to it, but the P·V GEMM would give 0·NaN = NaN; such a head
+/// is multiplied by a copy of V with those rows zeroed, and add_visible() adds their terms
+/// back for the rows that see them. Heads without any keep V as it is (no copy).
+template <class T> class NonFiniteValues {
+  public:
+    explicit NonFiniteValues(const xt::xtensor<T, 4>& v)
+        : lk_(v.shape()[2]), dv_(v.shape()[3]), keys_(v.shape()[0] * v.shape()[1]),
+          clean_(keys_.size()) {
+        for (std::size_t head = 0; head < keys_.size(); ++head) {
+            const T* v_head = v.data() + head * lk_ * dv_;
+            for (std::size_t j = 0; j < lk_; ++j) {
+                const T* row = v_head + j * dv_;
+                if (!std::all_of(row, row + dv_, [](T x) { return std::isfinite(x); })) {
+                    keys_[head].push_back(j);
+                }
+            }
+            if (!keys_[head].empty()) {
+                clean_[head].assign(v_head, v_head + lk_ * dv_);
+                for (const std::size_t j : keys_[head]) {
+                    std::fill_n(clean_[head].data() + j * dv_, dv_, T{0});
+                }
+            }
+        }
+    }
+
+    /// V of `head` for the GEMM: as given, or the copy with non-finite rows zeroed.
+    const T* values(std::size_t head, const T* v_head) const {
+        return clean_[head].empty() ? v_head : clean_[head].data();
+    }
+
+    /// o[r] += p[r, j]·v[j] for the non-finite keys j < n that row r of the task sees.
+    void add_visible(const BasicVisibility<T>& vis,
+                     const detail::QueryBlockTask& task,
+                     std::size_t head,
+                     const T* p,
+                     std::size_t n,
+                     const T* v_head,
+                     T* o) const {
+        for (std::size_t r = 0; r < task.rows; ++r) {
+            for (const std::size_t j : keys_[head]) {
+                if (j < n && vis.sees(task.b, task.h, task.i0 + r, j)) {
+                    for (std::size_t x = 0; x < dv_; ++x) {
+                        o[r * dv_ + x] += p[r * lk_ + j] * v_head[j * dv_ + x];
+                    }
+                }
+            }
+        }
+    }
+
+    bool any(std::size_t head) const { return !keys_[head].empty(); }
+
+  private:
+    std::size_t lk_, dv_;
+    std::vector<std::vector<std::size_t>> keys_;
+    std::vector<std::vector<T>> clean_;
+};
+
 template <class T>
 BasicAttentionResult<T> materialized(const xt::xtensor<T, 4>& q,
                                      const xt::xtensor<T, 4>& k,
@@ -146,6 +207,8 @@ BasicAttentionResult<T> materialized(const xt::xtensor<T, 4>& q,
     detail::blas_single_threaded();
     const MaterializedOps<T> mops(k, spec, threads);
     const auto plain_row = mops.plain_row(scale);
+    const NonFiniteValues<T> nonfinite(v);
+    const BasicVisibility<T> visibility(spec, lq, lk);
 
     std::vector<std::vector<T>> scratch(threads);
     std::vector<std::int64_t> masked_rows(threads, 0);
@@ -177,9 +240,12 @@ BasicAttentionResult<T> materialized(const xt::xtensor<T, 4>& q,
             p, empty, qblock, first_row, lq, lk, scale, spec, diag_out, features, plain_row);
         masked_rows[worker] += empty_rows;
 
-        // pass 3: output = P[:, 0:n_vis] · V[0:n_vis], then exact zeros for rows that saw
-        // no key.
-        mops.output(p, rows, n_vis, v_head, dv, o_blk);
+        // pass 3: output = P[:, 0:n_vis] · V[0:n_vis] (a blocked key adds nothing, even a
+        // NaN or ±inf value), then exact zeros for rows that saw no key.
+        mops.output(p, rows, n_vis, nonfinite.values(head, v_head), dv, o_blk);
+        if (nonfinite.any(head)) {
+            nonfinite.add_visible(visibility, qblock, head, p, n_vis, v_head, o_blk);
+        }
         if (empty_rows > 0) {
             detail::zero_empty_rows(o_blk, empty, rows, dv);
         }

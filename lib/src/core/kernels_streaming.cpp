@@ -182,9 +182,9 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                                   v_head + j0 * dv,
                                   g == 0 ? kb * dv * sizeof(float) : 0);
 
-                // pass 2: softcap, bias, ALiBi, then masks. A blocked key becomes exactly
-                // -inf even when its score or bias is NaN (masks win); only blocks that
-                // need it pay.
+                // pass 2: softcap, bias, ALiBi, then masks. A blocked key (masks, a -inf
+                // bias) becomes exactly -inf even when its score is NaN (blocking wins);
+                // only blocks that need it pay.
                 if (spec.softcap) {
                     const float cap = *spec.softcap;
                     for (std::size_t j = 0; j < kb; ++j) {
@@ -199,7 +199,10 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                         const float* bias_row =
                             spec.bias->data() + pair_row_offset(*spec.bias, b, h, i0 + r);
                         for (std::size_t j = 0; j < kb; ++j) {
-                            st[j * kScoreStride + r] += bias_row[j0 + j];
+                            // A -inf bias blocks as a mask does, even a NaN score.
+                            const float bj = bias_row[j0 + j];
+                            float& x = st[j * kScoreStride + r];
+                            x = bj == kNegInf ? kNegInf : x + bj;
                         }
                     }
                 }

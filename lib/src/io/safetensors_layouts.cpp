@@ -202,7 +202,8 @@ struct LayoutInfo {
 /// One weight and optional bias per projection, [out, in] as nn.Linear: copied as they are.
 void map_projections(const LayerTensors& t, const LayoutInfo& info, Projections& p) {
     const ProjectionNames& n = info.names;
-    if (info.require_qkv) {
+    // Once one input projection is there, a missing one is an error, never an identity.
+    if (info.require_qkv || t.has(n.w_q) || t.has(n.w_k) || t.has(n.w_v)) {
         for (const std::string_view key : {n.w_q, n.w_k, n.w_v}) {
             if (!t.has(key)) {
                 t.missing(key, info.name);

@@ -6,6 +6,7 @@
 #include "attn/error.hpp"
 #include "attn/io/number_text.hpp"
 #include "attn/problem/problem.hpp"
+#include "attn/suggest.hpp"
 #include "decode_detail.hpp"
 
 #include <algorithm>
@@ -35,7 +36,7 @@ const std::vector<std::string>& problem_fields() {
                                                     "sinks",        "return",
                                                     "top_k",        "precision",
                                                     "rope",         "norm",
-                                                    "token_ids"};
+                                                    "token_ids",    "average_heads"};
     return fields;
 }
 
@@ -170,6 +171,7 @@ void decode_heads(DecodeContext& cx, Problem& p) {
     p.num_heads = from_config("num_heads", config ? cx.config->num_heads : std::nullopt, 1);
     p.num_kv_heads =
         from_config("num_kv_heads", config ? cx.config->num_kv_heads : std::nullopt, p.num_heads);
+    cx.heads_known = cx.has("num_heads") || (config && cx.config->num_heads);
     cx.kv_heads_known = cx.has("num_kv_heads") || (config && cx.config->num_kv_heads);
     if (p.num_heads % p.num_kv_heads != 0) {
         throw InputError("num_kv_heads: " + std::to_string(p.num_kv_heads) +
@@ -257,8 +259,8 @@ void decode_presets(DecodeContext& cx) {
 }
 
 void decode_id_and_precision(DecodeContext& cx, Problem& p) {
-    if (cx.has("id")) {
-        p.id = cx.doc["id"];
+    if (cx.doc.contains("id")) {
+        p.id = cx.doc["id"]; // null too: echoed as given
     }
     // Precision first: it decides how the arrays are read.
     if (cx.has("precision")) {
@@ -324,7 +326,8 @@ Problem decode_problem(const json& doc_in, const fs::path& base, ArrayValues giv
     const auto& fields = problem_fields();
     for (const auto& [key, value] : cx.doc.items()) {
         if (std::find(fields.begin(), fields.end(), key) == fields.end()) {
-            throw InputError("problem: unknown field '" + shown(key) + "'");
+            throw InputError("problem: unknown field '" + shown(key) + "'" +
+                             did_you_mean(key, fields));
         }
     }
     decode_presets(cx);

@@ -4,12 +4,14 @@
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
 #include "attn/io/json_array.hpp"
+#include "attn/io/limits.hpp"
 #include "decode_detail.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace attn::problem::detail {
 
@@ -182,39 +184,91 @@ Tensor to_tensor4(Array& a) {
     return t;
 }
 
-/// Shape check of a mask or bias given in the user's rank; returns its rank-4 shape.
-Shape pair_shape(const Array& a,
+/// Repeats every value of `a` `n` times in place (a size-1 last dim grown to n), after
+/// checking the grown float32 (and float64) buffers against the memory limit.
+void repeat_last_dim(Array& a, std::size_t n, const std::string& name, const Shape& grown) {
+    constexpr std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
+    const std::uint64_t per_value = sizeof(float) + (a.values64.empty() ? 0 : sizeof(double));
+    const std::uint64_t count = a.values.size();
+    const std::uint64_t bytes =
+        count != 0 && n > max / count / per_value ? max : count * n * per_value;
+    if (bytes > io::memory_limit()) {
+        throw InputError(name + ": broadcasting its key dim gives shape " +
+                         shape_string({grown.begin(), grown.end()}) + ", " +
+                         io::format_size(bytes) + ", more than the memory limit of " +
+                         io::format_size(io::memory_limit()) + " (--max-memory)");
+    }
+    const auto grow = [n](auto& values) {
+        std::remove_reference_t<decltype(values)> out;
+        out.reserve(values.size() * n);
+        for (const auto x : values) {
+            out.insert(out.end(), n, x);
+        }
+        values.swap(out);
+    };
+    grow(a.values);
+    grow(a.values64);
+}
+
+/// Shape check of a mask or bias given in the user's rank, broadcast against
+/// [B, H, Lq, Lk] as torch's F.scaled_dot_product_attention does (numpy's rule: dims
+/// aligned on the right, each equal or 1; rank 0 to 4), except rank 3, which keeps its
+/// meaning [B, Lq, Lk] (per batch, every head). Returns the rank-4 shape
+/// [B|1, H|1, Lq|1, Lk]: size-1 batch, head and query dims stay 1 (the kernels read one row
+/// for all of them); a size-1 key dim is grown to Lk in `a` (the kernels index keys).
+Shape pair_shape(Array& a,
                  const std::string& name,
                  std::size_t b,
                  std::size_t h,
                  std::size_t lq,
                  std::size_t lk) {
     const auto& s = a.shape;
-    if (s.size() == 2 && s[0] == lq && s[1] == lk) {
-        return {1, 1, lq, lk};
+    const std::array<std::size_t, 4> want{b, h, lq, lk};
+    // Which of [B, H, Lq, Lk] each of the user's dims stands for.
+    std::vector<std::size_t> dims;
+    if (s.size() == 3) {
+        dims = {0, 2, 3};
+    } else if (s.size() <= 4) {
+        for (std::size_t k = 4 - s.size(); k < 4; ++k) {
+            dims.push_back(k);
+        }
     }
-    if (s.size() == 3 && (s[0] == b || s[0] == 1) && s[1] == lq && s[2] == lk) {
-        return {s[0], 1, lq, lk};
+    bool ok = !dims.empty() || s.empty();
+    Shape out{1, 1, 1, 1};
+    for (std::size_t k = 0; ok && k < dims.size(); ++k) {
+        ok = s[k] == want[dims[k]] || s[k] == 1;
+        out[dims[k]] = s[k];
     }
-    if (s.size() == 4 && (s[0] == b || s[0] == 1) && (s[1] == h || s[1] == 1) && s[2] == lq &&
-        s[3] == lk) {
-        return {s[0], s[1], lq, lk};
+    if (ok) {
+        if (out[3] != lk) {
+            out[3] = lk;
+            repeat_last_dim(a, lk, name, out);
+        }
+        return out;
     }
-    std::string want;
+    std::string want_text;
     switch (s.size()) {
     case 3:
-        want = "[B, Lq, Lk] = " + shape_string({b, lq, lk}) + " (B may be 1)";
+        want_text = "[B, Lq, Lk] = " + shape_string({b, lq, lk}) + " (B may be 1)";
         break;
     case 4:
-        want = "[B, H, Lq, Lk] = " + shape_string({b, h, lq, lk}) + " (B and H may be 1)";
+        want_text = "[B, H, Lq, Lk] = " + shape_string({b, h, lq, lk}) + " (B and H may be 1)";
         break;
     case 2:
-        want = "[Lq, Lk] = " + shape_string({lq, lk});
+        want_text = "[Lq, Lk] = " + shape_string({lq, lk});
+        break;
+    case 1:
+        want_text = "[Lk] = " + shape_string({lk});
         break;
     default:
-        want = "[Lq, Lk] = " + shape_string({lq, lk}) + ", [B, Lq, Lk] or [B, H, Lq, Lk]";
+        want_text = "[Lq, Lk] = " + shape_string({lq, lk}) + ", [B, Lq, Lk] or [B, H, Lq, Lk]";
     }
-    throw InputError(name + ": expected shape " + want + ", got " + shape_string(s));
+    std::string hint = s.size() >= 1 && s.size() <= 4 ? " (any dim may be 1: it broadcasts)" : "";
+    if (name == "mask" && s.size() == 2 && s[0] == b && s[1] == lk) {
+        hint += "; a [B, Lk] padding mask (Hugging Face's attention_mask) goes in "
+                "key_padding_mask (--key-padding)";
+    }
+    throw InputError(name + ": expected shape " + want_text + ", got " + shape_string(s) + hint);
 }
 
 } // namespace attn::problem::detail

@@ -31,6 +31,7 @@ struct DecodeContext {
     Precision precision = Precision::f32;
     std::optional<io::HfConfig> config;             ///< a checkpoint's config.json
     std::optional<io::CheckpointParams> checkpoint; ///< loaded early for token_ids
+    bool heads_known = false;                       ///< num_heads given or in the config
     bool kv_heads_known = false;                    ///< num_kv_heads given or in the config
 
     /// Whether a field is given (a JSON null counts as absent).
@@ -74,7 +75,9 @@ void add_bias64(std::optional<BasicTensor<double>>& bias,
                 const BasicTensor<double>& addend,
                 std::size_t lq,
                 std::size_t lk);
-Shape pair_shape(const io::Array& a,
+/// A mask's or bias's shape checked and broadcast against [B, H, Lq, Lk] (rank 3 is
+/// [B, Lq, Lk]); returns [B|1, H|1, Lq|1, Lk], growing a size-1 key dim of `a` to Lk.
+Shape pair_shape(io::Array& a,
                  const std::string& name,
                  std::size_t b,
                  std::size_t h,

@@ -5,7 +5,9 @@
 #include "attn/io/mask_convention.hpp"
 #include "decode_detail.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace attn::problem::detail {
 
@@ -22,16 +24,23 @@ using nlohmann::json;
 namespace {
 
 /// Score features: a list of exactly `want` finite numbers (ALiBi slopes, sink logits).
+/// With `neg_inf`, "-inf" (a string, as everywhere a number may stand) is taken too: a
+/// sink of -inf takes nothing.
 template <class T>
-std::vector<T> decode_per_head(const json& j, const char* name, std::size_t want) {
+std::vector<T> decode_per_head(const json& j, const char* name, std::size_t want, bool neg_inf) {
     if (!j.is_array() || j.size() != want) {
         throw InputError(std::string(name) + ": expected a list of " + std::to_string(want) +
                          " numbers (one per head), got " + shown(j));
     }
     std::vector<T> out;
     for (const json& x : j) {
+        if (neg_inf && x == "-inf") {
+            out.push_back(-std::numeric_limits<T>::infinity());
+            continue;
+        }
         if (!x.is_number() || !std::isfinite(x.get<double>())) {
-            throw InputError(std::string(name) + ": expected finite numbers, got " + shown(x));
+            throw InputError(std::string(name) + ": expected finite numbers" +
+                             (neg_inf ? " or \"-inf\"" : "") + ", got " + shown(x));
         }
         out.push_back(x.get<T>());
     }
@@ -90,6 +99,45 @@ std::vector<std::string> decode_tokens(const json& j, const char* name, std::siz
     return out;
 }
 
+/// bias += an additive term (a bias field or an additive mask), in float32 and, for
+/// precision f64, exactly. A term alone is kept as it is: its size-1 dims broadcast in the
+/// kernels rather than in a copy.
+void add_to_bias(Problem& p, Tensor term, const Array& a, const Shape& s, const char* field) {
+    if (p.exact) {
+        auto exact = exact_tensor<BasicTensor<double>>(a, s);
+        if (p.exact->bias) {
+            add_bias64(p.exact->bias, exact, p.lq, p.lk);
+        } else {
+            p.exact->bias = std::move(exact);
+        }
+    }
+    if (p.bias) {
+        add_bias(p.bias, term, p.lq, p.lk, field);
+    } else {
+        p.bias = std::move(term);
+    }
+}
+
+/// The polarity check of a keep-mask given without a mask_convention: one that blocks
+/// more keys than it keeps in most of its rows looks like PyTorch's true = ignore.
+void check_polarity(Problem& p, const Mask& keep, const char* field) {
+    const std::size_t lk = keep.shape()[3];
+    const std::size_t rows = lk == 0 ? 0 : keep.size() / lk;
+    std::size_t mostly_blocked = 0;
+    for (std::size_t r = 0; r < rows; ++r) {
+        const std::uint8_t* row = keep.data() + r * lk;
+        const auto kept = static_cast<std::size_t>(std::count(row, row + lk, std::uint8_t{1}));
+        mostly_blocked += kept * 2 < lk ? 1 : 0;
+    }
+    if (rows > 0 && mostly_blocked * 2 > rows) {
+        p.warnings.push_back(
+            std::string(field) + ": blocks more keys than it keeps in " +
+            std::to_string(mostly_blocked) + " of " + std::to_string(rows) +
+            " rows; true/1 means keep here; PyTorch's nn.MultiheadAttention uses true = "
+            "ignore: add --mask-convention torch-mha (\"mask_convention\": \"torch-mha\")");
+    }
+}
+
 } // namespace
 
 void decode_scale_and_causal(DecodeContext& cx, Problem& p) {
@@ -114,30 +162,25 @@ void decode_masks(DecodeContext& cx, Problem& p) {
                                           ? decode_mask_convention(cx.doc["mask_convention"])
                                           : MaskConvention::keep;
     if (cx.has("mask")) {
-        const Array a = cx.load(p, "mask", mask_array_kind(convention), nullptr);
+        Array a = cx.load(p, "mask", mask_array_kind(convention), nullptr);
         const Shape s = pair_shape(a, "mask", p.batch, p.num_heads, p.lq, p.lk);
         DecodedMask m = decode_mask(a, s, convention, "mask");
+        if (m.keep && !cx.has("mask_convention") && s[2] == 1 && p.lq > 1) {
+            // Padding-shaped (one row for every query): a [Lq, Lk] pattern such as a
+            // sliding window may well block most keys.
+            check_polarity(p, *m.keep, "mask");
+        }
         p.mask = std::move(m.keep);
         if (m.bias) {
-            add_bias(p.bias, *m.bias, p.lq, p.lk, "mask");
-            if (p.exact) {
-                add_bias64(p.exact->bias, exact_tensor<BasicTensor<double>>(a, s), p.lq, p.lk);
-            }
+            add_to_bias(p, std::move(*m.bias), a, s, "mask");
         }
     }
     if (cx.has("bias")) {
-        const Array a = cx.load(p, "bias", ArrayKind::numeric, nullptr);
+        Array a = cx.load(p, "bias", ArrayKind::numeric, nullptr);
         const Shape s = pair_shape(a, "bias", p.batch, p.num_heads, p.lq, p.lk);
         Tensor t = Tensor::from_shape(s);
         std::copy(a.values.begin(), a.values.end(), t.begin());
-        if (p.exact) {
-            add_bias64(p.exact->bias, exact_tensor<BasicTensor<double>>(a, s), p.lq, p.lk);
-        }
-        if (p.bias) {
-            add_bias(p.bias, t, p.lq, p.lk, "bias");
-        } else {
-            p.bias = std::move(t);
-        }
+        add_to_bias(p, std::move(t), a, s, "bias");
     }
     if (cx.has("key_padding_mask")) {
         const Array a = cx.load(p, "key_padding_mask", mask_array_kind(convention), nullptr);
@@ -152,12 +195,12 @@ void decode_masks(DecodeContext& cx, Problem& p) {
                              " or " + shape_string({p.lk}) + ", got " + shape_string(a.shape));
         }
         DecodedMask m = decode_mask(a, s, convention, "key_padding_mask");
+        if (m.keep && !cx.has("mask_convention")) {
+            check_polarity(p, *m.keep, "key_padding_mask");
+        }
         p.key_padding = std::move(m.keep);
         if (m.bias) {
-            add_bias(p.bias, *m.bias, p.lq, p.lk, "key_padding_mask");
-            if (p.exact) {
-                add_bias64(p.exact->bias, exact_tensor<BasicTensor<double>>(a, s), p.lq, p.lk);
-            }
+            add_to_bias(p, std::move(*m.bias), a, s, "key_padding_mask");
         }
     }
 }
@@ -198,9 +241,9 @@ void decode_score_features(DecodeContext& cx, Problem& p) {
                 }
             }
         } else if (a.is_array()) {
-            p.alibi_slopes = decode_per_head<float>(a, "alibi", n_heads);
+            p.alibi_slopes = decode_per_head<float>(a, "alibi", n_heads, false);
             if (p.exact) {
-                p.exact->alibi_slopes = decode_per_head<double>(a, "alibi", n_heads);
+                p.exact->alibi_slopes = decode_per_head<double>(a, "alibi", n_heads, false);
             }
         } else {
             throw InputError("alibi: expected true, false or a list of " + std::to_string(n_heads) +
@@ -208,13 +251,18 @@ void decode_score_features(DecodeContext& cx, Problem& p) {
         }
     }
     if (cx.has("sinks")) {
-        p.sinks = decode_per_head<float>(cx.doc["sinks"], "sinks", n_heads);
+        p.sinks = decode_per_head<float>(cx.doc["sinks"], "sinks", n_heads, true);
         if (p.exact) {
-            p.exact->sinks = decode_per_head<double>(cx.doc["sinks"], "sinks", n_heads);
+            p.exact->sinks = decode_per_head<double>(cx.doc["sinks"], "sinks", n_heads, true);
         }
     }
-    if (cx.has("top_k") && !cx.has("return")) {
-        throw InputError("top_k: needs \"return\": [\"top_k\"]");
+    if (cx.has("average_heads")) {
+        p.average_heads = boolean(cx.doc["average_heads"], "average_heads");
+    }
+    // "top_k": K asks for the top-k diagnostic by itself (as --top-k K does); "return":
+    // ["top_k"] may say so too, but needs the K.
+    if (cx.has("top_k")) {
+        p.top_k = positive_int(cx.doc["top_k"], "top_k");
     }
     if (cx.has("return")) {
         const json& r = cx.doc["return"];
@@ -234,7 +282,6 @@ void decode_score_features(DecodeContext& cx, Problem& p) {
                 if (!cx.has("top_k")) {
                     throw InputError("return: \"top_k\" needs \"top_k\": K");
                 }
-                p.top_k = positive_int(cx.doc["top_k"], "top_k");
             } else {
                 throw InputError("return: expected \"lse\", \"entropy\", \"argmax\" or "
                                  "\"top_k\", got " +

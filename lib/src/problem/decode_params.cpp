@@ -7,6 +7,7 @@
 #include "attn/io/number_text.hpp"
 #include "attn/io/safetensors.hpp"
 #include "attn/layer.hpp"
+#include "attn/suggest.hpp"
 #include "decode_detail.hpp"
 
 #include <algorithm>
@@ -161,8 +162,39 @@ BasicProjections<T> build_projections(const std::map<std::string, Array>& arrays
     return p;
 }
 
+/// The input projections come together: once any of w_q, w_k, w_v is given (by any of its
+/// names), a missing one is an error naming it rather than a silent identity; "w_k": null
+/// says "identity" explicitly.
+void check_input_projections(const json& j) {
+    const bool fused = j.contains("in_proj_weight") && !j["in_proj_weight"].is_null();
+    static const std::array<std::array<const char*, 2>, 3> names = {
+        {{"w_q", "q_proj_weight"}, {"w_k", "k_proj_weight"}, {"w_v", "v_proj_weight"}}};
+    std::vector<std::string> given, missing;
+    for (const auto& n : names) {
+        if (fused || j.contains(n[0]) || j.contains(n[1])) {
+            given.push_back(n[0]);
+        } else {
+            missing.push_back(n[0]);
+        }
+    }
+    if (given.empty() || missing.empty()) {
+        return;
+    }
+    std::string list;
+    for (const std::string& g : given) {
+        list += (list.empty() ? "" : ", ") + g;
+    }
+    throw InputError("params." + missing.front() + ": missing (params gives " + list +
+                     "; a missing input projection is never taken as the identity: give it, "
+                     "or \"" +
+                     missing.front() + "\": null for the identity)");
+}
+
 /// Decodes "params" into p.projections (and, for precision f64, p.exact->projections).
-void decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in, Problem& problem) {
+/// Returns what the weights came from when that does not carry the head count (a
+/// checkpoint, an nn.MultiheadAttention state dict), else nullptr.
+const char*
+decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in, Problem& problem) {
     std::vector<ProblemSource>& sources = problem.sources;
     if (is_checkpoint_params(j_in)) {
         // attn/io/safetensors.hpp. F32/F16/BF16 tensors are exact in float32: widening them
@@ -174,7 +206,7 @@ void decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in,
         if (problem.exact) {
             problem.exact->projections = widen(*problem.projections);
         }
-        return;
+        return "a checkpoint";
     }
     json j = j_in;
     fs::path base = base_in;
@@ -215,11 +247,16 @@ void decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in,
                                                 "v_proj_weight"};
     for (const auto& [key, value] : j.items()) {
         if (known.count(key) == 0) {
-            throw InputError("params: unknown weight '" + shown(key) +
-                             "' (expected w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o or the names of "
-                             "an nn.MultiheadAttention state dict)");
+            const std::string suggestion =
+                did_you_mean(key, std::vector<std::string>(known.begin(), known.end()));
+            throw InputError("params: unknown weight '" + shown(key) + "'" +
+                             (suggestion.empty()
+                                  ? " (expected w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o or the "
+                                    "names of an nn.MultiheadAttention state dict)"
+                                  : suggestion));
         }
     }
+    check_input_projections(j);
     // Load order as before: w_q, w_k, w_v, w_o, b_q, ..., then the state-dict names.
     static const char* const order[] = {"w_q",
                                         "w_k",
@@ -238,7 +275,7 @@ void decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in,
                                         "out_proj.bias"};
     std::map<std::string, Array> arrays;
     for (const char* key : order) {
-        if (j.contains(key)) {
+        if (j.contains(key) && !j[key].is_null()) { // null: the identity, as if absent
             arrays[key] = load_array(j[key],
                                      std::string("params.") + key,
                                      ArrayKind::numeric,
@@ -251,6 +288,12 @@ void decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in,
     if (problem.exact) {
         problem.exact->projections = build_projections<double>(arrays);
     }
+    for (const char* key : {"in_proj_weight", "q_proj_weight", "out_proj.weight"}) {
+        if (arrays.count(key) != 0) {
+            return "an nn.MultiheadAttention state dict";
+        }
+    }
+    return nullptr;
 }
 
 /// Refuses random init weights that would not fit memory_limit(), before they are drawn:
@@ -307,8 +350,11 @@ void decode_init(const json& init, const std::string& variant, Problem& p) {
         } else if (key == "bias") {
             bias = boolean(value, "init.bias");
         } else {
-            throw InputError("init: unknown field '" + shown(key) +
-                             "' (expected seed, dim, output_projection, bias)");
+            const std::string suggestion =
+                did_you_mean(key, {"seed", "dim", "output_projection", "bias"});
+            throw InputError("init: unknown field '" + shown(key) + "'" +
+                             (suggestion.empty() ? " (expected seed, dim, output_projection, bias)"
+                                                 : suggestion));
         }
     }
     check_init_fits(p.query_src.shape()[2],
@@ -347,7 +393,23 @@ void decode_projections(DecodeContext& cx, Problem& p) {
         throw InputError("init: give either params or init, not both");
     }
     if (cx.has("params")) {
-        decode_params(cx, cx.doc["params"], cx.base, p);
+        const char* origin = decode_params(cx, cx.doc["params"], cx.base, p);
+        const auto& w_q = p.projections->w_q;
+        if (origin != nullptr && !cx.heads_known && w_q && w_q->shape()[0] > 1) {
+            // The likeliest mistake with a state dict or a checkpoint without its config.json:
+            // neither says how many heads.
+            const std::string dim = std::to_string(w_q->shape()[0]);
+            p.warnings.push_back(
+                p.layout ? "num_heads: no config.json beside the checkpoint and no --heads, so 1 "
+                           "head of dim " +
+                               dim +
+                               ": a checkpoint, which does not carry the head count, needs "
+                               "num_heads (--heads H) as the model has it, or --config FILE"
+                         : "num_heads: not given, so 1 head of dim " + dim +
+                               ", but params come from " + origin +
+                               ", which does not carry the head count: give num_heads (--heads "
+                               "H) as the model has it");
+        }
         if (!cx.kv_heads_known && is_checkpoint_params(cx.doc["params"])) {
             // Llama-style GQA: the checkpoint's k_proj rows give the key/value heads.
             p.num_kv_heads = implied_num_kv_heads(*p.projections, p.num_heads);

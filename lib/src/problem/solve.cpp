@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <type_traits>
+#include <vector>
 
 namespace attn::problem {
 
@@ -64,6 +65,29 @@ BasicAttentionSpec<T> make_spec(const Problem& p, const Inputs& in, const SolveO
     spec.want_argmax = p.return_argmax;
     spec.top_k = p.top_k;
     return spec;
+}
+
+/// Weights [B, H, Lq, Lk] averaged over heads into [B, 1, Lq, Lk] (nn.MultiheadAttention's
+/// average_attn_weights=True), summed in double in head order: the same for any threads.
+template <class T> xt::xtensor<T, 4> average_heads(const xt::xtensor<T, 4>& w) {
+    const auto& s = w.shape();
+    const std::size_t plane = s[2] * s[3];
+    xt::xtensor<T, 4> out = xt::xtensor<T, 4>::from_shape({s[0], 1, s[2], s[3]});
+    std::vector<double> sum(plane);
+    for (std::size_t b = 0; b < s[0]; ++b) {
+        std::fill(sum.begin(), sum.end(), 0.0);
+        for (std::size_t h = 0; h < s[1]; ++h) {
+            const T* src = w.data() + (b * s[1] + h) * plane;
+            for (std::size_t x = 0; x < plane; ++x) {
+                sum[x] += static_cast<double>(src[x]);
+            }
+        }
+        T* dst = out.data() + b * plane;
+        for (std::size_t x = 0; x < plane; ++x) {
+            dst[x] = static_cast<T>(sum[x] / static_cast<double>(s[1]));
+        }
+    }
+    return out;
 }
 
 /// Computes the problem from `in` (the Problem itself, or its ExactInputs) in precision T.
@@ -129,8 +153,12 @@ Solution solve_in(const Problem& p, const Inputs& in, const SolveOptions& option
     s.top_k_indices = diag_array(diagnostics.top_k_indices, true);
     s.top_k_weights = diag_array(diagnostics.top_k_weights, true);
     if (weights) {
+        if (p.average_heads) {
+            weights = average_heads(*weights);
+        }
+        // Rank-4 inputs keep rank-4 weights whatever H is; others drop a single head.
         std::vector<std::size_t> shape = shape_of(*weights);
-        if (shape[1] == 1) {
+        if (shape[1] == 1 && !p.direct_heads) {
             shape.erase(shape.begin() + 1);
         }
         if (!p.batched) {

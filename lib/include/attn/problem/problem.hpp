@@ -68,7 +68,8 @@ struct Problem {
     bool return_lse = false;              ///< "return": [..., "lse", ...]
     bool return_entropy = false;
     bool return_argmax = false;
-    std::size_t top_k = 0; ///< "return": [..., "top_k"] with "top_k": K
+    std::size_t top_k = 0;      ///< "top_k": K (with or without "return": ["top_k"])
+    bool average_heads = false; ///< "average_heads": weights averaged over heads
     /// "precision": "f32" (default) or "f64". With f64 the float fields above still hold
     /// the float32 rounding of every input (for shapes, explain, heatmaps and estimates) and
     /// `exact` holds what solve() computes with.
@@ -81,6 +82,10 @@ struct Problem {
     std::optional<io::ParamsLayout> layout; ///< a checkpoint's layout
     std::string prefix;                     ///< and its attention prefix
     std::vector<Setting> settings;          ///< heads, RoPE, norm: values and their origins
+    /// Likely mistakes noticed while decoding (heads left at 1 with a state dict, a mask of
+    /// the opposite polarity), one line each without the "warning:" prefix; the result is
+    /// computed as given. The caller prints them unless told to be quiet.
+    std::vector<std::string> warnings;
 };
 
 /// Arrays handed to decode_problem() already read, by field name ("query", "mask", ...).

@@ -23,7 +23,9 @@ struct SolveOptions {
 };
 
 /// The result in the contract's shapes: output keeps the query source's leading dims;
-/// weights are [B, H, Lq, Lk] with B dropped for unbatched inputs and H for one head.
+/// weights are [B, H, Lq, Lk] with B dropped for unbatched inputs and H for one head
+/// (rank-4 inputs keep it: [B, 1, Lq, Lk]); "average_heads" averages them over heads
+/// into one.
 /// A precision f64 problem gives Arrays holding the float64 results in values64 (and their
 /// float32 rounding in values); encode_npy(Array, ...) and encode_json_array(Array) use them.
 struct Solution {

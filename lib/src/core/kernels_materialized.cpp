@@ -15,10 +15,12 @@
 //         D query/key features, Dv value features, QB query rows per task.
 #include "attn/kernels.hpp"
 #include "blas.hpp"
+#include "huge_pages.hpp"
 #include "kernel_common.hpp"
 #include "kernel_ops.hpp"
 #include "parallel.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <type_traits>
@@ -32,8 +34,14 @@ using detail::kQueryBlock;
 
 template <class T> struct MaterializedOps;
 
-/// float: the KernelOps table spec.simd picks, over Kᵀ of every K/V head packed once
-/// ([Bk, Hkv, D, Lk], the size of K) so the score GEMM reads contiguous 64-key panels.
+/// Keys per panel of the packed Kᵀ: one AVX-512 tile's width (4 vectors of 16 floats).
+constexpr std::size_t kKeyPanel = 64;
+
+/// float: the KernelOps table spec.simd picks, over Kᵀ of every K/V head packed once in
+/// panels of 64 keys ([Bk, Hkv, Lk / 64, D, 64], the last panel narrower when 64 does not
+/// divide Lk: the size of K). The score GEMM reads one contiguous panel (16 KB at D = 64)
+/// for all row tiles of a block from L1; rows of a plain Kᵀ lie Lk floats apart (16 KB at
+/// Lk = 4096), fall into the same few L1 sets, and every row tile read them from L2 again.
 template <> struct MaterializedOps<float> {
     const detail::KernelOps& ops;
     std::size_t d;
@@ -45,22 +53,46 @@ template <> struct MaterializedOps<float> {
           kt(k.shape()[0] * k.shape()[1] * d * lk) {
         detail::parallel_for(k.shape()[0] * k.shape()[1], threads, [&](unsigned, std::size_t head) {
             const float* src = k.data() + head * lk * d;
-            float* dst = kt.data() + head * d * lk;
-            for (std::size_t j = 0; j < lk; ++j) {
-                for (std::size_t x = 0; x < d; ++x) {
-                    dst[x * lk + j] = src[j * d + x];
+            for (std::size_t j0 = 0; j0 < lk; j0 += kKeyPanel) {
+                const std::size_t width = std::min(kKeyPanel, lk - j0);
+                float* dst = panel(head, j0);
+                for (std::size_t j = 0; j < width; ++j) {
+                    for (std::size_t x = 0; x < d; ++x) {
+                        dst[x * width + j] = src[(j0 + j) * d + x];
+                    }
                 }
             }
         });
     }
 
+    /// The panel of keys [j0, j0 + 64) of K/V head `head`: [D, width], row stride width.
+    float* panel(std::size_t head, std::size_t j0) { return kt.data() + (head * lk + j0) * d; }
+    const float* panel(std::size_t head, std::size_t j0) const {
+        return kt.data() + (head * lk + j0) * d;
+    }
+
     /// Every row goes through the scalar feature row only when a feature needs it.
     static bool features(const AttentionSpec& spec) { return detail::has_row_features(spec); }
 
-    /// p[rows, 0:n] = q_blk[rows, D] · Kᵀ[:, 0:n] of K/V head `head` (unscaled).
+    /// p[rows, 0:n] = q_blk[rows, D] · Kᵀ[:, 0:n] of K/V head `head` (unscaled), panel by
+    /// panel.
     void
     scores(std::size_t head, const float* q_blk, std::size_t rows, std::size_t n, float* p) const {
-        ops.gemm(rows, n, d, q_blk, d, 1, kt.data() + head * d * lk, lk, p, lk, false, nullptr);
+        for (std::size_t j0 = 0; j0 < n; j0 += kKeyPanel) {
+            const std::size_t width = std::min(kKeyPanel, lk - j0);
+            ops.gemm(rows,
+                     std::min(width, n - j0),
+                     d,
+                     q_blk,
+                     d,
+                     1,
+                     panel(head, j0),
+                     width,
+                     p + j0,
+                     lk,
+                     false,
+                     nullptr);
+        }
     }
 
     /// o[rows, Dv] = p[rows, 0:n] · v_head[0:n, Dv].
@@ -135,6 +167,7 @@ BasicAttentionResult<T> materialized(const xt::xtensor<T, 4>& q,
     result.output = xt::xtensor<T, 4>::from_shape({n_b, n_h, lq, dv});
     if (spec.want_weights) {
         result.weights = xt::xtensor<T, 4>::from_shape({n_b, n_h, lq, lk});
+        detail::advise_huge_pages(result.weights->data(), result.weights->size() * sizeof(T));
     }
     const bool features = MaterializedOps<T>::features(spec);
     BasicRowDiagnostics<T>& diag_out = result.diagnostics;

@@ -15,7 +15,6 @@
 //         D query/key features, Dv value features, QB query rows per task.
 #include "attn/kernels.hpp"
 #include "blas.hpp"
-#include "huge_pages.hpp"
 #include "kernel_common.hpp"
 #include "kernel_ops.hpp"
 #include "parallel.hpp"
@@ -167,7 +166,6 @@ BasicAttentionResult<T> materialized(const xt::xtensor<T, 4>& q,
     result.output = xt::xtensor<T, 4>::from_shape({n_b, n_h, lq, dv});
     if (spec.want_weights) {
         result.weights = xt::xtensor<T, 4>::from_shape({n_b, n_h, lq, lk});
-        detail::advise_huge_pages(result.weights->data(), result.weights->size() * sizeof(T));
     }
     const bool features = MaterializedOps<T>::features(spec);
     BasicRowDiagnostics<T>& diag_out = result.diagnostics;

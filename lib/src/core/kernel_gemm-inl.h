@@ -83,6 +83,23 @@ static_assert(kRows <= 6 && kVecs <= 4, "ATTN_TILE covers at most 6 x 4 slots");
         }                                                                                          \
     }
 
+// One k step of a tile: kVecs B vectors, then the FMAs row by row.
+#define ATTN_K_STEP(x)                                                                             \
+    {                                                                                              \
+        const float* bp = b + (x)*ldb;                                                             \
+        ATTN_LOAD_B(0)                                                                             \
+        ATTN_LOAD_B(1)                                                                             \
+        ATTN_LOAD_B(2)                                                                             \
+        ATTN_LOAD_B(3)                                                                             \
+        const float* ap = a + (x)*a_col;                                                           \
+        ATTN_ROW_FMA(0)                                                                            \
+        ATTN_ROW_FMA(1)                                                                            \
+        ATTN_ROW_FMA(2)                                                                            \
+        ATTN_ROW_FMA(3)                                                                            \
+        ATTN_ROW_FMA(4)                                                                            \
+        ATTN_ROW_FMA(5)                                                                            \
+    }
+
 /// C tile [R, NV vectors] over k steps (with kPartial, the last vector holds only `last`
 /// valid lanes): C = A·B, or C = diag(scale)·C + A·B when accumulating. Prefetches
 /// `pf_lines` lines from `pf`, one per k step.
@@ -111,32 +128,10 @@ void micro_tile(std::size_t k,
     // Two loops, so the one without prefetches has no test in it.
     for (; x < pf_steps; ++x) {
         prefetch_l2(pf + x * kLine);
-        const float* bp = b + x * ldb;
-        ATTN_LOAD_B(0)
-        ATTN_LOAD_B(1)
-        ATTN_LOAD_B(2)
-        ATTN_LOAD_B(3)
-        const float* ap = a + x * a_col;
-        ATTN_ROW_FMA(0)
-        ATTN_ROW_FMA(1)
-        ATTN_ROW_FMA(2)
-        ATTN_ROW_FMA(3)
-        ATTN_ROW_FMA(4)
-        ATTN_ROW_FMA(5)
+        ATTN_K_STEP(x)
     }
     for (; x < k; ++x) {
-        const float* bp = b + x * ldb;
-        ATTN_LOAD_B(0)
-        ATTN_LOAD_B(1)
-        ATTN_LOAD_B(2)
-        ATTN_LOAD_B(3)
-        const float* ap = a + x * a_col;
-        ATTN_ROW_FMA(0)
-        ATTN_ROW_FMA(1)
-        ATTN_ROW_FMA(2)
-        ATTN_ROW_FMA(3)
-        ATTN_ROW_FMA(4)
-        ATTN_ROW_FMA(5)
+        ATTN_K_STEP(x)
     }
     ATTN_TILE(ATTN_STORE_C)
 }
@@ -149,20 +144,9 @@ void micro_tile(std::size_t k,
 #undef ATTN_FMA
 #undef ATTN_ROW_FMA
 #undef ATTN_STORE_C
+#undef ATTN_K_STEP
 
-using MicroTile = void (*)(std::size_t,
-                           const float*,
-                           std::size_t,
-                           std::size_t,
-                           const float*,
-                           std::size_t,
-                           float*,
-                           std::size_t,
-                           std::size_t,
-                           bool,
-                           const float*,
-                           const char*,
-                           std::size_t);
+using MicroTile = decltype(&micro_tile<1, 1, false>);
 
 template <std::size_t R, bool kPartial> MicroTile tile_of_width(std::size_t nv) {
     if constexpr (kVecs >= 4) {
@@ -203,22 +187,10 @@ MicroTile pick_tile(std::size_t rows, std::size_t nv, std::size_t last, std::siz
 }
 
 /// Blocked driver: k in passes of kDepth, n in tiles of kVecs vectors, m in kRows-row
-/// tiles, so one B panel is reused from L1/L2 by every row tile. `pf_bytes` bytes at `pf`
-/// are prefetched toward L2 along the way: each tile takes its share, a line per k step.
-void gemm_prefetch(std::size_t m,
-                   std::size_t n,
-                   std::size_t k,
-                   const float* a,
-                   std::size_t a_row,
-                   std::size_t a_col,
-                   const float* b,
-                   std::size_t ldb,
-                   float* c,
-                   std::size_t ldc,
-                   bool accumulate,
-                   const float* row_scale,
-                   const void* pf,
-                   std::size_t pf_bytes) {
+/// tiles, so one B panel is reused from L1/L2 by every row tile. The prefetch lines are
+/// spread over the tiles: each takes its share, a line per k step.
+void gemm(const GemmArgs& g) {
+    const auto& [m, n, k, a, a_row, a_col, b, ldb, c, ldc, accumulate, row_scale, pf, pf_bytes] = g;
     if (m == 0 || n == 0) {
         return;
     }
@@ -265,21 +237,6 @@ void gemm_prefetch(std::size_t m,
         }
         k0 += kc;
     } while (k0 < k);
-}
-
-void gemm(std::size_t m,
-          std::size_t n,
-          std::size_t k,
-          const float* a,
-          std::size_t a_row,
-          std::size_t a_col,
-          const float* b,
-          std::size_t ldb,
-          float* c,
-          std::size_t ldc,
-          bool accumulate,
-          const float* row_scale) {
-    gemm_prefetch(m, n, k, a, a_row, a_col, b, ldb, c, ldc, accumulate, row_scale, nullptr, 0);
 }
 
 } // namespace

@@ -51,7 +51,6 @@ namespace HWY_NAMESPACE {
 extern const KernelOps kOps;
 const KernelOps kOps{
     .gemm = &gemm,
-    .gemm_prefetch = &gemm_prefetch,
     .online_softmax = &online_softmax,
     .softmax_row = &softmax_row,
 };

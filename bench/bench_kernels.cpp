@@ -22,6 +22,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -292,19 +293,24 @@ BENCHMARK(bm_naive)
     ->MeasureProcessCPUTime()
     ->Unit(benchmark::kMillisecond);
 
-/// The target sweep: bm_streaming at L = 4096, D = 64, H = 8, no mask, on each SIMD target
-/// this CPU runs (bm_target/<TARGET>/...), 1 and 2 threads.
+/// The target sweeps at L = 4096, D = 64, H = 8, no mask, on each SIMD target this CPU
+/// runs, 1 and 2 threads: bm_streaming as bm_target/<TARGET>/..., and bm_materialized
+/// (the weights path) as bm_target_weights/<TARGET>/....
 void register_target_sweep() {
-    for (const Simd simd : attn::simd_supported()) {
-        const std::string name = std::string("bm_target/") + attn::simd_name(simd);
-        benchmark::RegisterBenchmark(
-            name.c_str(),
-            [simd](benchmark::State& state) { run_attention(state, Kernel::streaming, simd); })
-            ->ArgNames(kAttentionArgs)
-            ->ArgsProduct({{4096}, {64}, {8}, {0}, {1, 2}})
-            ->UseRealTime()
-            ->MeasureProcessCPUTime()
-            ->Unit(benchmark::kMillisecond);
+    for (const auto& [family, kernel] : {std::pair{"bm_target/", Kernel::streaming},
+                                         std::pair{"bm_target_weights/", Kernel::materialized}}) {
+        for (const Simd simd : attn::simd_supported()) {
+            const std::string name = family + std::string(attn::simd_name(simd));
+            benchmark::RegisterBenchmark(name.c_str(),
+                                         [simd, kernel = kernel](benchmark::State& state) {
+                                             run_attention(state, kernel, simd);
+                                         })
+                ->ArgNames(kAttentionArgs)
+                ->ArgsProduct({{4096}, {64}, {8}, {0}, {1, 2}})
+                ->UseRealTime()
+                ->MeasureProcessCPUTime()
+                ->Unit(benchmark::kMillisecond);
+        }
     }
 }
 

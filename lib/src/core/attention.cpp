@@ -33,13 +33,7 @@ void check_all(const xt::xtensor<T, 4>& q,
                const xt::xtensor<T, 4>& k,
                const xt::xtensor<T, 4>& v,
                const BasicAttentionSpec<T>& spec) {
-    const std::size_t b = q.shape()[0];
-    const std::size_t h = q.shape()[1];
-    const std::size_t lq = q.shape()[2];
-    const std::size_t d = q.shape()[3];
-    const std::size_t bk = k.shape()[0];
-    const std::size_t hkv = k.shape()[1];
-    const std::size_t lk = k.shape()[2];
+    const auto [b, h, lq, d, bk, hkv, lk, dv] = detail::Dims(q, k, v);
     if ((bk != b && bk != 1) || k.shape()[3] != d) {
         throw InputError::shape("key", {b, kAnyDim, kAnyDim, d}, shape_of(k));
     }

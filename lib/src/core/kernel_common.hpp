@@ -25,6 +25,27 @@ namespace attn::detail {
 /// bit-identical for every thread count; 64 = one micro-kernel panel of 4 x 16 floats.
 constexpr std::size_t kQueryBlock = 64;
 
+/// The sizes of one attention call: Q [B, H, Lq, D], K [Bk, Hkv, Lk, D], V [Bk, Hkv, Lk, Dv]
+/// (Bk is B or 1; Hkv divides H once attend() has checked the shapes).
+struct Dims {
+    std::size_t b;
+    std::size_t h;
+    std::size_t lq;
+    std::size_t d;
+    std::size_t bk;
+    std::size_t hkv;
+    std::size_t lk;
+    std::size_t dv;
+
+    template <class T>
+    Dims(const xt::xtensor<T, 4>& q, const xt::xtensor<T, 4>& k, const xt::xtensor<T, 4>& v)
+        : b(q.shape()[0]), h(q.shape()[1]), lq(q.shape()[2]), d(q.shape()[3]), bk(k.shape()[0]),
+          hkv(k.shape()[1]), lk(k.shape()[2]), dv(v.shape()[3]) {}
+
+    /// G: query heads per key/value head (grouped-query attention).
+    std::size_t group() const { return h / hkv; }
+};
+
 /// The product of `factors`, saturating at 2^64 - 1 (workspace sizes of absurd shapes).
 inline std::uint64_t saturating_product(std::initializer_list<std::uint64_t> factors) {
     std::uint64_t out = 1;

@@ -24,41 +24,34 @@ constexpr std::size_t kScoreColumns = 64;
 /// 320 bytes spreads them over all sets.
 constexpr std::size_t kScoreStride = kScoreColumns + 16;
 
-struct KernelOps {
-    /// C[m, n] = A[m, k] · B[k, n], or, with `accumulate`, C = diag(row_scale) · C + A · B
-    /// (row_scale null: C += A · B). B and C are row-major with row strides ldb and ldc.
-    void (*gemm)(std::size_t m,
-                 std::size_t n,
-                 std::size_t k,
-                 const float* a,
-                 std::size_t a_row,
-                 std::size_t a_col,
-                 const float* b,
-                 std::size_t ldb,
-                 float* c,
-                 std::size_t ldc,
-                 bool accumulate,
-                 const float* row_scale);
+/// One micro-GEMM call: C[m, n] = A[m, k] · B[k, n], or, with `accumulate`,
+/// C = diag(row_scale) · C + A · B (row_scale null: C += A · B). A is read as
+/// a(r, x) = a[r·a_row + x·a_col]; B and C are row-major with row strides ldb and ldc.
+/// Along the way `prefetch_bytes` bytes from `prefetch` are pulled toward L2, a cache line
+/// per k step, spread over the row tiles: the streaming kernel fetches the V block during
+/// Q·Kᵀ and the next K block during P·V this way (a head's K and V, 2 MB at L = 4096,
+/// D = 64, do not stay in L2, and a block read in one burst stalls its first row tile on
+/// L3). Targets whose compiler has no prefetch ignore the hint.
+struct GemmArgs {
+    std::size_t m = 0;
+    std::size_t n = 0;
+    std::size_t k = 0;
+    const float* a = nullptr;
+    std::size_t a_row = 0;
+    std::size_t a_col = 1;
+    const float* b = nullptr;
+    std::size_t ldb = 0;
+    float* c = nullptr;
+    std::size_t ldc = 0;
+    bool accumulate = false;
+    const float* row_scale = nullptr;
+    const void* prefetch = nullptr;
+    std::size_t prefetch_bytes = 0;
+};
 
-    /// gemm, which also pulls `prefetch_bytes` bytes from `prefetch` toward L2, a cache
-    /// line per k step, spread over the row tiles. The streaming kernel fetches the V
-    /// block during Q·Kᵀ and the next K block during P·V this way: a head's K and V
-    /// (2 MB at L = 4096, D = 64) do not stay in L2, and a block read in one burst stalls
-    /// its first row tile on L3. Targets whose compiler has no prefetch ignore the hint.
-    void (*gemm_prefetch)(std::size_t m,
-                          std::size_t n,
-                          std::size_t k,
-                          const float* a,
-                          std::size_t a_row,
-                          std::size_t a_col,
-                          const float* b,
-                          std::size_t ldb,
-                          float* c,
-                          std::size_t ldc,
-                          bool accumulate,
-                          const float* row_scale,
-                          const void* prefetch,
-                          std::size_t prefetch_bytes);
+struct KernelOps {
+    /// The micro-GEMM GemmArgs describes.
+    void (*gemm)(const GemmArgs& args);
 
     /// One online-softmax step over st[kb, kScoreColumns] (row stride kScoreStride):
     /// transposed scores (row = key, column = query), already scaled, biased and masked

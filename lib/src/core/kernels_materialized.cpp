@@ -5,7 +5,7 @@
 // asked for; otherwise into a per-thread block x Lk scratch buffer, so memory stays linear
 // in the sequence length. (attend() uses attend_streaming for float32 without weights.)
 //
-// What differs between the precisions is MaterializedOps<T>:
+// What differs between the precisions is in MaterializedOps<T>:
 //   float   KernelOps' blocked micro-GEMM over a packed Kᵀ, and the vectorised
 //           softmax_row for rows no feature needs the scalar row for;
 //   double  dgemm straight on K and V, and the scalar feature row for every row
@@ -33,88 +33,108 @@ namespace {
 
 using detail::kQueryBlock;
 
-template <class T> struct MaterializedOps;
+/// Keys per panel of the packed Kᵀ: one AVX-512 tile's width (4 vectors of 16 floats).
+constexpr std::size_t kKeyPanel = 64;
 
-/// float: the KernelOps table spec.simd picks, over Kᵀ of every K/V head packed once
-/// ([Bk, Hkv, D, Lk], the size of K) so the score GEMM reads contiguous 64-key panels.
-template <> struct MaterializedOps<float> {
-    const detail::KernelOps& ops;
+/// The GEMMs and the plain row of one precision:
+///   float   the KernelOps table spec.simd picks, over Kᵀ of every K/V head packed once
+///           in panels of 64 keys ([Bk, Hkv, Lk / 64, D, 64], the last panel narrower when
+///           64 does not divide Lk: the size of K). The score GEMM reads one contiguous
+///           panel (16 KB at D = 64) for all row tiles of a block from L1; rows of a plain
+///           Kᵀ lie Lk floats apart (16 KB at Lk = 4096), fall into the same few L1 sets,
+///           and every row tile read them from L2 again.
+///   double  dgemm on K as it is (spec.simd is ignored) and no plain row.
+template <class T> struct MaterializedOps {
+    static constexpr bool kFloat = std::is_same_v<T, float>;
+    const detail::KernelOps* ops = nullptr; // float
+    const BasicTensor<T>& k;
     std::size_t d;
     std::size_t lk;
-    std::vector<float> kt;
+    std::vector<T> kt; // float: the packed Kᵀ panels
 
-    MaterializedOps(const Tensor& k, const AttentionSpec& spec, unsigned threads)
-        : ops(detail::kernel_ops(spec.simd)), d(k.shape()[3]), lk(k.shape()[2]),
-          kt(k.shape()[0] * k.shape()[1] * d * lk) {
-        detail::parallel_for(k.shape()[0] * k.shape()[1], threads, [&](unsigned, std::size_t head) {
-            const float* src = k.data() + head * lk * d;
-            float* dst = kt.data() + head * d * lk;
-            for (std::size_t j = 0; j < lk; ++j) {
-                for (std::size_t x = 0; x < d; ++x) {
-                    dst[x * lk + j] = src[j * d + x];
-                }
-            }
-        });
+    MaterializedOps(const BasicTensor<T>& keys, const BasicAttentionSpec<T>& spec, unsigned threads)
+        : k(keys), d(keys.shape()[3]), lk(keys.shape()[2]) {
+        if constexpr (kFloat) {
+            ops = &detail::kernel_ops(spec.simd);
+            kt.resize(k.size());
+            detail::parallel_for(
+                k.shape()[0] * k.shape()[1], threads, [&](unsigned, std::size_t head) {
+                    const T* src = k.data() + head * lk * d;
+                    for (std::size_t j0 = 0; j0 < lk; j0 += kKeyPanel) {
+                        const std::size_t width = std::min(kKeyPanel, lk - j0);
+                        T* dst = kt.data() + (head * lk + j0) * d;
+                        for (std::size_t j = 0; j < width; ++j) {
+                            for (std::size_t x = 0; x < d; ++x) {
+                                dst[x * width + j] = src[(j0 + j) * d + x];
+                            }
+                        }
+                    }
+                });
+        } else {
+            (void)spec;
+            (void)threads;
+        }
     }
 
-    /// Every row goes through the scalar feature row only when a feature needs it.
-    static bool features(const AttentionSpec& spec) { return detail::has_row_features(spec); }
+    /// Whether every row goes through the scalar feature row: in float only when a
+    /// feature needs it, in double always.
+    static bool features(const BasicAttentionSpec<T>& spec) {
+        return !kFloat || detail::has_row_features(spec);
+    }
 
     /// p[rows, 0:n] = q_blk[rows, D] · Kᵀ[:, 0:n] of K/V head `head` (unscaled).
-    void
-    scores(std::size_t head, const float* q_blk, std::size_t rows, std::size_t n, float* p) const {
-        ops.gemm(rows, n, d, q_blk, d, 1, kt.data() + head * d * lk, lk, p, lk, false, nullptr);
+    void scores(std::size_t head, const T* q_blk, std::size_t rows, std::size_t n, T* p) const {
+        if constexpr (kFloat) {
+            for (std::size_t j0 = 0; j0 < n; j0 += kKeyPanel) {
+                const std::size_t width = std::min(kKeyPanel, lk - j0);
+                ops->gemm({.m = rows,
+                           .n = std::min(width, n - j0),
+                           .k = d,
+                           .a = q_blk,
+                           .a_row = d,
+                           .b = kt.data() + (head * lk + j0) * d,
+                           .ldb = width,
+                           .c = p + j0,
+                           .ldc = lk});
+            }
+        } else {
+            detail::dgemm(rows, n, d, 1.0, q_blk, d, k.data() + head * lk * d, d, true, 0.0, p, lk);
+        }
     }
 
     /// o[rows, Dv] = p[rows, 0:n] · v_head[0:n, Dv].
-    void output(const float* p,
-                std::size_t rows,
-                std::size_t n,
-                const float* v_head,
-                std::size_t dv,
-                float* o) const {
-        ops.gemm(rows, dv, n, p, lk, 1, v_head, dv, o, dv, false, nullptr);
+    void output(
+        const T* p, std::size_t rows, std::size_t n, const T* v_head, std::size_t dv, T* o) const {
+        if constexpr (kFloat) {
+            ops->gemm({.m = rows,
+                       .n = dv,
+                       .k = n,
+                       .a = p,
+                       .a_row = lk,
+                       .b = v_head,
+                       .ldb = dv,
+                       .c = o,
+                       .ldc = dv});
+        } else {
+            detail::dgemm(rows, dv, n, 1.0, p, lk, v_head, dv, false, 0.0, o, dv);
+        }
     }
 
-    /// The plain row (no feature): the table's vectorised softmax.
-    auto plain_row(float scale) const {
-        return [this, scale](float* srow,
-                             std::size_t limit,
-                             const float* bias_row,
-                             const std::uint8_t* mask_row,
-                             const std::uint8_t* pad_row) {
-            return ops.softmax_row(srow, limit, scale, bias_row, mask_row, pad_row);
-        };
+    /// The plain row (no feature): the table's vectorised softmax in float, none in double.
+    auto plain_row(T scale) const {
+        if constexpr (kFloat) {
+            return [this, scale](float* srow,
+                                 std::size_t limit,
+                                 const float* bias_row,
+                                 const std::uint8_t* mask_row,
+                                 const std::uint8_t* pad_row) {
+                return ops->softmax_row(srow, limit, scale, bias_row, mask_row, pad_row);
+            };
+        } else {
+            (void)scale;
+            return nullptr;
+        }
     }
-};
-
-/// double: dgemm on K as it is; spec.simd is ignored.
-template <> struct MaterializedOps<double> {
-    const BasicTensor<double>& k;
-    std::size_t d;
-    std::size_t lk;
-
-    MaterializedOps(const BasicTensor<double>& keys, const BasicAttentionSpec<double>&, unsigned)
-        : k(keys), d(keys.shape()[3]), lk(keys.shape()[2]) {}
-
-    /// Every row goes through the scalar feature row (in double).
-    static bool features(const BasicAttentionSpec<double>&) { return true; }
-
-    void scores(
-        std::size_t head, const double* q_blk, std::size_t rows, std::size_t n, double* p) const {
-        detail::dgemm(rows, n, d, 1.0, q_blk, d, k.data() + head * lk * d, d, true, 0.0, p, lk);
-    }
-
-    void output(const double* p,
-                std::size_t rows,
-                std::size_t n,
-                const double* v_head,
-                std::size_t dv,
-                double* o) const {
-        detail::dgemm(rows, dv, n, 1.0, p, lk, v_head, dv, false, 0.0, o, dv);
-    }
-
-    std::nullptr_t plain_row(double) const { return nullptr; }
 };
 
 /// The keys whose value row holds NaN or ±inf, per K/V head. A key blocked for a row must
@@ -180,29 +200,22 @@ BasicAttentionResult<T> materialized(const xt::xtensor<T, 4>& q,
                                      const xt::xtensor<T, 4>& k,
                                      const xt::xtensor<T, 4>& v,
                                      const BasicAttentionSpec<T>& spec) {
-    const std::size_t n_b = q.shape()[0];
-    const std::size_t n_h = q.shape()[1];
-    const std::size_t lq = q.shape()[2];
-    const std::size_t d = q.shape()[3];
-    const std::size_t n_bk = k.shape()[0];
-    const std::size_t n_hkv = k.shape()[1];
-    const std::size_t lk = k.shape()[2];
-    const std::size_t dv = v.shape()[3];
-    const std::size_t group = n_h / n_hkv; // query heads per key/value head
-    const KeyRule rule(spec, lq, lk);
-    const T scale = detail::score_scale(spec, d);
+    const detail::Dims dims(q, k, v);
+    const std::size_t group = dims.group(); // query heads per key/value head
+    const KeyRule rule(spec, dims.lq, dims.lk);
+    const T scale = detail::score_scale(spec, dims.d);
 
     BasicAttentionResult<T> result;
-    result.output = xt::xtensor<T, 4>::from_shape({n_b, n_h, lq, dv});
+    result.output = xt::xtensor<T, 4>::from_shape({dims.b, dims.h, dims.lq, dims.dv});
     if (spec.want_weights) {
-        result.weights = xt::xtensor<T, 4>::from_shape({n_b, n_h, lq, lk});
+        result.weights = xt::xtensor<T, 4>::from_shape({dims.b, dims.h, dims.lq, dims.lk});
     }
     const bool features = MaterializedOps<T>::features(spec);
     BasicRowDiagnostics<T>& diag_out = result.diagnostics;
-    detail::allocate_diagnostics(diag_out, spec, n_b, n_h, lq);
+    detail::allocate_diagnostics(diag_out, spec, dims.b, dims.h, dims.lq);
 
-    const std::size_t blocks = (lq + kQueryBlock - 1) / kQueryBlock;
-    const std::size_t tasks = n_b * n_h * blocks;
+    const std::size_t blocks = (dims.lq + kQueryBlock - 1) / kQueryBlock;
+    const std::size_t tasks = dims.b * dims.h * blocks;
     const unsigned threads = detail::resolve_threads(spec.threads, tasks);
     detail::blas_single_threaded();
     const MaterializedOps<T> mops(k, spec, threads);
@@ -214,17 +227,19 @@ BasicAttentionResult<T> materialized(const xt::xtensor<T, 4>& q,
     std::vector<std::int64_t> masked_rows(threads, 0);
 
     detail::parallel_for(tasks, threads, [&](unsigned worker, std::size_t task) {
-        const detail::QueryBlockTask qblock = detail::query_block_task(task, blocks, n_h, lq);
+        const detail::QueryBlockTask qblock =
+            detail::query_block_task(task, blocks, dims.h, dims.lq);
         const auto [b, h, i0, rows] = qblock;
-        const std::size_t first_row = (b * n_h + h) * lq + i0; // row (b, h, i0) of [B, H, Lq, *]
-        const std::size_t head = (n_bk == 1 ? 0 : b) * n_hkv + h / group; // its K/V head
+        const std::size_t first_row =
+            (b * dims.h + h) * dims.lq + i0; // row (b, h, i0) of [B, H, Lq, *]
+        const std::size_t head = (dims.bk == 1 ? 0 : b) * dims.hkv + h / group; // its K/V head
 
-        const T* q_blk = q.data() + first_row * d;
-        const T* v_head = v.data() + head * lk * dv;
-        T* o_blk = result.output.data() + first_row * dv;
+        const T* q_blk = q.data() + first_row * dims.d;
+        const T* v_head = v.data() + head * dims.lk * dims.dv;
+        T* o_blk = result.output.data() + first_row * dims.dv;
 
         // [rows, Lk] scores, then weights: rows of result.weights or the worker's scratch.
-        T* p = detail::block_weights(result.weights, scratch[worker], first_row, lk);
+        T* p = detail::block_weights(result.weights, scratch[worker], first_row, dims.lk);
 
         // Keys past the last row's causal limit are invisible to the whole block: left out
         // of both GEMMs (causal costs about half, and inf/NaN there cannot leak in as 0·inf).
@@ -236,18 +251,27 @@ BasicAttentionResult<T> materialized(const xt::xtensor<T, 4>& q,
         // pass 2: per row, scale, bias, masks, features and a max-subtracted softmax; keys
         // past the row's causal limit get weight exactly 0.
         std::array<bool, kQueryBlock> empty{};
-        const std::int64_t empty_rows = detail::weights_block(
-            p, empty, qblock, first_row, lq, lk, scale, spec, diag_out, features, plain_row);
+        const std::int64_t empty_rows = detail::weights_block(p,
+                                                              empty,
+                                                              qblock,
+                                                              first_row,
+                                                              dims.lq,
+                                                              dims.lk,
+                                                              scale,
+                                                              spec,
+                                                              diag_out,
+                                                              features,
+                                                              plain_row);
         masked_rows[worker] += empty_rows;
 
         // pass 3: output = P[:, 0:n_vis] · V[0:n_vis] (a blocked key adds nothing, even a
         // NaN or ±inf value), then exact zeros for rows that saw no key.
-        mops.output(p, rows, n_vis, nonfinite.values(head, v_head), dv, o_blk);
+        mops.output(p, rows, n_vis, nonfinite.values(head, v_head), dims.dv, o_blk);
         if (nonfinite.any(head)) {
             nonfinite.add_visible(visibility, qblock, head, p, n_vis, v_head, o_blk);
         }
         if (empty_rows > 0) {
-            detail::zero_empty_rows(o_blk, empty, rows, dv);
+            detail::zero_empty_rows(o_blk, empty, rows, dims.dv);
         }
     });
 

@@ -66,34 +66,27 @@ Workspace streaming_workspace(const Shape& q, const Shape& k, const Shape& v) {
 
 AttentionResult
 attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
-    const std::size_t n_b = q.shape()[0];
-    const std::size_t n_h = q.shape()[1];
-    const std::size_t lq = q.shape()[2];
-    const std::size_t d = q.shape()[3];
-    const std::size_t n_bk = k.shape()[0];
-    const std::size_t n_hkv = k.shape()[1];
-    const std::size_t lk = k.shape()[2];
-    const std::size_t dv = v.shape()[3];
-    const std::size_t group = n_h / n_hkv; // G: query heads sharing one K/V head
-    const float scale = detail::score_scale(spec, d);
+    const detail::Dims dims(q, k, v);
+    const std::size_t group = dims.group(); // G: query heads sharing one K/V head
+    const float scale = detail::score_scale(spec, dims.d);
     const detail::KernelOps& ops = detail::kernel_ops(spec.simd);
 
     AttentionResult result;
-    result.output = Tensor::from_shape({n_b, n_h, lq, dv});
+    result.output = Tensor::from_shape({dims.b, dims.h, dims.lq, dims.dv});
     // Score features, applied per score in pass 2 (entropy and top-k need whole rows:
     // attend() sends them to attend_materialized; requested here they stay empty).
-    const KeyRule rule(spec, lq, lk);
+    const KeyRule rule(spec, dims.lq, dims.lk);
     if (spec.want_lse) {
-        result.diagnostics.lse = Tensor::from_shape({n_b, n_h, lq, 1});
+        result.diagnostics.lse = Tensor::from_shape({dims.b, dims.h, dims.lq, 1});
     }
     if (spec.want_argmax) {
-        result.diagnostics.argmax = Tensor::from_shape({n_b, n_h, lq, 1});
+        result.diagnostics.argmax = Tensor::from_shape({dims.b, dims.h, dims.lq, 1});
     }
 
     // One task = (batch, K/V head, query block) with all G query heads of the group, so
     // each K/V block is loaded once and used G times while it is in cache.
-    const std::size_t blocks = (lq + kQueryBlock - 1) / kQueryBlock;
-    const std::size_t tasks = n_b * n_hkv * blocks;
+    const std::size_t blocks = (dims.lq + kQueryBlock - 1) / kQueryBlock;
+    const std::size_t tasks = dims.b * dims.hkv * blocks;
     const unsigned threads = detail::resolve_threads(spec.threads, tasks);
     detail::blas_single_threaded();
 
@@ -104,17 +97,17 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
         // Under a causal mask later query blocks see more keys: hand them out first so
         // the last tasks to finish are the short ones.
         const std::size_t blk = blocks - 1 - task % blocks;
-        const std::size_t hk = (task / blocks) % n_hkv;
-        const std::size_t b = task / (blocks * n_hkv);
+        const std::size_t hk = (task / blocks) % dims.hkv;
+        const std::size_t b = task / (blocks * dims.hkv);
         const std::size_t i0 = blk * kQueryBlock;
-        const std::size_t rows = std::min(kQueryBlock, lq - i0);
-        const std::size_t bk = n_bk == 1 ? 0 : b;
-        const float* k_head = k.data() + (bk * n_hkv + hk) * lk * d;
-        const float* v_head = v.data() + (bk * n_hkv + hk) * lk * dv;
-        const std::uint8_t* pad_row = padding_row(spec.key_padding, b, lk);
+        const std::size_t rows = std::min(kQueryBlock, dims.lq - i0);
+        const std::size_t bk = dims.bk == 1 ? 0 : b;
+        const float* k_head = k.data() + (bk * dims.hkv + hk) * dims.lk * dims.d;
+        const float* v_head = v.data() + (bk * dims.hkv + hk) * dims.lk * dims.dv;
+        const std::uint8_t* pad_row = padding_row(spec.key_padding, b, dims.lk);
 
         Scratch& s = scratch[worker];
-        s.qt.resize(group * d * kQueryBlock);
+        s.qt.resize(group * dims.d * kQueryBlock);
         s.st.resize(kKeyBlock * kScoreStride);
         s.m.resize(group * kQueryBlock);
         s.l.resize(group * kQueryBlock);
@@ -126,17 +119,17 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
         // scale = 1/8), zero columns past the last row; running max -inf, sum 0; output 0.
         for (std::size_t g = 0; g < group; ++g) {
             const std::size_t h = hk * group + g;
-            const float* q_blk = q.data() + ((b * n_h + h) * lq + i0) * d;
-            float* qt = s.qt.data() + g * d * kQueryBlock;
-            for (std::size_t x = 0; x < d; ++x) {
+            const float* q_blk = q.data() + ((b * dims.h + h) * dims.lq + i0) * dims.d;
+            float* qt = s.qt.data() + g * dims.d * kQueryBlock;
+            for (std::size_t x = 0; x < dims.d; ++x) {
                 for (std::size_t r = 0; r < kQueryBlock; ++r) {
-                    qt[x * kQueryBlock + r] = r < rows ? scale * q_blk[r * d + x] : 0.0f;
+                    qt[x * kQueryBlock + r] = r < rows ? scale * q_blk[r * dims.d + x] : 0.0f;
                 }
             }
             std::fill_n(s.m.data() + g * kQueryBlock, kQueryBlock, kNegInf);
             std::fill_n(s.l.data() + g * kQueryBlock, kQueryBlock, 0.0f);
-            float* o_blk = result.output.data() + ((b * n_h + h) * lq + i0) * dv;
-            std::fill_n(o_blk, rows * dv, 0.0f);
+            float* o_blk = result.output.data() + ((b * dims.h + h) * dims.lq + i0) * dims.dv;
+            std::fill_n(o_blk, rows * dims.dv, 0.0f);
         }
 
         // Keys outside `any` are invisible to every row of the block (skipped: causal
@@ -162,25 +155,23 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                 float* st = s.st.data();
                 float* m = s.m.data() + g * kQueryBlock;
                 float* l = s.l.data() + g * kQueryBlock;
-                float* o_blk = result.output.data() + ((b * n_h + h) * lq + i0) * dv;
+                float* o_blk = result.output.data() + ((b * dims.h + h) * dims.lq + i0) * dims.dv;
 
                 // pass 1: St[kb, QB] = K_block · (scale · Q_block)ᵀ. The micro-GEMM
                 // broadcasts K entries against Qᵀ rows, so neither K nor V is repacked.
                 // The group's first head pulls this block's V toward L2 meanwhile.
-                ops.gemm_prefetch(kb,
-                                  kQueryBlock,
-                                  d,
-                                  k_head + j0 * d,
-                                  d,
-                                  1,
-                                  s.qt.data() + g * d * kQueryBlock,
-                                  kQueryBlock,
-                                  st,
-                                  kScoreStride,
-                                  false,
-                                  nullptr,
-                                  v_head + j0 * dv,
-                                  g == 0 ? kb * dv * sizeof(float) : 0);
+                ops.gemm({.m = kb,
+                          .n = kQueryBlock,
+                          .k = dims.d,
+                          .a = k_head + j0 * dims.d,
+                          .a_row = dims.d,
+                          .a_col = 1,
+                          .b = s.qt.data() + g * dims.d * kQueryBlock,
+                          .ldb = kQueryBlock,
+                          .c = st,
+                          .ldc = kScoreStride,
+                          .prefetch = v_head + j0 * dims.dv,
+                          .prefetch_bytes = g == 0 ? kb * dims.dv * sizeof(float) : 0});
 
                 // pass 2: softcap, bias, ALiBi, then masks. A blocked key (masks, a -inf
                 // bias) becomes exactly -inf even when its score is NaN (blocking wins);
@@ -274,20 +265,20 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                 // pass 4: O = diag(alpha)·O + P·V_block, P read transposed from St. The
                 // accumulator is rescaled only when some row's max grew. The group's last
                 // head pulls the next K block toward L2 meanwhile.
-                ops.gemm_prefetch(rows,
-                                  dv,
-                                  kb,
-                                  st,
-                                  1,
-                                  kScoreStride,
-                                  v_head + j0 * dv,
-                                  dv,
-                                  o_blk,
-                                  dv,
-                                  true,
-                                  rescale ? s.alpha.data() : nullptr,
-                                  k_head + next_j0 * d,
-                                  g + 1 == group ? next_kb * d * sizeof(float) : 0);
+                ops.gemm({.m = rows,
+                          .n = dims.dv,
+                          .k = kb,
+                          .a = st,
+                          .a_row = 1,
+                          .a_col = kScoreStride,
+                          .b = v_head + j0 * dims.dv,
+                          .ldb = dims.dv,
+                          .c = o_blk,
+                          .ldc = dims.dv,
+                          .accumulate = true,
+                          .row_scale = rescale ? s.alpha.data() : nullptr,
+                          .prefetch = k_head + next_j0 * dims.d,
+                          .prefetch_bytes = g + 1 == group ? next_kb * dims.d * sizeof(float) : 0});
             }
         }
 
@@ -301,16 +292,16 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
             const std::size_t h = hk * group + g;
             const float* l = s.l.data() + g * kQueryBlock;
             const float* m = s.m.data() + g * kQueryBlock;
-            float* o_blk = result.output.data() + ((b * n_h + h) * lq + i0) * dv;
+            float* o_blk = result.output.data() + ((b * dims.h + h) * dims.lq + i0) * dims.dv;
             for (std::size_t r = 0; r < rows; ++r) {
-                const std::size_t row = (b * n_h + h) * lq + i0 + r;
+                const std::size_t row = (b * dims.h + h) * dims.lq + i0 + r;
                 if (result.diagnostics.argmax) {
                     result.diagnostics.argmax->data()[row] =
                         static_cast<float>(s.best_key[g * kQueryBlock + r]);
                 }
-                float* o = o_blk + r * dv;
+                float* o = o_blk + r * dims.dv;
                 if (l[r] == 0.0f) {
-                    std::fill_n(o, dv, 0.0f);
+                    std::fill_n(o, dims.dv, 0.0f);
                     if (result.diagnostics.lse) {
                         result.diagnostics.lse->data()[row] = kNegInf;
                     }
@@ -335,7 +326,7 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
                         static_cast<double>(m_fin) + std::log(static_cast<double>(l_row)));
                 }
                 const float inv = shift / l_row;
-                for (std::size_t x = 0; x < dv; ++x) {
+                for (std::size_t x = 0; x < dims.dv; ++x) {
                     o[x] *= inv;
                 }
             }

@@ -7,6 +7,7 @@
 #include "attn/io/array.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/problem/checks.hpp"
+#include "attn/problem/layers.hpp"
 #include "attn/problem/plan.hpp"
 #include "attn/problem/problem.hpp"
 #include "attn/problem/solve.hpp"
@@ -387,8 +388,27 @@ std::string explain(const ProblemInput& in, const problem::Problem& p) {
 
 void run_explain(const ExplainArgs& a) {
     ProblemInput in = problem_input(a.problem, "explain");
-    const problem::Problem problem = problem::decode_problem(in.doc, in.base, std::move(in.arrays));
-    std::cout << explain(in, problem);
+    if (problem::is_layer_stack(in.doc)) {
+        // Every layer of a checkpoint: the stack, then the first layer's plan (the others
+        // differ only in their weights).
+        const problem::LayerStack stack =
+            problem::decode_layer_stack(in.doc, in.base, std::move(in.arrays));
+        std::string chosen;
+        for (const std::size_t l : stack.layers) {
+            chosen += (chosen.empty() ? "" : ", ") + std::to_string(l);
+        }
+        std::cout << "layers       " << stack.layers.size() << " of " << stack.prefixes.size()
+                  << " (" << stack.layout << "): " << chosen << "; layer l attends from "
+                  << "hidden_states[l] " << shape_string(stack.hidden_states.shape) << "\n"
+                  << "             results gain a leading layer axis; the plan of layer "
+                  << stack.layers.front() << " (prefix '" << stack.prefixes[stack.layers.front()]
+                  << "'), every layer alike:\n"
+                  << explain(in, stack.first);
+    } else {
+        const problem::Problem problem =
+            problem::decode_problem(in.doc, in.base, std::move(in.arrays));
+        std::cout << explain(in, problem);
+    }
     std::cout.flush();
     if (!std::cout) {
         throw SystemError("<stdout>: cannot write");

@@ -1,7 +1,5 @@
 // The problem flags of the subcommands -> the problem document (stdin: stdin_input.cpp;
 // outputs: output_options.cpp). Decoding and solving live in attn_problem.
-#include "compute_options.hpp"
-
 #include "attn/error.hpp"
 #include "attn/io/json_text.hpp"
 #include "attn/io/limits.hpp"
@@ -9,6 +7,7 @@
 #include "attn/problem/problem.hpp"
 #include "attn/problem/solve.hpp"
 #include "cli.hpp"
+#include "compute_options.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -52,6 +51,16 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
                    "with a .safetensors --params: attn, torch-mha, gpt2 or llama (default: "
                    "detected from the tensor names)")
         ->check(CLI::IsMember({"attn", "torch-mha", "gpt2", "llama"}))
+        ->group(g_in);
+    cmd.add_option("--hidden-states",
+                   args.hidden_states,
+                   "every layer of the --params checkpoint: hidden states [layers+1,B,L,E] or "
+                   "[layers+1,L,E] (.npy/.npz, as output_hidden_states=True stacked); layer l "
+                   "attends from hidden state l")
+        ->group(g_in);
+    cmd.add_option("--layers",
+                   args.layers,
+                   "with --hidden-states: the layers to compute, e.g. 0,3,5-7 (default: all)")
         ->group(g_in);
     cmd.add_option("--seed", args.seed, "random nn.Linear-style projections from this seed (init)")
         ->check(CLI::NonNegativeNumber)
@@ -314,7 +323,8 @@ ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
         {&a.context, "context", "--context", io::ArrayKind::numeric},
         {&a.mask, "mask", "--mask", io::ArrayKind::mask},
         {&a.bias, "bias", "--bias", io::ArrayKind::numeric},
-        {&a.key_padding, "key_padding_mask", "--key-padding", io::ArrayKind::mask}};
+        {&a.key_padding, "key_padding_mask", "--key-padding", io::ArrayKind::mask},
+        {&a.hidden_states, "hidden_states", "--hidden-states", io::ArrayKind::numeric}};
     for (const auto& [value, field, flag, kind] : arrays) {
         if (value->empty()) {
             continue;
@@ -336,6 +346,9 @@ ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
         } else {
             doc["params"] = flag_path(a.params);
         }
+    }
+    if (!a.layers.empty()) {
+        doc["layers"] = a.layers;
     }
     if (!a.variant.empty()) {
         doc["variant"] = a.variant;

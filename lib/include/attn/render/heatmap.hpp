@@ -33,6 +33,9 @@ struct HeatmapInput {
     std::vector<HeatmapPanel> panels;
     std::vector<std::string> row_labels; ///< empty: indices 0..rows-1
     std::vector<std::string> col_labels; ///< empty: indices 0..cols-1
+    /// Panels per row of the grid; 0: automatic (one row up to 4, then about square). The
+    /// model view sets it to the heads, so rows are layers and columns heads.
+    std::size_t grid_cols = 0;
 };
 
 struct HeatmapOptions {
@@ -89,7 +92,8 @@ struct HeatmapFigure {
     std::size_t x_label_step = 1, y_label_step = 1;
 };
 
-/// Lays out the figure: panels in a grid (one row up to 4 panels, then about square),
+/// Lays out the figure: panels in a grid (one row up to 4 panels, then about square; or
+/// input.grid_cols per row, each map then at least 120 px),
 /// cells of up to 120 px (at 100 dpi) in a map of at most 480 px per side for one panel,
 /// pooling beyond that, so the image size is bounded whatever Lq and Lk are.
 /// Throws InputError as prepare_heatmap() does, and for --annotate on a pooled map.

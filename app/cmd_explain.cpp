@@ -104,6 +104,15 @@ std::string masking_text(const problem::Problem& p) {
         parts.push_back("key_padding_mask (" + std::to_string(padded) + " of " +
                         std::to_string(p.lk) + " keys padding" +
                         (p.key_padding->shape()[0] > 1 ? " in batch 0)" : ")"));
+        if (p.varlen) {
+            std::string counts;
+            for (std::size_t b = 0; b < p.key_padding->shape()[0]; ++b) {
+                counts += (counts.empty() ? "" : ", ") +
+                          std::to_string(real_keys(&*p.key_padding, b, p.lk));
+            }
+            parts.push_back(
+                "varlen (causal, window and ALiBi use each sequence's real keys: " + counts + ")");
+        }
     }
     if (parts.empty()) {
         return "none: every query sees every key";

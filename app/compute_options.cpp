@@ -1,5 +1,7 @@
 // The problem flags of the subcommands -> the problem document (stdin: stdin_input.cpp;
 // outputs: output_options.cpp). Decoding and solving live in attn_problem.
+#include "compute_options.hpp"
+
 #include "attn/error.hpp"
 #include "attn/io/json_text.hpp"
 #include "attn/io/limits.hpp"
@@ -7,7 +9,6 @@
 #include "attn/problem/problem.hpp"
 #include "attn/problem/solve.hpp"
 #include "cli.hpp"
-#include "compute_options.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -108,6 +109,11 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
                    "diagonal of --window and --alibi: top-left (s = 0, default) or "
                    "bottom-right (s = Lk - Lq; forced by --causal=bottom-right)")
         ->check(CLI::IsMember({"top-left", "bottom-right"}))
+        ->group(g_att);
+    cmd.add_flag("--varlen",
+                 args.varlen,
+                 "with --key-padding (right-padded): causal, window and ALiBi align to each "
+                 "sequence's real key count, as FlashAttention's varlen functions do")
         ->group(g_att);
     cmd.add_option("--softcap",
                    args.softcap,
@@ -245,6 +251,9 @@ void apply_feature_flags(const ProblemArgs& a, json& doc) {
     }
     if (!a.window_align.empty()) {
         doc["window_align"] = a.window_align;
+    }
+    if (a.varlen) {
+        doc["varlen"] = true;
     }
     if (!a.softcap.empty()) {
         doc["softcap"] = is_off(a.softcap)

@@ -34,6 +34,7 @@ struct ProblemArgs {
     std::string hidden_states;        ///< --hidden-states FILE (every layer of the checkpoint)
     std::string layers;               ///< --layers 0,3,5-7
     std::string window, window_align; ///< --window L,R; --window-align
+    bool varlen = false;              ///< --varlen
     std::string softcap;              ///< --softcap X
     std::string alibi;                ///< --alibi (default slopes) or --alibi=S0,S1,..
     std::string sinks;                ///< --sinks S0,S1,..

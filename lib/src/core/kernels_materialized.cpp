@@ -128,7 +128,6 @@ BasicAttentionResult<T> materialized(const xt::xtensor<T, 4>& q,
     const std::size_t lk = k.shape()[2];
     const std::size_t dv = v.shape()[3];
     const std::size_t group = n_h / n_hkv; // query heads per key/value head
-    const KeyRule rule(spec, lq, lk);
     const T scale = detail::score_scale(spec, d);
 
     BasicAttentionResult<T> result;
@@ -165,7 +164,7 @@ BasicAttentionResult<T> materialized(const xt::xtensor<T, 4>& q,
 
         // Keys past the last row's causal limit are invisible to the whole block: left out
         // of both GEMMs (causal costs about half, and inf/NaN there cannot leak in as 0·inf).
-        const std::size_t n_vis = rule.causal_end(i0 + rows - 1);
+        const std::size_t n_vis = key_rule(spec, b, lq, lk).causal_end(i0 + rows - 1);
 
         // pass 1: scores = Q_blk · Kᵀ[:, 0:n_vis] (unscaled; the row pass scales).
         mops.scores(head, q_blk, rows, n_vis, p);

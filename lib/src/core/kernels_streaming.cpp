@@ -82,7 +82,6 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
     result.output = Tensor::from_shape({n_b, n_h, lq, dv});
     // Score features, applied per score in pass 2 (entropy and top-k need whole rows:
     // attend() sends them to attend_materialized; requested here they stay empty).
-    const KeyRule rule(spec, lq, lk);
     if (spec.want_lse) {
         result.diagnostics.lse = Tensor::from_shape({n_b, n_h, lq, 1});
     }
@@ -112,6 +111,7 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
         const float* k_head = k.data() + (bk * n_hkv + hk) * lk * d;
         const float* v_head = v.data() + (bk * n_hkv + hk) * lk * dv;
         const std::uint8_t* pad_row = padding_row(spec.key_padding, b, lk);
+        const KeyRule rule = key_rule(spec, b, lq, lk); // varlen: sequence b's own Lk
 
         Scratch& s = scratch[worker];
         s.qt.resize(group * d * kQueryBlock);

@@ -33,7 +33,8 @@ const std::vector<std::string>& problem_fields() {
                                                     "window",       "window_align",
                                                     "softcap",      "alibi",
                                                     "sinks",        "return",
-                                                    "top_k",        "precision"};
+                                                    "top_k",        "precision",
+                                                    "varlen"};
     return fields;
 }
 

@@ -4,6 +4,7 @@
 // flags are relative to the working folder, paths inside the problem to its folder.
 #include "attn/io/limits.hpp"
 #include "attn/problem/checks.hpp"
+#include "attn/problem/layers.hpp"
 #include "attn/problem/problem.hpp"
 #include "attn/problem/solve.hpp"
 #include "cli.hpp"
@@ -29,6 +30,25 @@ void run_compute(const ComputeArgs& a) {
     ProblemInput in = problem_input(a.problem, "compute");
     // Long computations show a spinner on a terminal's stderr; quick ones never start it.
     std::optional<DelayedSpinner> spinner(std::in_place, progress_wanted(a.out.quiet), "computing");
+    if (problem::is_layer_stack(in.doc)) {
+        // Every layer of a checkpoint: one layer decoded and solved at a time.
+        const problem::LayerStack stack =
+            problem::decode_layer_stack(in.doc, in.base, std::move(in.arrays));
+        if (!a.out.quiet) {
+            for (const std::string& w : stack.first.warnings) {
+                warn(w);
+            }
+        }
+        if (a.out.check_finite) {
+            problem::check_finite(stack.first);
+        }
+        check_outputs(stack.first, a.problem, a.out);
+        const problem::Solution solution =
+            problem::solve_layer_stack(stack, a.out.solve_options(), a.out.check_finite);
+        spinner->stop();
+        emit_solution(stack.first, solution, a.out, &stack);
+        return;
+    }
     const problem::Problem problem = problem::decode_problem(in.doc, in.base, std::move(in.arrays));
     if (!a.out.quiet && !problem.warnings.empty()) {
         spinner.reset(); // erased before the warnings, started again after them

@@ -7,6 +7,7 @@
 #include "attn/io/array.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/problem/checks.hpp"
+#include "attn/problem/layers.hpp"
 #include "attn/problem/plan.hpp"
 #include "attn/problem/problem.hpp"
 #include "attn/problem/solve.hpp"
@@ -103,6 +104,15 @@ std::string masking_text(const problem::Problem& p) {
         parts.push_back("key_padding_mask (" + std::to_string(padded) + " of " +
                         std::to_string(p.lk) + " keys padding" +
                         (p.key_padding->shape()[0] > 1 ? " in batch 0)" : ")"));
+        if (p.varlen) {
+            std::string counts;
+            for (std::size_t b = 0; b < p.key_padding->shape()[0]; ++b) {
+                counts += (counts.empty() ? "" : ", ") +
+                          std::to_string(real_keys(&*p.key_padding, b, p.lk));
+            }
+            parts.push_back(
+                "varlen (causal, window and ALiBi use each sequence's real keys: " + counts + ")");
+        }
     }
     if (parts.empty()) {
         return "none: every query sees every key";
@@ -402,8 +412,27 @@ std::string explain(const ProblemInput& in, const problem::Problem& p) {
 
 void run_explain(const ExplainArgs& a) {
     ProblemInput in = problem_input(a.problem, "explain");
-    const problem::Problem problem = problem::decode_problem(in.doc, in.base, std::move(in.arrays));
-    std::cout << explain(in, problem);
+    if (problem::is_layer_stack(in.doc)) {
+        // Every layer of a checkpoint: the stack, then the first layer's plan (the others
+        // differ only in their weights).
+        const problem::LayerStack stack =
+            problem::decode_layer_stack(in.doc, in.base, std::move(in.arrays));
+        std::string chosen;
+        for (const std::size_t l : stack.layers) {
+            chosen += (chosen.empty() ? "" : ", ") + std::to_string(l);
+        }
+        std::cout << "layers       " << stack.layers.size() << " of " << stack.prefixes.size()
+                  << " (" << stack.layout << "): " << chosen << "; layer l attends from "
+                  << "hidden_states[l] " << shape_string(stack.hidden_states.shape) << "\n"
+                  << "             results gain a leading layer axis; the plan of layer "
+                  << stack.layers.front() << " (prefix '" << stack.prefixes[stack.layers.front()]
+                  << "'), every layer alike:\n"
+                  << explain(in, stack.first);
+    } else {
+        const problem::Problem problem =
+            problem::decode_problem(in.doc, in.base, std::move(in.arrays));
+        std::cout << explain(in, problem);
+    }
     std::cout.flush();
     if (!std::cout) {
         throw SystemError("<stdout>: cannot write");

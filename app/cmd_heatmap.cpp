@@ -121,12 +121,13 @@ void run_heatmap(const HeatmapArgs& a) {
     }
     io::check_output_paths(inputs, {{"-o", a.output}});
     Loaded l = load_weights(a.weights);
-    const bool rank3_is_batch = l.weights.shape.size() == 3 && a.batch != kAll;
+    const std::size_t plain_rank = l.weights.shape.size() - (l.layers.empty() ? 0 : 1);
+    const bool rank3_is_batch = plain_rank == 3 && a.batch != kAll;
     if (rank3_is_batch && a.head != kAll) {
         throw InputError("--batch, --head: " + l.name +
                          " has rank 3 [H or B, Lq, Lk]: give one of them");
     }
-    const Dims d = dims_of(l.weights, l.name, rank3_is_batch);
+    const Dims d = dims_of(l.weights, l.name, rank3_is_batch, l.layers);
     const std::vector<PanelRef> refs = pick_panels(d, a.batch, a.head, l.name);
 
     PanelData data;
@@ -142,7 +143,7 @@ void run_heatmap(const HeatmapArgs& a) {
     if (mask || a.masked_zero) {
         const std::size_t n = d.lq * d.lk;
         for (const auto& r : refs) {
-            const std::size_t offset = (r.b * d.heads + r.h) * n;
+            const std::size_t offset = r.offset(d);
             std::vector<std::uint8_t> m(n, 0);
             for (std::size_t i = 0; i < n; ++i) {
                 const bool by_mask =

@@ -3,6 +3,7 @@
 // the same strict readers as every other command.
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/io/checkpoint_layers.hpp"
 #include "attn/io/checkpoint_model.hpp"
 #include "attn/io/hf_config.hpp"
 #include "attn/io/limits.hpp"
@@ -41,21 +42,16 @@ bool is_safetensors(const std::string& file) {
     return tail == ext;
 }
 
-/// The (layout, prefix) pairs a checkpoint's names hold: a layout's main weight (what
-/// io::detect_layouts recognises) after a prefix that ends at a '.' (or is empty).
+/// The (layout, prefix) pairs a checkpoint's names hold (io::attention_prefixes).
 std::set<std::pair<std::string, std::string>>
 recognised_layers(const std::vector<io::SafetensorsEntry>& tensors) {
-    std::set<std::pair<std::string, std::string>> out;
+    std::vector<std::string> names;
     for (const io::SafetensorsEntry& t : tensors) {
-        const std::string& n = t.name;
-        for (std::size_t cut = 0; cut < n.size(); cut = n.find('.', cut) + 1) {
-            for (const io::ParamsLayout layout : io::detect_layouts({n.substr(cut)})) {
-                out.insert({std::string(io::layout_name(layout)), n.substr(0, cut)});
-            }
-            if (n.find('.', cut) == std::string::npos) {
-                break;
-            }
-        }
+        names.push_back(t.name);
+    }
+    std::set<std::pair<std::string, std::string>> out;
+    for (const auto& [layout, prefix] : io::attention_prefixes(names)) {
+        out.insert({std::string(io::layout_name(layout)), prefix});
     }
     return out;
 }

@@ -73,6 +73,16 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
                    "token labels (the tokens field): a,b,c or FILE (one token per line, or a "
                    "JSON list); shown by --heatmap and echoed in the result")
         ->group(g_in);
+    cmd.add_option("--hidden-states",
+                   args.hidden_states,
+                   "every layer of the --params checkpoint: hidden states [layers+1,B,L,E] or "
+                   "[layers+1,L,E] (.npy/.npz, as output_hidden_states=True stacked); layer l "
+                   "attends from hidden state l")
+        ->group(g_in);
+    cmd.add_option("--layers",
+                   args.layers,
+                   "with --hidden-states: the layers to compute, e.g. 0,3,5-7 (default: all)")
+        ->group(g_in);
     cmd.add_option("--seed", args.seed, "random nn.Linear-style projections from this seed (init)")
         ->check(CLI::NonNegativeNumber)
         ->group(g_in);
@@ -119,6 +129,11 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
                    "diagonal of --window and --alibi: top-left (s = 0, default) or "
                    "bottom-right (s = Lk - Lq; forced by --causal=bottom-right)")
         ->check(CLI::IsMember({"top-left", "bottom-right"}))
+        ->group(g_att);
+    cmd.add_flag("--varlen",
+                 args.varlen,
+                 "with --key-padding (right-padded): causal, window and ALiBi align to each "
+                 "sequence's real key count, as FlashAttention's varlen functions do")
         ->group(g_att);
     cmd.add_option("--softcap",
                    args.softcap,
@@ -328,6 +343,9 @@ void apply_feature_flags(const ProblemArgs& a, json& doc) {
     if (!a.window_align.empty()) {
         doc["window_align"] = a.window_align;
     }
+    if (a.varlen) {
+        doc["varlen"] = true;
+    }
     if (!a.softcap.empty()) {
         doc["softcap"] = is_off(a.softcap)
                              ? json(nullptr)
@@ -415,57 +433,62 @@ ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
         {&a.bias, "bias", "--bias", io::ArrayKind::numeric},
         {&a.key_padding, "key_padding_mask", "--key-padding", io::ArrayKind::mask},
         {&a.token_ids, "token_ids", "--token-ids", io::ArrayKind::numeric}};
-    for (const auto& [value, field, flag, kind] : arrays) {
-        if (value->empty()) {
-            continue;
-        }
-        if (*value == "-") {
-            const auto bytes = read_stdin(flag);
-            in.arrays[field] =
-                parse_array_bytes(bytes, std::string(field) + ": <stdin>", kind, stdin_precision);
-            doc.erase(field);
-        } else {
-            doc[field] = flag_path(*value);
-            in.arrays.erase(field);
-        }
+    { &a.hidden_states, "hidden_states", "--hidden-states", io::ArrayKind::numeric }
+};
+for (const auto& [value, field, flag, kind] : arrays) {
+    if (value->empty()) {
+        continue;
     }
-    if (!a.params.empty()) {
-        if (a.params == "-") {
-            const auto bytes = read_stdin("--params");
-            doc["params"] = io::parse_json_text(as_text(bytes), "params: <stdin>");
-        } else {
-            doc["params"] = flag_path(a.params);
-        }
+    if (*value == "-") {
+        const auto bytes = read_stdin(flag);
+        in.arrays[field] =
+            parse_array_bytes(bytes, std::string(field) + ": <stdin>", kind, stdin_precision);
+        doc.erase(field);
+    } else {
+        doc[field] = flag_path(*value);
+        in.arrays.erase(field);
     }
-    if (!a.variant.empty()) {
-        doc["variant"] = a.variant;
+}
+if (!a.params.empty()) {
+    if (a.params == "-") {
+        const auto bytes = read_stdin("--params");
+        doc["params"] = io::parse_json_text(as_text(bytes), "params: <stdin>");
+    } else {
+        doc["params"] = flag_path(a.params);
     }
-    if (!a.causal.empty()) {
-        doc["causal"] = a.causal;
+}
+if (!a.layers.empty()) {
+    doc["layers"] = a.layers;
+}
+if (!a.variant.empty()) {
+    doc["variant"] = a.variant;
+}
+if (!a.causal.empty()) {
+    doc["causal"] = a.causal;
+}
+if (!a.scale.empty()) {
+    doc["scale"] = parse_scale_flag(a.scale);
+}
+if (a.heads > 0) {
+    doc["num_heads"] = a.heads;
+}
+if (a.kv_heads > 0) {
+    doc["num_kv_heads"] = a.kv_heads;
+}
+if (a.seed >= 0) {
+    if (!doc.contains("init") || !doc["init"].is_object()) {
+        doc["init"] = json::object();
     }
-    if (!a.scale.empty()) {
-        doc["scale"] = parse_scale_flag(a.scale);
-    }
-    if (a.heads > 0) {
-        doc["num_heads"] = a.heads;
-    }
-    if (a.kv_heads > 0) {
-        doc["num_kv_heads"] = a.kv_heads;
-    }
-    if (a.seed >= 0) {
-        if (!doc.contains("init") || !doc["init"].is_object()) {
-            doc["init"] = json::object();
-        }
-        doc["init"]["seed"] = a.seed;
-    }
-    apply_feature_flags(a, doc);
-    if (doc.empty() && in.arrays.empty()) {
-        throw InputError(std::string(command) +
-                         ": no problem: give a PROBLEM file (or - for stdin), or "
-                         "--query/--key/--value or --input (see 'attn " +
-                         std::string(command) + " --help')");
-    }
-    return in;
+    doc["init"]["seed"] = a.seed;
+}
+apply_feature_flags(a, doc);
+if (doc.empty() && in.arrays.empty()) {
+    throw InputError(std::string(command) +
+                     ": no problem: give a PROBLEM file (or - for stdin), or "
+                     "--query/--key/--value or --input (see 'attn " +
+                     std::string(command) + " --help')");
+}
+return in;
 }
 
 nlohmann::json parse_scale_flag(const std::string& s) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "attn/io/array.hpp"
+#include "attn/problem/layers.hpp"
 #include "attn/problem/problem.hpp"
 #include "attn/problem/solve.hpp"
 
@@ -31,7 +32,10 @@ struct ProblemArgs {
     std::int64_t seed = -1;
     // Score features and diagnostics; empty/0 = not given (the problem's field, if any, stays).
     std::string prefix, layout;       ///< --prefix, --layout (checkpoint params)
+    std::string hidden_states;        ///< --hidden-states FILE (every layer of the checkpoint)
+    std::string layers;               ///< --layers 0,3,5-7
     std::string window, window_align; ///< --window L,R; --window-align
+    bool varlen = false;              ///< --varlen
     std::string softcap;              ///< --softcap X
     std::string alibi;                ///< --alibi (default slopes) or --alibi=S0,S1,..
     std::string sinks;                ///< --sinks S0,S1,..
@@ -150,15 +154,21 @@ void check_outputs(const problem::Problem& problem,
 /// stdout, and warns about fully masked rows on stderr. At most one output may be "-";
 /// when one is, the result document is not printed. Throws InputError for conflicting
 /// options, SystemError when a write fails.
+/// `stack`: the solution is a stacked every-layer result of this stack (problem is its
+/// first layer's): the result document gains "layers", the heatmap is the model view.
 void emit_solution(const problem::Problem& problem,
                    const problem::Solution& solution,
-                   const OutputOptions& o);
+                   const OutputOptions& o,
+                   const problem::LayerStack* stack = nullptr);
 
 /// Renders weights [.., Lq, Lk] as a PNG, SVG or HTML heatmap at `path` with the
 /// problem's tokens and `options`' --font-size, --cols, --quiet (heatmap_render.cpp).
+/// `layers`: the layer numbers of a stacked result's leading axis (the model view: rows
+/// are layers, columns heads); empty for one layer.
 void write_heatmap_file(const std::string& path,
                         const io::Array& weights,
                         const problem::Problem* problem,
-                        const OutputOptions& options);
+                        const OutputOptions& options,
+                        const std::vector<std::size_t>& layers = {});
 
 } // namespace attn::app

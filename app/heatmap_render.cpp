@@ -69,6 +69,25 @@ token_list(const nlohmann::json& doc, const char* field, const std::string& name
     return out;
 }
 
+/// A stacked result's "layers" (the layer numbers of its leading axis), or empty.
+std::vector<std::size_t> layer_list(const nlohmann::json& doc, const std::string& name) {
+    std::vector<std::size_t> out;
+    if (!doc.contains("layers") || doc["layers"].is_null()) {
+        return out;
+    }
+    if (!doc["layers"].is_array() || doc["layers"].empty()) {
+        throw InputError(name + ": layers: expected a list of layer numbers");
+    }
+    for (const auto& v : doc["layers"]) {
+        if (!v.is_number_unsigned()) {
+            throw InputError(name + ": layers: expected a list of layer numbers, got " +
+                             std::string(v.type_name()));
+        }
+        out.push_back(v.get<std::size_t>());
+    }
+    return out;
+}
+
 } // namespace
 
 Loaded load_weights(const std::string& path) {
@@ -99,9 +118,10 @@ Loaded load_weights(const std::string& path) {
             throw InputError(l.name + ": a JSON object without \"weights\" (expected an array, or "
                                       "a result of attn compute without --no-weights)");
         }
-        l.weights =
-            io::parse_json_array(doc["weights"], l.name + ": weights", io::ArrayKind::numeric);
+        l.weights = io::parse_json_array(
+            doc["weights"], l.name + ": weights", io::ArrayKind::numeric, io::Precision::f32, 5);
         l.query_tokens = token_list(doc, "query_tokens", l.name);
+        l.layers = layer_list(doc, l.name);
         l.key_tokens = token_list(doc, "key_tokens", l.name);
         if (doc.contains("tokens")) {
             const auto both = token_list(doc, "tokens", l.name);
@@ -132,25 +152,37 @@ pick_panels(const Dims& d, std::int64_t batch, std::int64_t head, const std::str
                          (d.has_heads ? "" : " (no head dimension)"));
     }
     std::vector<PanelRef> out;
-    for (std::size_t b = 0; b < d.batches; ++b) {
-        if (batch != kAll && b != static_cast<std::size_t>(batch)) {
-            continue;
-        }
-        for (std::size_t h = 0; h < d.heads; ++h) {
-            if (head != kAll && h != static_cast<std::size_t>(head)) {
+    for (std::size_t l = 0; l < d.layers; ++l) {
+        for (std::size_t b = 0; b < d.batches; ++b) {
+            if (batch != kAll && b != static_cast<std::size_t>(batch)) {
                 continue;
             }
-            std::string t;
-            if (d.has_batch && batch == kAll && d.batches > 1) {
-                t = "batch " + std::to_string(b);
+            for (std::size_t h = 0; h < d.heads; ++h) {
+                if (head != kAll && h != static_cast<std::size_t>(head)) {
+                    continue;
+                }
+                std::string t;
+                if (d.has_layers) {
+                    t = "layer " + std::to_string(d.layer_ids[l]);
+                }
+                if (d.has_batch && batch == kAll && d.batches > 1) {
+                    t += (t.empty() ? "" : " \u00B7 ") + std::string("batch ") + std::to_string(b);
+                }
+                if (d.has_heads && d.heads > 1) {
+                    t += (t.empty() ? "" : " \u00B7 ") + std::string("head ") + std::to_string(h);
+                }
+                out.push_back({l, b, h, t});
             }
-            if (d.has_heads && d.heads > 1) {
-                t += (t.empty() ? "" : " \u00B7 ") + std::string("head ") + std::to_string(h);
-            }
-            out.push_back({b, h, t});
         }
     }
-    if (out.size() > kMaxPanels) {
+    if (d.has_layers && out.size() > kMaxModelPanels) {
+        throw InputError(
+            name + ": " + std::to_string(out.size()) + " panels (" + std::to_string(d.layers) +
+            " layers x " + std::to_string(d.batches) + " batches x " + std::to_string(d.heads) +
+            " heads) are too many for one model view (at most " + std::to_string(kMaxModelPanels) +
+            "); pick with --head N and/or --batch N, or compute fewer --layers");
+    }
+    if (!d.has_layers && out.size() > kMaxPanels) {
         throw InputError(name + ": " + std::to_string(out.size()) + " panels (" +
                          std::to_string(d.batches) + " batches x " + std::to_string(d.heads) +
                          " heads) are too many for one figure (at most " +
@@ -255,7 +287,7 @@ make_input(const io::Array& w, const Dims& d, const std::vector<PanelRef>& refs,
     in.cols = d.lk;
     const std::size_t n = d.lq * d.lk;
     for (std::size_t k = 0; k < refs.size(); ++k) {
-        const std::size_t offset = (refs[k].b * d.heads + refs[k].h) * n;
+        const std::size_t offset = refs[k].offset(d);
         render::HeatmapPanel p;
         p.title = refs[k].title;
         p.values = std::span<const float>(w.values).subspan(offset, n);
@@ -264,16 +296,49 @@ make_input(const io::Array& w, const Dims& d, const std::vector<PanelRef>& refs,
         }
         in.panels.push_back(p);
     }
+    // The model view: rows are layers (and batches), columns the heads shown.
+    if (d.has_layers && refs.size() > 1) {
+        std::size_t heads_shown = 0;
+        while (heads_shown < refs.size() && refs[heads_shown].l == refs.front().l &&
+               refs[heads_shown].b == refs.front().b) {
+            ++heads_shown;
+        }
+        in.grid_cols = heads_shown;
+    }
     return in;
 }
 
-Dims dims_of(const io::Array& w, const std::string& name, bool rank3_is_batch) {
-    const auto& s = w.shape;
-    if (s.size() < 2 || s.size() > 4) {
-        throw InputError::shape(
-            name + ": weights [Lq, Lk], [H, Lq, Lk] or [B, H, Lq, Lk]", {kAnyDim, kAnyDim}, s);
+Dims dims_of(const io::Array& w,
+             const std::string& name,
+             bool rank3_is_batch,
+             std::vector<std::size_t> layer_ids) {
+    std::vector<std::size_t> s = w.shape;
+    const bool has_layers = !layer_ids.empty() || s.size() == 5;
+    if (s.size() < (has_layers ? 3 : 2) || s.size() > (has_layers ? 5 : 4)) {
+        throw InputError::shape(name + (has_layers ? ": weights [layers, Lq, Lk] .. [layers, B, "
+                                                     "H, Lq, Lk]"
+                                                   : ": weights [Lq, Lk], [H, Lq, Lk], [B, H, Lq, "
+                                                     "Lk] or [layers, B, H, Lq, Lk]"),
+                                {kAnyDim, kAnyDim},
+                                s);
     }
     Dims d;
+    if (has_layers) {
+        d.has_layers = true;
+        d.layers = s.front();
+        s.erase(s.begin());
+        if (layer_ids.empty()) {
+            for (std::size_t l = 0; l < d.layers; ++l) {
+                layer_ids.push_back(l);
+            }
+        }
+        if (layer_ids.size() != d.layers) {
+            throw InputError(name + ": layers: " + std::to_string(layer_ids.size()) +
+                             " layer numbers for " + std::to_string(d.layers) +
+                             " layers of weights");
+        }
+        d.layer_ids = std::move(layer_ids);
+    }
     d.lq = s[s.size() - 2];
     d.lk = s[s.size() - 1];
     if (s.size() == 4) {
@@ -287,7 +352,7 @@ Dims dims_of(const io::Array& w, const std::string& name, bool rank3_is_batch) {
         d.heads = s[0];
         d.has_heads = true;
     }
-    if (d.lq == 0 || d.lk == 0 || d.batches == 0 || d.heads == 0) {
+    if (d.lq == 0 || d.lk == 0 || d.batches == 0 || d.heads == 0 || d.layers == 0) {
         throw InputError(name + ": nothing to draw: weights of shape " + shape_string(s));
     }
     return d;
@@ -321,12 +386,13 @@ std::vector<std::uint8_t> blocked_cells(
 void write_heatmap_file(const std::string& path,
                         const io::Array& weights,
                         const problem::Problem* problem,
-                        const OutputOptions& options) {
+                        const OutputOptions& options,
+                        const std::vector<std::size_t>& layers) {
     const FileFormat format = file_format(path, "", "--heatmap");
-    const std::size_t rank = weights.shape.size();
+    const std::size_t rank = weights.shape.size() - (layers.empty() ? 0 : 1);
     const bool has_batch = problem != nullptr && problem->batched;
     const bool has_heads = problem != nullptr && problem->num_heads > 1;
-    const Dims d = dims_of(weights, "--heatmap", rank == 3 && has_batch && !has_heads);
+    const Dims d = dims_of(weights, "--heatmap", rank == 3 && has_batch && !has_heads, layers);
     const std::vector<PanelRef> refs = pick_panels(d, kAll, kAll, "--heatmap");
     PanelData data;
     if (problem != nullptr) {
@@ -337,6 +403,10 @@ void write_heatmap_file(const std::string& path,
     render::HeatmapInput in = make_input(weights, d, refs, data);
     render::HeatmapOptions o;
     o.title = "attention weights";
+    if (d.has_layers) {
+        o.title = "model view: " + std::to_string(d.layers) + " layers \u00D7 " +
+                  std::to_string(d.heads) + " heads";
+    }
     o.font_size = options.font_size;
     o.columns = options.cols;
     if (problem != nullptr) {

@@ -17,13 +17,15 @@
 namespace attn::app {
 
 inline constexpr std::size_t kMaxPanels = 64;
-inline constexpr std::int64_t kAll = -1; ///< --head/--batch not given: every one
+inline constexpr std::size_t kMaxModelPanels = 256; ///< layers x heads in the model view
+inline constexpr std::int64_t kAll = -1;            ///< --head/--batch not given: every one
 
 /// Weights as read, with the tokens a result document carried.
 struct Loaded {
     io::Array weights;
     std::vector<std::string> query_tokens, key_tokens;
-    std::string name; ///< for messages and the default title
+    std::vector<std::size_t> layers; ///< a stacked result's "layers": its leading axis
+    std::string name;                ///< for messages and the default title
 };
 
 /// Reads WEIGHTS ("-" is stdin). Throws InputError naming the file.
@@ -31,17 +33,28 @@ Loaded load_weights(const std::string& path);
 
 /// How the leading dims of a weights array read: [B?, H?, Lq, Lk].
 struct Dims {
-    std::size_t batches = 1, heads = 1, lq = 0, lk = 0;
-    bool has_batch = false, has_heads = false;
+    std::size_t layers = 1, batches = 1, heads = 1, lq = 0, lk = 0;
+    bool has_layers = false, has_batch = false, has_heads = false;
+    std::vector<std::size_t> layer_ids; ///< the number of each layer (default 0, 1, ...)
 };
 
-/// Reads the shape of weights [Lq, Lk], [H|B, Lq, Lk] or [B, H, Lq, Lk].
-Dims dims_of(const io::Array& w, const std::string& name, bool rank3_is_batch);
+/// Reads the shape of weights [Lq, Lk], [H|B, Lq, Lk], [B, H, Lq, Lk] or, with
+/// `layer_ids` (the layer numbers of a stacked result's leading axis) or rank 5,
+/// [layers, B, H, Lq, Lk].
+Dims dims_of(const io::Array& w,
+             const std::string& name,
+             bool rank3_is_batch,
+             std::vector<std::size_t> layer_ids = {});
 
-/// One panel to draw: which (b, h) and its title.
+/// One panel to draw: which (layer, b, h) and its title.
 struct PanelRef {
-    std::size_t b = 0, h = 0;
+    std::size_t l = 0, b = 0, h = 0;
     std::string title;
+
+    /// The panel's first value in [layers, B, H, Lq, Lk].
+    std::size_t offset(const Dims& d) const {
+        return ((l * d.batches + b) * d.heads + h) * d.lq * d.lk;
+    }
 };
 
 /// The panels --batch/--head pick (kAll: every one); at most kMaxPanels.

@@ -156,7 +156,8 @@ encode_array(const std::string& path, const io::Array& a, const OutputOptions& o
 
 void emit_solution(const problem::Problem& problem,
                    const problem::Solution& s,
-                   const OutputOptions& o) {
+                   const OutputOptions& o,
+                   const problem::LayerStack* stack) {
     if (o.no_weights && (!o.weights.empty() || !o.heatmap.empty())) {
         throw InputError("--no-weights: cannot be combined with --weights or --heatmap");
     }
@@ -186,19 +187,27 @@ void emit_solution(const problem::Problem& problem,
         write_array(o.weights, *s.weights);
     }
     if (!o.heatmap.empty()) {
-        write_heatmap_file(o.heatmap, *s.weights, &problem, o);
+        write_heatmap_file(o.heatmap,
+                           *s.weights,
+                           &problem,
+                           o,
+                           stack != nullptr ? stack->layers : std::vector<std::size_t>{});
     }
     if (o.output.empty() && to_stdout == 0) {
         // What went to a file is not printed again: --weights FILE leaves them out here.
-        std::cout << problem::result_document(problem, s, o.weights.empty()) << '\n';
+        std::cout << (stack != nullptr
+                          ? problem::stack_result_document(*stack, s, o.weights.empty())
+                          : problem::result_document(problem, s, o.weights.empty()))
+                  << '\n';
         std::cout.flush();
         if (!std::cout) {
             throw SystemError("<stdout>: cannot write");
         }
     }
     if (s.rows_fully_masked > 0 && !o.quiet) {
-        warn(std::to_string(s.rows_fully_masked) +
-             " query row(s) (over all batches and heads) can see no key (fully masked): their "
+        warn(std::to_string(s.rows_fully_masked) + " query row(s) (over all " +
+             (stack != nullptr ? "layers, " : "") +
+             "batches and heads) can see no key (fully masked): their "
              "weights are zeros and their attention output is zeros (before any output "
              "projection)");
     }

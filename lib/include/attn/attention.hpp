@@ -80,6 +80,10 @@ template <class T> struct BasicAttentionSpec {
     //   s = Q·Kᵀ·scale -> softcap -> + bias + alibi -> masks (keep, padding, causal, window).
     Window window{};               ///< sliding window; {-1, -1}: none
     Align align = Align::top_left; ///< diagonal of window and alibi (see Align)
+    /// Variable-length sequences (FlashAttention's varlen functions): with key_padding,
+    /// batch b's causal rule, window and ALiBi use Lk = its real keys (right-padded:
+    /// every real key before the first padding key) instead of the padded Lk.
+    bool varlen = false;
     std::optional<T> softcap{};    ///< s = cap·tanh(s / cap) before bias and masks; > 0
     std::vector<T> alibi_slopes{}; ///< empty or H: adds slope_h · (j - (i + s))
     std::vector<T> sinks{};        ///< empty or H: sink logits in each row's denominator

@@ -90,6 +90,9 @@ class KeyRule {
 
     bool sees(std::size_t i, std::size_t j) const { return keys(i).contains(j); }
 
+    /// The same rule for `lk` keys (a varlen sequence's real keys; see key_rule()).
+    KeyRule with_keys(std::size_t lk) const { return KeyRule(causal_, window_, align_, lq_, lk); }
+
     /// A range holding every key some query of rows [first, last] sees (a block's keys
     /// outside it need not be computed): [keys(first).begin, keys(last).end).
     KeyRange any_keys(std::size_t first, std::size_t last) const {
@@ -116,6 +119,40 @@ class KeyRule {
     std::int64_t offset_;
 };
 
+/// Row b of a [B|1, 1, 1, Lk] key-padding mask, or null.
+inline const std::uint8_t* padding_row(const Mask* pad, std::size_t b, std::size_t lk) {
+    if (pad == nullptr) {
+        return nullptr;
+    }
+    return pad->data() + (pad->shape()[0] == 1 ? 0 : b) * lk;
+}
+
+/// The keys sequence b really has: one past its last real key in the key-padding mask
+/// (0 when it has none; Lk without a mask). For a right-padded row this is its count.
+inline std::size_t real_keys(const Mask* pad, std::size_t b, std::size_t lk) {
+    const std::uint8_t* row = padding_row(pad, b, lk);
+    if (row == nullptr) {
+        return lk;
+    }
+    std::size_t n = lk;
+    while (n > 0 && row[n - 1] == 0) {
+        --n;
+    }
+    return n;
+}
+
+/// The positional rule of batch b: KeyRule(spec, lq, lk), or under spec.varlen (with a
+/// key-padding mask) the rule of sequence b alone, with Lk = real_keys(b): its causal
+/// diagonal, window edges and ALiBi distances sit where FlashAttention's varlen functions
+/// put them (bottom-right: s = real keys − Lq). Keys past the real ones are padding.
+template <class T>
+KeyRule key_rule(const BasicAttentionSpec<T>& spec, std::size_t b, std::size_t lq, std::size_t lk) {
+    const KeyRule rule(spec, lq, lk);
+    return spec.varlen && spec.key_padding != nullptr
+               ? rule.with_keys(real_keys(spec.key_padding, b, lk))
+               : rule;
+}
+
 /// Index of a broadcast [B|1, H|1, Lq|1, Lk] operand's row (b, h, i): a size-1 dim is
 /// read at 0 for every index (one row serves every query of a [B, 1, 1, Lk] mask).
 template <class E>
@@ -134,14 +171,6 @@ const E* pair_row(const xt::xtensor<E, 4>* t, std::size_t b, std::size_t h, std:
     return t != nullptr ? t->data() + pair_row_offset(*t, b, h, i) : nullptr;
 }
 
-/// Row b of a [B|1, 1, 1, Lk] key-padding mask, or null.
-inline const std::uint8_t* padding_row(const Mask* pad, std::size_t b, std::size_t lk) {
-    if (pad == nullptr) {
-        return nullptr;
-    }
-    return pad->data() + (pad->shape()[0] == 1 ? 0 : b) * lk;
-}
-
 /// Whether the keep-mask row and the padding row (each may be null) let key j through.
 inline bool masks_keep(const std::uint8_t* mask_row, const std::uint8_t* pad_row, std::size_t j) {
     return (mask_row == nullptr || mask_row[j] != 0) && (pad_row == nullptr || pad_row[j] != 0);
@@ -153,17 +182,27 @@ inline bool masks_keep(const std::uint8_t* mask_row, const std::uint8_t* pad_row
 /// T: the bias element type (float: Visibility; double for the float64 spec).
 template <class T> class BasicVisibility {
   public:
+    /// `varlen`: the key rule of batch b uses Lk = real_keys(key_padding, b) (key_rule()).
     BasicVisibility(KeyRule rule,
                     const Mask* keep_mask,
                     const Mask* key_padding,
                     const xt::xtensor<T, 4>* bias,
-                    std::size_t lk)
-        : rule_(rule), keep_mask_(keep_mask), key_padding_(key_padding), bias_(bias), lk_(lk) {}
+                    std::size_t lk,
+                    bool varlen = false)
+        : rule_(rule), keep_mask_(keep_mask), key_padding_(key_padding), bias_(bias), lk_(lk),
+          varlen_(varlen && key_padding != nullptr) {}
 
     BasicVisibility(const BasicAttentionSpec<T>& spec, std::size_t lq, std::size_t lk)
-        : BasicVisibility(KeyRule(spec, lq, lk), spec.keep_mask, spec.key_padding, spec.bias, lk) {}
+        : BasicVisibility(
+              KeyRule(spec, lq, lk), spec.keep_mask, spec.key_padding, spec.bias, lk, spec.varlen) {
+    }
 
+    /// The positional rule of batch 0 (of every batch unless varlen).
     const KeyRule& rule() const { return rule_; }
+    /// The positional rule of batch b.
+    KeyRule rule(std::size_t b) const {
+        return varlen_ ? rule_.with_keys(real_keys(key_padding_, b, lk_)) : rule_;
+    }
 
     bool sees(std::size_t b, std::size_t h, std::size_t i, std::size_t j) const;
 
@@ -176,6 +215,7 @@ template <class T> class BasicVisibility {
     const Mask* key_padding_;
     const xt::xtensor<T, 4>* bias_;
     std::size_t lk_;
+    bool varlen_ = false;
 };
 extern template class BasicVisibility<float>;
 extern template class BasicVisibility<double>;

@@ -56,6 +56,24 @@ void check_all(const xt::xtensor<T, 4>& q,
         if ((s[0] != b && s[0] != 1) || s[1] != 1 || s[2] != 1 || s[3] != lk) {
             throw InputError::shape("key_padding_mask", {b, 1, 1, lk}, shape_of(*spec.key_padding));
         }
+        if (spec.varlen) {
+            // Each sequence's real keys come first: a real key after padding has no place in
+            // FlashAttention's packed (varlen) layout.
+            for (std::size_t r = 0; r < s[0]; ++r) {
+                const std::uint8_t* row = spec.key_padding->data() + r * lk;
+                const std::size_t n = real_keys(spec.key_padding, r, lk);
+                const auto pad = std::find(row, row + n, std::uint8_t{0});
+                if (pad != row + n) {
+                    throw InputError("varlen: key_padding_mask row " + std::to_string(r) +
+                                     " is not right-padded (padding at key " +
+                                     std::to_string(pad - row) + ", a real key at " +
+                                     std::to_string(n - 1) +
+                                     "): varlen needs each sequence's real keys first");
+                }
+            }
+        }
+    } else if (spec.varlen) {
+        throw InputError("varlen: needs a key_padding_mask (each sequence's real keys)");
     }
     if (spec.window.left < -1 || spec.window.right < -1) {
         throw InputError("window: expected [left, right] with each >= -1 (-1 = unbounded), got [" +

@@ -315,7 +315,7 @@ std::int64_t weights_block(T* p,
                            BasicRowDiagnostics<T>& diag_out,
                            bool features,
                            const PlainRow& plain_row) {
-    const KeyRule rule(spec, lq, lk);
+    const KeyRule rule = key_rule(spec, task.b, lq, lk);
     const std::uint8_t* pad_row = padding_row(spec.key_padding, task.b, lk);
     std::int64_t empty_rows = 0;
     for (std::size_t r = 0; r < task.rows; ++r) {

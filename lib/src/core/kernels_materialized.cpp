@@ -202,7 +202,6 @@ BasicAttentionResult<T> materialized(const xt::xtensor<T, 4>& q,
                                      const BasicAttentionSpec<T>& spec) {
     const detail::Dims dims(q, k, v);
     const std::size_t group = dims.group(); // query heads per key/value head
-    const KeyRule rule(spec, dims.lq, dims.lk);
     const T scale = detail::score_scale(spec, dims.d);
 
     BasicAttentionResult<T> result;
@@ -221,7 +220,7 @@ BasicAttentionResult<T> materialized(const xt::xtensor<T, 4>& q,
     const MaterializedOps<T> mops(k, spec, threads);
     const auto plain_row = mops.plain_row(scale);
     const NonFiniteValues<T> nonfinite(v);
-    const BasicVisibility<T> visibility(spec, lq, lk);
+    const BasicVisibility<T> visibility(spec, dims.lq, dims.lk);
 
     std::vector<std::vector<T>> scratch(threads);
     std::vector<std::int64_t> masked_rows(threads, 0);
@@ -243,7 +242,7 @@ BasicAttentionResult<T> materialized(const xt::xtensor<T, 4>& q,
 
         // Keys past the last row's causal limit are invisible to the whole block: left out
         // of both GEMMs (causal costs about half, and inf/NaN there cannot leak in as 0·inf).
-        const std::size_t n_vis = rule.causal_end(i0 + rows - 1);
+        const std::size_t n_vis = key_rule(spec, b, dims.lq, dims.lk).causal_end(i0 + rows - 1);
 
         // pass 1: scores = Q_blk · Kᵀ[:, 0:n_vis] (unscaled; the row pass scales).
         mops.scores(head, q_blk, rows, n_vis, p);

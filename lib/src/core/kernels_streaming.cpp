@@ -75,7 +75,6 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
     result.output = Tensor::from_shape({dims.b, dims.h, dims.lq, dims.dv});
     // Score features, applied per score in pass 2 (entropy and top-k need whole rows:
     // attend() sends them to attend_materialized; requested here they stay empty).
-    const KeyRule rule(spec, dims.lq, dims.lk);
     if (spec.want_lse) {
         result.diagnostics.lse = Tensor::from_shape({dims.b, dims.h, dims.lq, 1});
     }
@@ -105,6 +104,7 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
         const float* k_head = k.data() + (bk * dims.hkv + hk) * dims.lk * dims.d;
         const float* v_head = v.data() + (bk * dims.hkv + hk) * dims.lk * dims.dv;
         const std::uint8_t* pad_row = padding_row(spec.key_padding, b, dims.lk);
+        const KeyRule rule = key_rule(spec, b, dims.lq, dims.lk); // varlen: sequence b's own Lk
 
         Scratch& s = scratch[worker];
         s.qt.resize(group * dims.d * kQueryBlock);

@@ -9,7 +9,7 @@ namespace attn {
 
 template <class T>
 bool BasicVisibility<T>::sees(std::size_t b, std::size_t h, std::size_t i, std::size_t j) const {
-    if (!rule_.sees(i, j) ||
+    if (!rule(b).sees(i, j) ||
         !masks_keep(pair_row(keep_mask_, b, h, i), padding_row(key_padding_, b, lk_), j)) {
         return false;
     }
@@ -23,6 +23,7 @@ template <class T> bool BasicVisibility<T>::varies() const {
         return t != nullptr && (t->shape()[0] > 1 || t->shape()[1] > 1);
     };
     return big(keep_mask_) || big(bias_) || big(key_padding_);
+    // (varlen: its per-batch rule needs a per-batch key_padding, which big() counts.)
 }
 
 template class BasicVisibility<float>;

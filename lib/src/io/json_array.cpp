@@ -7,6 +7,7 @@
 #include "attn/io/number_text.hpp"
 #include "io_detail.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -16,8 +17,6 @@ namespace attn::io {
 namespace {
 
 using namespace detail;
-
-constexpr std::size_t json_max_rank = 4;
 
 /// "a number", "an object", "null", ...
 std::string json_kind(const nlohmann::json& j) {
@@ -139,7 +138,9 @@ class JsonArrayReader {
 Array parse_json_array(const nlohmann::json& j,
                        std::string_view name,
                        ArrayKind kind,
-                       Precision precision) {
+                       Precision precision,
+                       std::size_t max_rank) {
+    const std::size_t json_max_rank = std::min<std::size_t>(max_rank, 5);
     if (!j.is_array()) {
         throw InputError(std::string(name) +
                          ": expected an array (nested lists of rank 1 to 4), got " + json_kind(j));

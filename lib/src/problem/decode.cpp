@@ -36,7 +36,8 @@ const std::vector<std::string>& problem_fields() {
                                                     "sinks",        "return",
                                                     "top_k",        "precision",
                                                     "rope",         "norm",
-                                                    "token_ids",    "average_heads"};
+                                                    "token_ids",    "average_heads",
+                                                    "varlen"};
     return fields;
 }
 
@@ -323,6 +324,14 @@ Problem decode_problem(const json& doc_in, const fs::path& base, ArrayValues giv
     cx.doc = doc_in;
     cx.base = base;
     cx.given = std::move(given);
+    // hidden_states and layers belong to the every-layer document (problem/layers.hpp).
+    if (cx.has("hidden_states")) {
+        throw InputError("hidden_states: every-layer problems are computed by attn compute and "
+                         "attn explain, one problem at a time");
+    }
+    if (cx.has("layers")) {
+        throw InputError("layers: selects layers of hidden_states, which is not given");
+    }
     const auto& fields = problem_fields();
     for (const auto& [key, value] : cx.doc.items()) {
         if (std::find(fields.begin(), fields.end(), key) == fields.end()) {

@@ -221,6 +221,12 @@ void decode_score_features(DecodeContext& cx, Problem& p) {
                              shown(a));
         }
     }
+    if (cx.has("varlen")) {
+        p.varlen = boolean(cx.doc["varlen"], "varlen");
+        if (p.varlen && !p.key_padding) {
+            throw InputError("varlen: needs key_padding_mask (each sequence's real keys)");
+        }
+    }
     if (cx.has("softcap") && !cx.doc["softcap"].is_null()) {
         const json& c = cx.doc["softcap"];
         if (!c.is_number() || !std::isfinite(c.get<double>()) || c.get<double>() <= 0.0) {

@@ -57,6 +57,7 @@ BasicAttentionSpec<T> make_spec(const Problem& p, const Inputs& in, const SolveO
     spec.simd = options.simd;
     spec.window = p.window;
     spec.align = p.window_align;
+    spec.varlen = p.varlen;
     spec.softcap = in.softcap;
     spec.alibi_slopes = in.alibi_slopes;
     spec.sinks = in.sinks;

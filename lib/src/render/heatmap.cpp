@@ -38,10 +38,14 @@ HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
     const FontMetrics m_tick = font_metrics(fs_tick), m_label = font_metrics(fs_label);
 
     const std::size_t n = in.panels.size();
-    const std::size_t ncols = o.columns > 0 ? std::min(o.columns, n) : grid_columns(n);
+    // The model view fixes its columns (heads); else --cols, else about square.
+    const std::size_t ncols = in.grid_cols > 0 ? std::min(in.grid_cols, n)
+                              : o.columns > 0  ? std::min(o.columns, n)
+                                               : grid_columns(n);
     const std::size_t nrows = ceil_div(n, ncols);
+    const double smallest = in.grid_cols > 0 ? 120.0 : 200.0; // a model view has many columns
     const double target = std::floor(
-        (n == 1 ? 480.0 : std::clamp(1100.0 / static_cast<double>(ncols), 200.0, 400.0)) * s);
+        (n == 1 ? 480.0 : std::clamp(1100.0 / static_cast<double>(ncols), smallest, 400.0)) * s);
     const double max_cell = std::floor(120.0 * s), min_side = std::floor(120.0 * s);
 
     // Every token is drawn: an axis with tokens may grow its map beyond `target` (up to

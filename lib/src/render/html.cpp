@@ -179,8 +179,9 @@ heatmap_html(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLimits& 
         cmap.reversed ? cmap.name.substr(0, cmap.name.size() - 2) : cmap.name;
     const std::string meta =
         std::string("{") + "\"title\":" + json_string(o.title) +
-        ",\"rows\":" + std::to_string(in.rows) + ",\"cols\":" + std::to_string(in.cols) +
-        ",\"panels\":" + json_strings(titles) + ",\"rowLabels\":" + json_strings(in.row_labels) +
+        ",\"gridCols\":" + std::to_string(in.grid_cols) + ",\"rows\":" + std::to_string(in.rows) +
+        ",\"cols\":" + std::to_string(in.cols) + ",\"panels\":" + json_strings(titles) +
+        ",\"rowLabels\":" + json_strings(in.row_labels) +
         ",\"colLabels\":" + json_strings(in.col_labels) + ",\"cmap\":" + json_string(cmap_base) +
         ",\"reversed\":" + (cmap.reversed ? "true" : "false") + ",\"tables\":" + tables +
         ",\"vmin\":" + json_number(m.norm.vmin) + ",\"vmax\":" + json_number(m.norm.vmax) +

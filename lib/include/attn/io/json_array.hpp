@@ -17,11 +17,13 @@ namespace attn::io {
 /// only when kind == mask (then true = 1, false = 0). `name` (a field name or a file)
 /// prefixes every message, with the JSON index path of the culprit, e.g.
 /// "query: [1][2]: expected a number, got an object". With Precision::f64 the numbers are
-/// also kept exactly as parsed, in double (Array::values64). Throws InputError.
+/// also kept exactly as parsed, in double (Array::values64). `max_rank` 5 reads a stacked
+/// result's [layers, B, H, Lq, Lk] weights. Throws InputError.
 Array parse_json_array(const nlohmann::json& j,
                        std::string_view name,
                        ArrayKind kind,
-                       Precision precision = Precision::f32);
+                       Precision precision = Precision::f32,
+                       std::size_t max_rank = 4);
 
 /// A JSON array literal (nested lists) of the given shape; non-finite numbers are written
 /// as the strings "inf", "-inf", "nan". Rank 0 gives a bare number.

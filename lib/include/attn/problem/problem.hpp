@@ -62,10 +62,11 @@ struct Problem {
     // Score features and diagnostics; see AttentionSpec for the definitions.
     Window window{};                      ///< "window": [left, right], -1 = unbounded
     Align window_align = Align::top_left; ///< "window_align" (bottom-right forced by causal)
-    std::optional<float> softcap{};       ///< "softcap"
-    std::vector<float> alibi_slopes{};    ///< "alibi": true (default slopes) or H slopes
-    std::vector<float> sinks{};           ///< "sinks": H logits
-    bool return_lse = false;              ///< "return": [..., "lse", ...]
+    bool varlen = false;               ///< "varlen": per-sequence alignment from key_padding_mask
+    std::optional<float> softcap{};    ///< "softcap"
+    std::vector<float> alibi_slopes{}; ///< "alibi": true (default slopes) or H slopes
+    std::vector<float> sinks{};        ///< "sinks": H logits
+    bool return_lse = false;           ///< "return": [..., "lse", ...]
     bool return_entropy = false;
     bool return_argmax = false;
     std::size_t top_k = 0;      ///< "top_k": K (with or without "return": ["top_k"])

@@ -33,6 +33,9 @@ struct HeatmapInput {
     std::vector<HeatmapPanel> panels;
     std::vector<std::string> row_labels; ///< empty: indices 0..rows-1
     std::vector<std::string> col_labels; ///< empty: indices 0..cols-1
+    /// Panels per row of the grid; 0: automatic (one row up to 4, then about square). The
+    /// model view sets it to the heads, so rows are layers and columns heads.
+    std::size_t grid_cols = 0;
 };
 
 struct HeatmapOptions {
@@ -98,10 +101,11 @@ struct HeatmapFigure {
 };
 
 /// Lays out the figure: panels in a grid (one row up to 4 panels, then about square, or
-/// `columns` per row), cells of up to 120 px (at 100 dpi) in a map of at most 480 px per
-/// side for one panel, pooling beyond that, so the image size is bounded whatever Lq and
-/// Lk are. An axis with tokens grows its map (up to max_grown_side) until every token is
-/// drawn; past that the labels are thinned and label_notes says so.
+/// input.grid_cols per row (the model view: each map then at least 120 px), else `columns`
+/// per row), cells of up to 120 px (at 100 dpi) in a map of at most 480 px per side for one
+/// panel, pooling beyond that, so the image size is bounded whatever Lq and Lk are. An axis
+/// with tokens grows its map (up to max_grown_side) until every token is drawn; past that
+/// the labels are thinned and label_notes says so.
 /// Throws InputError as prepare_heatmap() does, and for --annotate on a pooled map.
 HeatmapFigure heatmap_figure(const HeatmapInput& input, const HeatmapOptions& options);
 

@@ -288,6 +288,8 @@
   function drawThumbs() {
     const box = $("heads");
     if (!box.children.length) {
+      // The model view: one row of thumbnails per layer, one column per head.
+      if (meta.gridCols > 0) box.style.gridTemplateColumns = `repeat(${Math.min(meta.gridCols, P)}, 84px)`;
       for (let p = 0; p < P; p++) {
         const d = document.createElement("div");
         d.className = "thumb"; d.title = `${meta.panels[p]} (key ${p + 1 <= 9 ? p + 1 : "\u2190/\u2192"})`;

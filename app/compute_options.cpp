@@ -432,63 +432,62 @@ ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
         {&a.mask, "mask", "--mask", io::ArrayKind::mask},
         {&a.bias, "bias", "--bias", io::ArrayKind::numeric},
         {&a.key_padding, "key_padding_mask", "--key-padding", io::ArrayKind::mask},
-        {&a.token_ids, "token_ids", "--token-ids", io::ArrayKind::numeric}};
-    { &a.hidden_states, "hidden_states", "--hidden-states", io::ArrayKind::numeric }
-};
-for (const auto& [value, field, flag, kind] : arrays) {
-    if (value->empty()) {
-        continue;
+        {&a.token_ids, "token_ids", "--token-ids", io::ArrayKind::numeric},
+        {&a.hidden_states, "hidden_states", "--hidden-states", io::ArrayKind::numeric}};
+    for (const auto& [value, field, flag, kind] : arrays) {
+        if (value->empty()) {
+            continue;
+        }
+        if (*value == "-") {
+            const auto bytes = read_stdin(flag);
+            in.arrays[field] =
+                parse_array_bytes(bytes, std::string(field) + ": <stdin>", kind, stdin_precision);
+            doc.erase(field);
+        } else {
+            doc[field] = flag_path(*value);
+            in.arrays.erase(field);
+        }
     }
-    if (*value == "-") {
-        const auto bytes = read_stdin(flag);
-        in.arrays[field] =
-            parse_array_bytes(bytes, std::string(field) + ": <stdin>", kind, stdin_precision);
-        doc.erase(field);
-    } else {
-        doc[field] = flag_path(*value);
-        in.arrays.erase(field);
+    if (!a.params.empty()) {
+        if (a.params == "-") {
+            const auto bytes = read_stdin("--params");
+            doc["params"] = io::parse_json_text(as_text(bytes), "params: <stdin>");
+        } else {
+            doc["params"] = flag_path(a.params);
+        }
     }
-}
-if (!a.params.empty()) {
-    if (a.params == "-") {
-        const auto bytes = read_stdin("--params");
-        doc["params"] = io::parse_json_text(as_text(bytes), "params: <stdin>");
-    } else {
-        doc["params"] = flag_path(a.params);
+    if (!a.layers.empty()) {
+        doc["layers"] = a.layers;
     }
-}
-if (!a.layers.empty()) {
-    doc["layers"] = a.layers;
-}
-if (!a.variant.empty()) {
-    doc["variant"] = a.variant;
-}
-if (!a.causal.empty()) {
-    doc["causal"] = a.causal;
-}
-if (!a.scale.empty()) {
-    doc["scale"] = parse_scale_flag(a.scale);
-}
-if (a.heads > 0) {
-    doc["num_heads"] = a.heads;
-}
-if (a.kv_heads > 0) {
-    doc["num_kv_heads"] = a.kv_heads;
-}
-if (a.seed >= 0) {
-    if (!doc.contains("init") || !doc["init"].is_object()) {
-        doc["init"] = json::object();
+    if (!a.variant.empty()) {
+        doc["variant"] = a.variant;
     }
-    doc["init"]["seed"] = a.seed;
-}
-apply_feature_flags(a, doc);
-if (doc.empty() && in.arrays.empty()) {
-    throw InputError(std::string(command) +
-                     ": no problem: give a PROBLEM file (or - for stdin), or "
-                     "--query/--key/--value or --input (see 'attn " +
-                     std::string(command) + " --help')");
-}
-return in;
+    if (!a.causal.empty()) {
+        doc["causal"] = a.causal;
+    }
+    if (!a.scale.empty()) {
+        doc["scale"] = parse_scale_flag(a.scale);
+    }
+    if (a.heads > 0) {
+        doc["num_heads"] = a.heads;
+    }
+    if (a.kv_heads > 0) {
+        doc["num_kv_heads"] = a.kv_heads;
+    }
+    if (a.seed >= 0) {
+        if (!doc.contains("init") || !doc["init"].is_object()) {
+            doc["init"] = json::object();
+        }
+        doc["init"]["seed"] = a.seed;
+    }
+    apply_feature_flags(a, doc);
+    if (doc.empty() && in.arrays.empty()) {
+        throw InputError(std::string(command) +
+                         ": no problem: give a PROBLEM file (or - for stdin), or "
+                         "--query/--key/--value or --input (see 'attn " +
+                         std::string(command) + " --help')");
+    }
+    return in;
 }
 
 nlohmann::json parse_scale_flag(const std::string& s) {

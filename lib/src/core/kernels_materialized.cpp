@@ -99,7 +99,7 @@ template <> struct MaterializedOps<double> {
 
     void scores(
         std::size_t head, const double* q_blk, std::size_t rows, std::size_t n, double* p) const {
-        detail::dgemm(rows, n, d, 1.0, q_blk, d, k.data() + head * lk * d, d, true, 0.0, p, lk);
+        detail::gemm(rows, n, d, 1.0, q_blk, d, k.data() + head * lk * d, d, true, 0.0, p, lk);
     }
 
     void output(const double* p,
@@ -108,7 +108,7 @@ template <> struct MaterializedOps<double> {
                 const double* v_head,
                 std::size_t dv,
                 double* o) const {
-        detail::dgemm(rows, dv, n, 1.0, p, lk, v_head, dv, false, 0.0, o, dv);
+        detail::gemm(rows, dv, n, 1.0, p, lk, v_head, dv, false, 0.0, o, dv);
     }
 
     std::nullptr_t plain_row(double) const { return nullptr; }

@@ -36,8 +36,7 @@
 #include <hwy/highway.h>
 
 HWY_BEFORE_NAMESPACE();
-namespace attn::detail {
-namespace HWY_NAMESPACE {
+namespace attn::detail::HWY_NAMESPACE {
 namespace {
 
 namespace hn = hwy::HWY_NAMESPACE;
@@ -182,6 +181,8 @@ HWY_INLINE V max_ignoring_nan(V x, V running) {
 // kVecs accumulators + kVecs B vectors + 1 broadcast fill the register file exactly);
 // column-major order keeps all kRows broadcasts live and spills accumulators.
 static_assert(kRows <= 6 && kVecs <= 4, "ATTN_TILE covers at most 6 x 4 slots");
+// r and v are digits pasted into names (acc##r##v, b##v): they cannot be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define ATTN_TILE_ROW(OP, r) OP(r, 0) OP(r, 1) OP(r, 2) OP(r, 3)
 #define ATTN_TILE(OP)                                                                              \
     ATTN_TILE_ROW(OP, 0)                                                                           \
@@ -226,6 +227,8 @@ static_assert(kRows <= 6 && kVecs <= 4, "ATTN_TILE covers at most 6 x 4 slots");
             hn::StoreU(acc##r##v, d, cp);                                                          \
         }                                                                                          \
     }
+
+// NOLINTEND(bugprone-macro-parentheses)
 
 /// C tile [R, NV vectors] over k steps (with kPartial, the last vector holds only `last`
 /// valid lanes): C = A·B, or C = diag(scale)·C + A·B when accumulating. Prefetches
@@ -600,8 +603,7 @@ const KernelOps kOps{
     .softmax_row = &softmax_row,
 };
 
-} // namespace HWY_NAMESPACE
-} // namespace attn::detail
+} // namespace attn::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE

@@ -9,16 +9,6 @@
 
 namespace attn::problem::detail {
 
-using io::add_bias;
-using io::Array;
-using io::ArrayKind;
-using io::decode_mask;
-using io::decode_mask_convention;
-using io::DecodedMask;
-using io::mask_array_kind;
-using io::MaskConvention;
-using nlohmann::json;
-
 namespace {
 
 /// Score features: a list of exactly `want` finite numbers (ALiBi slopes, sink logits).
@@ -108,22 +98,37 @@ void decode_scale_and_causal(DecodeContext& cx, Problem& p) {
     }
 }
 
+namespace {
+
+/// Decodes a mask array in `convention` into p's keep mask `slot`; an additive mask joins
+/// the bias (and, for precision f64, the float64 bias from the same values).
+void decode_mask_field(Problem& p,
+                       std::optional<Mask>& slot,
+                       const Array& a,
+                       const Shape& s,
+                       io::MaskConvention convention,
+                       const char* name) {
+    io::DecodedMask m = io::decode_mask(a, s, convention, name);
+    slot = std::move(m.keep);
+    if (m.bias) {
+        io::add_bias(p.bias, *m.bias, p.lq, p.lk, name);
+        if (p.exact) {
+            add_bias64(p.exact->bias, exact_tensor<BasicTensor<double>>(a, s), p.lq, p.lk);
+        }
+    }
+}
+
+} // namespace
+
 void decode_masks(DecodeContext& cx, Problem& p) {
     // mask_convention (attn/io/mask_convention.hpp): additive masks join the bias.
-    const MaskConvention convention = cx.has("mask_convention")
-                                          ? decode_mask_convention(cx.doc["mask_convention"])
-                                          : MaskConvention::keep;
+    const io::MaskConvention convention =
+        cx.has("mask_convention") ? io::decode_mask_convention(cx.doc["mask_convention"])
+                                  : io::MaskConvention::keep;
     if (cx.has("mask")) {
-        const Array a = cx.load(p, "mask", mask_array_kind(convention), nullptr);
+        const Array a = cx.load(p, "mask", io::mask_array_kind(convention), nullptr);
         const Shape s = pair_shape(a, "mask", p.batch, p.num_heads, p.lq, p.lk);
-        DecodedMask m = decode_mask(a, s, convention, "mask");
-        p.mask = std::move(m.keep);
-        if (m.bias) {
-            add_bias(p.bias, *m.bias, p.lq, p.lk, "mask");
-            if (p.exact) {
-                add_bias64(p.exact->bias, exact_tensor<BasicTensor<double>>(a, s), p.lq, p.lk);
-            }
-        }
+        decode_mask_field(p, p.mask, a, s, convention, "mask");
     }
     if (cx.has("bias")) {
         const Array a = cx.load(p, "bias", ArrayKind::numeric, nullptr);
@@ -134,13 +139,13 @@ void decode_masks(DecodeContext& cx, Problem& p) {
             add_bias64(p.exact->bias, exact_tensor<BasicTensor<double>>(a, s), p.lq, p.lk);
         }
         if (p.bias) {
-            add_bias(p.bias, t, p.lq, p.lk, "bias");
+            io::add_bias(p.bias, t, p.lq, p.lk, "bias");
         } else {
             p.bias = std::move(t);
         }
     }
     if (cx.has("key_padding_mask")) {
-        const Array a = cx.load(p, "key_padding_mask", mask_array_kind(convention), nullptr);
+        const Array a = cx.load(p, "key_padding_mask", io::mask_array_kind(convention), nullptr);
         Shape s{};
         if (a.shape.size() == 1 && a.shape[0] == p.lk) {
             s = {1, 1, 1, p.lk};
@@ -151,14 +156,7 @@ void decode_masks(DecodeContext& cx, Problem& p) {
             throw InputError("key_padding_mask: expected shape " + shape_string({p.batch, p.lk}) +
                              " or " + shape_string({p.lk}) + ", got " + shape_string(a.shape));
         }
-        DecodedMask m = decode_mask(a, s, convention, "key_padding_mask");
-        p.key_padding = std::move(m.keep);
-        if (m.bias) {
-            add_bias(p.bias, *m.bias, p.lq, p.lk, "key_padding_mask");
-            if (p.exact) {
-                add_bias64(p.exact->bias, exact_tensor<BasicTensor<double>>(a, s), p.lq, p.lk);
-            }
-        }
+        decode_mask_field(p, p.key_padding, a, s, convention, "key_padding_mask");
     }
 }
 

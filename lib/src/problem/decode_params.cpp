@@ -13,7 +13,6 @@
 #include <array>
 #include <limits>
 #include <map>
-#include <set>
 #include <type_traits>
 
 namespace attn::problem::detail {
@@ -80,48 +79,41 @@ template <class T> std::array<T, 3> split_thirds(const T& fused, const std::stri
     return parts;
 }
 
+/// params.KEY in T (float, or double from values64) as a rank-N tensor: a [out, in] weight
+/// (N = 2) or a [out] bias (N = 1); nothing when the params object does not hold KEY.
+template <class T, std::size_t N>
+std::optional<xt::xtensor<T, N>> param_tensor(const std::map<std::string, Array>& arrays,
+                                              const char* key) {
+    const auto it = arrays.find(key);
+    if (it == arrays.end()) {
+        return std::nullopt;
+    }
+    const Array& a = it->second;
+    if (a.shape.size() != N) {
+        throw InputError(std::string("params.") + key +
+                         (N == 2 ? ": expected a rank-2 [out, in] weight, got shape "
+                                 : ": expected a rank-1 [out] bias, got shape ") +
+                         shape_string(a.shape));
+    }
+    typename xt::xtensor<T, N>::shape_type shape;
+    std::copy(a.shape.begin(), a.shape.end(), shape.begin());
+    auto t = xt::xtensor<T, N>::from_shape(shape);
+    if constexpr (std::is_same_v<T, double>) {
+        std::copy(a.values64.begin(), a.values64.end(), t.begin());
+    } else {
+        std::copy(a.values.begin(), a.values.end(), t.begin());
+    }
+    return t;
+}
+
 /// Builds nn.Linear-layout projections in T (float, or double from values64) from the
 /// arrays of a params object, keyed by their names there.
 template <class T>
 BasicProjections<T> build_projections(const std::map<std::string, Array>& arrays) {
     using M = xt::xtensor<T, 2>;
     using V = xt::xtensor<T, 1>;
-    const auto fill = [](const Array& a, auto& t) {
-        if constexpr (std::is_same_v<T, double>) {
-            std::copy(a.values64.begin(), a.values64.end(), t.begin());
-        } else {
-            std::copy(a.values.begin(), a.values.end(), t.begin());
-        }
-    };
-    auto matrix = [&](const char* key) -> std::optional<M> {
-        const auto it = arrays.find(key);
-        if (it == arrays.end()) {
-            return std::nullopt;
-        }
-        const Array& a = it->second;
-        if (a.shape.size() != 2) {
-            throw InputError(std::string("params.") + key +
-                             ": expected a rank-2 [out, in] weight, got shape " +
-                             shape_string(a.shape));
-        }
-        M m = M::from_shape({a.shape[0], a.shape[1]});
-        fill(a, m);
-        return m;
-    };
-    auto vector = [&](const char* key) -> std::optional<V> {
-        const auto it = arrays.find(key);
-        if (it == arrays.end()) {
-            return std::nullopt;
-        }
-        const Array& a = it->second;
-        if (a.shape.size() != 1) {
-            throw InputError(std::string("params.") + key +
-                             ": expected a rank-1 [out] bias, got shape " + shape_string(a.shape));
-        }
-        V v = V::from_shape({a.shape[0]});
-        fill(a, v);
-        return v;
-    };
+    const auto matrix = [&](const char* key) { return param_tensor<T, 2>(arrays, key); };
+    const auto vector = [&](const char* key) { return param_tensor<T, 1>(arrays, key); };
     auto set_once = [](auto& slot, auto&& value, const char* a, const char* b) {
         if (!value) {
             return;
@@ -130,7 +122,7 @@ BasicProjections<T> build_projections(const std::map<std::string, Array>& arrays
             throw InputError(std::string("params: both ") + a + " and " + b +
                              " give the same weight");
         }
-        slot = std::move(value);
+        slot = std::forward<decltype(value)>(value);
     };
 
     BasicProjections<T> p;
@@ -196,30 +188,9 @@ void decode_params(const json& j_in, const fs::path& base_in, Problem& problem) 
                          "holding one, got " +
                          type_name(j));
     }
-    static const std::set<std::string> known = {"w_q",
-                                                "w_k",
-                                                "w_v",
-                                                "w_o",
-                                                "b_q",
-                                                "b_k",
-                                                "b_v",
-                                                "b_o",
-                                                "in_proj_weight",
-                                                "in_proj_bias",
-                                                "out_proj.weight",
-                                                "out_proj.bias",
-                                                "q_proj_weight",
-                                                "k_proj_weight",
-                                                "v_proj_weight"};
-    for (const auto& [key, value] : j.items()) {
-        if (known.count(key) == 0) {
-            throw InputError("params: unknown weight '" + shown(key) +
-                             "' (expected w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o or the names of "
-                             "an nn.MultiheadAttention state dict)");
-        }
-    }
-    // Load order as before: w_q, w_k, w_v, w_o, b_q, ..., then the state-dict names.
-    static const char* const order[] = {"w_q",
+    // The weights a params object may hold, in load order: w_q, w_k, w_v, w_o, b_q, ..., then
+    // the state-dict names.
+    static const char* const names[] = {"w_q",
                                         "w_k",
                                         "w_v",
                                         "w_o",
@@ -234,8 +205,15 @@ void decode_params(const json& j_in, const fs::path& base_in, Problem& problem) 
                                         "v_proj_weight",
                                         "out_proj.weight",
                                         "out_proj.bias"};
+    for (const auto& [key, value] : j.items()) {
+        if (std::find(std::begin(names), std::end(names), key) == std::end(names)) {
+            throw InputError("params: unknown weight '" + shown(key) +
+                             "' (expected w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o or the names of "
+                             "an nn.MultiheadAttention state dict)");
+        }
+    }
     std::map<std::string, Array> arrays;
-    for (const char* key : order) {
+    for (const char* key : names) {
         if (j.contains(key)) {
             arrays[key] = load_array(j[key],
                                      std::string("params.") + key,

@@ -36,6 +36,18 @@ void add_version_flag(CLI::App& app) {
         "Print the version and exit");
 }
 
+CLI::App* add_command(CLI::App& app,
+                      const std::string& name,
+                      const std::string& description,
+                      const std::string& footer) {
+    CLI::App* cmd = app.add_subcommand(name, description);
+    if (!footer.empty()) {
+        cmd->footer(footer);
+    }
+    add_version_flag(*cmd);
+    return cmd;
+}
+
 const CLI::Validator& positive_count() {
     static const CLI::Validator v(
         [](std::string& text) -> std::string {

@@ -294,25 +294,21 @@ void decode_init(const json& init, const std::string& variant, Problem& p) {
                     p.num_heads,
                     p.num_kv_heads,
                     output_projection);
-    p.projections = random_projections(seed,
-                                       p.query_src.shape()[2],
-                                       p.key_src.shape()[2],
-                                       p.value_src.shape()[2],
-                                       dim,
-                                       p.num_heads,
-                                       p.num_kv_heads,
-                                       output_projection,
-                                       bias);
+    // The same draw in each precision the problem holds (float, and double for f64).
+    const auto draw = [&](auto zero) {
+        return random_projections<decltype(zero)>(seed,
+                                                  p.query_src.shape()[2],
+                                                  p.key_src.shape()[2],
+                                                  p.value_src.shape()[2],
+                                                  dim,
+                                                  p.num_heads,
+                                                  p.num_kv_heads,
+                                                  output_projection,
+                                                  bias);
+    };
+    p.projections = draw(0.0f);
     if (p.exact) {
-        p.exact->projections = random_projections<double>(seed,
-                                                          p.query_src.shape()[2],
-                                                          p.key_src.shape()[2],
-                                                          p.value_src.shape()[2],
-                                                          dim,
-                                                          p.num_heads,
-                                                          p.num_kv_heads,
-                                                          output_projection,
-                                                          bias);
+        p.exact->projections = draw(0.0);
     }
 }
 

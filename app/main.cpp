@@ -105,7 +105,7 @@ std::string flag_suggestion(const CLI::App& app) {
     for (const std::string& extra : app.remaining(true)) {
         if (extra.size() > 2 && extra.compare(0, 2, "--") == 0) {
             const std::string word = extra.substr(0, extra.find('='));
-            const std::string hint = attn::did_you_mean(word, flags);
+            std::string hint = attn::did_you_mean(word, flags);
             if (!hint.empty()) {
                 return hint;
             }

@@ -20,6 +20,13 @@ const char* version();
 /// Adds a --version flag to a (sub)command: prints "attn VERSION" and exits 0.
 void add_version_flag(CLI::App& app);
 
+/// Registers subcommand `name` on `app` with its --version flag and, when not empty, a
+/// footer under its --help.
+CLI::App* add_command(CLI::App& app,
+                      const std::string& name,
+                      const std::string& description,
+                      const std::string& footer = "");
+
 void add_compute(CLI::App& app); // cmd_compute.cpp
 void add_info(CLI::App& app);    // cmd_info.cpp
 void add_heatmap(CLI::App& app); // cmd_heatmap.cpp

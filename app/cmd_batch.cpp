@@ -46,11 +46,11 @@ struct BatchArgs {
 
 /// What every line shares.
 struct LineContext {
-    fs::path base;               ///< relative paths in lines resolve against this folder
-    json defaults;               ///< fields set on every line that does not set them itself
-    problem::SolveOptions solve; ///< weights or not, threads per problem
-    std::uint64_t max_line = 0;  ///< longer lines are skipped (the memory limit)
-    bool check_finite = false;   ///< --check-finite: NaN/inf inputs fail the line
+    fs::path base;                  ///< relative paths in lines resolve against this folder
+    json defaults = json::object(); ///< fields set on every line that does not set them itself
+    problem::SolveOptions solve;    ///< weights or not, threads per problem
+    std::uint64_t max_line = 0;     ///< longer lines are skipped (the memory limit)
+    bool check_finite = false;      ///< --check-finite: NaN/inf inputs fail the line
 };
 
 io::LineResult error_line(const json& id, std::uint64_t line_no, const std::string& message) {
@@ -112,7 +112,6 @@ std::uint64_t run_batch(const BatchArgs& a) {
     const io::LineInput input(a.file);
     LineContext ctx;
     ctx.base = input.base;
-    ctx.defaults = json::object();
     if (!a.variant.empty()) {
         ctx.defaults["variant"] = a.variant;
     }
@@ -169,15 +168,14 @@ std::uint64_t run_batch(const BatchArgs& a) {
 
 void add_batch(CLI::App& app) {
     auto args = std::make_shared<BatchArgs>();
-    CLI::App* cmd = app.add_subcommand(
+    CLI::App* cmd = add_command(
+        app,
         "batch",
-        "JSON Lines in (one problem per line; - or absent = stdin), results out, in order");
-    cmd->footer(
+        "JSON Lines in (one problem per line; - or absent = stdin), results out, in order",
         "One result line per problem line, in input order, written as soon as it is ready;\n"
         "a line that fails gives {\"id\": .., \"error\": ..} and the run goes on. Exit 0 "
         "when every\nline succeeded, 1 when any failed. Progress shows on stderr when it "
         "is a terminal.");
-    add_version_flag(*cmd);
     cmd->add_option("file", args->file, "JSON Lines file, or - for stdin");
     cmd->add_option("-j,--jobs", args->jobs, "problems computed in parallel (default: all cores)")
         ->check(positive_count());

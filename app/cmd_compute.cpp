@@ -70,11 +70,11 @@ void run_compute(const ComputeArgs& a) {
 
 void add_compute(CLI::App& app) {
     auto args = std::make_shared<ComputeArgs>();
-    CLI::App* cmd = app.add_subcommand(
+    CLI::App* cmd = add_command(
+        app,
         "compute",
         "Compute attention for one problem: a JSON problem file (- for stdin) and/or flags.\n"
         "Prints {\"output\": .., \"weights\": ..} unless --output is given.");
-    add_version_flag(*cmd);
     add_problem_options(*cmd, args->problem);
     add_output_options(*cmd, args->out);
     cmd->callback([args] { run_compute(*args); });

@@ -275,13 +275,13 @@ CLI::Validator tolerance_check() {
 
 void add_diff(CLI::App& app) {
     auto args = std::make_shared<DiffArgs>();
-    CLI::App* cmd = app.add_subcommand(
+    CLI::App* cmd = add_command(
+        app,
         "diff",
-        "Compare two arrays or result documents (.npy/.json, - for stdin) within tolerance");
-    cmd->footer("Reports the max abs/rel error, the worst index, shape and NaN mismatches.\n"
-                "Exit 0 when |A - B| <= atol + rtol*|B| everywhere (numpy.allclose's rule, B is "
-                "the\nreference; NaN matches NaN), 1 when not, 2 on bad input.");
-    add_version_flag(*cmd);
+        "Compare two arrays or result documents (.npy/.json, - for stdin) within tolerance",
+        "Reports the max abs/rel error, the worst index, shape and NaN mismatches.\n"
+        "Exit 0 when |A - B| <= atol + rtol*|B| everywhere (numpy.allclose's rule, B is "
+        "the\nreference; NaN matches NaN), 1 when not, 2 on bad input.");
     cmd->add_option("a", args->a, "A: .npy/.json array or result document, or -")->required();
     cmd->add_option("b", args->b, "B (the reference): .npy/.json array or result document, or -")
         ->required();

@@ -443,11 +443,11 @@ void run_explain(const ExplainArgs& a) {
 
 void add_explain(CLI::App& app) {
     auto args = std::make_shared<ExplainArgs>();
-    CLI::App* cmd = app.add_subcommand(
+    CLI::App* cmd = add_command(
+        app,
         "explain",
-        "Show what a problem resolves to (shapes, heads, masks, memory) without computing");
-    cmd->footer("Takes compute's inputs: a PROBLEM file (- for stdin) and/or the same flags.");
-    add_version_flag(*cmd);
+        "Show what a problem resolves to (shapes, heads, masks, memory) without computing",
+        "Takes compute's inputs: a PROBLEM file (- for stdin) and/or the same flags.");
     add_problem_options(*cmd, args->problem);
     cmd->callback([args] { run_explain(*args); });
 }

@@ -216,11 +216,11 @@ void run_heatmap(const HeatmapArgs& a) {
 
 void add_heatmap(CLI::App& app) {
     auto a = std::make_shared<HeatmapArgs>();
-    CLI::App* cmd = app.add_subcommand(
+    CLI::App* cmd = add_command(
+        app,
         "heatmap",
         "Draw attention weights as a heatmap (PNG, SVG, an interactive HTML page, or the "
         "terminal)");
-    add_version_flag(*cmd);
     cmd->add_option("WEIGHTS",
                     a->weights,
                     "weights [Lq, Lk], [H, Lq, Lk] or [B, H, Lq, Lk]: .npy, .json array, an attn "

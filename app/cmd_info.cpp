@@ -209,11 +209,11 @@ void run_info(const InfoArgs& a) {
 void add_info(CLI::App& app) {
     auto args = std::make_shared<InfoArgs>();
     CLI::App* cmd =
-        app.add_subcommand("info",
-                           "Print the shape and dtype of an array file (each array of a .npz), or "
-                           "the tensors of a .safetensors "
-                           "checkpoint and the attention layers (layout, prefix) it holds");
-    add_version_flag(*cmd);
+        add_command(app,
+                    "info",
+                    "Print the shape and dtype of an array file (each array of a .npz), or "
+                    "the tensors of a .safetensors "
+                    "checkpoint and the attention layers (layout, prefix) it holds");
     cmd->add_option("file",
                     args->file,
                     "a .npy or .json array file (- for stdin), a .npz archive (every array; "

@@ -36,6 +36,18 @@ void add_version_flag(CLI::App& app) {
         "Print the version and exit");
 }
 
+CLI::App* add_command(CLI::App& app,
+                      const std::string& name,
+                      const std::string& description,
+                      const std::string& footer) {
+    CLI::App* cmd = app.add_subcommand(name, description);
+    if (!footer.empty()) {
+        cmd->footer(footer);
+    }
+    add_version_flag(*cmd);
+    return cmd;
+}
+
 const CLI::Validator& positive_count() {
     static const CLI::Validator v(
         [](std::string& text) -> std::string {
@@ -93,7 +105,7 @@ std::string flag_suggestion(const CLI::App& app) {
     for (const std::string& extra : app.remaining(true)) {
         if (extra.size() > 2 && extra.compare(0, 2, "--") == 0) {
             const std::string word = extra.substr(0, extra.find('='));
-            const std::string hint = attn::did_you_mean(word, flags);
+            std::string hint = attn::did_you_mean(word, flags);
             if (!hint.empty()) {
                 return hint;
             }

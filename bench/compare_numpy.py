@@ -184,27 +184,23 @@ def main():
     if args.attn_only:
         return
     got = np.load(attn_out)
-    want = np.load(numpy_out)
-    err = float(np.max(np.abs(got - want)))
-    if not err <= 1e-4:
-        sys.exit(f"MISMATCH: max |attn - numpy| = {err:g}")
-    n = statistics.median(numpy_runs)
-    nc = statistics.median(numpy_compute)
-    print(f"numpy  wall median {n:.3f} s (compute only {nc:.3f} s), peak RSS {numpy_rss:.0f} MiB, "
-          f"BLAS kernel {core}")
-    print(f"ratio  numpy/attn wall {n / a:.2f}x, numpy compute-only/attn wall {nc / a:.2f}x; "
-          f"max |attn - numpy| = {err:.2e}")
-    if args.torch:
-        terr = float(np.max(np.abs(got - np.load(torch_out))))
-        if not terr <= 1e-4:
-            sys.exit(f"MISMATCH: max |attn - torch| = {terr:g}")
-        t = statistics.median(torch_runs)
-        tc = statistics.median(torch_compute)
-        print(f"torch  wall median {t:.3f} s (compute only {tc:.3f} s), peak RSS {torch_rss:.0f} MiB, "
-              f"torch {torch_version}")
-        print(f"ratio  torch/attn wall {t / a:.2f}x, torch compute-only/attn wall {tc / a:.2f}x; "
-              f"max |attn - torch| = {terr:.2e}")
 
+    def compare(label, out, runs, compute, rss, extra):
+        """The other side's output agrees with attn's; its wall and compute-only medians
+        and their ratios to attn's wall."""
+        err = float(np.max(np.abs(got - np.load(out))))
+        if not err <= 1e-4:
+            sys.exit(f"MISMATCH: max |attn - {label}| = {err:g}")
+        m = statistics.median(runs)
+        c = statistics.median(compute)
+        print(f"{label:<6} wall median {m:.3f} s (compute only {c:.3f} s), peak RSS {rss:.0f} MiB, "
+              f"{extra}")
+        print(f"ratio  {label}/attn wall {m / a:.2f}x, {label} compute-only/attn wall {c / a:.2f}x; "
+              f"max |attn - {label}| = {err:.2e}")
+
+    compare("numpy", numpy_out, numpy_runs, numpy_compute, numpy_rss, f"BLAS kernel {core}")
+    if args.torch:
+        compare("torch", torch_out, torch_runs, torch_compute, torch_rss, f"torch {torch_version}")
 
 if __name__ == "__main__":
     main()

@@ -21,16 +21,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
 import reference  # noqa: E402  (the float64 oracle)
 
-passed = failed = 0
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}")
+tally = reference.Tally()
+check = tally.check
 
 
 def run(args, stdin=None):
@@ -124,5 +116,4 @@ with tempfile.TemporaryDirectory() as tmp:
         check(f"{cmd} --help lists --simd", p.returncode == 0 and b"--simd" in p.stdout,
               p.stdout.decode()[-300:])
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(tally.done())

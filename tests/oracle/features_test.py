@@ -10,10 +10,11 @@ import sys
 
 import numpy as np
 
-from reference import attention, default_slopes
+from reference import attention, default_slopes, num, Tally
 
 ATTN = sys.argv[1]
-passed = failed = 0
+tally = Tally()
+check = tally.check
 
 
 def reference(q, k, v, f):
@@ -21,23 +22,6 @@ def reference(q, k, v, f):
     reference.attention on a batch of one."""
     out, w, lse, ent, arg = attention(q[None], k[None], v[None], f)
     return out[0], w[0], lse[0], ent[0], arg[0]
-
-
-def num(x):
-    if isinstance(x, str):
-        return {"inf": np.inf, "-inf": -np.inf, "nan": np.nan}[x]
-    if isinstance(x, list):
-        return [num(y) for y in x]
-    return x
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL", name, detail)
 
 
 def close(a, b, tol=2e-4):
@@ -117,5 +101,4 @@ for n, c in enumerate(cases):
 
 # default slopes of 8 heads: 2^-1 .. 2^-8 (ALiBi paper); 6 heads: ggml's interleave
 check("alibi slopes 8", np.allclose(default_slopes(8), [2.0 ** -(i + 1) for i in range(8)]))
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(tally.done())

@@ -18,28 +18,12 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference  # noqa: E402  (float64 projections, init generator, state-dict names)
-from reference import attention  # noqa: E402  (the features oracle)
+from reference import attention, num, Tally  # noqa: E402  (the features oracle)
 
 ATTN = sys.argv[1]
 TOL = 1e-12
-passed = failed = 0
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL", name, detail)
-
-
-def num(x):
-    if isinstance(x, str):
-        return {"inf": np.inf, "-inf": -np.inf, "nan": np.nan}[x]
-    if isinstance(x, list):
-        return [num(y) for y in x]
-    return x
+tally = Tally()
+check = tally.check
 
 
 def close(got, want, tol=TOL):
@@ -58,6 +42,18 @@ def close(got, want, tol=TOL):
 def run(args, stdin=None):
     p = subprocess.run([ATTN, *args], input=stdin, capture_output=True, text=True)
     return p.returncode, p.stdout, p.stderr
+
+
+def kernel_runs(name, doc):
+    """Computes doc with weights and with --no-weights: yields (flags, tag, result document)
+    for each run that succeeds; a run that fails is a failed check."""
+    for flags in ([], ["--no-weights"]):
+        tag = f"{name} {' '.join(flags)}".strip()
+        rc, out, err = run(["compute", "-", *flags], json.dumps(doc))
+        if rc != 0:
+            check(tag, False, err)
+            continue
+        yield flags, tag, json.loads(out)
 
 
 def squeeze_bh(x, h):
@@ -113,13 +109,7 @@ def direct_case(name, seed, B, H, Hkv, Lq, Lk, f, rank4=True, tmp=None, npy=Fals
         doc.update(query=Q.tolist(), key=K.tolist(), value=V.tolist())
     want_out, want_w, lse, ent, arg = attention(Q, K, V, ref)
     outs = {}
-    for flags in ([], ["--no-weights"]):
-        tag = f"{name} {' '.join(flags)}".strip()
-        rc, out, err = run(["compute", "-", *flags], json.dumps(doc))
-        if rc != 0:
-            check(tag, False, err)
-            continue
-        r = json.loads(out)
+    for flags, tag, r in kernel_runs(name, doc):
         outs[tuple(flags)] = r
         ok, why = close(r["output"], want_out)  # rank-4 output keeps [B, H, Lq, Dv]
         check(tag + " output", ok, why)
@@ -159,13 +149,7 @@ def layer_case(name, seed, doc_extra, tmp):
                          "out_proj.weight": (rng.standard_normal((8, 8)) / 3).tolist(),
                          "out_proj.bias": (rng.standard_normal(8) / 10).tolist()}
     want = reference.compute(reference.load_problem(json.loads(json.dumps(doc)), tmp))
-    for flags in ([], ["--no-weights"]):
-        tag = f"{name} {' '.join(flags)}".strip()
-        rc, out, err = run(["compute", "-", *flags], json.dumps(doc))
-        if rc != 0:
-            check(tag, False, err)
-            continue
-        r = json.loads(out)
+    for flags, tag, r in kernel_runs(name, doc):
         ok, why = close(r["output"], want[0])
         check(tag + " output", ok, why)
         if not flags:
@@ -243,5 +227,4 @@ with tempfile.TemporaryDirectory() as tmp:
     check("precision f16 refused", rc7 == 2 and err7.startswith("attn: error: precision:")
           and err7.count("\n") == 1, err7)
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(tally.done())

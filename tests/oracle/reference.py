@@ -43,6 +43,35 @@ def _from_json_value(v):
     return float(v)
 
 
+def num(x):
+    """Numbers of attn's JSON output as Python numbers: the "inf", "-inf" and "nan" strings
+    become floats, nested lists stay lists."""
+    if isinstance(x, str):
+        return NONFINITE[x]
+    if isinstance(x, list):
+        return [num(y) for y in x]
+    return x
+
+
+class Tally:
+    """The checks of one oracle script: check() counts and prints a FAIL line per failure,
+    done() prints "N passed, M failed" and returns the exit code."""
+
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def check(self, name, cond, detail=""):
+        if cond:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print("FAIL", name, detail)
+
+    def done(self):
+        print(f"{self.passed} passed, {self.failed} failed")
+        return 1 if self.failed else 0
+
+
 def load_array(value, base_dir):
     """An array field: nested JSON lists, or a path (relative to base_dir) of a .npy or
     .json file. Returned as float64 (booleans as 0/1)."""

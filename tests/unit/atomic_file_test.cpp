@@ -4,6 +4,7 @@
 // RLIMIT_FSIZE (EFBIG mid-write) and /dev/full (ENOSPC).
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "unit/test_files.hpp"
 
 #include <algorithm>
 #include <csignal>
@@ -47,36 +48,11 @@ std::vector<std::string> listing(const fs::path& dir) {
 /// `needle`. Returns the message.
 template <class F>
 std::string expect_write_error(F write, const std::string& path, std::string_view needle) {
-    std::string message;
-    try {
-        write();
-        ADD_FAILURE() << "no exception writing " << path;
-    } catch (const SystemError& e) {
-        message = e.what();
-    } catch (const std::exception& e) {
-        ADD_FAILURE() << "not a SystemError: " << e.what();
-    }
-    if (!message.empty()) {
-        EXPECT_EQ(message.rfind(path + ": cannot write: ", 0), 0U) << message;
-        EXPECT_PRED_FORMAT2(::testing::IsSubstring, std::string(needle), message);
-        EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-    }
-    return message;
+    return attn::testing::expect_error_message<SystemError>(
+        write, path + ": cannot write: ", needle);
 }
 
-class AtomicFile : public ::testing::Test {
-  protected:
-    void SetUp() override {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        dir_ = fs::temp_directory_path() /
-               ("attn_atomic_test_" + std::to_string(::getpid()) + "_" + info->name());
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-    }
-    void TearDown() override { fs::remove_all(dir_); }
-
-    fs::path dir_;
-};
+class AtomicFile : public attn::testing::TempDirTest {};
 
 TEST_F(AtomicFile, WritesBytesAndText) {
     const std::vector<std::uint8_t> bytes = {0, 1, 2, 0xff, '\n', 0};

@@ -21,10 +21,7 @@
 namespace attn {
 namespace {
 
-using testing::all_close;
-using testing::f32_tol;
-using testing::random_mask;
-using testing::random_tensor;
+using namespace testing;
 
 /// One feature set on top of a base spec; `h` is the number of query heads.
 struct Features {

@@ -3,6 +3,7 @@
 // the derived head dim / rotary dim / style, and one-line refusals naming key and file.
 #include "attn/error.hpp"
 #include "attn/io/hf_config.hpp"
+#include "unit/test_util.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -10,19 +11,10 @@
 
 namespace {
 
-using attn::InputError;
 using attn::RopeScalingType;
 using attn::RopeStyle;
 using attn::io::parse_hf_config;
-
-std::string message_of(const auto& f) {
-    try {
-        f();
-    } catch (const InputError& e) {
-        return e.what();
-    }
-    return "(no InputError)";
-}
+using attn::testing::message_of;
 
 constexpr const char* kGpt2 = R"({
   "activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"],

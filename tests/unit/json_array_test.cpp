@@ -4,6 +4,7 @@
 // Does not cover what a field may hold (ranks per field): that is the problem reader's job.
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "unit/test_files.hpp"
 
 #include <bit>
 #include <cmath>
@@ -325,23 +326,8 @@ TEST(JsonEncode, RoundTripThroughNlohmann) {
 // .json array files
 // ----------------------------------------------------------------------------------------
 
-class JsonArrayFile : public ::testing::Test {
+class JsonArrayFile : public attn::testing::TempDirTest {
   protected:
-    void SetUp() override {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        dir_ = std::filesystem::temp_directory_path() /
-               ("attn_json_test_" + std::to_string(::getpid()) + "_" + info->name());
-        std::filesystem::remove_all(dir_);
-        std::filesystem::create_directories(dir_);
-    }
-    void TearDown() override { std::filesystem::remove_all(dir_); }
-
-    std::filesystem::path write(const std::string& name, std::string_view text) {
-        const std::filesystem::path path = dir_ / name;
-        std::ofstream(path, std::ios::binary) << text;
-        return path;
-    }
-
     std::string error_of(const std::filesystem::path& path, ArrayKind kind = ArrayKind::numeric) {
         try {
             (void)attn::io::read_array_file(path, kind);
@@ -351,8 +337,6 @@ class JsonArrayFile : public ::testing::Test {
         ADD_FAILURE() << "no exception for " << path;
         return {};
     }
-
-    std::filesystem::path dir_;
 };
 
 TEST_F(JsonArrayFile, ReadsByExtensionAnyCase) {

@@ -10,6 +10,7 @@
 #include "attn/problem/checks.hpp"
 #include "attn/problem/problem.hpp"
 #include "attn/problem/solve.hpp"
+#include "unit/test_files.hpp"
 
 #include <atomic>
 #include <cmath>
@@ -148,25 +149,7 @@ template <class F> std::string input_error_of(F f) {
     return {};
 }
 
-class Limits : public ::testing::Test {
-  protected:
-    void SetUp() override {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        dir_ = fs::temp_directory_path() /
-               ("attn_limits_test_" + std::to_string(::getpid()) + "_" + info->name());
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-    }
-    void TearDown() override { fs::remove_all(dir_); }
-
-    fs::path put(const std::string& name, const std::string& bytes) {
-        const fs::path p = dir_ / name;
-        std::ofstream(p, std::ios::binary) << bytes;
-        return p;
-    }
-
-    fs::path dir_;
-};
+class Limits : public attn::testing::TempDirTest {};
 
 // --- sizes ------------------------------------------------------------------------------------
 
@@ -302,7 +285,7 @@ TEST_F(Limits, HugeDeclaredShapeIsRefusedBeforeAllocation) {
     std::string m;
     EXPECT_LT(largest_allocation_of([&] { parse_npy(as_bytes(f), "big.npy"); }, &m), 4096U);
     EXPECT_EQ(m, "big.npy: truncated: header says 40000000000 bytes of data, file has 10");
-    const fs::path path = put("big.npy", f);
+    const fs::path path = write("big.npy", f);
     EXPECT_LT(largest_allocation_of([&] { read_array_file(path, ArrayKind::numeric); }, &m), 4096U);
     EXPECT_EQ(m, path.string() + ": truncated: header says 40000000000 bytes of data, file has 10");
 }
@@ -333,7 +316,7 @@ TEST_F(Limits, HugeHeaderLengthIsRefusedBeforeReading) {
     std::string long_header = "\x93NUMPY\x02";
     long_header += std::string("\0\0\0\x20\0", 5); // 2 MiB
     long_header += std::string(2U << 20, ' ');
-    const fs::path path = put("h.npy", long_header);
+    const fs::path path = write("h.npy", long_header);
     EXPECT_LT(largest_allocation_of([&] { read_array_file(path, ArrayKind::numeric); }, &m), 4096U);
     EXPECT_NE(m.find("bad NPY header: 2097152 bytes is too long"), std::string::npos) << m;
 }
@@ -343,7 +326,7 @@ TEST_F(Limits, ValidArrayBeyondTheLimitIsRefusedBeforeReading) {
     const ScopedLimit limit(64U << 20);
     const std::string head =
         npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000,), }", "");
-    const fs::path path = put("sparse.npy", head);
+    const fs::path path = write("sparse.npy", head);
     ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(head.size() + 4000000000ULL)), 0);
     std::string m;
     EXPECT_LT(largest_allocation_of([&] { read_array_file(path, ArrayKind::numeric); }, &m), 4096U);
@@ -366,7 +349,7 @@ TEST_F(Limits, DeepJsonIsRefusedBeforeParsing) {
     std::string m;
     EXPECT_LT(largest_allocation_of([&] { parse_json_text(deep, "deep.json"); }, &m), 4096U);
     EXPECT_EQ(m, "deep.json: JSON nested deeper than 128 levels (at byte 128)");
-    const fs::path path = put("deep.json", deep);
+    const fs::path path = write("deep.json", deep);
     EXPECT_EQ(input_error_of([&] { read_array_file(path, ArrayKind::numeric); }),
               path.string() + ": JSON nested deeper than 128 levels (at byte 128)");
     // Brackets inside strings do not count; escaped quotes do not end strings.
@@ -382,7 +365,7 @@ TEST_F(Limits, DeepJsonIsRefusedBeforeParsing) {
 TEST_F(Limits, NumberOverflowIsAnInputError) {
     EXPECT_EQ(input_error_of([] { parse_json_text("[1e400]", "n.json"); }),
               "n.json: invalid JSON: number overflow parsing '1e400'");
-    const fs::path path = put("n.json", "[[1e400]]");
+    const fs::path path = write("n.json", "[[1e400]]");
     EXPECT_EQ(input_error_of([&] { read_array_file(path, ArrayKind::numeric); }),
               path.string() + ": invalid JSON: number overflow parsing '1e400'");
 }
@@ -414,7 +397,7 @@ TEST_F(Limits, ChunkedFortranReadMatchesTheInMemoryReader) {
     }
     const std::string f =
         npy_file("{'descr': '<i2', 'fortran_order': True, 'shape': (3, 5, 70001), }", payload);
-    const fs::path path = put("f.npy", f);
+    const fs::path path = write("f.npy", f);
     const Array from_file = read_array_file(path, ArrayKind::numeric);
     const Array in_memory = parse_npy(as_bytes(f), "f.npy");
     ASSERT_EQ(from_file.shape, (std::vector<std::size_t>{3, 5, 70001}));
@@ -428,7 +411,7 @@ TEST_F(Limits, ChunkedFortranReadMatchesTheInMemoryReader) {
     EXPECT_EQ(from_file.values[(2 * 5 + 4) * 70001 + 70000], at(2, 4, 70000));
     EXPECT_EQ(from_file.values[(1 * 5 + 3) * 70001 + 12345], at(1, 3, 12345));
     // A trailing byte is refused by both.
-    const fs::path longer = put("g.npy", f + "x");
+    const fs::path longer = write("g.npy", f + "x");
     EXPECT_NE(
         input_error_of([&] { read_array_file(longer, ArrayKind::numeric); }).find("trailing bytes"),
         std::string::npos);
@@ -447,7 +430,7 @@ TEST_F(Limits, CheckFiniteNamesFieldFileAndIndex) {
     const std::string k =
         npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
                  std::string("\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\x80\xff\0\0\0\0", 24));
-    put("k.npy", k);
+    write("k.npy", k);
     const auto from_file =
         nlohmann::json::parse(R"({"query": [[1, 2, 3]], "key": "k.npy", "value": [[1], [2]]})");
     const Problem q = decode_problem(from_file, dir_);
@@ -472,10 +455,10 @@ TEST_F(Limits, CheckFiniteNamesFieldFileAndIndex) {
 // -------------------------------------------------------------------------
 
 TEST_F(Limits, OutputEqualToAnInputIsRefused) {
-    const fs::path q = put("q.npy",
-                           npy_file("{'descr': '<f4', 'fortran_order': False, "
-                                    "'shape': (1, 1), }",
-                                    std::string(4, '\0')));
+    const fs::path q = write("q.npy",
+                             npy_file("{'descr': '<f4', 'fortran_order': False, "
+                                      "'shape': (1, 1), }",
+                                      std::string(4, '\0')));
     fs::create_directories(dir_ / "sub");
     const auto doc =
         nlohmann::json::parse(R"({"query": "sub/../q.npy", "key": "q.npy", "value": "q.npy"})");
@@ -517,7 +500,7 @@ TEST_F(Limits, OutputEqualToAnInputIsRefused) {
 // ----------------------------------------------------------------------------
 
 TEST_F(Limits, UncommittedWriterLeavesNothing) {
-    const fs::path out = put("out.npy", "old");
+    const fs::path out = write("out.npy", "old");
     {
         AtomicWriter w(out);
         w.write(as_bytes(std::string("new content")));
@@ -584,7 +567,7 @@ std::string kill_mid_write(const fs::path& out, int sig) {
 }
 
 TEST_F(Limits, SignalsRemoveTheTempFileAndKeepTheOldOutput) {
-    const fs::path out = put("out.npy", "old");
+    const fs::path out = write("out.npy", "old");
     for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
         const std::string temp = kill_mid_write(out, sig);
         EXPECT_FALSE(temp.empty());

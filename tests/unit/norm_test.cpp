@@ -13,16 +13,7 @@
 
 namespace {
 
-using attn::InputError;
-
-std::string message_of(const auto& f) {
-    try {
-        f();
-    } catch (const InputError& e) {
-        return e.what();
-    }
-    return "(no InputError)";
-}
+using attn::testing::message_of;
 
 TEST(Norm, LayerNormByHand) {
     // [1, 2, 3, 4]: mean 2.5, biased variance 1.25.

@@ -5,6 +5,7 @@
 // except by the read_array_file tests, which write their own into a temp folder.
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "unit/test_files.hpp"
 #include "unit/test_util.hpp"
 
 #include <algorithm>
@@ -33,12 +34,10 @@ using attn::io::ArrayKind;
 using attn::io::encode_npy;
 using attn::io::parse_npy;
 using attn::io::parse_npy_header;
+using attn::testing::bytes_of;
+using attn::testing::expect_error_message;
 using namespace std::string_literals;
 using namespace std::string_view_literals;
-
-std::vector<std::uint8_t> bytes_of(std::string_view text) {
-    return {text.begin(), text.end()};
-}
 
 /// An NPY file around `dict`: magic, version, header length (2 bytes for v1, 4 for v2/v3),
 /// the dict padded with spaces and a '\n' the way numpy does (a multiple of 64 in all, or
@@ -110,21 +109,8 @@ void expect_same_float(float actual, float expected, std::size_t index) {
 /// parse_npy(file, "q.npy") must throw an InputError: one line, "q.npy: ..." containing
 /// `needle`. Returns the message.
 std::string expect_npy_error(const std::vector<std::uint8_t>& file, std::string_view needle) {
-    std::string message;
-    try {
-        (void)parse_npy(file, "q.npy");
-        ADD_FAILURE() << "no exception; wanted one containing: " << needle;
-    } catch (const InputError& e) {
-        message = e.what();
-    } catch (const std::exception& e) {
-        ADD_FAILURE() << "not an InputError: " << e.what();
-    }
-    if (!message.empty()) {
-        EXPECT_PRED_FORMAT2(::testing::IsSubstring, std::string(needle), message);
-        EXPECT_EQ(message.rfind("q.npy: ", 0), 0U) << message;
-        EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-    }
-    return message;
+    return expect_error_message<InputError>(
+        [&] { (void)parse_npy(file, "q.npy"); }, "q.npy: ", needle);
 }
 
 // ----------------------------------------------------------------------------------------
@@ -846,27 +832,7 @@ TEST(NpyEncode, Version2WhenTheHeaderNeedsIt) {
 // Files: read_array_file, read_file, array_format_for
 // ----------------------------------------------------------------------------------------
 
-class NpyFile : public ::testing::Test {
-  protected:
-    void SetUp() override {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        dir_ = std::filesystem::temp_directory_path() /
-               ("attn_npy_test_" + std::to_string(::getpid()) + "_" + info->name());
-        std::filesystem::remove_all(dir_);
-        std::filesystem::create_directories(dir_);
-    }
-    void TearDown() override { std::filesystem::remove_all(dir_); }
-
-    std::filesystem::path write(const std::string& name, const std::vector<std::uint8_t>& bytes) {
-        const std::filesystem::path path = dir_ / name;
-        std::ofstream out(path, std::ios::binary);
-        out.write(reinterpret_cast<const char*>(bytes.data()),
-                  static_cast<std::streamsize>(bytes.size()));
-        return path;
-    }
-
-    std::filesystem::path dir_;
-};
+class NpyFile : public attn::testing::TempDirTest {};
 
 TEST_F(NpyFile, ReadsNpyByExtensionAnyCase) {
     const std::vector<float> values = {1, 2, 3, 4};
@@ -900,7 +866,7 @@ TEST_F(NpyFile, ReadFileReturnsEveryByte) {
         bytes[i] = static_cast<std::uint8_t>(i * 7 + i / 251);
     }
     EXPECT_EQ(attn::io::read_file(write("blob.bin", bytes)), bytes);
-    EXPECT_TRUE(attn::io::read_file(write("empty.bin", {})).empty());
+    EXPECT_TRUE(attn::io::read_file(write("empty.bin", std::string_view())).empty());
 }
 
 TEST(FormatFor, ByExtensionCaseInsensitive) {

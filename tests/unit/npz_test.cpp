@@ -6,6 +6,7 @@
 #include "attn/io/array.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/npz.hpp"
+#include "unit/test_files.hpp"
 
 #include <bit>
 #include <cstdint>
@@ -28,11 +29,8 @@ using attn::io::npz_member_bytes;
 using attn::io::npz_members;
 using attn::io::parse_npy;
 using attn::io::parse_npz_ref;
+using attn::testing::bytes_of;
 using namespace std::string_view_literals;
-
-std::vector<std::uint8_t> bytes_of(std::string_view text) {
-    return {text.begin(), text.end()};
-}
 
 struct Archive {
     std::string_view name;

@@ -15,11 +15,11 @@
 namespace {
 
 using attn::BasicTensor;
-using attn::InputError;
 using attn::RopeScalingType;
 using attn::RopeSpec;
 using attn::RopeStyle;
 using attn::Tensor;
+using attn::testing::message_of;
 
 /// theta = 1 makes every inverse frequency 1; linear factor 2/π turns position 1 into 90°.
 RopeSpec quarter_turn(RopeStyle style) {
@@ -29,15 +29,6 @@ RopeSpec quarter_turn(RopeStyle style) {
     s.scaling.type = RopeScalingType::linear;
     s.scaling.factor = 2.0 / std::numbers::pi;
     return s;
-}
-
-std::string message_of(const auto& f) {
-    try {
-        f();
-    } catch (const InputError& e) {
-        return e.what();
-    }
-    return "(no InputError)";
 }
 
 TEST(Rope, QuarterTurnNeoxPairsHalves) {

@@ -8,6 +8,7 @@
 #include "attn/io/safetensors.hpp"
 #include "attn/problem/checks.hpp"
 #include "attn/problem/problem.hpp"
+#include "unit/test_files.hpp"
 
 #include <bit>
 #include <cmath>
@@ -30,6 +31,7 @@ using attn::io::Array;
 using attn::io::ParamsLayout;
 using attn::io::parse_safetensors;
 using attn::io::parse_safetensors_header;
+using attn::testing::expect_error_message;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -90,20 +92,7 @@ std::string entry(std::string_view name,
 void expect_error(const std::function<void()>& f,
                   std::string_view needle,
                   std::string_view start = "m.safetensors: ") {
-    std::string message;
-    try {
-        f();
-        ADD_FAILURE() << "no exception; wanted one containing: " << needle;
-    } catch (const InputError& e) {
-        message = e.what();
-    } catch (const std::exception& e) {
-        ADD_FAILURE() << "not an InputError: " << e.what();
-    }
-    if (!message.empty()) {
-        EXPECT_PRED_FORMAT2(::testing::IsSubstring, std::string(needle), message);
-        EXPECT_EQ(message.rfind(std::string(start), 0), 0U) << message;
-        EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-    }
+    (void)expect_error_message<InputError>(f, start, needle);
 }
 
 void expect_file_error(const Bytes& file, std::string_view needle) {
@@ -569,26 +558,7 @@ TEST(SafetensorsLayout, RecognizesCheckpointParams) {
 // Files and decode_problem
 // ----------------------------------------------------------------------------------------
 
-class SafetensorsFileTest : public ::testing::Test {
-  protected:
-    void SetUp() override {
-        dir_ = fs::temp_directory_path() /
-               ("attn-safetensors-test-" + std::to_string(::getpid()) + "-" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::create_directories(dir_);
-    }
-    void TearDown() override { fs::remove_all(dir_); }
-
-    fs::path write(const std::string& name, const Bytes& bytes) {
-        const fs::path p = dir_ / name;
-        std::ofstream out(p, std::ios::binary);
-        out.write(reinterpret_cast<const char*>(bytes.data()),
-                  static_cast<std::streamsize>(bytes.size()));
-        return p;
-    }
-
-    fs::path dir_;
-};
+class SafetensorsFileTest : public attn::testing::TempDirTest {};
 
 TEST_F(SafetensorsFileTest, ReadsTheHeaderThenOnlyWhatIsAsked) {
     const std::string header = "{" + entry("x.w_q", "F32", "[2,2]", 0, 16) + "," +

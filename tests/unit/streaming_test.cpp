@@ -15,12 +15,7 @@
 namespace attn {
 namespace {
 
-using testing::all_close;
-using testing::f32_tol;
-using testing::random_mask;
-using testing::random_tensor;
-using testing::simd_label;
-using testing::simd_targets;
+using namespace testing;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -176,20 +171,8 @@ TEST_P(StreamingKernel, GroupedQueryEqualsRepeatedHeads) {
     const Tensor q = random_tensor(rng, {2, h, lq, 8});
     const Tensor k = random_tensor(rng, {2, hkv, lk, 8});
     const Tensor v = random_tensor(rng, {2, hkv, lk, 4});
-    Tensor kr = Tensor::from_shape({2, h, lk, 8});
-    Tensor vr = Tensor::from_shape({2, h, lk, 4});
-    for (std::size_t b = 0; b < 2; ++b) {
-        for (std::size_t hh = 0; hh < h; ++hh) {
-            for (std::size_t j = 0; j < lk; ++j) {
-                for (std::size_t x = 0; x < 8; ++x) {
-                    kr(b, hh, j, x) = k(b, hh / 3, j, x);
-                }
-                for (std::size_t x = 0; x < 4; ++x) {
-                    vr(b, hh, j, x) = v(b, hh / 3, j, x);
-                }
-            }
-        }
-    }
+    const Tensor kr = repeat_heads(k, h);
+    const Tensor vr = repeat_heads(v, h);
     const AttentionSpec spec{.causal = Causal::top_left, .simd = GetParam()};
     EXPECT_EQ(attend_streaming(q, k, v, spec).output, attend_streaming(q, kr, vr, spec).output);
 }

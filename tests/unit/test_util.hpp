@@ -47,6 +47,25 @@ inline Mask random_mask(std::mt19937& rng, Shape s, double p_keep) {
     return m;
 }
 
+/// x [B, Hkv, L, D] with every head repeated for its group of `heads` query heads:
+/// [B, heads, L, D], head hh a copy of head hh / (heads / Hkv) (grouped-query attention
+/// written out).
+inline Tensor repeat_heads(const Tensor& x, std::size_t heads) {
+    const auto s = x.shape();
+    const std::size_t group = heads / s[1];
+    Tensor r = Tensor::from_shape({s[0], heads, s[2], s[3]});
+    for (std::size_t b = 0; b < s[0]; ++b) {
+        for (std::size_t hh = 0; hh < heads; ++hh) {
+            for (std::size_t j = 0; j < s[2]; ++j) {
+                for (std::size_t d = 0; d < s[3]; ++d) {
+                    r(b, hh, j, d) = x(b, hh / group, j, d);
+                }
+            }
+        }
+    }
+    return r;
+}
+
 /// |a - e| <= atol + rtol·|e| elementwise; on failure names the worst index.
 template <class A>
 ::testing::AssertionResult
@@ -111,6 +130,17 @@ template <class F>::testing::AssertionResult throws_input_error(F&& f, const std
     }
     return ::testing::AssertionFailure()
            << "no exception; wanted an InputError matching " << pattern;
+}
+
+/// The message of the InputError that f() throws, or "(no InputError)" (for EXPECT_EQ on a
+/// whole message).
+template <class F> std::string message_of(const F& f) {
+    try {
+        f();
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    return "(no InputError)";
 }
 
 /// Every SIMD target this CPU runs (of those compiled in, best first): the kernel tests

@@ -12,8 +12,7 @@
 #include "core/kernel_simd-inl.h"
 
 HWY_BEFORE_NAMESPACE();
-namespace attn::detail {
-namespace HWY_NAMESPACE {
+namespace attn::detail::HWY_NAMESPACE {
 namespace {
 
 // Micro-tile shape: kRows rows of C by kVecs vectors, with kVecs B vectors and one
@@ -38,6 +37,8 @@ constexpr std::size_t kDepth = 256; // k per pass: a 256 x 64 B panel (64 KB) st
 // kVecs accumulators + kVecs B vectors + 1 broadcast fill the register file exactly);
 // column-major order keeps all kRows broadcasts live and spills accumulators.
 static_assert(kRows <= 6 && kVecs <= 4, "ATTN_TILE covers at most 6 x 4 slots");
+// r and v are digits pasted into names (acc##r##v, b##v): they cannot be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define ATTN_TILE_ROW(OP, r) OP(r, 0) OP(r, 1) OP(r, 2) OP(r, 3)
 #define ATTN_TILE(OP)                                                                              \
     ATTN_TILE_ROW(OP, 0)                                                                           \
@@ -99,6 +100,7 @@ static_assert(kRows <= 6 && kVecs <= 4, "ATTN_TILE covers at most 6 x 4 slots");
         ATTN_ROW_FMA(4)                                                                            \
         ATTN_ROW_FMA(5)                                                                            \
     }
+// NOLINTEND(bugprone-macro-parentheses)
 
 /// C tile [R, NV vectors] over k steps (with kPartial, the last vector holds only `last`
 /// valid lanes): C = A·B, or C = diag(scale)·C + A·B when accumulating. Prefetches
@@ -240,8 +242,7 @@ void gemm(const GemmArgs& g) {
 }
 
 } // namespace
-} // namespace HWY_NAMESPACE
-} // namespace attn::detail
+} // namespace attn::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
 #endif // ATTN_CORE_KERNEL_GEMM_INL_H_

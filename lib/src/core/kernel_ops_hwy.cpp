@@ -44,8 +44,7 @@
 #include "core/kernel_softmax-inl.h"
 
 HWY_BEFORE_NAMESPACE();
-namespace attn::detail {
-namespace HWY_NAMESPACE {
+namespace attn::detail::HWY_NAMESPACE {
 
 /// This target's table (referenced by the HWY_ONCE part below).
 extern const KernelOps kOps;
@@ -55,8 +54,7 @@ const KernelOps kOps{
     .softmax_row = &softmax_row,
 };
 
-} // namespace HWY_NAMESPACE
-} // namespace attn::detail
+} // namespace attn::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE

@@ -15,8 +15,7 @@
 #include <hwy/highway.h>
 
 HWY_BEFORE_NAMESPACE();
-namespace attn::detail {
-namespace HWY_NAMESPACE {
+namespace attn::detail::HWY_NAMESPACE {
 namespace {
 
 namespace hn = hwy::HWY_NAMESPACE;
@@ -141,8 +140,7 @@ HWY_INLINE V max_ignoring_nan(V x, V running) {
 }
 
 } // namespace
-} // namespace HWY_NAMESPACE
-} // namespace attn::detail
+} // namespace attn::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
 #endif // ATTN_CORE_KERNEL_SIMD_INL_H_

@@ -13,8 +13,7 @@
 #include "core/kernel_simd-inl.h"
 
 HWY_BEFORE_NAMESPACE();
-namespace attn::detail {
-namespace HWY_NAMESPACE {
+namespace attn::detail::HWY_NAMESPACE {
 namespace {
 
 /// online_softmax on the `count` columns from `col` (count = Lanes unless kFull is false).
@@ -184,8 +183,7 @@ bool softmax_row(float* s,
 }
 
 } // namespace
-} // namespace HWY_NAMESPACE
-} // namespace attn::detail
+} // namespace attn::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
 #endif // ATTN_CORE_KERNEL_SOFTMAX_INL_H_

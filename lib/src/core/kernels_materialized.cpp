@@ -98,7 +98,7 @@ template <class T> struct MaterializedOps {
                            .ldc = lk});
             }
         } else {
-            detail::dgemm(rows, n, d, 1.0, q_blk, d, k.data() + head * lk * d, d, true, 0.0, p, lk);
+            detail::gemm(rows, n, d, 1.0, q_blk, d, k.data() + head * lk * d, d, true, 0.0, p, lk);
         }
     }
 
@@ -116,7 +116,7 @@ template <class T> struct MaterializedOps {
                        .c = o,
                        .ldc = dv});
         } else {
-            detail::dgemm(rows, dv, n, 1.0, p, lk, v_head, dv, false, 0.0, o, dv);
+            detail::gemm(rows, dv, n, 1.0, p, lk, v_head, dv, false, 0.0, o, dv);
         }
     }
 

@@ -41,16 +41,6 @@ std::size_t head_dim(std::size_t features, std::size_t num_heads, const char* wh
 
 namespace {
 
-void gemm_xwt(
-    std::size_t m, std::size_t n, std::size_t k, const float* x, const float* w, float* y) {
-    detail::sgemm(m, n, k, 1.0f, x, k, w, k, true, 0.0f, y, n);
-}
-
-void gemm_xwt(
-    std::size_t m, std::size_t n, std::size_t k, const double* x, const double* w, double* y) {
-    detail::dgemm(m, n, k, 1.0, x, k, w, k, true, 0.0, y, n);
-}
-
 template <class T>
 xt::xtensor<T, 3> linear_impl(const xt::xtensor<T, 3>& x,
                               const xt::xtensor<T, 2>& w,
@@ -65,7 +55,7 @@ xt::xtensor<T, 3> linear_impl(const xt::xtensor<T, 3>& x,
         linear_features(in, &w_shape, b != nullptr ? &b_size : nullptr, what, "");
     auto y = xt::xtensor<T, 3>::from_shape({n_b, len, out});
     detail::blas_single_threaded();
-    gemm_xwt(n_b * len, out, in, x.data(), w.data(), y.data());
+    detail::gemm(n_b * len, out, in, T(1), x.data(), in, w.data(), in, true, T(0), y.data(), out);
     if (b != nullptr) {
         T* row = y.data();
         for (std::size_t r = 0; r < n_b * len; ++r, row += out) {

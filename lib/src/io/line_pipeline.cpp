@@ -224,7 +224,7 @@ class Pipeline {
 
 } // namespace
 
-LineInput::LineInput(const std::string& file) : fd(STDIN_FILENO), base(fs::current_path()) {
+LineInput::LineInput(const std::string& file) : base(fs::current_path()) {
     if (!file.empty() && file != "-") {
         name = file;
         do {

@@ -14,11 +14,7 @@
 
 namespace attn::problem {
 
-namespace fs = std::filesystem;
-using io::Array;
-using io::ArrayKind;
 using io::message_text;
-using nlohmann::json;
 
 const std::vector<std::string>& problem_fields() {
     static const std::vector<std::string> fields = {"query",        "key",
@@ -315,7 +311,8 @@ void decode_sources(DecodeContext& cx, Problem& p) {
 
 } // namespace detail
 
-Problem decode_problem(const json& doc_in, const fs::path& base, ArrayValues given) {
+Problem
+decode_problem(const nlohmann::json& doc_in, const std::filesystem::path& base, ArrayValues given) {
     using namespace detail;
     if (!doc_in.is_object()) {
         throw InputError("problem: expected a JSON object, got " + type_name(doc_in));

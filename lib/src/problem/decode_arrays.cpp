@@ -15,13 +15,9 @@
 
 namespace attn::problem::detail {
 
-namespace fs = std::filesystem;
-using io::Array;
-using io::ArrayKind;
 using io::parse_json_array;
 using io::read_array_file;
 using io::ValueSink;
-using nlohmann::json;
 
 namespace {
 

@@ -20,11 +20,17 @@
 
 namespace attn::problem::detail {
 
+// The names every field group uses.
+namespace fs = std::filesystem;
+using io::Array;
+using io::ArrayKind;
+using nlohmann::json;
+
 /// What every field group reads: the document (with its preset defaults filled in), the
 /// directory relative paths start from, the arrays handed over already read, the variant
 /// and the precision the arrays are read in.
 struct DecodeContext {
-    nlohmann::json doc;
+    nlohmann::json doc = nlohmann::json::object();
     std::filesystem::path base;
     ArrayValues given;
     std::string variant;

@@ -11,16 +11,6 @@
 
 namespace attn::problem::detail {
 
-using io::add_bias;
-using io::Array;
-using io::ArrayKind;
-using io::decode_mask;
-using io::decode_mask_convention;
-using io::DecodedMask;
-using io::mask_array_kind;
-using io::MaskConvention;
-using nlohmann::json;
-
 namespace {
 
 /// Score features: a list of exactly `want` finite numbers (ALiBi slopes, sink logits).
@@ -156,24 +146,46 @@ void decode_scale_and_causal(DecodeContext& cx, Problem& p) {
     }
 }
 
+namespace {
+
+/// Decodes a mask array in `convention` into p's keep mask `slot` (checking its polarity
+/// when `polarity`); an additive mask joins the bias (for precision f64 too).
+void decode_mask_field(Problem& p,
+                       std::optional<Mask>& slot,
+                       const Array& a,
+                       const Shape& s,
+                       io::MaskConvention convention,
+                       const char* name,
+                       bool polarity) {
+    DecodedMask m = decode_mask(a, s, convention, name);
+    if (m.keep && polarity) {
+        check_polarity(p, *m.keep, name);
+    }
+    slot = std::move(m.keep);
+    if (m.bias) {
+        add_to_bias(p, std::move(*m.bias), a, s, name);
+    }
+}
+
+} // namespace
+
 void decode_masks(DecodeContext& cx, Problem& p) {
     // mask_convention (attn/io/mask_convention.hpp): additive masks join the bias.
-    const MaskConvention convention = cx.has("mask_convention")
-                                          ? decode_mask_convention(cx.doc["mask_convention"])
-                                          : MaskConvention::keep;
+    const io::MaskConvention convention =
+        cx.has("mask_convention") ? io::decode_mask_convention(cx.doc["mask_convention"])
+                                  : io::MaskConvention::keep;
     if (cx.has("mask")) {
         Array a = cx.load(p, "mask", mask_array_kind(convention), nullptr);
         const Shape s = pair_shape(a, "mask", p.batch, p.num_heads, p.lq, p.lk);
-        DecodedMask m = decode_mask(a, s, convention, "mask");
-        if (m.keep && !cx.has("mask_convention") && s[2] == 1 && p.lq > 1) {
-            // Padding-shaped (one row for every query): a [Lq, Lk] pattern such as a
-            // sliding window may well block most keys.
-            check_polarity(p, *m.keep, "mask");
-        }
-        p.mask = std::move(m.keep);
-        if (m.bias) {
-            add_to_bias(p, std::move(*m.bias), a, s, "mask");
-        }
+        // Polarity only when padding-shaped (one row for every query): a [Lq, Lk] pattern
+        // such as a sliding window may well block most keys.
+        decode_mask_field(p,
+                          p.mask,
+                          a,
+                          s,
+                          convention,
+                          "mask",
+                          !cx.has("mask_convention") && s[2] == 1 && p.lq > 1);
     }
     if (cx.has("bias")) {
         Array a = cx.load(p, "bias", ArrayKind::numeric, nullptr);
@@ -183,7 +195,7 @@ void decode_masks(DecodeContext& cx, Problem& p) {
         add_to_bias(p, std::move(t), a, s, "bias");
     }
     if (cx.has("key_padding_mask")) {
-        const Array a = cx.load(p, "key_padding_mask", mask_array_kind(convention), nullptr);
+        const Array a = cx.load(p, "key_padding_mask", io::mask_array_kind(convention), nullptr);
         Shape s{};
         if (a.shape.size() == 1 && a.shape[0] == p.lk) {
             s = {1, 1, 1, p.lk};
@@ -194,14 +206,8 @@ void decode_masks(DecodeContext& cx, Problem& p) {
             throw InputError("key_padding_mask: expected shape " + shape_string({p.batch, p.lk}) +
                              " or " + shape_string({p.lk}) + ", got " + shape_string(a.shape));
         }
-        DecodedMask m = decode_mask(a, s, convention, "key_padding_mask");
-        if (m.keep && !cx.has("mask_convention")) {
-            check_polarity(p, *m.keep, "key_padding_mask");
-        }
-        p.key_padding = std::move(m.keep);
-        if (m.bias) {
-            add_to_bias(p, std::move(*m.bias), a, s, "key_padding_mask");
-        }
+        decode_mask_field(
+            p, p.key_padding, a, s, convention, "key_padding_mask", !cx.has("mask_convention"));
     }
 }
 

@@ -14,7 +14,6 @@
 #include <array>
 #include <limits>
 #include <map>
-#include <set>
 #include <type_traits>
 
 namespace attn::problem::detail {
@@ -80,48 +79,41 @@ template <class T> std::array<T, 3> split_thirds(const T& fused, const std::stri
     return parts;
 }
 
+/// params.KEY in T (float, or double from values64) as a rank-N tensor: a [out, in] weight
+/// (N = 2) or a [out] bias (N = 1); nothing when the params object does not hold KEY.
+template <class T, std::size_t N>
+std::optional<xt::xtensor<T, N>> param_tensor(const std::map<std::string, Array>& arrays,
+                                              const char* key) {
+    const auto it = arrays.find(key);
+    if (it == arrays.end()) {
+        return std::nullopt;
+    }
+    const Array& a = it->second;
+    if (a.shape.size() != N) {
+        throw InputError(std::string("params.") + key +
+                         (N == 2 ? ": expected a rank-2 [out, in] weight, got shape "
+                                 : ": expected a rank-1 [out] bias, got shape ") +
+                         shape_string(a.shape));
+    }
+    typename xt::xtensor<T, N>::shape_type shape;
+    std::copy(a.shape.begin(), a.shape.end(), shape.begin());
+    auto t = xt::xtensor<T, N>::from_shape(shape);
+    if constexpr (std::is_same_v<T, double>) {
+        std::copy(a.values64.begin(), a.values64.end(), t.begin());
+    } else {
+        std::copy(a.values.begin(), a.values.end(), t.begin());
+    }
+    return t;
+}
+
 /// Builds nn.Linear-layout projections in T (float, or double from values64) from the
 /// arrays of a params object, keyed by their names there.
 template <class T>
 BasicProjections<T> build_projections(const std::map<std::string, Array>& arrays) {
     using M = xt::xtensor<T, 2>;
     using V = xt::xtensor<T, 1>;
-    const auto fill = [](const Array& a, auto& t) {
-        if constexpr (std::is_same_v<T, double>) {
-            std::copy(a.values64.begin(), a.values64.end(), t.begin());
-        } else {
-            std::copy(a.values.begin(), a.values.end(), t.begin());
-        }
-    };
-    auto matrix = [&](const char* key) -> std::optional<M> {
-        const auto it = arrays.find(key);
-        if (it == arrays.end()) {
-            return std::nullopt;
-        }
-        const Array& a = it->second;
-        if (a.shape.size() != 2) {
-            throw InputError(std::string("params.") + key +
-                             ": expected a rank-2 [out, in] weight, got shape " +
-                             shape_string(a.shape));
-        }
-        M m = M::from_shape({a.shape[0], a.shape[1]});
-        fill(a, m);
-        return m;
-    };
-    auto vector = [&](const char* key) -> std::optional<V> {
-        const auto it = arrays.find(key);
-        if (it == arrays.end()) {
-            return std::nullopt;
-        }
-        const Array& a = it->second;
-        if (a.shape.size() != 1) {
-            throw InputError(std::string("params.") + key +
-                             ": expected a rank-1 [out] bias, got shape " + shape_string(a.shape));
-        }
-        V v = V::from_shape({a.shape[0]});
-        fill(a, v);
-        return v;
-    };
+    const auto matrix = [&](const char* key) { return param_tensor<T, 2>(arrays, key); };
+    const auto vector = [&](const char* key) { return param_tensor<T, 1>(arrays, key); };
     auto set_once = [](auto& slot, auto&& value, const char* a, const char* b) {
         if (!value) {
             return;
@@ -130,7 +122,7 @@ BasicProjections<T> build_projections(const std::map<std::string, Array>& arrays
             throw InputError(std::string("params: both ") + a + " and " + b +
                              " give the same weight");
         }
-        slot = std::move(value);
+        slot = std::forward<decltype(value)>(value);
     };
 
     BasicProjections<T> p;
@@ -230,25 +222,26 @@ decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in, Prob
                          "holding one, got " +
                          type_name(j));
     }
-    static const std::set<std::string> known = {"w_q",
-                                                "w_k",
-                                                "w_v",
-                                                "w_o",
-                                                "b_q",
-                                                "b_k",
-                                                "b_v",
-                                                "b_o",
-                                                "in_proj_weight",
-                                                "in_proj_bias",
-                                                "out_proj.weight",
-                                                "out_proj.bias",
-                                                "q_proj_weight",
-                                                "k_proj_weight",
-                                                "v_proj_weight"};
+    // The weights a params object may hold, in load order: w_q, w_k, w_v, w_o, b_q, ..., then
+    // the state-dict names.
+    static const std::vector<std::string> names = {"w_q",
+                                                   "w_k",
+                                                   "w_v",
+                                                   "w_o",
+                                                   "b_q",
+                                                   "b_k",
+                                                   "b_v",
+                                                   "b_o",
+                                                   "in_proj_weight",
+                                                   "in_proj_bias",
+                                                   "q_proj_weight",
+                                                   "k_proj_weight",
+                                                   "v_proj_weight",
+                                                   "out_proj.weight",
+                                                   "out_proj.bias"};
     for (const auto& [key, value] : j.items()) {
-        if (known.count(key) == 0) {
-            const std::string suggestion =
-                did_you_mean(key, std::vector<std::string>(known.begin(), known.end()));
+        if (std::find(names.begin(), names.end(), key) == names.end()) {
+            const std::string suggestion = did_you_mean(key, names);
             throw InputError("params: unknown weight '" + shown(key) + "'" +
                              (suggestion.empty()
                                   ? " (expected w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o or the "
@@ -257,24 +250,8 @@ decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in, Prob
         }
     }
     check_input_projections(j);
-    // Load order as before: w_q, w_k, w_v, w_o, b_q, ..., then the state-dict names.
-    static const char* const order[] = {"w_q",
-                                        "w_k",
-                                        "w_v",
-                                        "w_o",
-                                        "b_q",
-                                        "b_k",
-                                        "b_v",
-                                        "b_o",
-                                        "in_proj_weight",
-                                        "in_proj_bias",
-                                        "q_proj_weight",
-                                        "k_proj_weight",
-                                        "v_proj_weight",
-                                        "out_proj.weight",
-                                        "out_proj.bias"};
     std::map<std::string, Array> arrays;
-    for (const char* key : order) {
+    for (const std::string& key : names) {
         if (j.contains(key) && !j[key].is_null()) { // null: the identity, as if absent
             arrays[key] = load_array(j[key],
                                      std::string("params.") + key,
@@ -364,25 +341,21 @@ void decode_init(const json& init, const std::string& variant, Problem& p) {
                     p.num_heads,
                     p.num_kv_heads,
                     output_projection);
-    p.projections = random_projections(seed,
-                                       p.query_src.shape()[2],
-                                       p.key_src.shape()[2],
-                                       p.value_src.shape()[2],
-                                       dim,
-                                       p.num_heads,
-                                       p.num_kv_heads,
-                                       output_projection,
-                                       bias);
+    // The same draw in each precision the problem holds (float, and double for f64).
+    const auto draw = [&](auto zero) {
+        return random_projections<decltype(zero)>(seed,
+                                                  p.query_src.shape()[2],
+                                                  p.key_src.shape()[2],
+                                                  p.value_src.shape()[2],
+                                                  dim,
+                                                  p.num_heads,
+                                                  p.num_kv_heads,
+                                                  output_projection,
+                                                  bias);
+    };
+    p.projections = draw(0.0f);
     if (p.exact) {
-        p.exact->projections = random_projections<double>(seed,
-                                                          p.query_src.shape()[2],
-                                                          p.key_src.shape()[2],
-                                                          p.value_src.shape()[2],
-                                                          dim,
-                                                          p.num_heads,
-                                                          p.num_kv_heads,
-                                                          output_projection,
-                                                          bias);
+        p.exact->projections = draw(0.0);
     }
 }
 

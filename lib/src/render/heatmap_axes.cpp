@@ -61,8 +61,10 @@ std::vector<std::pair<double, std::string>> colorbar_ticks(const ColorNorm& norm
                     if (m == 2.5 && step < 10.0) {
                         ++decimals;
                     }
-                    for (double i = first; i <= last; i += 1.0) {
-                        ticks.emplace_back(i * step, format_fixed(i * step, decimals));
+                    // first and last are whole numbers: count in integers.
+                    for (long i = std::lround(first); i <= std::lround(last); ++i) {
+                        const double tick = static_cast<double>(i) * step;
+                        ticks.emplace_back(tick, format_fixed(tick, decimals));
                     }
                     return ticks;
                 }
@@ -108,7 +110,7 @@ Box text_box(const FigureText& t) {
 }
 
 /// Crops the canvas to its content plus `pad`, moving everything by whole pixels.
-void crop(Figure& fig, std::vector<Box*> boxes, double pad) {
+void crop(Figure& fig, const std::vector<Box*>& boxes, double pad) {
     double x0 = 1e300, y0 = 1e300, x1 = -1e300, y1 = -1e300;
     const auto take = [&](const Box& b) {
         x0 = std::min(x0, b.x);

@@ -28,7 +28,7 @@ std::vector<std::pair<double, std::string>> colorbar_ticks(const ColorNorm& norm
 Box text_box(const FigureText& t);
 
 /// Crops the canvas to its content plus `pad`, moving everything by whole pixels.
-void crop(Figure& fig, std::vector<Box*> boxes, double pad);
+void crop(Figure& fig, const std::vector<Box*>& boxes, double pad);
 
 /// Panel columns: one row up to 4 panels, then about square with few empty slots.
 std::size_t grid_columns(std::size_t n);

@@ -131,7 +131,8 @@ void pool_panel(const HeatmapInput& in,
         }
         return;
     }
-    std::vector<double> acc(n, mean ? 0.0 : -std::numeric_limits<double>::infinity());
+    const double acc_start = mean ? 0.0 : -std::numeric_limits<double>::infinity();
+    std::vector<double> acc(n, acc_start);
     std::vector<std::uint32_t> count(n, 0);
     std::vector<std::uint8_t> had_mask(n, 0);
     std::vector<std::size_t> col_to(in.cols);

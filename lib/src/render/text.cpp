@@ -287,7 +287,9 @@ void draw_text(Image& image,
         const Glyph& g = f.glyph(shaped.glyphs[k], size_px, sub);
         for (int gy = 0; gy < g.h; ++gy) {
             for (int gx = 0; gx < g.w; ++gx) {
-                const unsigned a = g.alpha[static_cast<std::size_t>(gy * g.w + gx)];
+                const unsigned a =
+                    g.alpha[static_cast<std::size_t>(gy) * static_cast<std::size_t>(g.w) +
+                            static_cast<std::size_t>(gx)];
                 if (a == 0) {
                     continue;
                 }

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unistd.h>
@@ -103,6 +104,41 @@ bool only_input_errors(const char* stage, F&& f, std::string* message = nullptr)
     } catch (const std::exception& e) {
         fail(std::string(stage) + ": an exception other than InputError escaped: " + e.what());
     }
+}
+
+/// The JSON document in `text`, or nothing when io::parse_json_text refuses it (with an
+/// InputError only).
+inline std::optional<nlohmann::json> parse_json(std::string_view text, const char* name) {
+    nlohmann::json j;
+    if (!only_input_errors("parse_json_text", [&] { j = io::parse_json_text(text, name); })) {
+        return std::nullopt;
+    }
+    return j;
+}
+
+/// `a` through the NPY writer (float32, or float64 with f64) and back: the same shape and
+/// values. Returns what was read back.
+inline io::Array expect_npy_round_trip(const io::Array& a, bool f64, const std::string& what) {
+    const std::vector<std::uint8_t> npy = io::encode_npy(a.shape, a.values.data(), f64);
+    io::Array back;
+    expect(only_input_errors("npy", [&] { back = io::parse_npy(npy, "rt.npy"); }),
+           what + ": our own NPY does not parse");
+    expect_same_array(a, back, what);
+    return back;
+}
+
+/// Removes `path` (and everything below it) when the process exits.
+inline void remove_at_exit(const std::filesystem::path& path) {
+    // Made before the handler is registered, so the handler runs before it is destroyed.
+    static std::vector<std::filesystem::path> paths;
+    paths.push_back(path);
+    static const bool registered = std::atexit([] {
+                                       for (const std::filesystem::path& p : paths) {
+                                           std::error_code ec;
+                                           std::filesystem::remove_all(p, ec);
+                                       }
+                                   }) == 0;
+    static_cast<void>(registered);
 }
 
 /// The memory limit the targets run under: small enough that the readers' refusals are
@@ -203,16 +239,9 @@ inline const std::filesystem::path& fixture_dir() {
             R"("out_proj.weight": "wq.npy", "out_proj.bias": "b4.npy"})");
         put("sub/params.json", R"({"w_q": "../wq.npy", "w_o": "../w8.npy"})");
         put("notjson.json", "{\"w_q\": [1, 2");
+        remove_at_exit(d);
         return d;
     }();
-    // Registered after `dir` is complete, so it runs before `dir` is destroyed.
-    static const bool cleanup_registered = [] {
-        return std::atexit([] {
-                   std::error_code ec;
-                   std::filesystem::remove_all(fixture_dir(), ec);
-               }) == 0;
-    }();
-    static_cast<void>(cleanup_registered);
     return dir;
 }
 
@@ -259,28 +288,23 @@ inline void check_decoded_problem(const problem::Problem& p) {
         nlohmann::json r;
         expect(only_input_errors("reparse result", [&] { r = io::parse_json_text(doc, "result"); }),
                "the result document does not parse: " + doc.substr(0, 200));
-        io::Array out;
-        expect(only_input_errors("result output",
-                                 [&] {
-                                     out = io::parse_json_array(
-                                         r.at("output"), "output", io::ArrayKind::numeric);
-                                 }),
-               "the result's output does not parse");
-        expect(out.values.size() == s.output.values.size(), "output values lost");
-        if (!out.values.empty()) {
-            expect_same_array(s.output, out, "result output round trip");
-        }
-        if (s.weights) {
-            io::Array w;
-            expect(only_input_errors("result weights",
+        const auto expect_field = [&](const char* field, const io::Array& want) {
+            io::Array got;
+            expect(only_input_errors(field,
                                      [&] {
-                                         w = io::parse_json_array(
-                                             r.at("weights"), "weights", io::ArrayKind::numeric);
+                                         got = io::parse_json_array(
+                                             r.at(field), field, io::ArrayKind::numeric);
                                      }),
-                   "the result's weights do not parse");
-            if (!w.values.empty()) {
-                expect_same_array(*s.weights, w, "result weights round trip");
+                   std::string("the result's ") + field + " does not parse");
+            if (!got.values.empty()) {
+                expect_same_array(want, got, std::string("result ") + field + " round trip");
             }
+            return got;
+        };
+        const io::Array out = expect_field("output", s.output);
+        expect(out.values.size() == s.output.values.size(), "output values lost");
+        if (s.weights) {
+            (void)expect_field("weights", *s.weights);
         }
     }
 }

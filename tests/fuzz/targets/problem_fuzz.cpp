@@ -21,14 +21,13 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     fuzz::set_limits();
     const std::string_view text(reinterpret_cast<const char*>(data), size);
-    nlohmann::json doc;
-    if (!fuzz::only_input_errors("parse_json_text",
-                                 [&] { doc = io::parse_json_text(text, "problem.json"); })) {
+    const std::optional<nlohmann::json> doc = fuzz::parse_json(text, "problem.json");
+    if (!doc) {
         return 0;
     }
     problem::Problem p;
     if (!fuzz::only_input_errors("decode_problem",
-                                 [&] { p = problem::decode_problem(doc, fuzz::fixture_dir()); })) {
+                                 [&] { p = problem::decode_problem(*doc, fuzz::fixture_dir()); })) {
         return 0;
     }
     fuzz::check_decoded_problem(p);

@@ -18,7 +18,7 @@ namespace attn::io {
 /// against it), and its size when it is a regular file. Throws InputError("FILE: cannot
 /// read: ...").
 struct LineInput {
-    int fd = 0;
+    int fd = 0; ///< stdin (STDIN_FILENO) unless a FILE is opened
     bool owned = false;
     std::string name = "<stdin>";
     std::filesystem::path base;

@@ -102,7 +102,7 @@ void add_to_bias(Problem& p, Tensor term, const Array& a, const Shape& s, const 
         }
     }
     if (p.bias) {
-        add_bias(p.bias, term, p.lq, p.lk, field);
+        io::add_bias(p.bias, term, p.lq, p.lk, field);
     } else {
         p.bias = std::move(term);
     }
@@ -157,7 +157,7 @@ void decode_mask_field(Problem& p,
                        io::MaskConvention convention,
                        const char* name,
                        bool polarity) {
-    DecodedMask m = decode_mask(a, s, convention, name);
+    io::DecodedMask m = io::decode_mask(a, s, convention, name);
     if (m.keep && polarity) {
         check_polarity(p, *m.keep, name);
     }

@@ -33,16 +33,18 @@ using Projections = BasicProjections<float>;
 /// kv_dim = dim / num_heads * num_kv_heads.
 /// T = double: the same weights not rounded through float32, w = (2u - 1) / sqrt(in)
 /// exactly as double arithmetic gives it (float rounds that to float32).
-template <class T = float>
-BasicProjections<T> random_projections(std::uint64_t seed,
-                                       std::size_t e_q,
-                                       std::size_t e_k,
-                                       std::size_t e_v,
-                                       std::size_t dim,
-                                       std::size_t num_heads,
-                                       std::size_t num_kv_heads,
-                                       bool output_projection,
-                                       bool bias);
+/// What random_projections draws: the seed, the sources' widths, the projected dim and
+/// the heads, and which optional weights exist.
+struct RandomInit {
+    std::uint64_t seed = 0;
+    std::size_t e_q = 0, e_k = 0, e_v = 0; ///< widths of the query, key and value sources
+    std::size_t dim = 0;
+    std::size_t num_heads = 1, num_kv_heads = 1;
+    bool output_projection = false;
+    bool bias = false;
+};
+
+template <class T = float> BasicProjections<T> random_projections(const RandomInit& init);
 
 /// The shapes of one layer, resolved the way attend_layer() composes them:
 ///   sources [B, Lq, Eq], [Bk, Lk, Ek], [Bk, Lk, Ev]  ->  projected features Pq, Pk, Pv

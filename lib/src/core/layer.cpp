@@ -56,16 +56,8 @@ xt::xtensor<T, 1> random_vector(SplitMix64& rng, std::size_t out, std::size_t in
 
 } // namespace
 
-template <class T>
-BasicProjections<T> random_projections(std::uint64_t seed,
-                                       std::size_t e_q,
-                                       std::size_t e_k,
-                                       std::size_t e_v,
-                                       std::size_t dim,
-                                       std::size_t num_heads,
-                                       std::size_t num_kv_heads,
-                                       bool output_projection,
-                                       bool bias) {
+template <class T> BasicProjections<T> random_projections(const RandomInit& init) {
+    const auto& [seed, e_q, e_k, e_v, dim, num_heads, num_kv_heads, output_projection, bias] = init;
     if (num_heads == 0 || dim % num_heads != 0) {
         throw InputError("init: dim " + std::to_string(dim) + " is not divisible by num_heads " +
                          std::to_string(num_heads));
@@ -90,24 +82,8 @@ BasicProjections<T> random_projections(std::uint64_t seed,
     return p;
 }
 
-template Projections random_projections<float>(std::uint64_t,
-                                               std::size_t,
-                                               std::size_t,
-                                               std::size_t,
-                                               std::size_t,
-                                               std::size_t,
-                                               std::size_t,
-                                               bool,
-                                               bool);
-template BasicProjections<double> random_projections<double>(std::uint64_t,
-                                                             std::size_t,
-                                                             std::size_t,
-                                                             std::size_t,
-                                                             std::size_t,
-                                                             std::size_t,
-                                                             std::size_t,
-                                                             bool,
-                                                             bool);
+template Projections random_projections<float>(const RandomInit&);
+template BasicProjections<double> random_projections<double>(const RandomInit&);
 
 namespace {
 

@@ -343,15 +343,15 @@ void decode_init(const json& init, const std::string& variant, Problem& p) {
                     output_projection);
     // The same draw in each precision the problem holds (float, and double for f64).
     const auto draw = [&](auto zero) {
-        return random_projections<decltype(zero)>(seed,
-                                                  p.query_src.shape()[2],
-                                                  p.key_src.shape()[2],
-                                                  p.value_src.shape()[2],
-                                                  dim,
-                                                  p.num_heads,
-                                                  p.num_kv_heads,
-                                                  output_projection,
-                                                  bias);
+        return random_projections<decltype(zero)>({.seed = seed,
+                                                   .e_q = p.query_src.shape()[2],
+                                                   .e_k = p.key_src.shape()[2],
+                                                   .e_v = p.value_src.shape()[2],
+                                                   .dim = dim,
+                                                   .num_heads = p.num_heads,
+                                                   .num_kv_heads = p.num_kv_heads,
+                                                   .output_projection = output_projection,
+                                                   .bias = bias});
     };
     p.projections = draw(0.0f);
     if (p.exact) {

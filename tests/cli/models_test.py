@@ -298,6 +298,17 @@ for NAME in ("gpt2", "llama", "bert"):
                          dtype="f64")
         close(f"layer {i} f64", got, weights[i], 1e-10)
 
+    @test(f"{NAME}: every layer in one call (--hidden-states)")
+    def _(name=NAME):
+        d, _, hidden, weights, _ = model(name)
+        np.save(os.path.join(d, "hs_all.npy"), np.stack(hidden).astype(np.float32))
+        out = os.path.join(d, "w_all.npy")
+        rc, _, err = run(["compute", "--hidden-states", "hs_all.npy", "--params",
+                          "model.safetensors", *EXTRA[name], "--weights", out], cwd=d)
+        check("exit 0", rc == 0, err)
+        got = np.load(out).astype(np.float64) if rc == 0 else None
+        close("every layer, norm and RoPE in each", got, np.stack(weights), 2e-5)
+
     @test(f"{NAME}: layer 0 from token ids")
     def _(name=NAME):
         d, ids, _, weights, prefixes = model(name)

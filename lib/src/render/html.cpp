@@ -7,6 +7,7 @@
 #include "attn/render/colormap.hpp"
 #include "attn/render/figure.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -94,14 +95,12 @@ std::string fill(std::string_view page,
         ATTN_ASSERT(close != std::string_view::npos);
         out.append(page.substr(pos, open - pos));
         const std::string_view key = page.substr(open + 2, close - open - 2);
-        bool found = false;
-        for (const auto& [k, v] : kv) {
-            if (k == key) {
-                out += v;
-                found = true;
-            }
+        const auto it =
+            std::find_if(kv.begin(), kv.end(), [&](const auto& e) { return e.first == key; });
+        ATTN_ASSERT(it != kv.end()); // every {{key}} of the template has a value
+        if (it != kv.end()) {
+            out += it->second;
         }
-        ATTN_ASSERT(found);
         pos = close + 2;
     }
 }

@@ -46,6 +46,7 @@ bool is_safetensors(const std::string& file) {
 std::set<std::pair<std::string, std::string>>
 recognised_layers(const std::vector<io::SafetensorsEntry>& tensors) {
     std::vector<std::string> names;
+    names.reserve(tensors.size());
     for (const io::SafetensorsEntry& t : tensors) {
         names.push_back(t.name);
     }

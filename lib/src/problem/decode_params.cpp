@@ -164,9 +164,9 @@ void check_input_projections(const json& j) {
     std::vector<std::string> given, missing;
     for (const auto& n : names) {
         if (fused || j.contains(n[0]) || j.contains(n[1])) {
-            given.push_back(n[0]);
+            given.emplace_back(n[0]);
         } else {
-            missing.push_back(n[0]);
+            missing.emplace_back(n[0]);
         }
     }
     if (given.empty() || missing.empty()) {

@@ -259,7 +259,7 @@ Problem decode_stack_layer(const LayerStack& s, std::size_t layer) {
     return decode_problem(doc, s.base, std::move(given));
 }
 
-Solution solve_layer_stack(const LayerStack& s, const SolveOptions& options, bool check_finite_) {
+Solution solve_layer_stack(const LayerStack& s, const SolveOptions& options, bool finite_check) {
     check_stack_memory(s,
                        options.want_weights,
                        options.max_memory != 0 ? options.max_memory : io::memory_limit(),
@@ -270,7 +270,7 @@ Solution solve_layer_stack(const LayerStack& s, const SolveOptions& options, boo
     for (const std::size_t l : s.layers) {
         const Problem p = l == s.layers.front() ? Problem{} : decode_stack_layer(s, l);
         const Problem& layer = l == s.layers.front() ? s.first : p;
-        if (check_finite_) {
+        if (finite_check) {
             check_finite(layer);
         }
         const Solution r = solve(layer, options);

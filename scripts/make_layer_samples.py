@@ -5,27 +5,19 @@ samples/varlen/ (Q, K, V and a right-padded key_padding_mask). Deterministic; nu
 
     /usr/bin/python3 scripts/make_layer_samples.py
 """
-import json
 import os
-import struct
+import sys
 
 import numpy as np
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
+import reference as ref  # noqa: E402
 
 
 def write_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for key in sorted(tensors):
-        b = np.ascontiguousarray(tensors[key], dtype="<f4").tobytes()
-        header[key] = {"dtype": "F32", "shape": list(np.shape(tensors[key])),
-                       "data_offsets": [offset, offset + len(b)]}
-        offset += len(b)
-        blobs.append(b)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+    """tensors: {name: array}, written F32 in name order."""
+    ref.write_safetensors(path, [(k, "F32", tensors[k]) for k in sorted(tensors)])
 
 
 def main():

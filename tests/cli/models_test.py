@@ -11,11 +11,14 @@ weights. One case per check.
 """
 import json
 import os
-import struct
+import sys
 
 import numpy as np
 
-from harness import TMP, check, main, run, test
+from harness import ROOT, TMP, check, main, run, test
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
+import reference as ref  # noqa: E402
 
 RNG = np.random.default_rng(1515)
 B, L, V = 2, 7, 50
@@ -24,18 +27,9 @@ B, L, V = 2, 7, 50
 # --- files --------------------------------------------------------------------------------
 
 def save_safetensors(file, tensors):
-    """The Hugging Face format: u64 header length, JSON header, little-endian data."""
-    header, blobs, offset = {}, [], 0
-    for name, a in tensors.items():
-        dtype = {np.dtype(np.float32): "F32", np.dtype(np.int64): "I64"}[a.dtype]
-        raw = np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<")).tobytes()
-        header[name] = {"dtype": dtype, "shape": list(a.shape),
-                        "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    text = json.dumps(header).encode()
-    with open(file, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+    """The Hugging Face format: float32 and int64 tensors, in the given order."""
+    dtypes = {np.dtype(np.float32): "F32", np.dtype(np.int64): "I64"}
+    ref.write_safetensors(file, [(name, dtypes[a.dtype], a) for name, a in tensors.items()])
 
 
 def model_dir(name, tensors, config):

@@ -52,46 +52,6 @@ def exact(a, dtype):
     raise ValueError(dtype)
 
 
-def tensor_bytes(a, dtype):
-    a = np.ascontiguousarray(a)
-    if dtype == "F32":
-        return a.astype("<f4").tobytes()
-    if dtype == "F16":
-        return a.astype("<f2").tobytes()
-    if dtype == "F64":
-        return a.astype("<f8").tobytes()
-    if dtype == "BF16":
-        bits = np.asarray(a, dtype=np.float32).view(np.uint32) >> np.uint32(16)
-        return bits.astype("<u2").tobytes()
-    if dtype == "I64":
-        return a.astype("<i8").tobytes()
-    if dtype == "U8":
-        return a.astype("u1").tobytes()
-    raise ValueError(dtype)
-
-
-def safetensors_bytes(tensors, metadata=None):
-    """tensors: list of (name, dtype, array). The data section in list order; the header
-    padded with spaces to a multiple of 8, as the reference writer does."""
-    header, blobs, offset = {}, [], 0
-    for name, dtype, a in tensors:
-        b = tensor_bytes(a, dtype)
-        header[name] = {"dtype": dtype, "shape": list(np.shape(a)),
-                        "data_offsets": [offset, offset + len(b)]}
-        offset += len(b)
-        blobs.append(b)
-    if metadata is not None:
-        header["__metadata__"] = metadata
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
-
-
-def write_safetensors(path, tensors, metadata=None):
-    with open(path, "wb") as f:
-        f.write(safetensors_bytes(tensors, metadata))
-
-
 # ============================================================================ references
 
 def rn(*shape):
@@ -170,7 +130,7 @@ def compute_case(res, binary, folder, name, problem, want_out, want_w=None, args
     for rel, tensors in files:
         path = os.path.join(folder, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        write_safetensors(path, tensors)
+        ref.write_safetensors(path, tensors)
     cmd = ["compute"]
     if problem is not None:
         with open(os.path.join(folder, "problem.json"), "w") as f:
@@ -365,7 +325,7 @@ def test_checkpoint_errors(res, binary, tmp):
     d = tmp("errors")
     E = 4
     good = [("w_q", "F32", np.eye(E))]
-    ok_bytes = safetensors_bytes(good)
+    ok_bytes = ref.safetensors_bytes(good)
     x = rn(3, E).tolist()
 
     def prob(params, **kw):
@@ -398,25 +358,25 @@ def test_checkpoint_errors(res, binary, tmp):
     error_case(res, binary, d, "unknown dtype", prob("dt.safetensors"),
                r"tensor 'w_q': unknown dtype 'F33'",
                raw_files=[("dt.safetensors", struct.pack("<Q", len(hdr)) + hdr + bytes(4))])
-    write_safetensors(os.path.join(d, "i64.safetensors"), [("w_q", "I64", np.eye(E))])
+    ref.write_safetensors(os.path.join(d, "i64.safetensors"), [("w_q", "I64", np.eye(E))])
     error_case(res, binary, d, "integer weight", prob("i64.safetensors"),
                r"tensor 'w_q': dtype I64 is not supported for weights")
-    write_safetensors(os.path.join(d, "layers.safetensors"),
+    ref.write_safetensors(os.path.join(d, "layers.safetensors"),
                       [("h.%d.attn.c_attn.weight" % i, "F32", rn(E, 3 * E)) for i in range(5)])
     error_case(res, binary, d, "no weights at the prefix lists the prefixes",
                prob({"file": "layers.safetensors", "prefix": "h.9.attn."}),
                r"no attention weights at prefix 'h\.9\.attn\.' .*; the file has them at prefix "
                r"'h\.0\.attn\.', 'h\.1\.attn\.', 'h\.2\.attn\.', \.\.\. \(5 prefixes\): "
                r"set \"prefix\"")
-    write_safetensors(os.path.join(d, "both.safetensors"),
+    ref.write_safetensors(os.path.join(d, "both.safetensors"),
                       [("w_q", "F32", np.eye(E)), ("q_proj.weight", "F32", np.eye(E))])
     error_case(res, binary, d, "ambiguous layout", prob("both.safetensors"),
                r"match the layouts attn and llama: set \"layout\"")
-    write_safetensors(os.path.join(d, "bkv.safetensors"),
+    ref.write_safetensors(os.path.join(d, "bkv.safetensors"),
                       [("in_proj_weight", "F32", rn(3 * E, E)), ("bias_k", "F32", rn(1, 1, E))])
     error_case(res, binary, d, "add_bias_kv refused", prob("bkv.safetensors"),
                r"tensor 'bias_k': add_bias_kv .* is not supported")
-    write_safetensors(os.path.join(d, "g.safetensors"), [("c_attn.weight", "F32", rn(E, 10))])
+    ref.write_safetensors(os.path.join(d, "g.safetensors"), [("c_attn.weight", "F32", rn(E, 10))])
     error_case(res, binary, d, "gpt2 fused size", prob("g.safetensors"),
                r"tensor 'c_attn.weight': second dimension 10 does not split in three")
     error_case(res, binary, d, "unknown checkpoint field",
@@ -424,7 +384,7 @@ def test_checkpoint_errors(res, binary, tmp):
                r"params: unknown field 'layer' of a checkpoint \(expected file, prefix, layout, config\)")
     error_case(res, binary, d, "unknown layout", prob({"file": "g.safetensors", "layout": "t5"}),
                r"params\.layout: expected \"attn\", \"torch-mha\", \"gpt2\", \"llama\" or \"bert\"")
-    write_safetensors(os.path.join(d, "l.safetensors"), [("q_proj.weight", "F32", rn(E, E))])
+    ref.write_safetensors(os.path.join(d, "l.safetensors"), [("q_proj.weight", "F32", rn(E, E))])
     error_case(res, binary, d, "llama missing k_proj", prob("l.safetensors"),
                r"layout llama: missing tensor 'k_proj.weight'")
 

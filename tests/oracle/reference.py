@@ -16,6 +16,7 @@ Decisions where the contract is silent are marked DECISION below.
 import json
 import math
 import os
+import struct
 from types import SimpleNamespace
 
 import numpy as np
@@ -580,6 +581,48 @@ def _self_test():
     got = [g.next() for _ in range(3)]
     assert got == [6457827717110365317, 3203168211198807973, 9817491932198370423], got
     print("reference self-test passed")
+
+
+# --- safetensors files (the tests' one writer) ----------------------------------------
+
+def tensor_bytes(a, dtype):
+    a = np.ascontiguousarray(a)
+    if dtype == "F32":
+        return a.astype("<f4").tobytes()
+    if dtype == "F16":
+        return a.astype("<f2").tobytes()
+    if dtype == "F64":
+        return a.astype("<f8").tobytes()
+    if dtype == "BF16":
+        bits = np.asarray(a, dtype=np.float32).view(np.uint32) >> np.uint32(16)
+        return bits.astype("<u2").tobytes()
+    if dtype == "I64":
+        return a.astype("<i8").tobytes()
+    if dtype == "U8":
+        return a.astype("u1").tobytes()
+    raise ValueError(dtype)
+
+
+def safetensors_bytes(tensors, metadata=None):
+    """tensors: list of (name, dtype, array). The data section in list order; the header
+    padded with spaces to a multiple of 8, as the reference writer does."""
+    header, blobs, offset = {}, [], 0
+    for name, dtype, a in tensors:
+        b = tensor_bytes(a, dtype)
+        header[name] = {"dtype": dtype, "shape": list(np.shape(a)),
+                        "data_offsets": [offset, offset + len(b)]}
+        offset += len(b)
+        blobs.append(b)
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
+
+
+def write_safetensors(path, tensors, metadata=None):
+    with open(path, "wb") as f:
+        f.write(safetensors_bytes(tensors, metadata))
 
 
 if __name__ == "__main__":

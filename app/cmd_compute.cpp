@@ -30,15 +30,22 @@ void run_compute(const ComputeArgs& a) {
     ProblemInput in = problem_input(a.problem, "compute");
     // Long computations show a spinner on a terminal's stderr; quick ones never start it.
     std::optional<DelayedSpinner> spinner(std::in_place, progress_wanted(a.out.quiet), "computing");
+    // The decoder's warnings: the spinner is erased before them and started again after.
+    const auto print_warnings = [&](const problem::Problem& p) {
+        if (a.out.quiet || p.warnings.empty()) {
+            return;
+        }
+        spinner.reset();
+        for (const std::string& w : p.warnings) {
+            warn(w);
+        }
+        spinner.emplace(progress_wanted(a.out.quiet), "computing");
+    };
     if (problem::is_layer_stack(in.doc)) {
         // Every layer of a checkpoint: one layer decoded and solved at a time.
         const problem::LayerStack stack =
             problem::decode_layer_stack(in.doc, in.base, std::move(in.arrays));
-        if (!a.out.quiet) {
-            for (const std::string& w : stack.first.warnings) {
-                warn(w);
-            }
-        }
+        print_warnings(stack.first);
         if (a.out.check_finite) {
             problem::check_finite(stack.first);
         }
@@ -50,13 +57,7 @@ void run_compute(const ComputeArgs& a) {
         return;
     }
     const problem::Problem problem = problem::decode_problem(in.doc, in.base, std::move(in.arrays));
-    if (!a.out.quiet && !problem.warnings.empty()) {
-        spinner.reset(); // erased before the warnings, started again after them
-        for (const std::string& w : problem.warnings) {
-            warn(w);
-        }
-        spinner.emplace(progress_wanted(a.out.quiet), "computing");
-    }
+    print_warnings(problem);
     if (a.out.check_finite) {
         problem::check_finite(problem);
     }

@@ -156,11 +156,13 @@ AttentionResult
 attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
     attend_check(q, k, v, spec);
     // A NaN or ±inf value must add nothing to the rows that do not see its key: the
-    // materialized kernel takes those keys apart (a rare input: the check is one pass).
-    const bool finite_values =
-        std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
-    return streams(spec) && finite_values ? attend_streaming(q, k, v, spec)
-                                          : attend_materialized(q, k, v, spec);
+    // materialized kernel takes those keys apart (a rare input: the check is one pass,
+    // made only when the call would stream; the materialized kernel makes its own).
+    const auto finite_values = [&] {
+        return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+    };
+    return streams(spec) && finite_values() ? attend_streaming(q, k, v, spec)
+                                            : attend_materialized(q, k, v, spec);
 }
 
 BasicAttentionResult<double> attend(const BasicTensor<double>& q,

@@ -31,34 +31,14 @@ using attn::io::Array;
 using attn::io::ParamsLayout;
 using attn::io::parse_safetensors;
 using attn::io::parse_safetensors_header;
+using attn::testing::append_le;
+using attn::testing::Bytes;
+using attn::testing::entry;
 using attn::testing::expect_error_message;
+using attn::testing::f32_bytes;
+using attn::testing::file_of;
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-using Bytes = std::vector<std::uint8_t>;
-
-void append_le(Bytes& out, std::uint64_t v, std::size_t n) {
-    for (std::size_t k = 0; k < n; ++k) {
-        out.push_back(static_cast<std::uint8_t>((v >> (8 * k)) & 0xffu));
-    }
-}
-
-/// A file: the header length, `header` verbatim, then `data`.
-Bytes file_of(std::string_view header, const Bytes& data = {}) {
-    Bytes out;
-    append_le(out, header.size(), 8);
-    out.insert(out.end(), header.begin(), header.end());
-    out.insert(out.end(), data.begin(), data.end());
-    return out;
-}
-
-Bytes f32_bytes(const std::vector<float>& v) {
-    Bytes out;
-    for (const float x : v) {
-        append_le(out, std::bit_cast<std::uint32_t>(x), 4);
-    }
-    return out;
-}
 
 Bytes u16_bytes(const std::vector<std::uint16_t>& v) {
     Bytes out;
@@ -74,17 +54,6 @@ Bytes f64_bytes(const std::vector<double>& v) {
         append_le(out, std::bit_cast<std::uint64_t>(x), 8);
     }
     return out;
-}
-
-/// One tensor entry of a header, as JSON text.
-std::string entry(std::string_view name,
-                  std::string_view dtype,
-                  std::string_view shape,
-                  std::uint64_t begin,
-                  std::uint64_t end) {
-    return "\"" + std::string(name) + "\":{\"dtype\":\"" + std::string(dtype) +
-           "\",\"shape\":" + std::string(shape) + ",\"data_offsets\":[" + std::to_string(begin) +
-           "," + std::to_string(end) + "]}";
 }
 
 /// f() must throw an InputError: one line, starting with "m.safetensors: " and containing

@@ -77,8 +77,9 @@ decode_mask(const Array& a, const Shape& shape, MaskConvention convention, std::
     return out;
 }
 
-void add_bias(std::optional<Tensor>& bias,
-              const Tensor& addend,
+template <class T>
+void add_bias(std::optional<BasicTensor<T>>& bias,
+              const BasicTensor<T>& addend,
               std::size_t lq,
               std::size_t lk,
               std::string_view field) {
@@ -94,7 +95,7 @@ void add_bias(std::optional<Tensor>& bias,
     }
     // Broadcasting can grow a [B, Lk] key padding mask to [B, 1, Lq, Lk]: check before.
     constexpr std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
-    std::uint64_t bytes = sizeof(float);
+    std::uint64_t bytes = sizeof(T);
     for (const std::size_t d : target) {
         bytes = d != 0 && bytes > max / d ? max : bytes * d;
     }
@@ -106,26 +107,35 @@ void add_bias(std::optional<Tensor>& bias,
                          ", more than the memory limit of " + format_size(memory_limit()) +
                          " (--max-memory)");
     }
-    Tensor sum = Tensor::from_shape(target);
+    BasicTensor<T> sum = BasicTensor<T>::from_shape(target);
     // Index of (b, h, i, j) in a tensor whose size-1 dims broadcast.
-    auto at = [](const Tensor& t, std::size_t b, std::size_t h, std::size_t i, std::size_t j) {
-        const auto& s = t.shape();
-        const std::size_t bb = s[0] == 1 ? 0 : b;
-        const std::size_t hh = s[1] == 1 ? 0 : h;
-        const std::size_t ii = s[2] == 1 ? 0 : i;
-        return t.data()[((bb * s[1] + hh) * s[2] + ii) * s[3] + j];
-    };
-    float* dst = sum.data();
+    auto at =
+        [](const BasicTensor<T>& t, std::size_t b, std::size_t h, std::size_t i, std::size_t j) {
+            const auto& s = t.shape();
+            const std::size_t bb = s[0] == 1 ? 0 : b;
+            const std::size_t hh = s[1] == 1 ? 0 : h;
+            const std::size_t ii = s[2] == 1 ? 0 : i;
+            return t.data()[((bb * s[1] + hh) * s[2] + ii) * s[3] + j];
+        };
+    T* dst = sum.data();
     for (std::size_t b = 0; b < target[0]; ++b) {
         for (std::size_t h = 0; h < target[1]; ++h) {
             for (std::size_t i = 0; i < lq; ++i) {
                 for (std::size_t j = 0; j < lk; ++j) {
-                    *dst++ = (bias ? at(*bias, b, h, i, j) : 0.0f) + at(addend, b, h, i, j);
+                    *dst++ = (bias ? at(*bias, b, h, i, j) : T{0}) + at(addend, b, h, i, j);
                 }
             }
         }
     }
     bias = std::move(sum);
 }
+
+template void
+add_bias<float>(std::optional<Tensor>&, const Tensor&, std::size_t, std::size_t, std::string_view);
+template void add_bias<double>(std::optional<BasicTensor<double>>&,
+                               const BasicTensor<double>&,
+                               std::size_t,
+                               std::size_t,
+                               std::string_view);
 
 } // namespace attn::io

@@ -117,7 +117,7 @@ MemoryEstimate estimate_memory(const Problem& p, bool want_weights, unsigned thr
         m.weights = io::saturating_product({f32 + encoded, b, h, lq, lk});
         m.weights_shape = plan.weights;
     }
-    if (p.exact) {
+    if (p.precision == Precision::f64) {
         // precision f64: each input is held in float32 and float64 (4 + 8 bytes a value);
         // everything computed is float64, and its results keep both too (and longer text).
         m.inputs = io::saturating_mul(3, m.inputs);
@@ -132,8 +132,9 @@ MemoryEstimate estimate_memory(const Problem& p, bool want_weights, unsigned thr
     const Shape vs{bk, hkv, lk, dv};
     const SolveOptions options{.want_weights = want_weights, .threads = threads};
     const Workspace workspace =
-        p.exact ? attend_workspace(qs, ks, vs, attention_spec<double>(p, options))
-                : attend_workspace(qs, ks, vs, attention_spec<float>(p, options));
+        p.precision == Precision::f64
+            ? attend_workspace(qs, ks, vs, attention_spec<double>(p, options))
+            : attend_workspace(qs, ks, vs, attention_spec<float>(p, options));
     m.intermediates =
         io::saturating_add(m.intermediates, workspace.total(static_cast<unsigned>(n_threads)));
     m.total = io::saturating_add(io::saturating_add(m.inputs, m.intermediates),

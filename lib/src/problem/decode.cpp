@@ -82,14 +82,11 @@ void decode_direct_heads(
     }
     p.direct_heads = true;
     p.batched = true;
-    p.q4 = q_t ? std::move(*q_t) : to_tensor4(q_arr);
-    p.k4 = k_t ? std::move(*k_t) : to_tensor4(k_arr);
-    p.v4 = v_t ? std::move(*v_t) : to_tensor4(v_arr);
-    if (p.exact) {
-        p.exact->q4 = exact_tensor<BasicTensor<double>>(q_arr, p.q4.shape());
-        p.exact->k4 = exact_tensor<BasicTensor<double>>(k_arr, p.k4.shape());
-        p.exact->v4 = exact_tensor<BasicTensor<double>>(v_arr, p.v4.shape());
-    }
+    for_each_precision(p, [&]<class T>(BasicInputs<T>& in) {
+        in.q4 = to_tensor4<T>(q_arr, q_t);
+        in.k4 = to_tensor4<T>(k_arr, k_t);
+        in.v4 = to_tensor4<T>(v_arr, v_t);
+    });
     p.num_heads = qs[1];
     p.num_kv_heads = ks[1];
     p.batch = qs[0];
@@ -99,35 +96,30 @@ void decode_direct_heads(
 
 /// Rank-2/3 sources: query or input, then key and value, context, or the query itself.
 void decode_projected_sources(DecodeContext& cx, Problem& p, Array& q_arr, const char* q_field) {
-    p.query_src = to_tensor3(q_arr, q_field, "[L, E]");
+    for_each_precision(p, [&]<class T>(BasicInputs<T>& in) {
+        in.query_src = to_tensor3<T>(q_arr, q_field, "[L, E]");
+    });
     p.batched = q_arr.shape.size() == 3;
-    if (p.exact) {
-        p.exact->query_src = exact_tensor<BasicTensor3<double>>(q_arr, p.query_src.shape());
-    }
     if (cx.has("key")) {
         Array k_arr = cx.load(p, "key", ArrayKind::numeric, nullptr);
-        p.key_src = to_tensor3(k_arr, "key", "[L, E]");
+        for_each_precision(p, [&]<class T>(BasicInputs<T>& in) {
+            in.key_src = to_tensor3<T>(k_arr, "key", "[L, E]");
+        });
         Array v_arr = cx.load(p, "value", ArrayKind::numeric, nullptr);
-        p.value_src = to_tensor3(v_arr, "value", "[L, E]");
-        if (p.exact) {
-            p.exact->key_src = exact_tensor<BasicTensor3<double>>(k_arr, p.key_src.shape());
-            p.exact->value_src = exact_tensor<BasicTensor3<double>>(v_arr, p.value_src.shape());
-        }
+        for_each_precision(p, [&]<class T>(BasicInputs<T>& in) {
+            in.value_src = to_tensor3<T>(v_arr, "value", "[L, E]");
+        });
     } else if (cx.has("context")) {
         Array c_arr = cx.load(p, "context", ArrayKind::numeric, nullptr);
-        p.key_src = to_tensor3(c_arr, "context", "[Lk, Ec]");
-        p.value_src = p.key_src;
-        if (p.exact) {
-            p.exact->key_src = exact_tensor<BasicTensor3<double>>(c_arr, p.key_src.shape());
-            p.exact->value_src = p.exact->key_src;
-        }
+        for_each_precision(p, [&]<class T>(BasicInputs<T>& in) {
+            in.key_src = to_tensor3<T>(c_arr, "context", "[Lk, Ec]");
+            in.value_src = in.key_src;
+        });
     } else {
-        p.key_src = p.query_src;
-        p.value_src = p.query_src;
-        if (p.exact) {
-            p.exact->key_src = p.exact->query_src;
-            p.exact->value_src = p.exact->query_src;
-        }
+        for_each_precision(p, [&]<class T>(BasicInputs<T>& in) {
+            in.key_src = in.query_src;
+            in.value_src = in.query_src;
+        });
     }
     p.batch = p.query_src.shape()[0];
     p.lq = p.query_src.shape()[1];
@@ -269,7 +261,7 @@ void decode_id_and_precision(DecodeContext& cx, Problem& p) {
         }
     }
     if (p.precision == Precision::f64) {
-        p.exact.emplace();
+        p.doubles.emplace();
     }
     cx.precision = p.precision;
 }

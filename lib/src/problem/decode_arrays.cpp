@@ -1,6 +1,6 @@
 // Array fields of the problem document: loading them (inline, from a file, or handed over
-// already read), recording their sources, lifting them into tensors, and the shape checks
-// and float64 sums of masks and biases.
+// already read), recording their sources, lifting them into tensors in each precision, and
+// the shape checks of masks and biases.
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
 #include "attn/io/json_array.hpp"
@@ -21,10 +21,10 @@ using io::ValueSink;
 
 namespace {
 
-/// Frees an array's float32 values once they have been copied into a tensor, so that a
-/// problem never holds an input twice (shape and values64 stay).
-void release_values(Array& a) {
-    std::vector<float>().swap(a.values);
+/// Frees an array's values in T once they have been copied into a tensor, so that a
+/// problem never holds an input twice (the shape and the other precision's values stay).
+template <class T> void release_values(Array& a) {
+    std::vector<T>().swap(values_in<T>(a));
 }
 
 } // namespace
@@ -115,70 +115,36 @@ Array load_array(const json& j,
                      type_name(j));
 }
 
-/// [L, E] or [B, L, E] -> [B, L, E]; `a`'s float32 values are released.
-Tensor3 to_tensor3(Array& a, const std::string& name, const char* dims) {
-    Tensor3 t;
+template <class T> BasicTensor3<T> to_tensor3(Array& a, const std::string& name, const char* dims) {
+    typename BasicTensor3<T>::shape_type shape{};
     if (a.shape.size() == 2) {
-        t = Tensor3::from_shape({1, a.shape[0], a.shape[1]});
+        shape = {1, a.shape[0], a.shape[1]};
     } else if (a.shape.size() == 3) {
-        t = Tensor3::from_shape({a.shape[0], a.shape[1], a.shape[2]});
+        shape = {a.shape[0], a.shape[1], a.shape[2]};
     } else {
         throw InputError(name + ": expected a rank-2 " + dims + " or rank-3 [B, " +
                          std::string(dims + 1) + " array, got shape " + shape_string(a.shape));
     }
-    std::copy(a.values.begin(), a.values.end(), t.begin());
-    release_values(a);
+    auto t = array_tensor<BasicTensor3<T>>(a, shape);
+    release_values<T>(a);
     return t;
 }
 
-/// bias += addend in float64, broadcasting size-1 dims as add_bias() does (which has
-/// already checked the float32 sum of the same shape against the memory limit).
-void add_bias64(std::optional<BasicTensor<double>>& bias,
-                const BasicTensor<double>& addend,
-                std::size_t lq,
-                std::size_t lk) {
-    const auto& sa = addend.shape();
-    if (!bias && sa[2] == lq && sa[3] == lk) {
-        bias = addend;
-        return;
-    }
-    std::array<std::size_t, 4> target{sa[0], sa[1], lq, lk};
-    if (bias) {
-        target[0] = std::max(target[0], bias->shape()[0]);
-        target[1] = std::max(target[1], bias->shape()[1]);
-    }
-    auto at = [](const BasicTensor<double>& t,
-                 std::size_t b,
-                 std::size_t h,
-                 std::size_t i,
-                 std::size_t j) {
-        const auto& s = t.shape();
-        const std::size_t bb = s[0] == 1 ? 0 : b;
-        const std::size_t hh = s[1] == 1 ? 0 : h;
-        const std::size_t ii = s[2] == 1 ? 0 : i;
-        return t.data()[((bb * s[1] + hh) * s[2] + ii) * s[3] + j];
-    };
-    BasicTensor<double> sum = BasicTensor<double>::from_shape(target);
-    double* dst = sum.data();
-    for (std::size_t b = 0; b < target[0]; ++b) {
-        for (std::size_t h = 0; h < target[1]; ++h) {
-            for (std::size_t i = 0; i < lq; ++i) {
-                for (std::size_t j = 0; j < lk; ++j) {
-                    *dst++ = (bias ? at(*bias, b, h, i, j) : 0.0) + at(addend, b, h, i, j);
-                }
-            }
+template <class T> BasicTensor<T> to_tensor4(Array& a, std::optional<Tensor>& sunk) {
+    if constexpr (std::is_same_v<T, float>) {
+        if (sunk) {
+            return std::move(*sunk);
         }
     }
-    bias = std::move(sum);
-}
-
-/// [B, H, L, D] -> Tensor; `a`'s float32 values are released.
-Tensor to_tensor4(Array& a) {
-    Tensor t = Tensor::from_shape({a.shape[0], a.shape[1], a.shape[2], a.shape[3]});
-    std::copy(a.values.begin(), a.values.end(), t.begin());
-    release_values(a);
+    auto t = array_tensor<BasicTensor<T>>(a, {a.shape[0], a.shape[1], a.shape[2], a.shape[3]});
+    release_values<T>(a);
     return t;
 }
+
+template Tensor3 to_tensor3<float>(Array&, const std::string&, const char*);
+template BasicTensor3<double> to_tensor3<double>(Array&, const std::string&, const char*);
+template Tensor to_tensor4<float>(Array&, std::optional<Tensor>&);
+template BasicTensor<double> to_tensor4<double>(Array&, std::optional<Tensor>&);
 
 /// Repeats every value of `a` `n` times in place (a size-1 last dim grown to n), after
 /// checking the grown float32 (and float64) buffers against the memory limit.

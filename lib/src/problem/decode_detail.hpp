@@ -1,7 +1,8 @@
 // Internal to decode_problem(): the decoding context and the field-group decoders it calls,
 // shared by decode.cpp (context, presets, sources, heads), decode_arrays.cpp (array
 // fields), decode_params.cpp (params and init) and decode_fields.cpp (scale, causal,
-// masks, bias, padding, score features, labels).
+// masks, bias, padding, score features, labels). A numeric field is decoded once for both
+// precisions (decode_precision.hpp).
 #pragma once
 
 #include "attn/error.hpp"
@@ -9,6 +10,7 @@
 #include "attn/io/hf_config.hpp"
 #include "attn/io/safetensors.hpp"
 #include "attn/problem/problem.hpp"
+#include "decode_precision.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -75,12 +77,12 @@ io::Array load_array(const nlohmann::json& j,
                      std::vector<ProblemSource>& sources,
                      Precision precision = Precision::f32,
                      std::optional<Tensor>* rank4 = nullptr);
-Tensor3 to_tensor3(io::Array& a, const std::string& name, const char* dims);
-Tensor to_tensor4(io::Array& a);
-void add_bias64(std::optional<BasicTensor<double>>& bias,
-                const BasicTensor<double>& addend,
-                std::size_t lq,
-                std::size_t lk);
+/// [L, E] or [B, L, E] -> [B, L, E] in T; `a`'s values in T are released.
+template <class T>
+BasicTensor3<T> to_tensor3(io::Array& a, const std::string& name, const char* dims);
+/// [B, H, L, D] in T; `a`'s values in T are released. A float32 .npy input read straight
+/// into its tensor (`sunk`, load()'s rank4) is taken as it is.
+template <class T> BasicTensor<T> to_tensor4(io::Array& a, std::optional<Tensor>& sunk);
 /// A mask's or bias's shape checked and broadcast against [B, H, Lq, Lk] (rank 3 is
 /// [B, Lq, Lk]); returns [B|1, H|1, Lq|1, Lk], growing a size-1 key dim of `a` to Lk.
 Shape pair_shape(io::Array& a,
@@ -89,14 +91,6 @@ Shape pair_shape(io::Array& a,
                  std::size_t h,
                  std::size_t lq,
                  std::size_t lk);
-
-/// The float64 tensor of an array read with Precision::f64 (values64), in `shape`.
-template <class T> T exact_tensor(const io::Array& a, const typename T::shape_type& shape) {
-    T t = T::from_shape(shape);
-    ATTN_ASSERT(a.values64.size() == t.size());
-    std::copy(a.values64.begin(), a.values64.end(), t.begin());
-    return t;
-}
 
 // Field groups, in the order decode_problem() calls them.
 // decode.cpp: presets, id and precision, and the sources and heads (which go on with

@@ -89,23 +89,18 @@ std::vector<std::string> decode_tokens(const json& j, const char* name, std::siz
     return out;
 }
 
-/// bias += an additive term (a bias field or an additive mask), in float32 and, for
-/// precision f64, exactly. A term alone is kept as it is: its size-1 dims broadcast in the
-/// kernels rather than in a copy.
-void add_to_bias(Problem& p, Tensor term, const Array& a, const Shape& s, const char* field) {
-    if (p.exact) {
-        auto exact = exact_tensor<BasicTensor<double>>(a, s);
-        if (p.exact->bias) {
-            add_bias64(p.exact->bias, exact, p.lq, p.lk);
+/// bias += an additive term (a bias field or an additive mask: `a` in shape `s`), in each
+/// precision. A term alone is kept as it is: its size-1 dims broadcast in the kernels
+/// rather than in a copy.
+void add_to_bias(Problem& p, const Array& a, const Shape& s, const char* field) {
+    for_each_precision(p, [&]<class T>(BasicInputs<T>& in) {
+        auto term = array_tensor<BasicTensor<T>>(a, s);
+        if (in.bias) {
+            io::add_bias(in.bias, term, p.lq, p.lk, field);
         } else {
-            p.exact->bias = std::move(exact);
+            in.bias = std::move(term);
         }
-    }
-    if (p.bias) {
-        io::add_bias(p.bias, term, p.lq, p.lk, field);
-    } else {
-        p.bias = std::move(term);
-    }
+    });
 }
 
 /// The polarity check of a keep-mask given without a mask_convention: one that blocks
@@ -136,10 +131,7 @@ void decode_scale_and_causal(DecodeContext& cx, Problem& p) {
         if (!s.is_number() || !std::isfinite(s.get<double>())) {
             throw InputError("scale: expected a finite number or null, got " + shown(s));
         }
-        p.scale = s.get<float>();
-        if (p.exact) {
-            p.exact->scale = s.get<double>();
-        }
+        for_each_precision(p, [&]<class T>(BasicInputs<T>& in) { in.scale = s.get<T>(); });
     }
     if (cx.has("causal")) {
         p.causal = decode_causal(cx.doc["causal"]);
@@ -162,8 +154,9 @@ void decode_mask_field(Problem& p,
         check_polarity(p, *m.keep, name);
     }
     slot = std::move(m.keep);
-    if (m.bias) {
-        add_to_bias(p, std::move(*m.bias), a, s, name);
+    if (m.bias) { // additive: the values themselves, in each precision
+        m.bias.reset();
+        add_to_bias(p, a, s, name);
     }
 }
 
@@ -190,9 +183,7 @@ void decode_masks(DecodeContext& cx, Problem& p) {
     if (cx.has("bias")) {
         Array a = cx.load(p, "bias", ArrayKind::numeric, nullptr);
         const Shape s = pair_shape(a, "bias", p.batch, p.num_heads, p.lq, p.lk);
-        Tensor t = Tensor::from_shape(s);
-        std::copy(a.values.begin(), a.values.end(), t.begin());
-        add_to_bias(p, std::move(t), a, s, "bias");
+        add_to_bias(p, a, s, "bias");
     }
     if (cx.has("key_padding_mask")) {
         const Array a = cx.load(p, "key_padding_mask", io::mask_array_kind(convention), nullptr);
@@ -238,35 +229,26 @@ void decode_score_features(DecodeContext& cx, Problem& p) {
         if (!c.is_number() || !std::isfinite(c.get<double>()) || c.get<double>() <= 0.0) {
             throw InputError("softcap: expected a finite number > 0 or null, got " + shown(c));
         }
-        p.softcap = c.get<float>();
-        if (p.exact) {
-            p.exact->softcap = c.get<double>();
-        }
+        for_each_precision(p, [&]<class T>(BasicInputs<T>& in) { in.softcap = c.get<T>(); });
     }
     if (cx.has("alibi")) {
         const json& a = cx.doc["alibi"];
-        if (a.is_boolean()) {
-            if (a.get<bool>()) {
-                p.alibi_slopes = alibi_default_slopes(n_heads);
-                if (p.exact) {
-                    p.exact->alibi_slopes = alibi_default_slopes<double>(n_heads);
-                }
-            }
-        } else if (a.is_array()) {
-            p.alibi_slopes = decode_per_head<float>(a, "alibi", n_heads, false);
-            if (p.exact) {
-                p.exact->alibi_slopes = decode_per_head<double>(a, "alibi", n_heads, false);
-            }
-        } else {
+        if (!a.is_boolean() && !a.is_array()) {
             throw InputError("alibi: expected true, false or a list of " + std::to_string(n_heads) +
                              " slopes, got " + shown(a));
         }
+        for_each_precision(p, [&]<class T>(BasicInputs<T>& in) {
+            if (a.is_array()) {
+                in.alibi_slopes = decode_per_head<T>(a, "alibi", n_heads, false);
+            } else if (a.get<bool>()) {
+                in.alibi_slopes = alibi_default_slopes<T>(n_heads);
+            }
+        });
     }
     if (cx.has("sinks")) {
-        p.sinks = decode_per_head<float>(cx.doc["sinks"], "sinks", n_heads, true);
-        if (p.exact) {
-            p.exact->sinks = decode_per_head<double>(cx.doc["sinks"], "sinks", n_heads, true);
-        }
+        for_each_precision(p, [&]<class T>(BasicInputs<T>& in) {
+            in.sinks = decode_per_head<T>(cx.doc["sinks"], "sinks", n_heads, true);
+        });
     }
     if (cx.has("average_heads")) {
         p.average_heads = boolean(cx.doc["average_heads"], "average_heads");

@@ -23,39 +23,6 @@ using nlohmann::json;
 
 namespace {
 
-template <std::size_t N> xt::xtensor<double, N> widen(const xt::xtensor<float, N>& x) {
-    auto y = xt::xtensor<double, N>::from_shape(x.shape());
-    std::copy(x.begin(), x.end(), y.begin());
-    return y;
-}
-
-BasicNorm<double> widen(const Norm& n) {
-    BasicNorm<double> out;
-    out.kind = n.kind;
-    out.weight = widen(n.weight);
-    if (n.bias) {
-        out.bias = widen(*n.bias);
-    }
-    out.eps = n.eps;
-    out.name = n.name;
-    return out;
-}
-
-Embeddings64 widen(const Embeddings& e) {
-    Embeddings64 out;
-    out.token = widen(e.token);
-    if (e.position) {
-        out.position = widen(*e.position);
-    }
-    if (e.token_type) {
-        out.token_type = widen(*e.token_type);
-    }
-    if (e.norm) {
-        out.norm = widen(*e.norm);
-    }
-    return out;
-}
-
 /// A number as explain prints it: the shortest text that reads back.
 std::string number(double x) {
     if (x == std::floor(x) && std::fabs(x) < 1e15) {
@@ -178,21 +145,20 @@ void decode_norm(DecodeContext& cx, Problem& p) {
     } catch (const InputError& e) {
         throw InputError(std::string("params: ") + e.what());
     }
-    p.norm = io::load_layer_norm(*file, *p.layout, p.prefix, eps, p.sources);
+    const std::optional<Norm> norm =
+        io::load_layer_norm(*file, *p.layout, p.prefix, eps, p.sources);
     const std::string name =
         io::block_prefix(p.prefix) + std::string(io::layout_norm_name(*p.layout));
-    if (!p.norm) {
+    if (!norm) {
         p.settings.push_back({"norm", "none", "no " + name + ".weight in the checkpoint"});
         return;
     }
     p.settings.push_back(
         {"norm",
-         std::string(p.norm->kind == NormKind::layer_norm ? "LayerNorm " : "RMSNorm ") + name +
+         std::string(norm->kind == NormKind::layer_norm ? "LayerNorm " : "RMSNorm ") + name +
              ", eps " + number(eps),
          "checkpoint; eps: " + from});
-    if (p.exact) {
-        p.exact->norm = widen(*p.norm);
-    }
+    for_each_precision(p, [&]<class T>(BasicInputs<T>& in) { in.norm = in_precision<T>(*norm); });
 }
 
 } // namespace
@@ -270,15 +236,12 @@ void decode_token_ids(DecodeContext& cx, Problem& p) {
     std::string from;
     const Embeddings e =
         io::load_embeddings(*file, c.layout, norm_eps(cx, c.layout, &from), p.sources);
-    p.query_src = embed(t, e);
+    for_each_precision(p, [&]<class T>(BasicInputs<T>& in) {
+        in.query_src = embed(t, in_precision<T>(e));
+        in.key_src = in.query_src;
+        in.value_src = in.query_src;
+    });
     p.batched = ids.shape.size() == 2;
-    p.key_src = p.query_src;
-    p.value_src = p.query_src;
-    if (p.exact) {
-        p.exact->query_src = embed(t, widen(e));
-        p.exact->key_src = p.exact->query_src;
-        p.exact->value_src = p.exact->query_src;
-    }
     p.batch = b;
     p.lq = p.lk = t.shape()[1];
     p.settings.push_back({"input",

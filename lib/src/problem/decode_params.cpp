@@ -14,7 +14,6 @@
 #include <array>
 #include <limits>
 #include <map>
-#include <type_traits>
 
 namespace attn::problem::detail {
 
@@ -31,32 +30,6 @@ using io::read_file;
 using nlohmann::json;
 
 namespace {
-
-/// A float32 container widened to float64 (exact): for checkpoint weights, read as float32.
-template <class T, std::size_t N> xt::xtensor<double, N> widen(const xt::xtensor<T, N>& x) {
-    auto y = xt::xtensor<double, N>::from_shape(x.shape());
-    std::transform(x.begin(), x.end(), y.begin(), [](T v) { return static_cast<double>(v); });
-    return y;
-}
-
-BasicProjections<double> widen(const Projections& p) {
-    BasicProjections<double> out;
-    const auto m = [](const std::optional<Matrix>& w) {
-        return w ? std::optional<BasicMatrix<double>>(widen(*w)) : std::nullopt;
-    };
-    const auto v = [](const std::optional<Vector>& b) {
-        return b ? std::optional<BasicVector<double>>(widen(*b)) : std::nullopt;
-    };
-    out.w_q = m(p.w_q);
-    out.w_k = m(p.w_k);
-    out.w_v = m(p.w_v);
-    out.w_o = m(p.w_o);
-    out.b_q = v(p.b_q);
-    out.b_k = v(p.b_k);
-    out.b_v = v(p.b_v);
-    out.b_o = v(p.b_o);
-    return out;
-}
 
 /// Splits rows [3E, ...] of a fused in-projection into q, k, v thirds.
 template <class T> std::array<T, 3> split_thirds(const T& fused, const std::string& name) {
@@ -79,8 +52,8 @@ template <class T> std::array<T, 3> split_thirds(const T& fused, const std::stri
     return parts;
 }
 
-/// params.KEY in T (float, or double from values64) as a rank-N tensor: a [out, in] weight
-/// (N = 2) or a [out] bias (N = 1); nothing when the params object does not hold KEY.
+/// params.KEY in T as a rank-N tensor: a [out, in] weight (N = 2) or a [out] bias (N = 1);
+/// nothing when the params object does not hold KEY.
 template <class T, std::size_t N>
 std::optional<xt::xtensor<T, N>> param_tensor(const std::map<std::string, Array>& arrays,
                                               const char* key) {
@@ -97,17 +70,11 @@ std::optional<xt::xtensor<T, N>> param_tensor(const std::map<std::string, Array>
     }
     typename xt::xtensor<T, N>::shape_type shape;
     std::copy(a.shape.begin(), a.shape.end(), shape.begin());
-    auto t = xt::xtensor<T, N>::from_shape(shape);
-    if constexpr (std::is_same_v<T, double>) {
-        std::copy(a.values64.begin(), a.values64.end(), t.begin());
-    } else {
-        std::copy(a.values.begin(), a.values.end(), t.begin());
-    }
-    return t;
+    return array_tensor<xt::xtensor<T, N>>(a, shape);
 }
 
-/// Builds nn.Linear-layout projections in T (float, or double from values64) from the
-/// arrays of a params object, keyed by their names there.
+/// Builds nn.Linear-layout projections in T from the arrays of a params object, keyed by
+/// their names there.
 template <class T>
 BasicProjections<T> build_projections(const std::map<std::string, Array>& arrays) {
     using M = xt::xtensor<T, 2>;
@@ -182,7 +149,7 @@ void check_input_projections(const json& j) {
                      missing.front() + "\": null for the identity)");
 }
 
-/// Decodes "params" into p.projections (and, for precision f64, p.exact->projections).
+/// Decodes "params" into the projections of each precision p holds.
 /// Returns what the weights came from when that does not carry the head count (a
 /// checkpoint, an nn.MultiheadAttention state dict), else nullptr.
 const char*
@@ -192,12 +159,11 @@ decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in, Prob
         // attn/io/safetensors.hpp. F32/F16/BF16 tensors are exact in float32: widening them
         // for f64 loses nothing.
         const io::CheckpointParams& c = checkpoint_params(cx, problem);
-        problem.projections = c.projections;
+        for_each_precision(problem, [&]<class T>(BasicInputs<T>& in) {
+            in.projections = in_precision<T>(c.projections);
+        });
         problem.layout = c.layout;
         problem.prefix = c.prefix;
-        if (problem.exact) {
-            problem.exact->projections = widen(*problem.projections);
-        }
         return "a checkpoint";
     }
     json j = j_in;
@@ -261,10 +227,9 @@ decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in, Prob
                                      problem.precision);
         }
     }
-    problem.projections = build_projections<float>(arrays);
-    if (problem.exact) {
-        problem.exact->projections = build_projections<double>(arrays);
-    }
+    for_each_precision(problem, [&]<class T>(BasicInputs<T>& in) {
+        in.projections = build_projections<T>(arrays);
+    });
     for (const char* key : {"in_proj_weight", "q_proj_weight", "out_proj.weight"}) {
         if (arrays.count(key) != 0) {
             return "an nn.MultiheadAttention state dict";
@@ -301,7 +266,7 @@ void check_init_fits(std::size_t e_q,
     }
 }
 
-/// Decodes "init" into seeded random projections (float32, and float64 for precision f64).
+/// Decodes "init" into seeded random projections, drawn in each precision p holds.
 void decode_init(const json& init, const std::string& variant, Problem& p) {
     if (!init.is_object()) {
         throw InputError("init: expected an object {\"seed\": N, \"dim\": D}, got " +
@@ -341,22 +306,18 @@ void decode_init(const json& init, const std::string& variant, Problem& p) {
                     p.num_heads,
                     p.num_kv_heads,
                     output_projection);
-    // The same draw in each precision the problem holds (float, and double for f64).
-    const auto draw = [&](auto zero) {
-        return random_projections<decltype(zero)>({.seed = seed,
-                                                   .e_q = p.query_src.shape()[2],
-                                                   .e_k = p.key_src.shape()[2],
-                                                   .e_v = p.value_src.shape()[2],
-                                                   .dim = dim,
-                                                   .num_heads = p.num_heads,
-                                                   .num_kv_heads = p.num_kv_heads,
-                                                   .output_projection = output_projection,
-                                                   .bias = bias});
-    };
-    p.projections = draw(0.0f);
-    if (p.exact) {
-        p.exact->projections = draw(0.0);
-    }
+    // The same draw in each precision the problem holds.
+    for_each_precision(p, [&]<class T>(BasicInputs<T>& in) {
+        in.projections = random_projections<T>({.seed = seed,
+                                                .e_q = p.query_src.shape()[2],
+                                                .e_k = p.key_src.shape()[2],
+                                                .e_v = p.value_src.shape()[2],
+                                                .dim = dim,
+                                                .num_heads = p.num_heads,
+                                                .num_kv_heads = p.num_kv_heads,
+                                                .output_projection = output_projection,
+                                                .bias = bias});
+    });
 }
 
 } // namespace

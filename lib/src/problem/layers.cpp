@@ -130,8 +130,8 @@ void check_stack_memory(const LayerStack& s,
     const std::uint64_t n = s.layers.size();
     const auto total = [&](bool weights) {
         const MemoryEstimate m = estimate_memory(s.first, weights, threads);
-        const std::uint64_t hidden =
-            io::saturating_mul(s.first.exact ? 12 : 4, s.hidden_states.values.size());
+        const std::uint64_t hidden = io::saturating_mul(
+            s.first.precision == Precision::f64 ? 12 : 4, s.hidden_states.values.size());
         return io::saturating_add(
             io::saturating_add(m.total, hidden),
             io::saturating_mul(n - 1, io::saturating_add(m.output, m.weights)));

@@ -42,30 +42,27 @@ template <class T> Array to_array(const T& t, std::vector<std::size_t> shape) {
     return a;
 }
 
-/// The spec of a problem in precision T, pointing into `in` (the Problem for float, its
-/// ExactInputs for double) for the T-typed bias and the scalars.
-template <class T, class Inputs>
-BasicAttentionSpec<T> make_spec(const Problem& p, const Inputs& in, const SolveOptions& options) {
-    BasicAttentionSpec<T> spec;
-    spec.scale = in.scale;
-    spec.causal = p.causal;
-    spec.keep_mask = p.mask ? &*p.mask : nullptr;
-    spec.bias = in.bias ? &*in.bias : nullptr;
-    spec.key_padding = p.key_padding ? &*p.key_padding : nullptr;
-    spec.want_weights = options.want_weights;
-    spec.threads = options.threads;
-    spec.simd = options.simd;
-    spec.window = p.window;
-    spec.align = p.window_align;
-    spec.varlen = p.varlen;
-    spec.softcap = in.softcap;
-    spec.alibi_slopes = in.alibi_slopes;
-    spec.sinks = in.sinks;
-    spec.want_lse = p.return_lse;
-    spec.want_entropy = p.return_entropy;
-    spec.want_argmax = p.return_argmax;
-    spec.top_k = p.top_k;
-    return spec;
+/// The spec of a problem in precision T, pointing into its inputs in T for the bias.
+template <class T> BasicAttentionSpec<T> make_spec(const Problem& p, const SolveOptions& options) {
+    const BasicInputs<T>& in = p.inputs<T>();
+    return {.scale = in.scale,
+            .causal = p.causal,
+            .keep_mask = p.mask ? &*p.mask : nullptr,
+            .bias = in.bias ? &*in.bias : nullptr,
+            .key_padding = p.key_padding ? &*p.key_padding : nullptr,
+            .want_weights = options.want_weights,
+            .threads = options.threads,
+            .simd = options.simd,
+            .window = p.window,
+            .align = p.window_align,
+            .varlen = p.varlen,
+            .softcap = in.softcap,
+            .alibi_slopes = in.alibi_slopes,
+            .sinks = in.sinks,
+            .want_lse = p.return_lse,
+            .want_entropy = p.return_entropy,
+            .want_argmax = p.return_argmax,
+            .top_k = p.top_k};
 }
 
 /// Weights [B, H, Lq, Lk] averaged over heads into [B, 1, Lq, Lk] (nn.MultiheadAttention's
@@ -91,10 +88,10 @@ template <class T> xt::xtensor<T, 4> average_heads(const xt::xtensor<T, 4>& w) {
     return out;
 }
 
-/// Computes the problem from `in` (the Problem itself, or its ExactInputs) in precision T.
-template <class T, class Inputs>
-Solution solve_in(const Problem& p, const Inputs& in, const SolveOptions& options) {
-    const BasicAttentionSpec<T> spec = make_spec<T>(p, in, options);
+/// Computes the problem in precision T, from its inputs in T.
+template <class T> Solution solve_in(const Problem& p, const SolveOptions& options) {
+    const BasicInputs<T>& in = p.inputs<T>();
+    const BasicAttentionSpec<T> spec = make_spec<T>(p, options);
     BasicRowDiagnostics<T> diagnostics;
     Solution s;
     std::optional<xt::xtensor<T, 4>> weights;
@@ -174,12 +171,7 @@ Solution solve_in(const Problem& p, const Inputs& in, const SolveOptions& option
 
 template <class T>
 BasicAttentionSpec<T> attention_spec(const Problem& p, const SolveOptions& options) {
-    if constexpr (std::is_same_v<T, float>) {
-        return make_spec<float>(p, p, options);
-    } else {
-        ATTN_ASSERT(p.exact.has_value());
-        return make_spec<double>(p, *p.exact, options);
-    }
+    return make_spec<T>(p, options);
 }
 
 template AttentionSpec attention_spec<float>(const Problem&, const SolveOptions&);
@@ -190,10 +182,8 @@ Solution solve(const Problem& p, const SolveOptions& options) {
                  options.want_weights,
                  options.max_memory != 0 ? options.max_memory : io::memory_limit(),
                  options.threads);
-    if (p.exact) {
-        return solve_in<double>(p, *p.exact, options);
-    }
-    return solve_in<float>(p, p, options);
+    return p.precision == Precision::f64 ? solve_in<double>(p, options)
+                                         : solve_in<float>(p, options);
 }
 
 std::string result_document(const Problem& p, const Solution& s, bool with_weights) {

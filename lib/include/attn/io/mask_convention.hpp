@@ -49,10 +49,19 @@ decode_mask(const Array& a, const Shape& shape, MaskConvention convention, std::
 /// [max(B), max(H), lq, lk]. An empty `bias` becomes `addend` broadcast to that shape. A new
 /// buffer larger than memory_limit() is refused before it is allocated, naming `field`:
 /// InputError("FIELD: mask_convention \"additive\" ... needs a bias of shape ...").
-void add_bias(std::optional<Tensor>& bias,
-              const Tensor& addend,
+/// T: float, or double for precision f64 (summed in double).
+template <class T>
+void add_bias(std::optional<BasicTensor<T>>& bias,
+              const BasicTensor<T>& addend,
               std::size_t lq,
               std::size_t lk,
               std::string_view field);
+extern template void
+add_bias<float>(std::optional<Tensor>&, const Tensor&, std::size_t, std::size_t, std::string_view);
+extern template void add_bias<double>(std::optional<BasicTensor<double>>&,
+                                      const BasicTensor<double>&,
+                                      std::size_t,
+                                      std::size_t,
+                                      std::string_view);
 
 } // namespace attn::io

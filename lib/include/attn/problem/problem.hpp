@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace attn::problem {
@@ -22,18 +23,24 @@ namespace attn::problem {
 using io::Precision;
 using io::ProblemSource;
 
-/// The numeric inputs of a problem in float64, never rounded through float32: NPY f8 and
-/// JSON decimals as read, init weights as drawn (precision f64 only). Checkpoint tensors
-/// (F32/F16/BF16) are widened exactly.
-struct ExactInputs {
-    BasicTensor3<double> query_src, key_src, value_src; ///< as Problem's, when !direct_heads
-    BasicTensor<double> q4, k4, v4;                     ///< as Problem's, when direct_heads
-    std::optional<BasicProjections<double>> projections;
-    std::optional<BasicTensor<double>> bias; ///< bias + additive masks, [B|1, H|1, Lq, Lk]
-    std::optional<double> scale, softcap;
-    std::vector<double> alibi_slopes, sinks;
-    std::optional<BasicNorm<double>> norm; ///< as Problem's
+/// The numeric inputs of a problem in precision T: what solve() computes with. A Problem is
+/// its float32 inputs (always: shapes, explain, heatmaps and estimates read them) and, for
+/// precision f64, holds them again in float64, never rounded through float32: NPY f8 and
+/// JSON decimals as read, init weights as drawn, checkpoint tensors (F32/F16/BF16) widened
+/// exactly. Every field is decoded once for both (decode_detail.hpp: for_each_precision).
+template <class T> struct BasicInputs {
+    using value_type = T;
+    BasicTensor3<T> query_src, key_src, value_src; ///< rank 2/3 sources, lifted to [B, L, E]
+    BasicTensor<T> q4, k4, v4;                     ///< rank-4 inputs (direct_heads)
+    std::optional<BasicProjections<T>> projections;
+    std::optional<BasicTensor<T>> bias; ///< bias + additive masks, [B|1, H|1, Lq|1, Lk]
+    std::optional<T> scale;
+    std::optional<T> softcap;         ///< "softcap"
+    std::vector<T> alibi_slopes;      ///< "alibi": true (default slopes) or H slopes
+    std::vector<T> sinks;             ///< "sinks": H logits
+    std::optional<BasicNorm<T>> norm; ///< the pre-attention norm of the sources (checkpoint)
 };
+using Inputs = BasicInputs<float>;
 
 /// One setting of a model and where its value came from, for `explain`:
 /// {"num_heads", "12", "config.json n_head"}.
@@ -41,19 +48,16 @@ struct Setting {
     std::string name, value, origin;
 };
 
-/// A decoded problem: every array loaded and checked, the preset applied.
-struct Problem {
-    bool direct_heads = false;             ///< rank-4 Q, K, V: [B, H, L, D], no projections
-    bool batched = false;                  ///< the query source had a batch dim
-    Tensor3 query_src, key_src, value_src; ///< rank 2/3 sources, lifted to [B, L, E]
-    Tensor q4, k4, v4;                     ///< rank-4 inputs (direct_heads)
-    std::optional<Projections> projections;
+/// A decoded problem: every array loaded and checked, the preset applied. Its numeric
+/// inputs are the float32 ones it derives from (p.query_src, p.bias, ...); inputs<T>() gives
+/// those solve() computes with in precision T.
+struct Problem : Inputs {
+    bool direct_heads = false; ///< rank-4 Q, K, V: [B, H, L, D], no projections
+    bool batched = false;      ///< the query source had a batch dim
     std::size_t num_heads = 1;
     std::size_t num_kv_heads = 1;
-    std::optional<float> scale;
     Causal causal = Causal::none;
     std::optional<Mask> mask;        ///< [B|1, H|1, Lq, Lk]
-    std::optional<Tensor> bias;      ///< [B|1, H|1, Lq, Lk]
     std::optional<Mask> key_padding; ///< [B|1, 1, 1, Lk]
     std::optional<std::vector<std::string>> query_tokens, key_tokens;
     std::optional<nlohmann::json> id;
@@ -62,22 +66,17 @@ struct Problem {
     // Score features and diagnostics; see AttentionSpec for the definitions.
     Window window{};                      ///< "window": [left, right], -1 = unbounded
     Align window_align = Align::top_left; ///< "window_align" (bottom-right forced by causal)
-    bool varlen = false;               ///< "varlen": per-sequence alignment from key_padding_mask
-    std::optional<float> softcap{};    ///< "softcap"
-    std::vector<float> alibi_slopes{}; ///< "alibi": true (default slopes) or H slopes
-    std::vector<float> sinks{};        ///< "sinks": H logits
-    bool return_lse = false;           ///< "return": [..., "lse", ...]
+    bool varlen = false;     ///< "varlen": per-sequence alignment from key_padding_mask
+    bool return_lse = false; ///< "return": [..., "lse", ...]
     bool return_entropy = false;
     bool return_argmax = false;
     std::size_t top_k = 0;      ///< "top_k": K (with or without "return": ["top_k"])
     bool average_heads = false; ///< "average_heads": weights averaged over heads
-    /// "precision": "f32" (default) or "f64". With f64 the float fields above still hold
-    /// the float32 rounding of every input (for shapes, explain, heatmaps and estimates) and
-    /// `exact` holds what solve() computes with.
+    /// "precision": "f32" (default) or "f64". With f64 the float32 inputs still hold the
+    /// float32 rounding of every input and `doubles` holds what solve() computes with.
     Precision precision = Precision::f32;
-    std::optional<ExactInputs> exact; ///< set iff precision == f64
+    std::optional<BasicInputs<double>> doubles; ///< set iff precision == f64
     // Real models.
-    std::optional<Norm> norm;     ///< the pre-attention norm of the sources (checkpoint)
     std::optional<RopeSpec> rope; ///< "rope": rotary embeddings of Q and K after the head split
     RopePositions rope_positions; ///< the rows' positions, resolved for Lq and Lk
     std::optional<io::ParamsLayout> layout; ///< a checkpoint's layout
@@ -87,6 +86,17 @@ struct Problem {
     /// the opposite polarity), one line each without the "warning:" prefix; the result is
     /// computed as given. The caller prints them unless told to be quiet.
     std::vector<std::string> warnings;
+
+    /// The inputs solve() computes with in precision T: the float32 ones, or (precision f64
+    /// only) the float64 ones.
+    template <class T> const BasicInputs<T>& inputs() const {
+        if constexpr (std::is_same_v<T, float>) {
+            return *this;
+        } else {
+            ATTN_ASSERT(doubles.has_value());
+            return *doubles;
+        }
+    }
 };
 
 /// Arrays handed to decode_problem() already read, by field name ("query", "mask", ...).

@@ -21,15 +21,10 @@
 #include <vector>
 #include <zip.h>
 
+namespace attn::io {
 namespace {
 
-using attn::InputError;
-using attn::io::Array;
-using attn::io::npz_member_bytes;
-using attn::io::npz_members;
-using attn::io::parse_npy;
-using attn::io::parse_npz_ref;
-using attn::testing::bytes_of;
+using testing::bytes_of;
 using namespace std::string_view_literals;
 
 struct Archive {
@@ -536,3 +531,4 @@ TEST(NpzFiles, HintsForFilesUsersHave) {
 }
 
 } // namespace
+} // namespace attn::io

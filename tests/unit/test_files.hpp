@@ -1,8 +1,13 @@
 // Shared helpers of the unit tests of readers and writers: bytes from text, a fresh temp
 // folder per test (TempDirTest), and the check of a one-line error message's start and
-// content (expect_error_message). Numeric helpers live in test_util.hpp.
+// content (expect_error_message), bit-exact floats (expect_same_float) and a scoped memory
+// limit (ScopedLimit). Numeric helpers live in test_util.hpp.
 #pragma once
 
+#include "attn/io/limits.hpp"
+
+#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <exception>
 #include <filesystem>
@@ -18,6 +23,30 @@ namespace attn::testing {
 inline std::vector<std::uint8_t> bytes_of(std::string_view text) {
     return {text.begin(), text.end()};
 }
+
+/// Same float, bit for bit (any NaN matches any NaN).
+inline void expect_same_float(float actual, float expected, std::size_t index) {
+    if (std::isnan(expected)) {
+        EXPECT_TRUE(std::isnan(actual)) << "at " << index << ": " << actual;
+    } else {
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(actual), std::bit_cast<std::uint32_t>(expected))
+            << "at " << index << ": got " << actual << ", want " << expected;
+    }
+}
+
+/// The memory limit set to `bytes` for the scope, then restored.
+class ScopedLimit {
+  public:
+    explicit ScopedLimit(std::uint64_t bytes) : old_(io::memory_limit()) {
+        io::set_memory_limit(bytes);
+    }
+    ScopedLimit(const ScopedLimit&) = delete;
+    ScopedLimit& operator=(const ScopedLimit&) = delete;
+    ~ScopedLimit() { io::set_memory_limit(old_); }
+
+  private:
+    std::uint64_t old_;
+};
 
 /// A fixture with a fresh folder per test, <temp>/attn_<suite>_<pid>_<test>, removed after
 /// the test; write() puts a file in it.

@@ -54,6 +54,16 @@ Array iota(std::vector<std::size_t> shape) {
     return array(std::move(shape), std::move(v));
 }
 
+/// map_layout(layout, tensors, "params: m", prefix) must throw an InputError: one line,
+/// starting "params: m: " and containing `needle`.
+void expect_layout_error(ParamsLayout layout,
+                         const std::map<std::string, Array>& tensors,
+                         const std::string& prefix,
+                         std::string_view needle) {
+    expect_error(
+        [&] { (void)map_layout(layout, tensors, "params: m", prefix); }, needle, "params: m: ");
+}
+
 TEST(SafetensorsLayout, DetectsLayoutsByTheirMainWeight) {
     using attn::io::detect_layouts;
     EXPECT_EQ(detect_layouts({"w_q", "b_q"}), std::vector<ParamsLayout>{ParamsLayout::attn});
@@ -106,14 +116,17 @@ TEST(SafetensorsLayout, TorchMhaFusedRowsAndSeparateWeights) {
     EXPECT_FALSE(p.w_o);
 
     s.erase("v_proj_weight");
-    expect_error([&] { (void)attn::io::map_layout(ParamsLayout::torch_mha, s, "params: m", "x."); },
-                 "params: m: layout torch-mha: missing tensor 'x.v_proj_weight'",
-                 "params: m: ");
+    expect_layout_error(ParamsLayout::torch_mha,
+                        s,
+                        "x.",
+                        "params: m: layout torch-mha: missing tensor 'x.v_proj_weight'");
     t.emplace("bias_k", iota({1, 1, 2}));
-    expect_error([&] { (void)attn::io::map_layout(ParamsLayout::torch_mha, t, "params: m", ""); },
-                 "params: m: tensor 'bias_k': add_bias_kv (an extra learned key/value row) is "
-                 "not supported",
-                 "params: m: ");
+    expect_layout_error(
+        ParamsLayout::torch_mha,
+        t,
+        "",
+        "params: m: tensor 'bias_k': add_bias_kv (an extra learned key/value row) is "
+        "not supported");
 }
 
 TEST(SafetensorsLayout, LlamaNamesAndShapeErrors) {
@@ -132,16 +145,18 @@ TEST(SafetensorsLayout, LlamaNamesAndShapeErrors) {
 
     t.erase("k_proj.bias");
     t.insert_or_assign("k_proj.weight", iota({4, 4, 1}));
-    expect_error(
-        [&] { (void)attn::io::map_layout(ParamsLayout::llama, t, "params: m", "model.layers.3."); },
+    expect_layout_error(
+        ParamsLayout::llama,
+        t,
+        "model.layers.3.",
         "params: m: tensor 'model.layers.3.k_proj.weight': expected a rank-2 [out, in] weight, "
-        "got shape [4, 4, 1]",
-        "params: m: ");
+        "got shape [4, 4, 1]");
     t.insert_or_assign("k_proj.weight", iota({4, 4}));
     t.insert_or_assign("q_proj.bias", iota({2, 4}));
-    expect_error([&] { (void)attn::io::map_layout(ParamsLayout::llama, t, "params: m", ""); },
-                 "tensor 'q_proj.bias': expected a rank-1 [out] bias, got shape [2, 4]",
-                 "params: m: ");
+    expect_layout_error(ParamsLayout::llama,
+                        t,
+                        "",
+                        "tensor 'q_proj.bias': expected a rank-1 [out] bias, got shape [2, 4]");
 }
 
 TEST(SafetensorsLayout, TableRequiredProjectionsAndLayoutNames) {
@@ -149,17 +164,14 @@ TEST(SafetensorsLayout, TableRequiredProjectionsAndLayoutNames) {
     std::map<std::string, Array> t;
     t.emplace("q_proj.weight", iota({4, 4}));
     t.emplace("v_proj.weight", iota({4, 4}));
-    expect_error([&] { (void)attn::io::map_layout(ParamsLayout::llama, t, "params: m", "x."); },
-                 "params: m: layout llama: missing tensor 'x.k_proj.weight'",
-                 "params: m: ");
+    expect_layout_error(
+        ParamsLayout::llama, t, "x.", "params: m: layout llama: missing tensor 'x.k_proj.weight'");
     // attn: once one input projection is there, a missing one is named (never an
     // identity); a layer without any maps what it has.
     std::map<std::string, Array> a;
     a.emplace("w_q", iota({4, 4}));
     a.emplace("b_o", iota({4}));
-    expect_error([&] { (void)attn::io::map_layout(ParamsLayout::attn, a, "params: m", ""); },
-                 "params: m: layout attn: missing tensor 'w_k'",
-                 "params: m: ");
+    expect_layout_error(ParamsLayout::attn, a, "", "params: m: layout attn: missing tensor 'w_k'");
     a.erase("w_q");
     const auto p = attn::io::map_layout(ParamsLayout::attn, a, "params: m", "");
     EXPECT_TRUE(!p.w_q && !p.w_k && !p.w_v && !p.w_o && !p.b_q && p.b_o);

@@ -1,7 +1,8 @@
 // Shared helpers of the unit tests of readers and writers: bytes from text, a fresh temp
 // folder per test (TempDirTest), and the check of a one-line error message's start and
 // content (expect_error_message), bit-exact floats (expect_same_float) and a scoped memory
-// limit (ScopedLimit). Numeric helpers live in test_util.hpp.
+// limit (ScopedLimit), the files of tests/unit/fixtures/ (fixture_bytes, fixture_json).
+// Numeric helpers live in test_util.hpp.
 #pragma once
 
 #include "attn/io/limits.hpp"
@@ -13,6 +14,8 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <unistd.h>
@@ -32,6 +35,22 @@ inline void expect_same_float(float actual, float expected, std::size_t index) {
         EXPECT_EQ(std::bit_cast<std::uint32_t>(actual), std::bit_cast<std::uint32_t>(expected))
             << "at " << index << ": got " << actual << ", want " << expected;
     }
+}
+
+/// The bytes of tests/unit/fixtures/NAME: files numpy wrote (npy_fixtures.py,
+/// npz_fixtures.py) and what numpy says of them.
+inline std::vector<std::uint8_t> fixture_bytes(const std::string& name) {
+    const std::filesystem::path path =
+        std::filesystem::path(ATTN_SOURCE_DIR) / "tests" / "unit" / "fixtures" / name;
+    std::ifstream in(path, std::ios::binary);
+    EXPECT_TRUE(in) << "missing fixture " << path;
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// tests/unit/fixtures/NAME parsed as JSON.
+inline nlohmann::json fixture_json(const std::string& name) {
+    const std::vector<std::uint8_t> bytes = fixture_bytes(name);
+    return nlohmann::json::parse(bytes.begin(), bytes.end());
 }
 
 /// The memory limit set to `bytes` for the scope, then restored.

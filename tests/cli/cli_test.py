@@ -15,6 +15,7 @@ import numpy as np
 
 from harness import ROOT, SAMPLES, TMP, case, check, main, run, test, write  # noqa: I001
 import harness
+from seed_example import CTX, SEED, W
 
 
 def doc(so):
@@ -28,11 +29,6 @@ def close(a, b, tol=1e-5):
 
 
 # --- the seed's worked example ----------------------------------------------------------
-SEED = {"query": [[1, 0, 1], [0, 1, 1]], "key": [[1, 0, 1], [1, 1, 0], [0, 1, 1]],
-        "value": [[10, 0], [0, 10], [5, 5]]}
-e = np.e
-W = np.array([[e, 1, 1], [1, 1, e]]) / (e + 2)
-CTX = W @ np.array(SEED["value"], dtype=float)
 write("seed.json", dict(SEED, variant="dot"))
 case("seed dot weights and context", ["compute", "seed.json"],
      out=lambda so: close(doc(so)["weights"], W) and close(doc(so)["output"], CTX))

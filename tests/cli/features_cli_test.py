@@ -206,25 +206,7 @@ def _():
     check("explain takes the flags", rc == 0 and "softcap" in out, err)
 
 
-
-
 # --- safetensors: --prefix / --layout, and attn info --------------------------------------
-def safetensors(path, tensors, metadata=None):
-    header, blobs, offset = {}, [], 0
-    if metadata is not None:
-        header["__metadata__"] = metadata
-    for name, arr in tensors.items():
-        arr = np.ascontiguousarray(arr, dtype=np.float32)
-        header[name] = {"dtype": "F32", "shape": list(arr.shape),
-                        "data_offsets": [offset, offset + arr.nbytes]}
-        blobs.append(arr.tobytes())
-        offset += arr.nbytes
-    text = json.dumps(header).encode()
-    with open(os.path.join(TMP, path), "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-    return path
-
-
 E = 4
 x = rng.standard_normal((3, E))
 write("x.npy", x)
@@ -232,7 +214,7 @@ gpt2 = {f"h.{i}.attn.c_attn.weight": rng.standard_normal((E, 3 * E)) / 2 for i i
 gpt2.update({f"h.{i}.attn.c_attn.bias": rng.standard_normal(3 * E) / 5 for i in range(2)})
 gpt2.update({f"h.{i}.attn.c_proj.weight": rng.standard_normal((E, E)) / 2 for i in range(2)})
 gpt2["wte.weight"] = rng.standard_normal((10, E))
-safetensors("gpt2.safetensors", gpt2, {"format": "pt"})
+write("gpt2.safetensors", gpt2, metadata={"format": "pt"})
 
 
 @test("--prefix/--layout: a gpt2 checkpoint")
@@ -289,7 +271,7 @@ llama = {"model.layers.0.self_attn.q_proj.weight": rng.standard_normal((4, 4)),
          "model.layers.0.self_attn.k_proj.weight": rng.standard_normal((2, 4)),
          "model.layers.0.self_attn.v_proj.weight": rng.standard_normal((2, 4)),
          "model.layers.0.self_attn.o_proj.weight": rng.standard_normal((4, 4))}
-safetensors("llama.safetensors", llama)
+write("llama.safetensors", llama)
 
 
 @test("info safetensors: a llama layer")
@@ -299,7 +281,7 @@ def _():
                                                     out) is not None, out + err)
 
 
-safetensors("none.safetensors", {"embed": np.zeros((2, 2))})
+write("none.safetensors", {"embed": np.zeros((2, 2))})
 
 
 @test("info safetensors without attention layers")

@@ -72,11 +72,18 @@ def path(name):
     return os.path.join(TMP, name)
 
 
-def write(name, obj):
-    """Writes obj to TMP/name: a numpy array as .npy, a str as is, anything else as JSON."""
+def write(name, obj, metadata=None):
+    """Writes obj to TMP/name: a numpy array as .npy; for .safetensors, a dict of name ->
+    array as float32 tensors (with `metadata`, through tests/oracle/reference.py's one
+    writer); a str as is; anything else as JSON."""
     if name.endswith(".npy"):
         import numpy as np
         np.save(path(name), obj)
+    elif name.endswith(".safetensors"):
+        sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
+        import reference
+        reference.write_safetensors(path(name), [(k, "F32", a) for k, a in obj.items()],
+                                    metadata)
     else:
         with open(path(name), "w") as f:
             f.write(obj if isinstance(obj, str) else json.dumps(obj))

@@ -6,13 +6,11 @@ Each warning fires on the mistake and stays silent on the correct call.
 /usr/bin/python3 tests/cli/mistakes_test.py PATH/TO/attn [--case NAME] | --list
 """
 import json
-import os
 import re
-import struct
 
 import numpy as np
 
-from harness import TMP, check, expect, main, run, test, write
+from harness import check, expect, main, run, test, write
 
 RNG = np.random.default_rng(7)
 E, L = 8, 6
@@ -68,19 +66,6 @@ def _():
               "num_heads")
 
 
-def safetensors(name, tensors):
-    header, blobs, offset = {}, [], 0
-    for key, arr in tensors.items():
-        arr = np.ascontiguousarray(arr, dtype=np.float32)
-        header[key] = {"dtype": "F32", "shape": list(arr.shape),
-                       "data_offsets": [offset, offset + arr.nbytes]}
-        blobs.append(arr.tobytes())
-        offset += arr.nbytes
-    text = json.dumps(header).encode()
-    with open(os.path.join(TMP, name), "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
-
-
 def llama(missing=None):
     t = {f"model.layers.0.self_attn.{p}_proj.weight": RNG.standard_normal((E, E)) * 0.3
          for p in "qkvo"}
@@ -91,7 +76,7 @@ def llama(missing=None):
 
 @test("heads left at 1 with a checkpoint layer: warned; --heads: silent")
 def _():
-    safetensors("llama.safetensors", llama())
+    write("llama.safetensors", llama())
     args = ["compute", "--input", "x.npy", "--params", "llama.safetensors", "--prefix",
             "model.layers.0.self_attn."]
     both_ways("checkpoint, no --heads", args, True, r"num_heads: .* a checkpoint, which does")
@@ -169,11 +154,11 @@ def _():
 
 @test("a checkpoint layer missing k_proj: an error naming the tensor")
 def _():
-    safetensors("no_k.safetensors", llama(missing="k"))
+    write("no_k.safetensors", llama(missing="k"))
     expect(["compute", "--input", "x.npy", "--params", "no_k.safetensors", "--prefix",
             "model.layers.0.self_attn.", "--heads", "2"], code=2,
            err=r"missing tensor .*model\.layers\.0\.self_attn\.k_proj\.weight")
-    safetensors("own_no_k.safetensors", {"w_q": W, "w_v": W})
+    write("own_no_k.safetensors", {"w_q": W, "w_v": W})
     expect(["compute", "--input", "x.npy", "--params", "own_no_k.safetensors"], code=2,
            err=r"layout attn: missing tensor .*w_k")
 

@@ -32,11 +32,22 @@ def parallel(args, data):
                           timeout=300)
 
 
-@test("parallel --pipe --keep-order: same bytes as one attn batch")
+def needs_parallel(name):
+    """Decorator: a case of the table that runs GNU parallel, noted as skipped where it is
+    not installed."""
+    def add(fn):
+        @test(name)
+        def _():
+            if shutil.which("parallel") is None:
+                skip("GNU parallel is not installed (scripts/setup.sh installs it)")
+                return
+            fn()
+        return fn
+    return add
+
+
+@needs_parallel("parallel --pipe --keep-order: same bytes as one attn batch")
 def _():
-    if shutil.which("parallel") is None:
-        skip("GNU parallel is not installed (scripts/setup.sh installs it)")
-        return
     data = stream(60)
     rc, one, err = run(["batch", "-"], stdin=data)
     check("one attn batch: exit 0", rc == 0, err)
@@ -50,11 +61,8 @@ def _():
               f"{len(p.stdout)} vs {len(one)} bytes")
 
 
-@test("without --keep-order the lines are the same set")
+@needs_parallel("without --keep-order the lines are the same set")
 def _():
-    if shutil.which("parallel") is None:
-        skip("GNU parallel is not installed (scripts/setup.sh installs it)")
-        return
     data = stream(30)
     rc, one, err = run(["batch", "-", "--no-weights"], stdin=data)
     p = parallel(["--pipe", "-N", "4", "-j", "3", ATTN, "batch", "--no-weights", "--jobs", "1"],

@@ -33,34 +33,35 @@ def compiled(lines):
     return m, (m.group(1).split() if m else [])
 
 
+def first_line(what, lines):
+    check(what + " first line", lines[0] == "attn " + VERSION, lines[0])
+
+
+def compiled_targets(what, lines):
+    m, names = compiled(lines)
+    check(what + " compiled line", m is not None, lines[1])
+    check(what + " compiled names are Highway targets", names and set(names) <= KNOWN,
+          repr(names))
+    check(what + " ends with the fallback", names[-1:] in (["SCALAR"], ["EMU128"]),
+          repr(names))
+
+
+def target_in_use(what, lines):
+    _, names = compiled(lines)
+    m = re.fullmatch(r"SIMD target this CPU uses: ([A-Z0-9_]+)", lines[2])
+    check(what + " uses line", m is not None and m.group(1) in names, lines[2])
+
+
+# The table: each check of the --version lines, for both places --version is asked.
 for args in (["--version"], ["compute", "--version"]):
     what = " ".join(args)
+    for label, body in (("first line", first_line), ("compiled targets", compiled_targets),
+                        ("target in use", target_in_use)):
+        @test(f"{what} {label}")
+        def _(args=args, what=what, body=body):
+            lines = version_lines(args)
+            if lines:
+                body(what, lines)
 
-    @test(what + " first line")
-    def _(args=args, what=what):
-        lines = version_lines(args)
-        if lines:
-            check(what + " first line", lines[0] == "attn " + VERSION, lines[0])
-
-    @test(what + " compiled targets")
-    def _(args=args, what=what):
-        lines = version_lines(args)
-        if not lines:
-            return
-        m, names = compiled(lines)
-        check(what + " compiled line", m is not None, lines[1])
-        check(what + " compiled names are Highway targets", names and set(names) <= KNOWN,
-              repr(names))
-        check(what + " ends with the fallback", names[-1:] in (["SCALAR"], ["EMU128"]),
-              repr(names))
-
-    @test(what + " target in use")
-    def _(args=args, what=what):
-        lines = version_lines(args)
-        if not lines:
-            return
-        _, names = compiled(lines)
-        m = re.fullmatch(r"SIMD target this CPU uses: ([A-Z0-9_]+)", lines[2])
-        check(what + " uses line", m is not None and m.group(1) in names, lines[2])
 
 main()

@@ -170,12 +170,8 @@ TEST_P(AttentionTarget, BottomRightCausalWithMoreQueriesThanKeys) {
 TEST_P(AttentionTarget, PermutingKeysAndValuesPermutesWeightColumns) {
     std::mt19937 rng(11);
     const std::size_t lq = 9, lk = 70;
-    const Tensor q = random_tensor(rng, {1, 2, lq, 8});
-    const Tensor k = random_tensor(rng, {1, 2, lk, 8});
-    const Tensor v = random_tensor(rng, {1, 2, lk, 5});
-    std::vector<std::size_t> perm(lk);
-    std::iota(perm.begin(), perm.end(), 0);
-    std::shuffle(perm.begin(), perm.end(), rng);
+    const auto [q, k, v] = random_qkv(rng, {1, 2, lq, 8}, {1, 2, lk, 8}, 5);
+    const std::vector<std::size_t> perm = random_permutation(rng, lk);
     Tensor kp = k, vp = v;
     for (std::size_t h = 0; h < 2; ++h) {
         for (std::size_t j = 0; j < lk; ++j) {
@@ -205,12 +201,8 @@ TEST_P(AttentionTarget, PermutingKeysAndValuesPermutesWeightColumns) {
 TEST_P(AttentionTarget, PermutingQueriesPermutesOutputRows) {
     std::mt19937 rng(12);
     const std::size_t lq = 67, lk = 20;
-    const Tensor q = random_tensor(rng, {1, 1, lq, 8});
-    const Tensor k = random_tensor(rng, {1, 1, lk, 8});
-    const Tensor v = random_tensor(rng, {1, 1, lk, 3});
-    std::vector<std::size_t> perm(lq);
-    std::iota(perm.begin(), perm.end(), 0);
-    std::shuffle(perm.begin(), perm.end(), rng);
+    const auto [q, k, v] = random_qkv(rng, {1, 1, lq, 8}, {1, 1, lk, 8}, 3);
+    const std::vector<std::size_t> perm = random_permutation(rng, lq);
     Tensor qp = q;
     for (std::size_t i = 0; i < lq; ++i) {
         for (std::size_t x = 0; x < 8; ++x) {
@@ -249,13 +241,12 @@ TEST_P(AttentionTarget, ConstantBiasShiftPerRowChangesNothing) {
 TEST_P(AttentionTarget, GroupedQueryEqualsRepeatedHeads) {
     std::mt19937 rng(14);
     const std::size_t h = 6, hkv = 2, lq = 33, lk = 65;
-    const Tensor q = random_tensor(rng, {2, h, lq, 8});
-    const Tensor k = random_tensor(rng, {2, hkv, lk, 8});
-    const Tensor v = random_tensor(rng, {2, hkv, lk, 4});
-    const Tensor kr = repeat_heads(k, h);
-    const Tensor vr = repeat_heads(v, h);
+    const auto [q, k, v] = random_qkv(rng, {2, h, lq, 8}, {2, hkv, lk, 8}, 4);
     const auto a = attend(q, k, v, {.causal = Causal::top_left, .simd = GetParam()});
-    const auto b = attend(q, kr, vr, {.causal = Causal::top_left, .simd = GetParam()});
+    const auto b = attend(q,
+                          repeat_heads(k, h),
+                          repeat_heads(v, h),
+                          {.causal = Causal::top_left, .simd = GetParam()});
     EXPECT_EQ(a.output, b.output);
     EXPECT_EQ(*a.weights, *b.weights);
 }

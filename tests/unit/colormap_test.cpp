@@ -24,40 +24,27 @@ TEST(Colormap, NamesInDocumentedOrder) {
 }
 
 TEST(Colormap, ListedTablesMatchMatplotlib) {
-    // Entries 0, 128 and 255 of matplotlib's _cm_listed.py data.
-    struct Case {
-        const char* name;
-        Rgb e0, e128, e255;
-    };
-    const Case cases[] = {
-        {"viridis",
-         from_float(0.267004, 0.004874, 0.329415),
-         from_float(0.127568, 0.566949, 0.550556),
-         from_float(0.993248, 0.906157, 0.143936)},
-        {"magma",
-         from_float(0.001462, 0.000466, 0.013866),
-         from_float(0.716387, 0.214982, 0.47529),
-         from_float(0.987053, 0.991438, 0.749504)},
-        {"inferno",
-         from_float(0.001462, 0.000466, 0.013866),
-         from_float(0.735683, 0.215906, 0.330245),
-         from_float(0.988362, 0.998364, 0.644924)},
-        {"plasma",
-         from_float(0.050383, 0.029803, 0.527975),
-         from_float(0.798216, 0.280197, 0.469538),
-         from_float(0.940015, 0.975158, 0.131326)},
-        {"cividis",
-         from_float(0.0, 0.135112, 0.304751),
-         from_float(0.488697, 0.485318, 0.471008),
-         from_float(0.995737, 0.909344, 0.217772)},
-    };
-    for (const auto& c : cases) {
-        const auto cmap = find_colormap(c.name);
-        ASSERT_TRUE(cmap) << c.name;
-        EXPECT_EQ(cmap->entry(0), c.e0) << c.name;
-        EXPECT_EQ(cmap->entry(128), c.e128) << c.name;
-        EXPECT_EQ(cmap->entry(255), c.e255) << c.name;
+    // Entries 0, 128 and 255 of matplotlib's _cm_listed.py data: a name, then r g b of each.
+    std::istringstream table(R"(
+        viridis  0.267004 0.004874 0.329415  0.127568 0.566949 0.550556  0.993248 0.906157 0.143936
+        magma    0.001462 0.000466 0.013866  0.716387 0.214982 0.47529   0.987053 0.991438 0.749504
+        inferno  0.001462 0.000466 0.013866  0.735683 0.215906 0.330245  0.988362 0.998364 0.644924
+        plasma   0.050383 0.029803 0.527975  0.798216 0.280197 0.469538  0.940015 0.975158 0.131326
+        cividis  0.0      0.135112 0.304751  0.488697 0.485318 0.471008  0.995737 0.909344 0.217772
+    )");
+    std::string name;
+    int maps = 0;
+    while (table >> name) {
+        const auto cmap = find_colormap(name);
+        ASSERT_TRUE(cmap) << name;
+        for (const std::size_t index : {0u, 128u, 255u}) {
+            double r = 0.0, g = 0.0, b = 0.0;
+            ASSERT_TRUE(table >> r >> g >> b) << name;
+            EXPECT_EQ(cmap->entry(index), from_float(r, g, b)) << name << " entry " << index;
+        }
+        ++maps;
     }
+    EXPECT_EQ(maps, 5);
 }
 
 TEST(Colormap, SegmentedTablesHaveTheirEndsAndAreMonotone) {

@@ -1,56 +1,25 @@
 // The heatmap end to end without the disk: figures rendered, encoded to PNG, decoded
 // again with stb_image, and checked pixel by pixel against the colormap tables (cells,
 // colorbar, masked hatching, max pooling), for ink under every label, and for bounded
-// sizes; the SVG parsed by a small XML checker and compared cell by cell with the PNG;
-// the terminal output compared with tests/golden/term_3x3.txt.
+// sizes. The SVG is heatmap_svg_test.cpp, the terminal output terminal_test.cpp.
 #include "attn/error.hpp"
 #include "attn/io/png.hpp"
 #include "attn/render/heatmap.hpp"
-#include "attn/render/terminal.hpp"
 #include "attn/render/text.hpp"
+#include "unit/heatmap_images.hpp"
 
 #include <cstdlib>
-#include <fstream>
 #include <gtest/gtest.h>
-#include <map>
 #include <random>
-#include <sstream>
-#include <stb_image.h>
 #include <string>
 #include <vector>
 
 namespace attn::render {
 namespace {
 
+using namespace testing;
+
 // --- helpers -------------------------------------------------------------------------------
-
-/// Decodes PNG bytes with stb_image (an independent decoder) into an Image.
-Image decode_png(const std::vector<std::uint8_t>& bytes) {
-    int w = 0, h = 0, channels = 0;
-    unsigned char* data =
-        stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &channels, 3);
-    EXPECT_NE(data, nullptr) << stbi_failure_reason();
-    Image img;
-    if (data == nullptr) {
-        return img;
-    }
-    img.width = w;
-    img.height = h;
-    img.pixels.assign(data, data + static_cast<std::size_t>(w) * static_cast<std::size_t>(h) * 3);
-    stbi_image_free(data);
-    return img;
-}
-
-/// A figure as a PNG round trip: render, encode, decode.
-Image png_round_trip(const HeatmapFigure& hf) {
-    return decode_png(io::encode_png(rasterize(hf.figure)));
-}
-
-std::string hex(Rgb c) {
-    char buf[8];
-    std::snprintf(buf, sizeof buf, "#%02x%02x%02x", c.r, c.g, c.b);
-    return buf;
-}
 
 int darkest(const Image& img, const Box& b) {
     int best = 255;
@@ -76,144 +45,6 @@ Box text_extent(const FigureText& t) {
     }
     return {t.x - shift, t.y - m.ascent, w, m.ascent + m.descent};
 }
-
-const std::vector<float> k3x3 = {0.7f, 0.2f, 0.1f, 0.25f, 0.5f, 0.25f, 0.05f, 0.15f, 0.8f};
-
-HeatmapInput input_3x3(const std::vector<float>& values = k3x3) {
-    HeatmapInput in;
-    in.rows = in.cols = 3;
-    in.panels.push_back({"", values, {}});
-    in.row_labels = {"the", "cat", "sat"};
-    in.col_labels = {"the", "cat", "sat"};
-    return in;
-}
-
-/// A minimal XML 1.0 well-formedness checker: one root, balanced and properly nested
-/// tags, quoted attributes without '<', known entities only, no stray '<' or '&' in text.
-/// Collects every element with its attributes and the id of the nearest <g> around it.
-struct XmlElement {
-    std::string name;
-    std::map<std::string, std::string> attrs;
-    std::string group;
-    std::string text;
-};
-
-class XmlChecker {
-  public:
-    explicit XmlChecker(std::string s) : s_(std::move(s)) {}
-
-    bool parse(std::string& error) {
-        try {
-            skip_ws();
-            if (s_.compare(i_, 5, "<?xml") == 0) {
-                const std::size_t end = s_.find("?>", i_);
-                expect(end != std::string::npos, "unterminated XML declaration");
-                i_ = end + 2;
-            }
-            skip_ws();
-            element("");
-            skip_ws();
-            expect(i_ == s_.size(), "content after the root element");
-        } catch (const std::runtime_error& e) {
-            error = std::string(e.what()) + " at byte " + std::to_string(i_);
-            return false;
-        }
-        return true;
-    }
-    const std::vector<XmlElement>& elements() const { return elements_; }
-
-  private:
-    void expect(bool ok, const char* what) {
-        if (!ok) {
-            throw std::runtime_error(what);
-        }
-    }
-    void skip_ws() {
-        while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_])) != 0) {
-            ++i_;
-        }
-    }
-    std::string name() {
-        const std::size_t start = i_;
-        while (i_ < s_.size() &&
-               (std::isalnum(static_cast<unsigned char>(s_[i_])) != 0 || s_[i_] == '-' ||
-                s_[i_] == ':' || s_[i_] == '_' || s_[i_] == '.')) {
-            ++i_;
-        }
-        expect(i_ > start, "expected a name");
-        return s_.substr(start, i_ - start);
-    }
-    void check_entities(const std::string& text) {
-        for (std::size_t k = 0; k < text.size(); ++k) {
-            expect(text[k] != '<', "'<' in text or attribute");
-            if (text[k] == '&') {
-                const std::size_t semi = text.find(';', k);
-                expect(semi != std::string::npos, "unterminated entity");
-                const std::string ent = text.substr(k + 1, semi - k - 1);
-                expect(ent == "amp" || ent == "lt" || ent == "gt" || ent == "quot" ||
-                           ent == "apos" || (!ent.empty() && ent[0] == '#'),
-                       "unknown entity");
-            }
-        }
-    }
-    void element(const std::string& group) {
-        expect(s_[i_] == '<', "expected '<'");
-        ++i_;
-        XmlElement e;
-        e.name = name();
-        e.group = group;
-        for (;;) {
-            skip_ws();
-            expect(i_ < s_.size(), "unterminated tag");
-            if (s_.compare(i_, 2, "/>") == 0) {
-                i_ += 2;
-                elements_.push_back(e);
-                return;
-            }
-            if (s_[i_] == '>') {
-                ++i_;
-                break;
-            }
-            const std::string key = name();
-            skip_ws();
-            expect(s_[i_] == '=', "expected '='");
-            ++i_;
-            skip_ws();
-            const char q = s_[i_];
-            expect(q == '"' || q == '\'', "unquoted attribute");
-            const std::size_t end = s_.find(q, i_ + 1);
-            expect(end != std::string::npos, "unterminated attribute");
-            const std::string value = s_.substr(i_ + 1, end - i_ - 1);
-            check_entities(value);
-            expect(e.attrs.emplace(key, value).second, "duplicate attribute");
-            i_ = end + 1;
-        }
-        const std::size_t index = elements_.size();
-        elements_.push_back(e);
-        const std::string inner = e.name == "g" && e.attrs.count("id") ? e.attrs.at("id") : group;
-        for (;;) {
-            const std::size_t lt = s_.find('<', i_);
-            expect(lt != std::string::npos, "unclosed element");
-            const std::string text = s_.substr(i_, lt - i_);
-            check_entities(text);
-            elements_[index].text += text;
-            i_ = lt;
-            if (s_.compare(i_, 2, "</") == 0) {
-                i_ += 2;
-                expect(name() == e.name, "mismatched closing tag");
-                skip_ws();
-                expect(s_[i_] == '>', "expected '>'");
-                ++i_;
-                return;
-            }
-            element(inner);
-        }
-    }
-
-    std::string s_;
-    std::size_t i_ = 0;
-    std::vector<XmlElement> elements_;
-};
 
 // --- PNG ----------------------------------------------------------------------------------
 
@@ -530,79 +361,6 @@ TEST(HeatmapLabels, RotatedWhenTheyCollideThinnedWhenTooMany) {
     EXPECT_EQ(h3.x_label_step, 1u);
 }
 
-// --- SVG ----------------------------------------------------------------------------------
-
-TEST(HeatmapSvg, WellFormedWithTheSameCellsAsThePng) {
-    HeatmapOptions o;
-    o.title = "a <title> & \"quotes\"";
-    std::vector<std::uint8_t> mask = {0, 0, 1, 0, 0, 0, 0, 0, 0};
-    HeatmapInput in = input_3x3();
-    in.panels[0].masked = mask;
-    const HeatmapFigure hf = heatmap_figure(in, o);
-    const std::string svg = figure_svg(hf.figure, io::encode_png);
-    XmlChecker xml(svg);
-    std::string error;
-    ASSERT_TRUE(xml.parse(error)) << error;
-    const Image img = png_round_trip(hf);
-    std::size_t cells = 0, hatched = 0;
-    bool title = false;
-    for (const auto& e : xml.elements()) {
-        if (e.name == "svg") {
-            EXPECT_EQ(e.attrs.at("width"), std::to_string(img.width));
-            EXPECT_EQ(e.attrs.at("height"), std::to_string(img.height));
-        }
-        if (e.name == "text" && e.text == "a &lt;title&gt; &amp; &quot;quotes&quot;") {
-            title = true;
-        }
-        if (e.name != "rect" || e.group != "panel-0") {
-            continue;
-        }
-        ++cells;
-        EXPECT_EQ(e.attrs.at("class"), "cell");
-        const int x = std::stoi(e.attrs.at("x")) + 1, y = std::stoi(e.attrs.at("y")) + 1;
-        if (e.attrs.at("fill") == "url(#hatch)") {
-            ++hatched;
-            const Rgb c = img.at(x, y);
-            EXPECT_TRUE(c == kHatchBackground || c == kHatchLine);
-        } else {
-            EXPECT_EQ(e.attrs.at("fill"), hex(img.at(x, y))) << "cell at " << x << "," << y;
-        }
-    }
-    EXPECT_EQ(cells, 9u);
-    EXPECT_EQ(hatched, 1u);
-    EXPECT_TRUE(title);
-}
-
-TEST(HeatmapSvg, LargeGridsAreOneEmbeddedImage) {
-    std::vector<float> w(300 * 300, 0.25f);
-    HeatmapInput in;
-    in.rows = in.cols = 300;
-    in.panels.push_back({"", w, {}});
-    const std::string svg = figure_svg(heatmap_figure(in, {}).figure, io::encode_png);
-    XmlChecker xml(svg);
-    std::string error;
-    ASSERT_TRUE(xml.parse(error)) << error;
-    std::size_t images = 0, cells = 0;
-    for (const auto& e : xml.elements()) {
-        images += e.name == "image" && e.group == "panel-0" ? 1u : 0u;
-        cells += e.name == "rect" && e.group == "panel-0" ? 1u : 0u;
-        if (e.name == "image") {
-            EXPECT_EQ(e.attrs.at("xlink:href").rfind("data:image/png;base64,iVBORw0KGgo", 0), 0u);
-        }
-    }
-    EXPECT_EQ(images, 1u);
-    EXPECT_EQ(cells, 0u);
-    EXPECT_LT(svg.size(), 200000u);
-}
-
-TEST(HeatmapSvg, Base64) {
-    EXPECT_EQ(base64_encode({}), "");
-    EXPECT_EQ(base64_encode({'f'}), "Zg==");
-    EXPECT_EQ(base64_encode({'f', 'o'}), "Zm8=");
-    EXPECT_EQ(base64_encode({'f', 'o', 'o'}), "Zm9v");
-    EXPECT_EQ(base64_encode({'f', 'o', 'o', 'b', 'a', 'r'}), "Zm9vYmFy");
-}
-
 // --- text and PNG encoding -------------------------------------------------------------------
 
 TEST(HeatmapText, EmbeddedFontDrawsHorizontalAndVerticalText) {
@@ -652,75 +410,6 @@ TEST(HeatmapPng, EncodingIsDeterministicAndDecodable) {
     EXPECT_EQ(back.height, 5);
     EXPECT_EQ(back.pixels, img.pixels);
     EXPECT_THROW(io::encode_png(Image{}), InputError);
-}
-
-// --- terminal -------------------------------------------------------------------------------
-
-TEST(HeatmapTerminal, Golden3x3) {
-    HeatmapOptions o;
-    o.title = "3x3";
-    const std::string got = heatmap_terminal(input_3x3(), o, {TermColor::truecolor, 80, 40});
-    const std::string path = std::string(ATTN_SOURCE_DIR) + "/tests/golden/term_3x3.txt";
-    if (std::getenv("ATTN_UPDATE_GOLDEN") != nullptr) {
-        std::ofstream(path, std::ios::binary) << got;
-    }
-    std::ifstream f(path, std::ios::binary);
-    ASSERT_TRUE(f) << "missing " << path << " (run with ATTN_UPDATE_GOLDEN=1 to create it)";
-    std::stringstream want;
-    want << f.rdbuf();
-    EXPECT_EQ(got, want.str());
-}
-
-TEST(HeatmapTerminal, ColourModes) {
-    HeatmapOptions o;
-    const std::string c256 = heatmap_terminal(input_3x3(), o, {TermColor::palette256, 80, 40});
-    EXPECT_NE(c256.find("\x1b[48;5;"), std::string::npos);
-    EXPECT_EQ(c256.find(";2;"), std::string::npos);
-    const std::string none = heatmap_terminal(input_3x3(), o, {TermColor::none, 80, 40});
-    EXPECT_EQ(none.find('\x1b'), std::string::npos);
-    EXPECT_NE(none.find("0.70"), std::string::npos);
-    EXPECT_NE(none.find("\u2591"), std::string::npos); // the legend's shades
-
-    EXPECT_EQ(term_color_from_env("1", "truecolor"), TermColor::none);
-    EXPECT_EQ(term_color_from_env("", "truecolor"), TermColor::truecolor);
-    EXPECT_EQ(term_color_from_env(nullptr, "24bit"), TermColor::truecolor);
-    EXPECT_EQ(term_color_from_env(nullptr, nullptr), TermColor::palette256);
-    EXPECT_EQ(term_color_from_env(nullptr, "yes"), TermColor::palette256);
-    EXPECT_EQ(xterm256_index({0, 0, 0}), 16);
-    EXPECT_EQ(xterm256_index({255, 255, 255}), 231);
-    EXPECT_EQ(xterm256_index({128, 128, 128}), 244);
-    EXPECT_EQ(xterm256_index({255, 0, 0}), 196);
-}
-
-TEST(HeatmapTerminal, LargeMapsUseHalfBlocksWithinTheWidth) {
-    std::vector<float> w(200 * 300);
-    for (std::size_t i = 0; i < w.size(); ++i) {
-        w[i] = static_cast<float>(i % 17) / 17.0f;
-    }
-    HeatmapInput in;
-    in.rows = 200;
-    in.cols = 300;
-    in.panels.push_back({"", w, {}});
-    const std::string out = heatmap_terminal(in, {}, {TermColor::truecolor, 100, 30});
-    EXPECT_NE(out.find("\u2580"), std::string::npos);
-    EXPECT_NE(out.find("max-pooled"), std::string::npos);
-    std::istringstream lines(out);
-    std::string line;
-    std::size_t count = 0;
-    while (std::getline(lines, line)) {
-        ++count;
-        // Visible width: drop escape sequences, count code points.
-        std::string plain;
-        for (std::size_t i = 0; i < line.size(); ++i) {
-            if (line[i] == '\x1b') {
-                i = line.find('m', i);
-                continue;
-            }
-            plain += line[i];
-        }
-        EXPECT_LE(text_length(plain), 100u) << plain;
-    }
-    EXPECT_LE(count, 30u + 8u);
 }
 
 } // namespace

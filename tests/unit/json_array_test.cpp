@@ -21,15 +21,11 @@
 #include <unistd.h>
 #include <vector>
 
+namespace attn::io {
 namespace {
 
-using attn::InputError;
-using attn::io::Array;
-using attn::io::ArrayKind;
-using attn::io::encode_json_array;
-using attn::io::format_float;
-using attn::io::parse_json_array;
 using nlohmann::json;
+using testing::expect_same_float;
 using Shape = std::vector<std::size_t>;
 
 constexpr float inf = std::numeric_limits<float>::infinity();
@@ -44,31 +40,10 @@ std::string expect_json_error(std::string_view text,
                               std::string_view needle,
                               ArrayKind kind = ArrayKind::numeric,
                               std::string_view name = "query") {
-    std::string message;
-    try {
-        (void)parse_json_array(json::parse(text), name, kind);
-        ADD_FAILURE() << "no exception for " << text << "; wanted: " << needle;
-    } catch (const InputError& e) {
-        message = e.what();
-    } catch (const std::exception& e) {
-        ADD_FAILURE() << "not an InputError: " << e.what();
-    }
-    if (!message.empty()) {
-        EXPECT_PRED_FORMAT2(::testing::IsSubstring, std::string(needle), message);
-        EXPECT_EQ(message.rfind(std::string(name) + ": ", 0), 0U) << message;
-        EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-    }
-    return message;
-}
-
-/// Same float, bit for bit (any NaN matches any NaN).
-void expect_same_float(float actual, float expected, std::size_t index) {
-    if (std::isnan(expected)) {
-        EXPECT_TRUE(std::isnan(actual)) << "at " << index;
-    } else {
-        EXPECT_EQ(std::bit_cast<std::uint32_t>(actual), std::bit_cast<std::uint32_t>(expected))
-            << "at " << index << ": got " << actual << ", want " << expected;
-    }
+    return testing::expect_error_message<InputError>(
+        [&] { (void)parse_json_array(json::parse(text), name, kind); },
+        std::string(name) + ": ",
+        needle);
 }
 
 // ----------------------------------------------------------------------------------------
@@ -372,3 +347,4 @@ TEST_F(JsonArrayFile, ContentErrorsNameTheFile) {
 }
 
 } // namespace
+} // namespace attn::io

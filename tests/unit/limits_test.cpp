@@ -90,6 +90,7 @@ namespace fs = std::filesystem;
 using attn::InputError;
 using namespace attn::io;
 using namespace attn::problem;
+using attn::testing::ScopedLimit;
 
 /// The largest allocation `f` makes (it may throw; the exception is swallowed after its
 /// message is stored in `message`).
@@ -108,18 +109,6 @@ template <class F> std::size_t largest_allocation_of(F f, std::string* message =
     counting = false;
     return largest_allocation.load();
 }
-
-/// Runs f with the memory limit set to `bytes`, then restores the previous limit.
-class ScopedLimit {
-  public:
-    explicit ScopedLimit(std::uint64_t bytes) : old_(memory_limit()) { set_memory_limit(bytes); }
-    ScopedLimit(const ScopedLimit&) = delete;
-    ScopedLimit& operator=(const ScopedLimit&) = delete;
-    ~ScopedLimit() { set_memory_limit(old_); }
-
-  private:
-    std::uint64_t old_;
-};
 
 /// An NPY v1 file with any header dict and payload (the header padded as numpy does).
 std::string npy_file(const std::string& dict_in, const std::string& payload) {

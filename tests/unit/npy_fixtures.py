@@ -1,36 +1,28 @@
 #!/usr/bin/python3
-"""Prints the NumPy-written NPY files that tests/unit/npy_test.cpp embeds as hex literals.
+"""Writes the NumPy-written NPY files of tests/unit/npy_test.cpp into tests/unit/fixtures/
+(NAME.npy) with numpy's astype(float32) bit patterns of each (npy_float32_bits.json).
 
-Run it with Debian's python3-numpy and paste the output over the `numpy_fixtures` table in
-npy_test.cpp. The C++ tests need no files; this script only records where the bytes (and
-the expected float32 bit patterns) came from. It is not run by CTest.
+Run it with Debian's python3-numpy when a fixture is added; the C++ tests read the files
+(ATTN_SOURCE_DIR) and never run numpy. It is not run by CTest.
 """
-import io
+import json
+import os
 
 import numpy as np
 
-
-def npy(array):
-    buffer = io.BytesIO()
-    np.save(buffer, array, allow_pickle=False)
-    return buffer.getvalue()
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES_DIR = os.path.join(HERE, "fixtures")
 
 
-def cxx_bytes(data, indent):
-    """A C++ string_view literal, split into adjacent literals that fit 100 columns."""
-    per_line = (100 - indent - 4) // 4
-    chunks = [data[i:i + per_line] for i in range(0, len(data), per_line)] or [b""]
-    lines = ['"' + "".join(f"\\x{b:02x}" for b in chunk) + '"' for chunk in chunks]
-    return ("\n" + " " * indent).join(lines) + "sv"
+def float32_bits(array):
+    """The float32 bit patterns numpy's astype(float32) gives, in C order."""
+    return np.ascontiguousarray(array, dtype="<f4").view("<u4").ravel().tolist()
 
 
-def cxx_bits(array, indent):
-    """The float32 bit patterns numpy's astype(float32) gives, as a braced list."""
-    bits = np.ascontiguousarray(array, dtype="<f4").view("<u4").ravel()
-    words = [f"0x{int(b):08x}u" for b in bits]
-    per_line = (100 - indent - 4) // 13
-    lines = [", ".join(words[i:i + per_line]) for i in range(0, len(words), per_line)]
-    return "{" + (",\n" + " " * (indent + 1)).join(lines) + "}"
+def write_json_lines(path, rows, brackets):
+    """rows as one JSON value a line inside brackets ("[]" or "{}"): diffs stay readable."""
+    with open(path, "w") as f:
+        f.write(brackets[0] + "\n" + ",\n".join(" " + r for r in rows) + "\n" + brackets[1] + "\n")
 
 
 FIXTURES = {
@@ -50,9 +42,9 @@ FIXTURES = {
 }
 
 if __name__ == "__main__":
+    os.makedirs(FIXTURES_DIR, exist_ok=True)
     for name, array in FIXTURES.items():
-        print(f"    // {name}: shape {array.shape}, dtype {array.dtype.str}, "
-              f"fortran_order={np.isfortran(array) and array.ndim > 1}")
-        print(f"    {{\"{name}\",")
-        print(f"     {cxx_bytes(npy(array), 5)},")
-        print(f"     {cxx_bits(array.astype('<f4'), 5)}}},")
+        np.save(os.path.join(FIXTURES_DIR, name + ".npy"), array, allow_pickle=False)
+    write_json_lines(os.path.join(FIXTURES_DIR, "npy_float32_bits.json"),
+                     [f"{json.dumps(n)}: {json.dumps(float32_bits(a.astype('<f4')))}"
+                      for n, a in FIXTURES.items()], "{}")

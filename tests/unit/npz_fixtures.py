@@ -1,15 +1,17 @@
 #!/usr/bin/python3
-"""Prints the NumPy-written .npz archives that tests/unit/npz_test.cpp embeds as hex literals.
+"""Writes the NumPy-written .npz archives of tests/unit/npz_test.cpp into tests/unit/fixtures/
+(savez.npz, savez_compressed.npz) with each member's shape and numpy's astype(float32) bit
+patterns (npz_members.json, in archive order).
 
-Run it with Debian's python3-numpy and paste the output over the `npz_fixtures` table in
-npz_test.cpp. The C++ tests need no files; this script records where the bytes (and the
-expected float32 bit patterns) came from. It is not run by CTest.
+Run it with Debian's python3-numpy when a member is added; the C++ tests read the files
+(ATTN_SOURCE_DIR) and never run numpy. It is not run by CTest.
 """
-import io
+import json
+import os
 
 import numpy as np
 
-from npy_fixtures import cxx_bits, cxx_bytes
+from npy_fixtures import FIXTURES_DIR, float32_bits, write_json_lines
 
 # One member per dtype the NPY reader takes (both byte orders, C and Fortran order).
 ARRAYS = {
@@ -27,20 +29,11 @@ ARRAYS = {
     "mask": np.array([[True, False, True]]),
 }
 
-
-def archive(compressed):
-    buffer = io.BytesIO()
-    (np.savez_compressed if compressed else np.savez)(buffer, **ARRAYS)
-    return buffer.getvalue()
-
-
 if __name__ == "__main__":
-    for compressed in (False, True):
-        name = "savez_compressed" if compressed else "savez"
-        print(f"    // np.{name}(f, **ARRAYS)")
-        print(f"    {{\"{name}\",")
-        print(f"     {cxx_bytes(archive(compressed), 5)}}},")
-    print()
-    for name, array in ARRAYS.items():
-        print(f"    {{\"{name}\", {{{', '.join(str(d) for d in array.shape)}}},")
-        print(f"     {cxx_bits(array.astype('<f4'), 5)}}},")
+    os.makedirs(FIXTURES_DIR, exist_ok=True)
+    np.savez(os.path.join(FIXTURES_DIR, "savez.npz"), **ARRAYS)
+    np.savez_compressed(os.path.join(FIXTURES_DIR, "savez_compressed.npz"), **ARRAYS)
+    write_json_lines(os.path.join(FIXTURES_DIR, "npz_members.json"),
+                     [json.dumps({"name": n, "shape": list(a.shape),
+                                  "float32_bits": float32_bits(a.astype("<f4"))})
+                      for n, a in ARRAYS.items()], "[]")

@@ -7,6 +7,7 @@
 // into the bias, and the score features.
 #include "attn/io/npy.hpp"
 #include "attn/problem/problem.hpp"
+#include "unit/safetensors_bytes.hpp"
 #include "unit/test_files.hpp"
 
 #include <array>

@@ -22,6 +22,15 @@ using attn::Tensor;
 using attn::testing::message_of;
 
 /// theta = 1 makes every inverse frequency 1; linear factor 2/π turns position 1 into 90°.
+/// llama-3 frequency scaling: factor, low and high frequency factors, original context.
+attn::RopeScaling llama3(double factor, double low, double high, double original) {
+    return {.type = RopeScalingType::llama3,
+            .factor = factor,
+            .low_freq_factor = low,
+            .high_freq_factor = high,
+            .original_max_position_embeddings = original};
+}
+
 RopeSpec quarter_turn(RopeStyle style) {
     RopeSpec s;
     s.theta = 1.0;
@@ -78,11 +87,7 @@ TEST(Rope, Llama3ScalingKeepsHighDividesLowBlendsMiddle) {
     // original 32, low 1, high 8: high band below 4, low band above 32.
     RopeSpec s;
     s.theta = 100.0;
-    s.scaling = {.type = RopeScalingType::llama3,
-                 .factor = 8.0,
-                 .low_freq_factor = 1.0,
-                 .high_freq_factor = 8.0,
-                 .original_max_position_embeddings = 32.0};
+    s.scaling = llama3(8.0, 1.0, 8.0, 32.0);
     auto inv = attn::rope_inverse_frequencies(s, 4);
     // 2π: between 4 and 32 -> smooth = (32 / 2π - 1) / 7, f = (1 - smooth) / 8 + smooth
     const double smooth = (32.0 / (2.0 * std::numbers::pi) - 1.0) / 7.0;
@@ -157,11 +162,7 @@ TEST(Rope, ScoresDependOnlyOnRelativePosition) {
         RopeSpec s;
         s.style = style;
         s.dim = 12;
-        s.scaling = {.type = RopeScalingType::llama3,
-                     .factor = 8.0,
-                     .low_freq_factor = 1.0,
-                     .high_freq_factor = 4.0,
-                     .original_max_position_embeddings = 64.0};
+        s.scaling = llama3(8.0, 1.0, 4.0, 64.0);
         const double d0 = dot_after_rope(s, q, k, 7, 3);
         for (long shift : {1L, 10L, 500L, -3L}) {
             EXPECT_NEAR(dot_after_rope(s, q, k, 7 + shift, 3 + shift), d0, 1e-12) << shift;
@@ -213,11 +214,7 @@ TEST(Rope, RefusesBadSpecsAndPositions) {
     EXPECT_EQ(message_of([&] { attn::apply_rope(x, zero_theta, three); }),
               "rope.theta: expected a finite number > 0, got 0");
     RopeSpec bad_band;
-    bad_band.scaling = {.type = RopeScalingType::llama3,
-                        .factor = 8.0,
-                        .low_freq_factor = 4.0,
-                        .high_freq_factor = 4.0,
-                        .original_max_position_embeddings = 8192.0};
+    bad_band.scaling = llama3(8.0, 4.0, 4.0, 8192.0);
     EXPECT_NE(message_of([&] {
                   attn::apply_rope(x, bad_band, three);
               }).find("rope.scaling.high_freq_factor"),

@@ -168,13 +168,10 @@ TEST_P(StreamingKernel, ResultsAreBitIdenticalForEveryThreadCount) {
 TEST_P(StreamingKernel, GroupedQueryEqualsRepeatedHeads) {
     std::mt19937 rng(14);
     const std::size_t h = 6, hkv = 2, lq = 70, lk = 140;
-    const Tensor q = random_tensor(rng, {2, h, lq, 8});
-    const Tensor k = random_tensor(rng, {2, hkv, lk, 8});
-    const Tensor v = random_tensor(rng, {2, hkv, lk, 4});
-    const Tensor kr = repeat_heads(k, h);
-    const Tensor vr = repeat_heads(v, h);
+    const auto [q, k, v] = random_qkv(rng, {2, h, lq, 8}, {2, hkv, lk, 8}, 4);
     const AttentionSpec spec{.causal = Causal::top_left, .simd = GetParam()};
-    EXPECT_EQ(attend_streaming(q, k, v, spec).output, attend_streaming(q, kr, vr, spec).output);
+    EXPECT_EQ(attend_streaming(q, k, v, spec).output,
+              attend_streaming(q, repeat_heads(k, h), repeat_heads(v, h), spec).output);
 }
 
 TEST_P(StreamingKernel, KeyValueBatchOfOneBroadcasts) {

@@ -1,10 +1,14 @@
 // The terminal heatmap's conventions: --color (auto only to a terminal, NO_COLOR), the
 // terminal's size (TIOCGWINSZ, then COLUMNS/LINES, then 80x24), a small map using the
-// width and no panel taller than the terminal.
+// width and no panel taller than the terminal, large maps in half blocks within the width,
+// the colour modes, and the output compared with tests/golden/term_3x3.txt.
 #include "attn/render/terminal.hpp"
 #include "attn/render/text.hpp"
+#include "unit/heatmap_images.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <sstream>
 #include <string>
@@ -12,6 +16,8 @@
 
 namespace attn::render {
 namespace {
+
+using testing::input_3x3;
 
 /// n x n weights without labels.
 struct Map {
@@ -120,6 +126,62 @@ TEST(HeatmapTerminal, SkippedTokensAreStated) {
     o.annotate = Annotate::off;
     const std::string fits = heatmap_terminal(small.in, o, term_options(TermColor::none, {80, 24}));
     EXPECT_EQ(fits.find("labels: "), std::string::npos) << fits;
+}
+
+TEST(HeatmapTerminal, Golden3x3) {
+    HeatmapOptions o;
+    o.title = "3x3";
+    const std::string got = heatmap_terminal(input_3x3(), o, {TermColor::truecolor, 80, 40});
+    const std::string path = std::string(ATTN_SOURCE_DIR) + "/tests/golden/term_3x3.txt";
+    if (std::getenv("ATTN_UPDATE_GOLDEN") != nullptr) {
+        std::ofstream(path, std::ios::binary) << got;
+    }
+    std::ifstream f(path, std::ios::binary);
+    ASSERT_TRUE(f) << "missing " << path << " (run with ATTN_UPDATE_GOLDEN=1 to create it)";
+    std::stringstream want;
+    want << f.rdbuf();
+    EXPECT_EQ(got, want.str());
+}
+
+TEST(HeatmapTerminal, ColourModes) {
+    HeatmapOptions o;
+    const std::string c256 = heatmap_terminal(input_3x3(), o, {TermColor::palette256, 80, 40});
+    EXPECT_NE(c256.find("\x1b[48;5;"), std::string::npos);
+    EXPECT_EQ(c256.find(";2;"), std::string::npos);
+    const std::string none = heatmap_terminal(input_3x3(), o, {TermColor::none, 80, 40});
+    EXPECT_EQ(none.find('\x1b'), std::string::npos);
+    EXPECT_NE(none.find("0.70"), std::string::npos);
+    EXPECT_NE(none.find("\u2591"), std::string::npos); // the legend's shades
+
+    EXPECT_EQ(term_color_from_env("1", "truecolor"), TermColor::none);
+    EXPECT_EQ(term_color_from_env("", "truecolor"), TermColor::truecolor);
+    EXPECT_EQ(term_color_from_env(nullptr, "24bit"), TermColor::truecolor);
+    EXPECT_EQ(term_color_from_env(nullptr, nullptr), TermColor::palette256);
+    EXPECT_EQ(term_color_from_env(nullptr, "yes"), TermColor::palette256);
+    EXPECT_EQ(xterm256_index({0, 0, 0}), 16);
+    EXPECT_EQ(xterm256_index({255, 255, 255}), 231);
+    EXPECT_EQ(xterm256_index({128, 128, 128}), 244);
+    EXPECT_EQ(xterm256_index({255, 0, 0}), 196);
+}
+
+TEST(HeatmapTerminal, LargeMapsUseHalfBlocksWithinTheWidth) {
+    std::vector<float> w(200 * 300);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+        w[i] = static_cast<float>(i % 17) / 17.0f;
+    }
+    HeatmapInput in;
+    in.rows = 200;
+    in.cols = 300;
+    in.panels.push_back({"", w, {}});
+    const std::string out = heatmap_terminal(in, {}, {TermColor::truecolor, 100, 30});
+    EXPECT_NE(out.find("\u2580"), std::string::npos);
+    EXPECT_NE(out.find("max-pooled"), std::string::npos);
+    const std::vector<std::string> lines = visible_lines(out);
+    for (const std::string& plain : lines) {
+        // Visible width: escape sequences dropped, code points counted.
+        EXPECT_LE(text_length(plain), 100u) << plain;
+    }
+    EXPECT_LE(lines.size(), 30u + 8u);
 }
 
 } // namespace

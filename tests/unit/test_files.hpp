@@ -1,15 +1,21 @@
 // Shared helpers of the unit tests of readers and writers: bytes from text, a fresh temp
 // folder per test (TempDirTest), and the check of a one-line error message's start and
-// content (expect_error_message); safetensors files byte by byte (file_of, entry,
-// f32_safetensors). Numeric helpers live in test_util.hpp.
+// content (expect_error_message), bit-exact floats (expect_same_float) and a scoped memory
+// limit (ScopedLimit), the files of tests/unit/fixtures/ (fixture_bytes, fixture_json).
+// Numeric helpers live in test_util.hpp.
 #pragma once
 
+#include "attn/io/limits.hpp"
+
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <exception>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <unistd.h>
@@ -17,70 +23,49 @@
 
 namespace attn::testing {
 
-// Safetensors files built byte by byte (the format: an 8-byte little-endian header length,
-// the JSON header, the data).
-using Bytes = std::vector<std::uint8_t>;
-
-inline void append_le(Bytes& out, std::uint64_t v, std::size_t n) {
-    for (std::size_t k = 0; k < n; ++k) {
-        out.push_back(static_cast<std::uint8_t>((v >> (8 * k)) & 0xffu));
-    }
-}
-
-/// A file: the header length, `header` verbatim, then `data`.
-inline Bytes file_of(std::string_view header, const Bytes& data = {}) {
-    Bytes out;
-    append_le(out, header.size(), 8);
-    out.insert(out.end(), header.begin(), header.end());
-    out.insert(out.end(), data.begin(), data.end());
-    return out;
-}
-
-inline Bytes f32_bytes(const std::vector<float>& v) {
-    Bytes out;
-    for (const float x : v) {
-        append_le(out, std::bit_cast<std::uint32_t>(x), 4);
-    }
-    return out;
-}
-
-/// One tensor entry of a header, as JSON text.
-inline std::string entry(std::string_view name,
-                         std::string_view dtype,
-                         std::string_view shape,
-                         std::uint64_t begin,
-                         std::uint64_t end) {
-    return "\"" + std::string(name) + "\":{\"dtype\":\"" + std::string(dtype) +
-           "\",\"shape\":" + std::string(shape) + ",\"data_offsets\":[" + std::to_string(begin) +
-           "," + std::to_string(end) + "]}";
-}
-
-/// A safetensors file of F32 tensors, each {name, shape, values}, in order.
-struct F32Tensor {
-    std::string name;
-    std::vector<std::size_t> shape;
-    std::vector<float> values;
-};
-inline Bytes f32_safetensors(const std::vector<F32Tensor>& tensors) {
-    std::string header = "{";
-    Bytes data;
-    for (const F32Tensor& t : tensors) {
-        std::string shape = "[";
-        for (const std::size_t d : t.shape) {
-            shape += (shape.size() > 1 ? "," : "") + std::to_string(d);
-        }
-        const std::uint64_t begin = data.size();
-        const Bytes bytes = f32_bytes(t.values);
-        data.insert(data.end(), bytes.begin(), bytes.end());
-        header +=
-            (header.size() > 1 ? "," : "") + entry(t.name, "F32", shape + "]", begin, data.size());
-    }
-    return file_of(header + "}", data);
-}
-
 inline std::vector<std::uint8_t> bytes_of(std::string_view text) {
     return {text.begin(), text.end()};
 }
+
+/// Same float, bit for bit (any NaN matches any NaN).
+inline void expect_same_float(float actual, float expected, std::size_t index) {
+    if (std::isnan(expected)) {
+        EXPECT_TRUE(std::isnan(actual)) << "at " << index << ": " << actual;
+    } else {
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(actual), std::bit_cast<std::uint32_t>(expected))
+            << "at " << index << ": got " << actual << ", want " << expected;
+    }
+}
+
+/// The bytes of tests/unit/fixtures/NAME: files numpy wrote (npy_fixtures.py,
+/// npz_fixtures.py) and what numpy says of them.
+inline std::vector<std::uint8_t> fixture_bytes(const std::string& name) {
+    const std::filesystem::path path =
+        std::filesystem::path(ATTN_SOURCE_DIR) / "tests" / "unit" / "fixtures" / name;
+    std::ifstream in(path, std::ios::binary);
+    EXPECT_TRUE(in) << "missing fixture " << path;
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// tests/unit/fixtures/NAME parsed as JSON.
+inline nlohmann::json fixture_json(const std::string& name) {
+    const std::vector<std::uint8_t> bytes = fixture_bytes(name);
+    return nlohmann::json::parse(bytes.begin(), bytes.end());
+}
+
+/// The memory limit set to `bytes` for the scope, then restored.
+class ScopedLimit {
+  public:
+    explicit ScopedLimit(std::uint64_t bytes) : old_(io::memory_limit()) {
+        io::set_memory_limit(bytes);
+    }
+    ScopedLimit(const ScopedLimit&) = delete;
+    ScopedLimit& operator=(const ScopedLimit&) = delete;
+    ~ScopedLimit() { io::set_memory_limit(old_); }
+
+  private:
+    std::uint64_t old_;
+};
 
 /// A fixture with a fresh folder per test, <temp>/attn_<suite>_<pid>_<test>, removed after
 /// the test; write() puts a file in it.

@@ -9,9 +9,11 @@
 #include "attn/kernels.hpp"
 #include "attn/tensor.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <gtest/gtest.h>
+#include <numeric>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -38,6 +40,14 @@ inline Tensor random_tensor(std::mt19937& rng, Shape s, float lo = -1.0f, float 
     return t;
 }
 
+/// 0, 1, .., n - 1 in a random order.
+inline std::vector<std::size_t> random_permutation(std::mt19937& rng, std::size_t n) {
+    std::vector<std::size_t> perm(n);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    return perm;
+}
+
 inline Mask random_mask(std::mt19937& rng, Shape s, double p_keep) {
     std::bernoulli_distribution keep(p_keep);
     Mask m = Mask::from_shape(s);
@@ -45,6 +55,19 @@ inline Mask random_mask(std::mt19937& rng, Shape s, double p_keep) {
         x = keep(rng) ? 1 : 0;
     }
     return m;
+}
+
+/// Random Q [B, H, Lq, D], K [B, Hkv, Lk, D] and V [B, Hkv, Lk, Dv] (uniform in [-1, 1]),
+/// drawn from rng in that order.
+struct Qkv {
+    Tensor q, k, v;
+};
+inline Qkv random_qkv(std::mt19937& rng, Shape q, Shape k, std::size_t dv) {
+    Qkv t;
+    t.q = random_tensor(rng, q);
+    t.k = random_tensor(rng, k);
+    t.v = random_tensor(rng, {k[0], k[1], k[2], dv});
+    return t;
 }
 
 /// x [B, Hkv, L, D] with every head repeated for its group of `heads` query heads:

@@ -17,14 +17,10 @@
 
 using namespace attn;
 
-extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
-    fuzz::fixture_dir();
-    return 0;
-}
+ATTN_FUZZ_INITIALIZE_FIXTURES()
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    fuzz::set_limits();
-    std::string_view line(reinterpret_cast<const char*>(data), size);
+    std::string_view line = fuzz::input_text(data, size);
     line = line.substr(0, line.find('\n'));
 
     nlohmann::json fast;

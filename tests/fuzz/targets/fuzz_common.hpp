@@ -149,6 +149,19 @@ inline void set_limits() {
     io::set_memory_limit(fuzz_memory_limit);
 }
 
+/// The input as text, after set_limits(): how every target of a text format begins.
+inline std::string_view input_text(const std::uint8_t* data, std::size_t size) {
+    set_limits();
+    return {reinterpret_cast<const char*>(data), size};
+}
+
+/// The input as one JSON document (input_text through parse_json), or nothing when
+/// io::parse_json_text refuses it.
+inline std::optional<nlohmann::json>
+input_json(const std::uint8_t* data, std::size_t size, const char* name) {
+    return parse_json(input_text(data, size), name);
+}
+
 // --- fixture files ---------------------------------------------------------------------------
 
 /// An NPY v1 file with any descr, order and shape text, and the given payload.
@@ -244,6 +257,14 @@ inline const std::filesystem::path& fixture_dir() {
     }();
     return dir;
 }
+
+/// Defines LLVMFuzzerInitialize to fill the fixture folder once, before the first input,
+/// for the targets whose documents name fixture files.
+#define ATTN_FUZZ_INITIALIZE_FIXTURES()                                                            \
+    extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {                         \
+        attn::fuzz::fixture_dir();                                                                 \
+        return 0;                                                                                  \
+    }
 
 /// What every decoded problem goes through: the limit checks (which may only refuse with
 /// InputError), the output-path check (an output named like an input must be refused),

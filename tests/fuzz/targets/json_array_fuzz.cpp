@@ -14,9 +14,7 @@
 using namespace attn;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    fuzz::set_limits();
-    const std::string_view text(reinterpret_cast<const char*>(data), size);
-    const std::optional<nlohmann::json> j = fuzz::parse_json(text, "fuzz.json");
+    const std::optional<nlohmann::json> j = fuzz::input_json(data, size, "fuzz.json");
     if (!j) {
         return 0;
     }

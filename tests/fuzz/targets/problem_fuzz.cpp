@@ -13,15 +13,10 @@
 
 using namespace attn;
 
-extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
-    fuzz::fixture_dir();
-    return 0;
-}
+ATTN_FUZZ_INITIALIZE_FIXTURES()
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    fuzz::set_limits();
-    const std::string_view text(reinterpret_cast<const char*>(data), size);
-    const std::optional<nlohmann::json> doc = fuzz::parse_json(text, "problem.json");
+    const std::optional<nlohmann::json> doc = fuzz::input_json(data, size, "problem.json");
     if (!doc) {
         return 0;
     }

@@ -15,8 +15,7 @@
 using namespace attn;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    fuzz::set_limits();
-    const std::string_view text(reinterpret_cast<const char*>(data), size);
+    const std::string_view text = fuzz::input_text(data, size);
     std::vector<std::string> tokens;
     if (!fuzz::only_input_errors("parse_token_text",
                                  [&] { tokens = io::parse_token_text(text, "fuzz.txt"); })) {

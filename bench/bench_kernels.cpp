@@ -1,5 +1,6 @@
 // Kernel benchmarks: attend_streaming on the best SIMD target and, in a sweep, on every
-// target this CPU runs; attend_materialized (weights on); the float64 test reference as a
+// target this CPU runs; attend_materialized (weights on), into one reused result and, in
+// the sweep, also into a fresh one per call; the float64 test reference as a
 // floor; and OpenBLAS sgemm on the same shapes (Q·Kᵀ then P·V) as the roofline, all in one
 // binary. Every attention row's label names the Highway target it ran. Each benchmark first checks
 // sampled output rows against a float64 computation and calls SkipWithError on a mismatch; only
@@ -110,8 +111,18 @@ std::string verify_rows(const Problem& p, const Tensor& out, Causal causal) {
 
 enum class Kernel { streaming, materialized };
 
+/// Where an attention row's result lives across iterations: `reused`, one result that
+/// every call writes into (attend_into's caller-owned buffers, as the sgemm rows reuse C),
+/// or `fresh`, a new result per call (what one `attn compute` pays: a fresh [B, H, L, L]
+/// weights tensor is 512 MB at L = 4096, H = 8, whose first-touch page faults and unmapping
+/// cost about as much CPU time as the arithmetic).
+enum class Buffers { fresh, reused };
+
 /// Args: L, D, H, causal, threads.
-void run_attention(benchmark::State& state, Kernel kernel, Simd simd = Simd::best) {
+void run_attention(benchmark::State& state,
+                   Kernel kernel,
+                   Buffers buffers,
+                   Simd simd = Simd::best) {
     const auto l = static_cast<std::size_t>(state.range(0));
     const auto d = static_cast<std::size_t>(state.range(1));
     const auto h = static_cast<std::size_t>(state.range(2));
@@ -122,21 +133,26 @@ void run_attention(benchmark::State& state, Kernel kernel, Simd simd = Simd::bes
                              .want_weights = kernel == Kernel::materialized,
                              .threads = threads,
                              .simd = simd};
+    attn::AttentionResult r;
     auto call = [&] {
-        return kernel == Kernel::materialized ? attn::attend_materialized(p.q, p.k, p.v, spec)
-                                              : attn::attend_streaming(p.q, p.k, p.v, spec);
+        if (buffers == Buffers::fresh) {
+            r = attn::AttentionResult{}; // the previous result is freed first, as in a loop
+        }
+        if (kernel == Kernel::materialized) {
+            attn::attend_materialized_into(p.q, p.k, p.v, spec, r);
+        } else {
+            attn::attend_streaming_into(p.q, p.k, p.v, spec, r);
+        }
     };
     // Verify, then time.
-    {
-        const auto r = call();
-        const std::string err = verify_rows(p, r.output, causal);
-        if (!err.empty()) {
-            state.SkipWithError(err.c_str());
-            return;
-        }
+    call();
+    const std::string err = verify_rows(p, r.output, causal);
+    if (!err.empty()) {
+        state.SkipWithError(err.c_str());
+        return;
     }
     for (auto _ : state) {
-        auto r = call();
+        call();
         benchmark::DoNotOptimize(r.output.data());
         benchmark::ClobberMemory();
     }
@@ -146,10 +162,10 @@ void run_attention(benchmark::State& state, Kernel kernel, Simd simd = Simd::bes
 }
 
 void bm_streaming(benchmark::State& state) {
-    run_attention(state, Kernel::streaming);
+    run_attention(state, Kernel::streaming, Buffers::fresh);
 }
 void bm_materialized(benchmark::State& state) {
-    run_attention(state, Kernel::materialized);
+    run_attention(state, Kernel::materialized, Buffers::reused);
 }
 
 /// The test reference (float64, unblocked): the floor. Args: L, D, H.
@@ -295,15 +311,24 @@ BENCHMARK(bm_naive)
 
 /// The target sweeps at L = 4096, D = 64, H = 8, no mask, on each SIMD target this CPU
 /// runs, 1 and 2 threads: bm_streaming as bm_target/<TARGET>/..., and bm_materialized
-/// (the weights path) as bm_target_weights/<TARGET>/....
+/// (the weights path) as bm_target_weights/<TARGET>/... (one result reused, as sgemm's C)
+/// and bm_target_weights_fresh/<TARGET>/... (a new result per call, as one `attn compute`).
 void register_target_sweep() {
-    for (const auto& [family, kernel] : {std::pair{"bm_target/", Kernel::streaming},
-                                         std::pair{"bm_target_weights/", Kernel::materialized}}) {
+    struct Family {
+        const char* name;
+        Kernel kernel;
+        Buffers buffers;
+    };
+    for (const Family& family :
+         {Family{"bm_target/", Kernel::streaming, Buffers::fresh},
+          Family{"bm_target_weights/", Kernel::materialized, Buffers::reused},
+          Family{"bm_target_weights_fresh/", Kernel::materialized, Buffers::fresh}}) {
         for (const Simd simd : attn::simd_supported()) {
-            const std::string name = family + std::string(attn::simd_name(simd));
+            const std::string name = family.name + std::string(attn::simd_name(simd));
             benchmark::RegisterBenchmark(name.c_str(),
-                                         [simd, kernel = kernel](benchmark::State& state) {
-                                             run_attention(state, kernel, simd);
+                                         [simd, family](benchmark::State& state) {
+                                             run_attention(
+                                                 state, family.kernel, family.buffers, simd);
                                          })
                 ->ArgNames(kAttentionArgs)
                 ->ArgsProduct({{4096}, {64}, {8}, {0}, {1, 2}})

@@ -12,10 +12,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <gtest/gtest.h>
 #include <limits>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace attn {
@@ -173,6 +175,94 @@ void check_diagnostics(const AttentionResult& got,
     }
 }
 
+/// Every element of every tensor `r` holds set to NaN and the count to garbage: the stale
+/// contents of a result buffer handed back to attend_into().
+template <class T> void poison(BasicAttentionResult<T>& r) {
+    const T nan = std::numeric_limits<T>::quiet_NaN();
+    r.output.fill(nan);
+    for (auto* t : {&r.weights,
+                    &r.diagnostics.lse,
+                    &r.diagnostics.entropy,
+                    &r.diagnostics.argmax,
+                    &r.diagnostics.top_k_indices,
+                    &r.diagnostics.top_k_weights}) {
+        if (*t) {
+            (*t)->fill(nan);
+        }
+    }
+    r.rows_fully_masked = 12345;
+}
+
+/// Where each tensor of `r` keeps its elements (null for an absent one).
+template <class T> std::vector<const T*> storage(const BasicAttentionResult<T>& r) {
+    std::vector<const T*> out{r.output.data()};
+    for (const auto* t : {&r.weights,
+                          &r.diagnostics.lse,
+                          &r.diagnostics.entropy,
+                          &r.diagnostics.argmax,
+                          &r.diagnostics.top_k_indices,
+                          &r.diagnostics.top_k_weights}) {
+        out.push_back(*t ? (*t)->data() : nullptr);
+    }
+    return out;
+}
+
+/// a and b hold the same tensors, bit for bit (NaN or -0 included), and the same count.
+template <class T>
+::testing::AssertionResult same_bits(const BasicAttentionResult<T>& a,
+                                     const BasicAttentionResult<T>& b) {
+    const auto same = [](const xt::xtensor<T, 4>& x, const xt::xtensor<T, 4>& y) {
+        return x.shape() == y.shape() && std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0;
+    };
+    const auto same_opt = [&](const std::optional<xt::xtensor<T, 4>>& x,
+                              const std::optional<xt::xtensor<T, 4>>& y) {
+        return x.has_value() == y.has_value() && (!x || same(*x, *y));
+    };
+    const auto& da = a.diagnostics;
+    const auto& db = b.diagnostics;
+    const std::pair<const char*, bool> parts[] = {
+        {"output", same(a.output, b.output)},
+        {"weights", same_opt(a.weights, b.weights)},
+        {"lse", same_opt(da.lse, db.lse)},
+        {"entropy", same_opt(da.entropy, db.entropy)},
+        {"argmax", same_opt(da.argmax, db.argmax)},
+        {"top_k_indices", same_opt(da.top_k_indices, db.top_k_indices)},
+        {"top_k_weights", same_opt(da.top_k_weights, db.top_k_weights)},
+        {"rows_fully_masked", a.rows_fully_masked == b.rows_fully_masked}};
+    for (const auto& [name, ok] : parts) {
+        if (!ok) {
+            return ::testing::AssertionFailure() << name << " differs";
+        }
+    }
+    return ::testing::AssertionSuccess();
+}
+
+/// attend_into() on a caller-owned result gives attend()'s result bit for bit: first into
+/// a result of another call (other shapes, the other want_weights, other diagnostics:
+/// reallocated or dropped), then into its own poisoned buffers, whose storage it keeps.
+template <class T>
+void check_reuse(const BasicTensor<T>& q,
+                 const BasicTensor<T>& k,
+                 const BasicTensor<T>& v,
+                 const BasicAttentionSpec<T>& spec,
+                 const BasicTensor<T>& other_q,
+                 const BasicTensor<T>& other_k,
+                 const BasicTensor<T>& other_v,
+                 const BasicAttentionSpec<T>& other_spec,
+                 const std::string& what) {
+    const BasicAttentionResult<T> fresh = attend(q, k, v, spec);
+    BasicAttentionResult<T> reused;
+    attend_into(other_q, other_k, other_v, other_spec, reused);
+    poison(reused);
+    attend_into(q, k, v, spec, reused);
+    EXPECT_TRUE(same_bits(reused, fresh)) << what << " (after another call)";
+    poison(reused);
+    const std::vector<const T*> before = storage(reused);
+    attend_into(q, k, v, spec, reused);
+    EXPECT_TRUE(same_bits(reused, fresh)) << what << " (its own poisoned buffers)";
+    EXPECT_EQ(storage(reused), before) << what << ": the buffers were not reused";
+}
+
 /// (want_weights, Simd)
 class FeatureKernels : public ::testing::TestWithParam<std::tuple<bool, Simd>> {};
 
@@ -252,6 +342,46 @@ TEST_P(FeatureKernels, ResultsAreBitIdenticalForOneTwoAndThreeThreads) {
             EXPECT_EQ(*many.diagnostics.argmax, *one.diagnostics.argmax) << f.name;
             EXPECT_EQ(many.rows_fully_masked, one.rows_fully_masked) << f.name;
         }
+    }
+}
+
+TEST_P(FeatureKernels, ResultBuffersReusedAreOverwrittenBitIdentically) {
+    const auto [want_weights, simd] = GetParam();
+    unsigned seed = 250;
+    // Every feature set, and plain rows (the vectorised softmax row: no feature, no
+    // diagnostic) under causal masks. Every other set also asks for entropy and top-k,
+    // which take the materialized kernel even without weights; the rest stream then.
+    std::vector<Features> sets = feature_sets();
+    sets.push_back({.name = "plain causal with masks", .causal = Causal::top_left, .masks = true});
+    for (std::size_t n = 0; n < sets.size(); ++n) {
+        const Features& f = sets[n];
+        const bool plain = f.name.starts_with("plain");
+        const std::size_t top_k = n % 2 == 1 && !plain ? 3 : 0;
+        Problem p = make_problem(f, 3, 3, 130, 140, seed++);
+        if (f.masks) {
+            std::fill_n(&p.mask(1, 0, 70, 0), 140, std::uint8_t{0}); // a row that sees nothing
+        }
+        p.spec.want_weights = want_weights;
+        p.spec.simd = simd;
+        p.spec.threads = 2;
+        p.spec.want_lse = !plain;
+        p.spec.want_argmax = !plain;
+        p.spec.want_entropy = top_k > 0;
+        p.spec.top_k = top_k;
+        Problem other = make_problem(f, 3, 1, 7, 9, seed++);
+        other.spec.want_weights = !want_weights;
+        other.spec.simd = simd;
+        other.spec.want_entropy = true;
+        other.spec.top_k = 5;
+        check_reuse(p.q,
+                    p.k,
+                    p.v,
+                    p.spec,
+                    other.q,
+                    other.k,
+                    other.v,
+                    other.spec,
+                    f.name + " top_k=" + std::to_string(top_k));
     }
 }
 
@@ -362,6 +492,35 @@ TEST_P(FeatureF64, ResultsAreBitIdenticalForOneTwoAndThreeThreads) {
             EXPECT_EQ(*many.diagnostics.lse, *one.diagnostics.lse) << f.name;
             EXPECT_EQ(*many.diagnostics.top_k_indices, *one.diagnostics.top_k_indices) << f.name;
         }
+    }
+}
+
+TEST_P(FeatureF64, ResultBuffersReusedAreOverwrittenBitIdentically) {
+    unsigned seed = 450;
+    for (const Features& f : feature_sets()) {
+        Problem p = make_problem(f, 3, 1, 130, 70, seed++);
+        if (f.masks) {
+            std::fill_n(&p.mask(0, 0, 3, 0), 70, std::uint8_t{0}); // a row that sees nothing
+        }
+        p.spec.want_weights = GetParam();
+        p.spec.threads = 2;
+        p.spec.want_lse = true;
+        p.spec.want_entropy = true;
+        p.spec.top_k = 2;
+        Problem other = make_problem(f, 3, 3, 5, 4, seed++);
+        other.spec.want_weights = !GetParam();
+        other.spec.want_argmax = true;
+        const BasicTensor<double> bias = widen(p.bias);
+        const BasicTensor<double> other_bias = widen(other.bias);
+        check_reuse(widen(p.q),
+                    widen(p.k),
+                    widen(p.v),
+                    widen(p.spec, f.masks ? &bias : nullptr),
+                    widen(other.q),
+                    widen(other.k),
+                    widen(other.v),
+                    widen(other.spec, f.masks ? &other_bias : nullptr),
+                    f.name);
     }
 }
 

@@ -137,6 +137,25 @@ BasicAttentionResult<double> attend(const BasicTensor<double>& q,
                                     const BasicTensor<double>& v,
                                     const BasicAttentionSpec<double>& spec = {});
 
+/// attend() into a caller-owned result, as BLAS's sgemm writes into its C: the output,
+/// weights and diagnostics `result` already holds keep their storage when their shapes are
+/// the call's, and are (re)allocated otherwise; what the spec does not ask for is dropped.
+/// A loop over calls of one shape thus allocates its [B, H, Lq, Lk] weights once instead
+/// of on every call (first-touch page faults on a fresh tensor can cost as much as the
+/// arithmetic). Every element is overwritten, masked weights included (exactly 0), so
+/// the result is bit-identical to attend()'s whatever the buffers held. T is float or
+/// double, deduced from the tensors.
+///
+/// Example:
+///   AttentionResult r;
+///   for (const auto& [q, k, v] : batches) { attend_into(q, k, v, spec, r); use(r); }
+template <class T>
+void attend_into(const BasicTensor<T>& q,
+                 const BasicTensor<T>& k,
+                 const BasicTensor<T>& v,
+                 const BasicAttentionSpec<T>& spec,
+                 BasicAttentionResult<T>& result);
+
 /// Throws InputError unless q, k, v and the spec's masks agree (see attend()).
 void attend_check(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec);
 void attend_check(const BasicTensor<double>& q,

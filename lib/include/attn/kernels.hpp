@@ -26,6 +26,15 @@ BasicAttentionResult<double> attend_materialized(const BasicTensor<double>& q,
                                                  const BasicTensor<double>& v,
                                                  const BasicAttentionSpec<double>& spec);
 
+/// attend_materialized into a caller-owned result (see attend_into(): storage of the right
+/// shape is kept, every element overwritten). T is float or double.
+template <class T>
+void attend_materialized_into(const BasicTensor<T>& q,
+                              const BasicTensor<T>& k,
+                              const BasicTensor<T>& v,
+                              const BasicAttentionSpec<T>& spec,
+                              BasicAttentionResult<T>& result);
+
 /// Streams over blocks of keys with an online softmax (FlashAttention-style) and never
 /// forms the Lq×Lk matrix: memory is the output plus O((G·D + KB)·64) floats per thread,
 /// where G = H / Hkv. Ignores spec.want_weights (returns no weights). Agrees with
@@ -37,6 +46,13 @@ BasicAttentionResult<double> attend_materialized(const BasicTensor<double>& q,
 ///   auto r = attend_streaming(q, k, v, {.causal = Causal::top_left, .threads = 2});
 AttentionResult
 attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec);
+
+/// attend_streaming into a caller-owned result (see attend_into()).
+void attend_streaming_into(const Tensor& q,
+                           const Tensor& k,
+                           const Tensor& v,
+                           const AttentionSpec& spec,
+                           AttentionResult& result);
 
 /// The working memory a kernel allocates beyond its inputs and its result, in bytes
 /// (saturating at 2^64 - 1): the memory estimate adds it instead of knowing block sizes.

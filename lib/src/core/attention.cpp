@@ -152,25 +152,50 @@ template <class T> std::vector<T> alibi_default_slopes(std::size_t heads) {
 template std::vector<float> alibi_default_slopes<float>(std::size_t);
 template std::vector<double> alibi_default_slopes<double>(std::size_t);
 
+template <class T>
+void attend_into(const BasicTensor<T>& q,
+                 const BasicTensor<T>& k,
+                 const BasicTensor<T>& v,
+                 const BasicAttentionSpec<T>& spec,
+                 BasicAttentionResult<T>& result) {
+    attend_check(q, k, v, spec);
+    if constexpr (std::is_same_v<T, float>) {
+        // A NaN or ±inf value must add nothing to the rows that do not see its key: the
+        // materialized kernel takes those keys apart (a rare input: the check is one pass,
+        // made only when the call would stream; the materialized kernel makes its own).
+        const auto finite_values = [&] {
+            return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+        };
+        if (streams(spec) && finite_values()) {
+            attend_streaming_into(q, k, v, spec, result);
+            return;
+        }
+    }
+    attend_materialized_into(q, k, v, spec, result); // streams(spec) is false for double
+}
+
+template void
+attend_into(const Tensor&, const Tensor&, const Tensor&, const AttentionSpec&, AttentionResult&);
+template void attend_into(const BasicTensor<double>&,
+                          const BasicTensor<double>&,
+                          const BasicTensor<double>&,
+                          const BasicAttentionSpec<double>&,
+                          BasicAttentionResult<double>&);
+
 AttentionResult
 attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
-    attend_check(q, k, v, spec);
-    // A NaN or ±inf value must add nothing to the rows that do not see its key: the
-    // materialized kernel takes those keys apart (a rare input: the check is one pass,
-    // made only when the call would stream; the materialized kernel makes its own).
-    const auto finite_values = [&] {
-        return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
-    };
-    return streams(spec) && finite_values() ? attend_streaming(q, k, v, spec)
-                                            : attend_materialized(q, k, v, spec);
+    AttentionResult result;
+    attend_into(q, k, v, spec, result);
+    return result;
 }
 
 BasicAttentionResult<double> attend(const BasicTensor<double>& q,
                                     const BasicTensor<double>& k,
                                     const BasicTensor<double>& v,
                                     const BasicAttentionSpec<double>& spec) {
-    attend_check(q, k, v, spec);
-    return attend_materialized(q, k, v, spec); // streams(spec) is false for double
+    BasicAttentionResult<double> result;
+    attend_into(q, k, v, spec, result);
+    return result;
 }
 
 } // namespace attn

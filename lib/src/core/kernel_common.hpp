@@ -131,27 +131,51 @@ template <class T> bool has_row_features(const BasicAttentionSpec<T>& spec) {
            spec.top_k > 0;
 }
 
-/// Allocates the diagnostics spec.want_* asks for: [B, H, Lq, 1] each, top-k [B, H, Lq, K].
+/// `t` with shape `shape`: its storage kept when it already has that shape (a caller-owned
+/// result reused across calls, as BLAS's C), else freshly allocated. The contents are left
+/// for the kernel, which overwrites every element.
+template <class T> void fit_tensor(xt::xtensor<T, 4>& t, const std::array<std::size_t, 4>& shape) {
+    if (t.shape() != shape) {
+        t = xt::xtensor<T, 4>::from_shape(shape);
+    }
+}
+
+/// fit_tensor() on an optional tensor when `wanted`; otherwise the tensor is dropped.
 template <class T>
-void allocate_diagnostics(BasicRowDiagnostics<T>& diag,
-                          const BasicAttentionSpec<T>& spec,
-                          std::size_t n_b,
-                          std::size_t n_h,
-                          std::size_t lq) {
-    using Tensor4 = typename BasicRowDiagnostics<T>::Tensor4;
-    if (spec.want_lse) {
-        diag.lse = Tensor4::from_shape({n_b, n_h, lq, 1});
+void fit_optional(std::optional<xt::xtensor<T, 4>>& t,
+                  bool wanted,
+                  const std::array<std::size_t, 4>& shape) {
+    if (!wanted) {
+        t.reset();
+    } else if (!t) {
+        t = xt::xtensor<T, 4>::from_shape(shape);
+    } else {
+        fit_tensor(*t, shape);
     }
-    if (spec.want_entropy) {
-        diag.entropy = Tensor4::from_shape({n_b, n_h, lq, 1});
-    }
-    if (spec.want_argmax) {
-        diag.argmax = Tensor4::from_shape({n_b, n_h, lq, 1});
-    }
-    if (spec.top_k > 0) {
-        diag.top_k_indices = Tensor4::from_shape({n_b, n_h, lq, spec.top_k});
-        diag.top_k_weights = Tensor4::from_shape({n_b, n_h, lq, spec.top_k});
-    }
+}
+
+/// Makes `result` hold what a kernel returns for these sizes and this spec: output
+/// [B, H, Lq, Dv]; the diagnostics spec.want_* asks for ([B, H, Lq, 1] each, top-k
+/// [B, H, Lq, K]); rows_fully_masked 0. Only the materialized kernels (`whole_rows`) return
+/// weights ([B, H, Lq, Lk] iff spec.want_weights), entropy and top-k. Storage of the right
+/// shape is kept (attend_into), anything else is allocated or dropped.
+template <class T>
+void fit_result(BasicAttentionResult<T>& result,
+                const Dims& dims,
+                const BasicAttentionSpec<T>& spec,
+                bool whole_rows) {
+    const std::array<std::size_t, 4> one{dims.b, dims.h, dims.lq, 1};
+    fit_tensor(result.output, {dims.b, dims.h, dims.lq, dims.dv});
+    fit_optional(
+        result.weights, whole_rows && spec.want_weights, {dims.b, dims.h, dims.lq, dims.lk});
+    BasicRowDiagnostics<T>& diag = result.diagnostics;
+    fit_optional(diag.lse, spec.want_lse, one);
+    fit_optional(diag.argmax, spec.want_argmax, one);
+    fit_optional(diag.entropy, whole_rows && spec.want_entropy, one);
+    const bool top_k = whole_rows && spec.top_k > 0;
+    fit_optional(diag.top_k_indices, top_k, {dims.b, dims.h, dims.lq, spec.top_k});
+    fit_optional(diag.top_k_weights, top_k, {dims.b, dims.h, dims.lq, spec.top_k});
+    result.rows_fully_masked = 0;
 }
 
 /// Where one row's diagnostics go (each pointer null when not asked for).

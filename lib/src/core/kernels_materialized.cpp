@@ -195,23 +195,47 @@ template <class T> class NonFiniteValues {
     std::vector<std::vector<T>> clean_;
 };
 
+} // namespace
+
 template <class T>
-BasicAttentionResult<T> materialized(const xt::xtensor<T, 4>& q,
-                                     const xt::xtensor<T, 4>& k,
-                                     const xt::xtensor<T, 4>& v,
-                                     const BasicAttentionSpec<T>& spec) {
+Workspace materialized_workspace(const Shape& q,
+                                 const Shape& k,
+                                 const Shape& v,
+                                 const BasicAttentionSpec<T>& spec) {
+    (void)v;
+    const std::uint64_t lk = k[2];
+    Workspace w;
+    if constexpr (std::is_same_v<T, float>) {
+        w.shared = detail::saturating_product({sizeof(float), k[0], k[1], q[3], lk}); // Kᵀ
+    }
+    if (!spec.want_weights) {
+        w.per_thread = detail::saturating_product({sizeof(T), kQueryBlock, lk});
+    }
+    if (spec.top_k > 0) { // feature_row's list of a row's keys
+        w.per_thread = detail::saturating_sum(
+            w.per_thread, detail::saturating_product({sizeof(std::size_t), lk}));
+    }
+    return w;
+}
+
+template Workspace
+materialized_workspace(const Shape&, const Shape&, const Shape&, const AttentionSpec&);
+template Workspace
+materialized_workspace(const Shape&, const Shape&, const Shape&, const BasicAttentionSpec<double>&);
+
+template <class T>
+void attend_materialized_into(const BasicTensor<T>& q,
+                              const BasicTensor<T>& k,
+                              const BasicTensor<T>& v,
+                              const BasicAttentionSpec<T>& spec,
+                              BasicAttentionResult<T>& result) {
     const detail::Dims dims(q, k, v);
     const std::size_t group = dims.group(); // query heads per key/value head
     const T scale = detail::score_scale(spec, dims.d);
 
-    BasicAttentionResult<T> result;
-    result.output = xt::xtensor<T, 4>::from_shape({dims.b, dims.h, dims.lq, dims.dv});
-    if (spec.want_weights) {
-        result.weights = xt::xtensor<T, 4>::from_shape({dims.b, dims.h, dims.lq, dims.lk});
-    }
+    detail::fit_result(result, dims, spec, true); // storage of the right shape is kept
     const bool features = MaterializedOps<T>::features(spec);
     BasicRowDiagnostics<T>& diag_out = result.diagnostics;
-    detail::allocate_diagnostics(diag_out, spec, dims.b, dims.h, dims.lq);
 
     const std::size_t blocks = (dims.lq + kQueryBlock - 1) / kQueryBlock;
     const std::size_t tasks = dims.b * dims.h * blocks;
@@ -277,47 +301,30 @@ BasicAttentionResult<T> materialized(const xt::xtensor<T, 4>& q,
     for (const auto n : masked_rows) {
         result.rows_fully_masked += n;
     }
-    return result;
 }
 
-} // namespace
-
-template <class T>
-Workspace materialized_workspace(const Shape& q,
-                                 const Shape& k,
-                                 const Shape& v,
-                                 const BasicAttentionSpec<T>& spec) {
-    (void)v;
-    const std::uint64_t lk = k[2];
-    Workspace w;
-    if constexpr (std::is_same_v<T, float>) {
-        w.shared = detail::saturating_product({sizeof(float), k[0], k[1], q[3], lk}); // Kᵀ
-    }
-    if (!spec.want_weights) {
-        w.per_thread = detail::saturating_product({sizeof(T), kQueryBlock, lk});
-    }
-    if (spec.top_k > 0) { // feature_row's list of a row's keys
-        w.per_thread = detail::saturating_sum(
-            w.per_thread, detail::saturating_product({sizeof(std::size_t), lk}));
-    }
-    return w;
-}
-
-template Workspace
-materialized_workspace(const Shape&, const Shape&, const Shape&, const AttentionSpec&);
-template Workspace
-materialized_workspace(const Shape&, const Shape&, const Shape&, const BasicAttentionSpec<double>&);
+template void attend_materialized_into(
+    const Tensor&, const Tensor&, const Tensor&, const AttentionSpec&, AttentionResult&);
+template void attend_materialized_into(const BasicTensor<double>&,
+                                       const BasicTensor<double>&,
+                                       const BasicTensor<double>&,
+                                       const BasicAttentionSpec<double>&,
+                                       BasicAttentionResult<double>&);
 
 AttentionResult
 attend_materialized(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
-    return materialized(q, k, v, spec);
+    AttentionResult result;
+    attend_materialized_into(q, k, v, spec, result);
+    return result;
 }
 
 BasicAttentionResult<double> attend_materialized(const BasicTensor<double>& q,
                                                  const BasicTensor<double>& k,
                                                  const BasicTensor<double>& v,
                                                  const BasicAttentionSpec<double>& spec) {
-    return materialized(q, k, v, spec);
+    BasicAttentionResult<double> result;
+    attend_materialized_into(q, k, v, spec, result);
+    return result;
 }
 
 } // namespace attn

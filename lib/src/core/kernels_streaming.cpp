@@ -64,23 +64,20 @@ Workspace streaming_workspace(const Shape& q, const Shape& k, const Shape& v) {
     return w;
 }
 
-AttentionResult
-attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
+void attend_streaming_into(const Tensor& q,
+                           const Tensor& k,
+                           const Tensor& v,
+                           const AttentionSpec& spec,
+                           AttentionResult& result) {
     const detail::Dims dims(q, k, v);
     const std::size_t group = dims.group(); // G: query heads sharing one K/V head
     const float scale = detail::score_scale(spec, dims.d);
     const detail::KernelOps& ops = detail::kernel_ops(spec.simd);
 
-    AttentionResult result;
-    result.output = Tensor::from_shape({dims.b, dims.h, dims.lq, dims.dv});
-    // Score features, applied per score in pass 2 (entropy and top-k need whole rows:
-    // attend() sends them to attend_materialized; requested here they stay empty).
-    if (spec.want_lse) {
-        result.diagnostics.lse = Tensor::from_shape({dims.b, dims.h, dims.lq, 1});
-    }
-    if (spec.want_argmax) {
-        result.diagnostics.argmax = Tensor::from_shape({dims.b, dims.h, dims.lq, 1});
-    }
+    // The output and the score features' lse and argmax, applied per score in pass 2
+    // (entropy and top-k need whole rows: attend() sends them to attend_materialized;
+    // requested here they stay empty); no weights. Storage of the right shape is kept.
+    detail::fit_result(result, dims, spec, false);
 
     // One task = (batch, K/V head, query block) with all G query heads of the group, so
     // each K/V block is loaded once and used G times while it is in cache.
@@ -337,6 +334,12 @@ attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
     for (const auto n : masked_rows) {
         result.rows_fully_masked += n;
     }
+}
+
+AttentionResult
+attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
+    AttentionResult result;
+    attend_streaming_into(q, k, v, spec, result);
     return result;
 }
 

@@ -101,8 +101,8 @@ TEST(Norm, RefusesWrongWeightLengthAndEps) {
               std::string::npos);
 }
 
-attn::Embeddings64 tiny_tables() {
-    attn::Embeddings64 e;
+attn::BasicEmbeddings<double> tiny_tables() {
+    attn::BasicEmbeddings<double> e;
     e.token = {{1.0, 2.0}, {10.0, 20.0}, {100.0, 200.0}}; // V = 3, E = 2
     e.position = attn::BasicMatrix<double>{{0.1, 0.2}, {0.3, 0.4}, {0.5, 0.6}};
     return e;
@@ -119,9 +119,9 @@ TEST(Embedding, TokenPlusPositionRows) {
 }
 
 TEST(Embedding, BertAddsTokenTypeZeroThenNorms) {
-    attn::Embeddings64 e = tiny_tables();
+    attn::BasicEmbeddings<double> e = tiny_tables();
     e.token_type = attn::BasicMatrix<double>{{1.0, -1.0}, {7.0, 7.0}};
-    e.norm = attn::Norm64{
+    e.norm = attn::BasicNorm<double>{
         .kind = attn::NormKind::layer_norm, .weight = {1.0, 1.0}, .bias = {}, .eps = 0.0};
     const attn::TokenIds ids = {{0}};
     // 1 + 1 + 0.1 = 2.1, 2 - 1 + 0.2 = 1.2: any two distinct values normalise to -1, 1.
@@ -142,7 +142,7 @@ TEST(Embedding, RefusesIdsAndPositionsOutOfRange) {
     const attn::TokenIds two = {{0, 0}};
     EXPECT_EQ(message_of([&] { (void)attn::embed(two, tiny_tables(), 2); }),
               "token_ids: position 3 of token [0, 1] is outside the 3 position embeddings");
-    attn::Embeddings64 llama;
+    attn::BasicEmbeddings<double> llama;
     llama.token = tiny_tables().token;
     EXPECT_NO_THROW((void)attn::embed(four, llama)); // no position table: no limit
 }

@@ -1,6 +1,7 @@
 // safetensors files built byte by byte for the tests of the reader (safetensors_test) and the
-// layouts (safetensors_layouts_test) and checkpoints for other tests (f32_safetensors): the header length, a header of tensor entries, payloads
-// of every dtype, and the check of a one-line InputError.
+// layouts (safetensors_layouts_test) and checkpoints for other tests (f32_safetensors): the header
+// length, a header of tensor entries, payloads of every dtype, and the check of a one-line
+// InputError.
 #pragma once
 
 #include "attn/error.hpp"

@@ -28,7 +28,6 @@ template <class T> struct BasicEmbeddings {
     std::optional<BasicNorm<T>> norm;            ///< applied to the sum
 };
 using Embeddings = BasicEmbeddings<float>;
-using Embeddings64 = BasicEmbeddings<double>;
 
 /// out[b, l] = token[ids[b, l]] (+ token_type[0]) (+ position[position_offset + l]), summed
 /// in double, normed in double when e.norm is set, rounded once. Returns [B, L, E].
@@ -37,6 +36,6 @@ using Embeddings64 = BasicEmbeddings<double>;
 /// 1024 position embeddings", or a shape message naming the table whose E disagrees.
 Tensor3 embed(const TokenIds& ids, const Embeddings& e, std::size_t position_offset = 0);
 BasicTensor3<double>
-embed(const TokenIds& ids, const Embeddings64& e, std::size_t position_offset = 0);
+embed(const TokenIds& ids, const BasicEmbeddings<double>& e, std::size_t position_offset = 0);
 
 } // namespace attn

@@ -21,7 +21,6 @@ template <class T> struct BasicNorm {
     const char* name = "norm";             ///< e.g. "ln_1", for messages
 };
 using Norm = BasicNorm<float>;
-using Norm64 = BasicNorm<double>;
 
 /// LayerNorm: y = (x − mean) / sqrt(var + eps) · w + b, mean and biased variance over E.
 /// x: [B, L, E]   weight, bias: [E]. Throws InputError naming `what`.weight/.bias when a
@@ -47,6 +46,6 @@ BasicTensor3<double> rms_norm(const BasicTensor3<double>& x,
 
 /// The norm `n` describes, applied to x (bias ignored by an RMSNorm).
 Tensor3 apply_norm(const Tensor3& x, const Norm& n);
-BasicTensor3<double> apply_norm(const BasicTensor3<double>& x, const Norm64& n);
+BasicTensor3<double> apply_norm(const BasicTensor3<double>& x, const BasicNorm<double>& n);
 
 } // namespace attn

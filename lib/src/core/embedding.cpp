@@ -65,11 +65,11 @@ embed_impl(const TokenIds& ids, const BasicEmbeddings<T>& e, std::size_t positio
         }
     }
     if (e.norm) {
-        Norm64 n{.kind = e.norm->kind,
-                 .weight = xt::cast<double>(e.norm->weight),
-                 .bias = {},
-                 .eps = e.norm->eps,
-                 .name = e.norm->name};
+        BasicNorm<double> n{.kind = e.norm->kind,
+                            .weight = xt::cast<double>(e.norm->weight),
+                            .bias = {},
+                            .eps = e.norm->eps,
+                            .name = e.norm->name};
         if (e.norm->bias) {
             n.bias = BasicVector<double>(xt::cast<double>(*e.norm->bias));
         }
@@ -89,7 +89,7 @@ Tensor3 embed(const TokenIds& ids, const Embeddings& e, std::size_t position_off
 }
 
 BasicTensor3<double>
-embed(const TokenIds& ids, const Embeddings64& e, std::size_t position_offset) {
+embed(const TokenIds& ids, const BasicEmbeddings<double>& e, std::size_t position_offset) {
     return embed_impl(ids, e, position_offset);
 }
 

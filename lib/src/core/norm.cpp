@@ -133,7 +133,7 @@ Tensor3 apply_norm(const Tensor3& x, const Norm& n) {
     return apply_norm_impl(x, n);
 }
 
-BasicTensor3<double> apply_norm(const BasicTensor3<double>& x, const Norm64& n) {
+BasicTensor3<double> apply_norm(const BasicTensor3<double>& x, const BasicNorm<double>& n) {
     return apply_norm_impl(x, n);
 }
 

@@ -243,12 +243,12 @@ std::string encode_json_array(const std::vector<std::size_t>& shape, const float
     return encode_json_array_impl(shape, values);
 }
 
-std::string encode_json_array64(const std::vector<std::size_t>& shape, const double* values) {
+std::string encode_json_array(const std::vector<std::size_t>& shape, const double* values) {
     return encode_json_array_impl(shape, values);
 }
 
 std::string encode_json_array(const Array& a) {
-    return has_exact_values(a) ? encode_json_array64(a.shape, a.values64.data())
+    return has_exact_values(a) ? encode_json_array(a.shape, a.values64.data())
                                : encode_json_array(a.shape, a.values.data());
 }
 

@@ -381,12 +381,12 @@ encode_npy(const std::vector<std::size_t>& shape, const float* values, bool f64)
 }
 
 std::vector<std::uint8_t>
-encode_npy64(const std::vector<std::size_t>& shape, const double* values, bool f64) {
+encode_npy(const std::vector<std::size_t>& shape, const double* values, bool f64) {
     return encode_npy_impl(shape, values, f64);
 }
 
 std::vector<std::uint8_t> encode_npy(const Array& a, bool f64) {
-    return has_exact_values(a) ? encode_npy64(a.shape, a.values64.data(), f64)
+    return has_exact_values(a) ? encode_npy(a.shape, a.values64.data(), f64)
                                : encode_npy(a.shape, a.values.data(), f64);
 }
 

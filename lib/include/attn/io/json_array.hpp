@@ -29,7 +29,7 @@ Array parse_json_array(const nlohmann::json& j,
 /// as the strings "inf", "-inf", "nan". Rank 0 gives a bare number.
 std::string encode_json_array(const std::vector<std::size_t>& shape, const float* values);
 /// The same with float64 numbers, each the shortest text that reads back as that double.
-std::string encode_json_array64(const std::vector<std::size_t>& shape, const double* values);
+std::string encode_json_array(const std::vector<std::size_t>& shape, const double* values);
 /// An Array as a JSON literal: its float64 values when it has them (an f64 result), else its
 /// float32 values.
 std::string encode_json_array(const Array& a);

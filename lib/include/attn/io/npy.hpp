@@ -43,7 +43,7 @@ std::vector<std::uint8_t>
 encode_npy(const std::vector<std::size_t>& shape, const float* values, bool f64);
 /// From float64 values: "<f8" exactly, or "<f4" rounded to nearest (f64 = false).
 std::vector<std::uint8_t>
-encode_npy64(const std::vector<std::size_t>& shape, const double* values, bool f64);
+encode_npy(const std::vector<std::size_t>& shape, const double* values, bool f64);
 /// An Array as NPY: from its float64 values when it has them (so an f64 result written with
 /// f64 = true is exact), else from its float32 values.
 std::vector<std::uint8_t> encode_npy(const Array& a, bool f64);

@@ -199,10 +199,7 @@ void emit_solution(const problem::Problem& problem,
                           ? problem::stack_result_document(*stack, s, o.weights.empty())
                           : problem::result_document(problem, s, o.weights.empty()))
                   << '\n';
-        std::cout.flush();
-        if (!std::cout) {
-            throw SystemError("<stdout>: cannot write");
-        }
+        flush_stdout();
     }
     if (s.rows_fully_masked > 0 && !o.quiet) {
         warn(std::to_string(s.rows_fully_masked) + " query row(s) (over all " +

@@ -62,6 +62,9 @@ void add_explain(CLI::App& app); // cmd_explain.cpp
 /// plain message ("--threads: expected a whole number of at least 1, got '0'").
 const CLI::Validator& positive_count();
 
+/// A CLI11 check for a precision (--precision, --dtype): f32 or f64.
+const CLI::Validator& precision_name();
+
 /// Prints "attn: warning: MESSAGE" on stderr (unless warnings are silenced).
 void warn(const std::string& message);
 

@@ -29,7 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct BatchArgs {
+struct BatchArgs : CommonProblemFlags {
     std::string file;
     unsigned jobs = 0;    ///< 0: all cores
     unsigned threads = 0; ///< per problem; 0: cores / jobs (at least 1)
@@ -38,9 +38,6 @@ struct BatchArgs {
     bool quiet = false;
     std::string max_memory;
     bool check_finite = false;
-    // Defaults for every line (a line's own fields win).
-    std::string variant, causal, scale, precision;
-    std::size_t heads = 0, kv_heads = 0;
 };
 
 /// What every line shares.
@@ -111,24 +108,7 @@ int run_batch(const BatchArgs& a) {
     const io::LineInput input(a.file);
     LineContext ctx;
     ctx.base = input.base;
-    if (!a.variant.empty()) {
-        ctx.defaults["variant"] = a.variant;
-    }
-    if (!a.causal.empty()) {
-        ctx.defaults["causal"] = a.causal;
-    }
-    if (!a.scale.empty()) {
-        ctx.defaults["scale"] = parse_scale_flag(a.scale);
-    }
-    if (a.heads > 0) {
-        ctx.defaults["num_heads"] = a.heads;
-    }
-    if (a.kv_heads > 0) {
-        ctx.defaults["num_kv_heads"] = a.kv_heads;
-    }
-    if (!a.precision.empty()) {
-        ctx.defaults["precision"] = a.precision;
-    }
+    apply_common_flags(a, ctx.defaults);
     ctx.solve.want_weights = !a.no_weights;
     ctx.check_finite = a.check_finite;
     // Parallel lines, one thread each, rather than parallel rows inside one small problem.
@@ -185,7 +165,7 @@ void batch_options(CLI::App& cmd, BatchArgs& a) {
                    a.precision,
                    "f32 or f64: the whole computation in float64, results printed as "
                    "shortest round-trip doubles")
-        ->check(CLI::IsMember({"f32", "f64"}))
+        ->check(precision_name())
         ->group(g);
     cmd.add_flag("--causal{top-left}",
                  a.causal,

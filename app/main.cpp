@@ -66,6 +66,11 @@ const CLI::Validator& positive_count() {
     return v;
 }
 
+const CLI::Validator& precision_name() {
+    static const CLI::Validator v = CLI::IsMember({"f32", "f64"});
+    return v;
+}
+
 void warn(const std::string& message) {
     std::cerr << "attn: warning: " << message << '\n';
 }

@@ -63,7 +63,7 @@ void add_output_options(CLI::App& cmd, OutputOptions& out) {
                  "neither return nor keep the weights (linear memory in sequence length)")
         ->group(g);
     cmd.add_option("--dtype", out.dtype, "precision of .npy outputs: f32 (default) or f64")
-        ->check(CLI::IsMember({"f32", "f64"}))
+        ->check(precision_name())
         ->group(g);
     cmd.add_option("--threads", out.threads, "worker threads (default: all cores)")
         ->check(positive_count())

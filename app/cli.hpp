@@ -4,7 +4,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <string>
+#include <type_traits>
 
 namespace attn::app {
 
@@ -20,12 +22,34 @@ const char* version();
 /// Adds a --version flag to a (sub)command: prints "attn VERSION" and exits 0.
 void add_version_flag(CLI::App& app);
 
-/// Registers subcommand `name` on `app` with its --version flag and, when not empty, a
-/// footer under its --help.
-CLI::App* add_command(CLI::App& app,
-                      const std::string& name,
-                      const std::string& description,
-                      const std::string& footer = "");
+/// What a subcommand's help shows: its name, its line under `attn --help`, and a footer
+/// under its own --help (empty: none).
+struct CommandHelp {
+    const char* name;
+    const char* description;
+    const char* footer = "";
+};
+
+/// Registers subcommand `help.name` on `app` with its --version flag and its footer.
+CLI::App* add_command(CLI::App& app, const CommandHelp& help);
+
+/// Registers a subcommand whose flags fill an `Args` (it lives as long as `app`):
+/// `options(cmd, args)` declares them, `run(args)` does the work when the subcommand is
+/// chosen. `run` returns nothing, or the exit code (nonzero ends the program with it: diff
+/// "different", batch "a line failed").
+template <class Args, class Options, class Run>
+void add_command(CLI::App& app, const CommandHelp& help, Options options, Run run) {
+    auto args = std::make_shared<Args>();
+    CLI::App* cmd = add_command(app, help);
+    options(*cmd, *args);
+    cmd->callback([args, run] {
+        if constexpr (std::is_void_v<std::invoke_result_t<Run, const Args&>>) {
+            run(*args);
+        } else if (const int code = run(*args); code != 0) {
+            throw ExitCode{code};
+        }
+    });
+}
 
 void add_compute(CLI::App& app); // cmd_compute.cpp
 void add_info(CLI::App& app);    // cmd_info.cpp
@@ -38,7 +62,14 @@ void add_explain(CLI::App& app); // cmd_explain.cpp
 /// plain message ("--threads: expected a whole number of at least 1, got '0'").
 const CLI::Validator& positive_count();
 
+/// A CLI11 check for a precision (--precision, --dtype): f32 or f64.
+const CLI::Validator& precision_name();
+
 /// Prints "attn: warning: MESSAGE" on stderr (unless warnings are silenced).
 void warn(const std::string& message);
+
+/// Flushes what was written to std::cout; SystemError("<stdout>: cannot write") when
+/// stdout did not take it all (a closed pipe, a full disk).
+void flush_stdout();
 
 } // namespace attn::app

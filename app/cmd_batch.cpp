@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <memory>
 #include <new>
 #include <sched.h>
 #include <thread>
@@ -30,7 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct BatchArgs {
+struct BatchArgs : CommonProblemFlags {
     std::string file;
     unsigned jobs = 0;    ///< 0: all cores
     unsigned threads = 0; ///< per problem; 0: cores / jobs (at least 1)
@@ -39,9 +38,6 @@ struct BatchArgs {
     bool quiet = false;
     std::string max_memory;
     bool check_finite = false;
-    // Defaults for every line (a line's own fields win).
-    std::string variant, causal, scale, precision;
-    std::size_t heads = 0, kv_heads = 0;
 };
 
 /// What every line shares.
@@ -103,8 +99,8 @@ unsigned usable_cores() {
     return std::max(1u, std::thread::hardware_concurrency());
 }
 
-/// Returns the number of failed lines.
-std::uint64_t run_batch(const BatchArgs& a) {
+/// The exit code: 0 when every line succeeded, 1 when any failed.
+int run_batch(const BatchArgs& a) {
     const unsigned cores = usable_cores();
     const unsigned jobs = a.jobs > 0 ? a.jobs : cores;
 
@@ -112,24 +108,7 @@ std::uint64_t run_batch(const BatchArgs& a) {
     const io::LineInput input(a.file);
     LineContext ctx;
     ctx.base = input.base;
-    if (!a.variant.empty()) {
-        ctx.defaults["variant"] = a.variant;
-    }
-    if (!a.causal.empty()) {
-        ctx.defaults["causal"] = a.causal;
-    }
-    if (!a.scale.empty()) {
-        ctx.defaults["scale"] = parse_scale_flag(a.scale);
-    }
-    if (a.heads > 0) {
-        ctx.defaults["num_heads"] = a.heads;
-    }
-    if (a.kv_heads > 0) {
-        ctx.defaults["num_kv_heads"] = a.kv_heads;
-    }
-    if (!a.precision.empty()) {
-        ctx.defaults["precision"] = a.precision;
-    }
+    apply_common_flags(a, ctx.defaults);
     ctx.solve.want_weights = !a.no_weights;
     ctx.check_finite = a.check_finite;
     // Parallel lines, one thread each, rather than parallel rows inside one small problem.
@@ -161,55 +140,52 @@ std::uint64_t run_batch(const BatchArgs& a) {
         warn(std::to_string(writer.failed()) + " of " + std::to_string(writer.done()) +
              " problem(s) failed: see their \"error\" lines");
     }
-    return writer.failed();
+    return writer.failed() > 0 ? 1 : 0;
+}
+
+void batch_options(CLI::App& cmd, BatchArgs& a) {
+    cmd.add_option("file", a.file, "JSON Lines file, or - for stdin");
+    cmd.add_option("-j,--jobs", a.jobs, "problems computed in parallel (default: all cores)")
+        ->check(positive_count());
+    cmd.add_flag("--no-weights", a.no_weights, "leave the weights out of every result");
+    cmd.add_option(
+           "--threads", a.threads, "threads per problem (default: cores / jobs, at least 1)")
+        ->check(positive_count());
+    add_simd_option(cmd, a.simd);
+    cmd.add_flag("--quiet", a.quiet, "no warnings and no progress on stderr");
+    add_limit_options(cmd, a.max_memory, a.check_finite);
+    auto* g = "Defaults for every line (a line's own fields win)";
+    cmd.add_option(
+           "--variant", a.variant, "preset: dot, scaled, self, masked-self, cross, multihead")
+        ->group(g);
+    cmd.add_option("--heads", a.heads, "num_heads")->check(positive_count())->group(g);
+    cmd.add_option("--kv-heads", a.kv_heads, "num_kv_heads")->check(positive_count())->group(g);
+    cmd.add_option("--scale", a.scale, "score scale (a number, or 'default')")->group(g);
+    cmd.add_option("--precision",
+                   a.precision,
+                   "f32 or f64: the whole computation in float64, results printed as "
+                   "shortest round-trip doubles")
+        ->check(precision_name())
+        ->group(g);
+    cmd.add_flag("--causal{top-left}",
+                 a.causal,
+                 "causal mask: --causal (top-left) or --causal=bottom-right")
+        ->group(g);
 }
 
 } // namespace
 
 void add_batch(CLI::App& app) {
-    auto args = std::make_shared<BatchArgs>();
-    CLI::App* cmd = add_command(
+    add_command<BatchArgs>(
         app,
-        "batch",
-        "JSON Lines in (one problem per line; - or absent = stdin), results out, in order",
-        "One result line per problem line, in input order, written as soon as it is ready;\n"
-        "a line that fails gives {\"id\": .., \"error\": ..} and the run goes on. Exit 0 "
-        "when every\nline succeeded, 1 when any failed. Progress shows on stderr when it "
-        "is a terminal.");
-    cmd->add_option("file", args->file, "JSON Lines file, or - for stdin");
-    cmd->add_option("-j,--jobs", args->jobs, "problems computed in parallel (default: all cores)")
-        ->check(positive_count());
-    cmd->add_flag("--no-weights", args->no_weights, "leave the weights out of every result");
-    cmd->add_option(
-           "--threads", args->threads, "threads per problem (default: cores / jobs, at least 1)")
-        ->check(positive_count());
-    add_simd_option(*cmd, args->simd);
-    cmd->add_flag("--quiet", args->quiet, "no warnings and no progress on stderr");
-    add_limit_options(*cmd, args->max_memory, args->check_finite);
-    auto* g = "Defaults for every line (a line's own fields win)";
-    cmd->add_option(
-           "--variant", args->variant, "preset: dot, scaled, self, masked-self, cross, multihead")
-        ->group(g);
-    cmd->add_option("--heads", args->heads, "num_heads")->check(positive_count())->group(g);
-    cmd->add_option("--kv-heads", args->kv_heads, "num_kv_heads")
-        ->check(positive_count())
-        ->group(g);
-    cmd->add_option("--scale", args->scale, "score scale (a number, or 'default')")->group(g);
-    cmd->add_option("--precision",
-                    args->precision,
-                    "f32 or f64: the whole computation in float64, results printed as "
-                    "shortest round-trip doubles")
-        ->check(CLI::IsMember({"f32", "f64"}))
-        ->group(g);
-    cmd->add_flag("--causal{top-left}",
-                  args->causal,
-                  "causal mask: --causal (top-left) or --causal=bottom-right")
-        ->group(g);
-    cmd->callback([args] {
-        if (run_batch(*args) > 0) {
-            throw ExitCode{1};
-        }
-    });
+        {"batch",
+         "JSON Lines in (one problem per line; - or absent = stdin), results out, in order",
+         "One result line per problem line, in input order, written as soon as it is ready;\n"
+         "a line that fails gives {\"id\": .., \"error\": ..} and the run goes on. Exit 0 "
+         "when every\nline succeeded, 1 when any failed. Progress shows on stderr when it "
+         "is a terminal."},
+        batch_options,
+        run_batch);
 }
 
 } // namespace attn::app

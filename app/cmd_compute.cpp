@@ -12,7 +12,6 @@
 #include "progress.hpp"
 
 #include <algorithm>
-#include <memory>
 #include <optional>
 #include <string>
 
@@ -24,6 +23,11 @@ struct ComputeArgs {
     ProblemArgs problem;
     OutputOptions out;
 };
+
+void compute_options(CLI::App& cmd, ComputeArgs& a) {
+    add_problem_options(cmd, a.problem);
+    add_output_options(cmd, a.out);
+}
 
 void run_compute(const ComputeArgs& a) {
     apply_memory_limit(a.out.max_memory); // before anything is read
@@ -70,15 +74,13 @@ void run_compute(const ComputeArgs& a) {
 } // namespace
 
 void add_compute(CLI::App& app) {
-    auto args = std::make_shared<ComputeArgs>();
-    CLI::App* cmd = add_command(
+    add_command<ComputeArgs>(
         app,
-        "compute",
-        "Compute attention for one problem: a JSON problem file (- for stdin) and/or flags.\n"
-        "Prints {\"output\": .., \"weights\": ..} unless --output is given.");
-    add_problem_options(*cmd, args->problem);
-    add_output_options(*cmd, args->out);
-    cmd->callback([args] { run_compute(*args); });
+        {"compute",
+         "Compute attention for one problem: a JSON problem file (- for stdin) and/or flags.\n"
+         "Prints {\"output\": .., \"weights\": ..} unless --output is given."},
+        compute_options,
+        run_compute);
 }
 
 } // namespace attn::app

@@ -15,7 +15,6 @@
 #include <cstdlib>
 #include <iostream>
 #include <limits>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -203,7 +202,8 @@ bool compare(const std::string& label,
     return outside == 0 && nan_mismatch == 0;
 }
 
-bool run_diff(const DiffArgs& args) {
+/// The exit code: 0 when A equals B within tolerance, 1 when not.
+int run_diff(const DiffArgs& args) {
     if (args.a == "-" && args.b == "-") {
         throw InputError("diff: only one of A and B can be - (stdin)");
     }
@@ -248,12 +248,9 @@ bool run_diff(const DiffArgs& args) {
               g3(args.atol) + ")\n";
     if (!args.quiet) {
         std::cout << report;
-        std::cout.flush();
-        if (!std::cout) {
-            throw SystemError("<stdout>: cannot write");
-        }
+        flush_stdout();
     }
-    return ok;
+    return ok ? 0 : 1;
 }
 
 /// --rtol/--atol: a finite number >= 0. NaN would make every comparison pass, and CLI11's
@@ -271,30 +268,27 @@ CLI::Validator tolerance_check() {
         "NONNEGATIVE");
 }
 
+void diff_options(CLI::App& cmd, DiffArgs& a) {
+    cmd.add_option("a", a.a, "A: .npy/.json array or result document, or -")->required();
+    cmd.add_option("b", a.b, "B (the reference): .npy/.json array or result document, or -")
+        ->required();
+    cmd.add_option("--rtol", a.rtol, "relative tolerance (default 1e-5)")->check(tolerance_check());
+    cmd.add_option("--atol", a.atol, "absolute tolerance (default 1e-6)")->check(tolerance_check());
+    cmd.add_flag("--quiet", a.quiet, "print nothing; the exit code tells");
+}
+
 } // namespace
 
 void add_diff(CLI::App& app) {
-    auto args = std::make_shared<DiffArgs>();
-    CLI::App* cmd = add_command(
+    add_command<DiffArgs>(
         app,
-        "diff",
-        "Compare two arrays or result documents (.npy/.json, - for stdin) within tolerance",
-        "Reports the max abs/rel error, the worst index, shape and NaN mismatches.\n"
-        "Exit 0 when |A - B| <= atol + rtol*|B| everywhere (numpy.allclose's rule, B is "
-        "the\nreference; NaN matches NaN), 1 when not, 2 on bad input.");
-    cmd->add_option("a", args->a, "A: .npy/.json array or result document, or -")->required();
-    cmd->add_option("b", args->b, "B (the reference): .npy/.json array or result document, or -")
-        ->required();
-    cmd->add_option("--rtol", args->rtol, "relative tolerance (default 1e-5)")
-        ->check(tolerance_check());
-    cmd->add_option("--atol", args->atol, "absolute tolerance (default 1e-6)")
-        ->check(tolerance_check());
-    cmd->add_flag("--quiet", args->quiet, "print nothing; the exit code tells");
-    cmd->callback([args] {
-        if (!run_diff(*args)) {
-            throw ExitCode{1};
-        }
-    });
+        {"diff",
+         "Compare two arrays or result documents (.npy/.json, - for stdin) within tolerance",
+         "Reports the max abs/rel error, the worst index, shape and NaN mismatches.\n"
+         "Exit 0 when |A - B| <= atol + rtol*|B| everywhere (numpy.allclose's rule, B is "
+         "the\nreference; NaN matches NaN), 1 when not, 2 on bad input."},
+        diff_options,
+        run_diff);
 }
 
 } // namespace attn::app

@@ -20,7 +20,6 @@
 #include <cstdio>
 #include <iostream>
 #include <limits>
-#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -39,6 +38,10 @@ constexpr double kCountCellLimit = 5e7; // count fully masked rows up to this ma
 struct ExplainArgs {
     ProblemArgs problem;
 };
+
+void explain_options(CLI::App& cmd, ExplainArgs& a) {
+    add_problem_options(cmd, a.problem);
+}
 
 std::string dims(const Dims& d) {
     return shape_string(d);
@@ -433,23 +436,19 @@ void run_explain(const ExplainArgs& a) {
             problem::decode_problem(in.doc, in.base, std::move(in.arrays));
         std::cout << explain(in, problem);
     }
-    std::cout.flush();
-    if (!std::cout) {
-        throw SystemError("<stdout>: cannot write");
-    }
+    flush_stdout();
 }
 
 } // namespace
 
 void add_explain(CLI::App& app) {
-    auto args = std::make_shared<ExplainArgs>();
-    CLI::App* cmd = add_command(
+    add_command<ExplainArgs>(
         app,
-        "explain",
-        "Show what a problem resolves to (shapes, heads, masks, memory) without computing",
-        "Takes compute's inputs: a PROBLEM file (- for stdin) and/or the same flags.");
-    add_problem_options(*cmd, args->problem);
-    cmd->callback([args] { run_explain(*args); });
+        {"explain",
+         "Show what a problem resolves to (shapes, heads, masks, memory) without computing",
+         "Takes compute's inputs: a PROBLEM file (- for stdin) and/or the same flags."},
+        explain_options,
+        run_explain);
 }
 
 } // namespace attn::app

@@ -14,7 +14,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <memory>
 #include <optional>
 #include <string>
 #include <sys/ioctl.h>
@@ -205,123 +204,122 @@ void run_heatmap(const HeatmapArgs& a) {
     }
     if (a.term) {
         std::cout << term;
-        std::cout.flush();
-        if (!std::cout) {
-            throw SystemError("<stdout>: cannot write");
-        }
+        flush_stdout();
     }
+}
+
+void heatmap_options(CLI::App& cmd, HeatmapArgs& a) {
+    cmd.add_option("WEIGHTS",
+                   a.weights,
+                   "weights [Lq, Lk], [H, Lq, Lk] or [B, H, Lq, Lk]: .npy, .json array, an attn "
+                   "compute result document (weights and tokens), or - for stdin")
+        ->required();
+    const char* out = "Output";
+    cmd.add_option(
+           "-o,--output",
+           a.output,
+           "write the figure to OUT.png, OUT.svg or OUT.html (one self-contained interactive "
+           "page: hover, zoom, heads, query rows; - : PNG on stdout)")
+        ->group(out);
+    cmd.add_option("--format", a.format, "png, svg or html (default: from the -o extension)")
+        ->check(CLI::IsMember({"png", "svg", "html"}))
+        ->group(out);
+    cmd.add_flag("--term",
+                 a.term,
+                 "print the heatmap in the terminal, fitted to its size (24-bit colour with "
+                 "COLORTERM=truecolor, else 256; see --color)")
+        ->group(out);
+    cmd.add_option("--color",
+                   a.color,
+                   "colour in --term output: auto (default: only when stdout is a terminal and "
+                   "NO_COLOR is unset), always, never")
+        ->check(CLI::IsMember({"auto", "always", "never"}))
+        ->group(out);
+    cmd.add_option("--dpi", a.dpi, "pixel density (default 100, matplotlib's; 200 for print)")
+        ->group(out);
+    cmd.add_flag("--quiet", a.quiet, "no warnings on stderr")->group(out);
+    const char* sel = "Panels";
+    cmd.add_option("--head", a.head, "draw only head N (default: one panel per head)")
+        ->check(CLI::NonNegativeNumber)
+        ->group(sel);
+    cmd.add_option(
+           "--batch", a.batch, "draw only batch entry N (for rank 3: the first dim is the batch)")
+        ->check(CLI::NonNegativeNumber)
+        ->group(sel);
+    const char* lab = "Labels";
+    a.title_opt =
+        cmd.add_option("--title", a.title, "figure title (default: the file name; '' for none)")
+            ->group(lab);
+    cmd.add_option("--tokens",
+                   a.tokens,
+                   "labels of both axes: a,b,c or FILE (one token per line, or a JSON list); "
+                   "default: the document's tokens, or indices")
+        ->group(lab);
+    cmd.add_option("--xlabels",
+                   a.xlabels,
+                   "key labels: a,b,c or FILE, as --tokens (default: --tokens, key_tokens, or "
+                   "indices)")
+        ->group(lab);
+    cmd.add_option("--ylabels",
+                   a.ylabels,
+                   "query labels: a,b,c or FILE, as --tokens (default: --tokens, query_tokens, "
+                   "or indices)")
+        ->group(lab);
+    add_figure_options(cmd, a.font_size, a.cols, lab);
+    cmd.add_flag("--annotate",
+                 a.annotate,
+                 "write each cell's value (default: when the cells are large enough)")
+        ->group(lab);
+    cmd.add_flag("--no-annotate", a.no_annotate, "never write cell values")->group(lab);
+    cmd.add_option("--decimals", a.decimals, "digits after the point in annotations (default 2)")
+        ->group(lab);
+    const char* col = "Colours";
+    cmd.add_option("--cmap",
+                   a.cmap,
+                   "viridis (default), magma, inferno, plasma, cividis, blues, greys; _r reverses")
+        ->group(col);
+    a.vmin_opt = cmd.add_option("--vmin",
+                                a.vmin,
+                                "value at the bottom of the colour scale (default: data min)")
+                     ->group(col);
+    a.vmax_opt =
+        cmd.add_option("--vmax", a.vmax, "value at the top of the colour scale (default: data max)")
+            ->group(col);
+    cmd.add_option("--scale", a.scale, "linear (default) or log")
+        ->check(CLI::IsMember({"linear", "log"}))
+        ->group(col);
+    a.clip_opt =
+        cmd.add_option("--clip",
+                       a.clip,
+                       "clip the colour range to quantiles 1-Q..Q, e.g. 0.99 (attention sinks)")
+            ->group(col);
+    cmd.add_option(
+           "--pool",
+           a.pool,
+           "max (default) or mean: how cells are merged when the map is larger than the figure")
+        ->check(CLI::IsMember({"max", "mean"}))
+        ->group(col);
+    cmd.add_option("--mask",
+                   a.mask,
+                   "keep-mask FILE ([Lq, Lk] or the weights' shape; 0 = blocked): blocked cells "
+                   "are hatched")
+        ->group(col);
+    cmd.add_flag("--masked-zero",
+                 a.masked_zero,
+                 "hatch cells whose weight is exactly 0 (what masking leaves)")
+        ->group(col);
 }
 
 } // namespace
 
 void add_heatmap(CLI::App& app) {
-    auto a = std::make_shared<HeatmapArgs>();
-    CLI::App* cmd = add_command(
+    add_command<HeatmapArgs>(
         app,
-        "heatmap",
-        "Draw attention weights as a heatmap (PNG, SVG, an interactive HTML page, or the "
-        "terminal)");
-    cmd->add_option("WEIGHTS",
-                    a->weights,
-                    "weights [Lq, Lk], [H, Lq, Lk] or [B, H, Lq, Lk]: .npy, .json array, an attn "
-                    "compute result document (weights and tokens), or - for stdin")
-        ->required();
-    const char* out = "Output";
-    cmd->add_option(
-           "-o,--output",
-           a->output,
-           "write the figure to OUT.png, OUT.svg or OUT.html (one self-contained interactive "
-           "page: hover, zoom, heads, query rows; - : PNG on stdout)")
-        ->group(out);
-    cmd->add_option("--format", a->format, "png, svg or html (default: from the -o extension)")
-        ->check(CLI::IsMember({"png", "svg", "html"}))
-        ->group(out);
-    cmd->add_flag("--term",
-                  a->term,
-                  "print the heatmap in the terminal, fitted to its size (24-bit colour with "
-                  "COLORTERM=truecolor, else 256; see --color)")
-        ->group(out);
-    cmd->add_option("--color",
-                    a->color,
-                    "colour in --term output: auto (default: only when stdout is a terminal and "
-                    "NO_COLOR is unset), always, never")
-        ->check(CLI::IsMember({"auto", "always", "never"}))
-        ->group(out);
-    cmd->add_option("--dpi", a->dpi, "pixel density (default 100, matplotlib's; 200 for print)")
-        ->group(out);
-    cmd->add_flag("--quiet", a->quiet, "no warnings on stderr")->group(out);
-    const char* sel = "Panels";
-    cmd->add_option("--head", a->head, "draw only head N (default: one panel per head)")
-        ->check(CLI::NonNegativeNumber)
-        ->group(sel);
-    cmd->add_option(
-           "--batch", a->batch, "draw only batch entry N (for rank 3: the first dim is the batch)")
-        ->check(CLI::NonNegativeNumber)
-        ->group(sel);
-    const char* lab = "Labels";
-    a->title_opt =
-        cmd->add_option("--title", a->title, "figure title (default: the file name; '' for none)")
-            ->group(lab);
-    cmd->add_option("--tokens",
-                    a->tokens,
-                    "labels of both axes: a,b,c or FILE (one token per line, or a JSON list); "
-                    "default: the document's tokens, or indices")
-        ->group(lab);
-    cmd->add_option("--xlabels",
-                    a->xlabels,
-                    "key labels: a,b,c or FILE, as --tokens (default: --tokens, key_tokens, or "
-                    "indices)")
-        ->group(lab);
-    cmd->add_option("--ylabels",
-                    a->ylabels,
-                    "query labels: a,b,c or FILE, as --tokens (default: --tokens, query_tokens, "
-                    "or indices)")
-        ->group(lab);
-    add_figure_options(*cmd, a->font_size, a->cols, lab);
-    cmd->add_flag("--annotate",
-                  a->annotate,
-                  "write each cell's value (default: when the cells are large enough)")
-        ->group(lab);
-    cmd->add_flag("--no-annotate", a->no_annotate, "never write cell values")->group(lab);
-    cmd->add_option("--decimals", a->decimals, "digits after the point in annotations (default 2)")
-        ->group(lab);
-    const char* col = "Colours";
-    cmd->add_option("--cmap",
-                    a->cmap,
-                    "viridis (default), magma, inferno, plasma, cividis, blues, greys; _r reverses")
-        ->group(col);
-    a->vmin_opt = cmd->add_option("--vmin",
-                                  a->vmin,
-                                  "value at the bottom of the colour scale (default: data min)")
-                      ->group(col);
-    a->vmax_opt = cmd->add_option("--vmax",
-                                  a->vmax,
-                                  "value at the top of the colour scale (default: data max)")
-                      ->group(col);
-    cmd->add_option("--scale", a->scale, "linear (default) or log")
-        ->check(CLI::IsMember({"linear", "log"}))
-        ->group(col);
-    a->clip_opt =
-        cmd->add_option("--clip",
-                        a->clip,
-                        "clip the colour range to quantiles 1-Q..Q, e.g. 0.99 (attention sinks)")
-            ->group(col);
-    cmd->add_option(
-           "--pool",
-           a->pool,
-           "max (default) or mean: how cells are merged when the map is larger than the figure")
-        ->check(CLI::IsMember({"max", "mean"}))
-        ->group(col);
-    cmd->add_option("--mask",
-                    a->mask,
-                    "keep-mask FILE ([Lq, Lk] or the weights' shape; 0 = blocked): blocked cells "
-                    "are hatched")
-        ->group(col);
-    cmd->add_flag("--masked-zero",
-                  a->masked_zero,
-                  "hatch cells whose weight is exactly 0 (what masking leaves)")
-        ->group(col);
-    cmd->callback([a] { run_heatmap(*a); });
+        {"heatmap",
+         "Draw attention weights as a heatmap (PNG, SVG, an interactive HTML page, or the "
+         "terminal)"},
+        heatmap_options,
+        run_heatmap);
 }
 
 } // namespace attn::app

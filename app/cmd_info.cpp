@@ -16,7 +16,6 @@
 #include <cctype>
 #include <iostream>
 #include <map>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
@@ -205,26 +204,28 @@ void run_info(const InfoArgs& a) {
     print_array_info(a.file, read_array_arg(a.file, io::ArrayKind::mask), a.json); // "-": stdin
 }
 
+void info_options(CLI::App& cmd, InfoArgs& a) {
+    cmd.add_option("file",
+                   a.file,
+                   "a .npy or .json array file (- for stdin), a .npz archive (every array; "
+                   "x.npz:NAME for one), or a .safetensors file")
+        ->required();
+    cmd.add_flag("--json",
+                 a.json,
+                 "print {\"file\", \"shape\", \"dtype\"} as JSON (safetensors: {\"file\", "
+                 "\"format\", \"tensors\", \"layers\", \"metadata\"})");
+}
+
 } // namespace
 
 void add_info(CLI::App& app) {
-    auto args = std::make_shared<InfoArgs>();
-    CLI::App* cmd =
-        add_command(app,
-                    "info",
-                    "Print the shape and dtype of an array file (each array of a .npz), or "
-                    "the tensors of a .safetensors "
-                    "checkpoint and the attention layers (layout, prefix) it holds");
-    cmd->add_option("file",
-                    args->file,
-                    "a .npy or .json array file (- for stdin), a .npz archive (every array; "
-                    "x.npz:NAME for one), or a .safetensors file")
-        ->required();
-    cmd->add_flag("--json",
-                  args->json,
-                  "print {\"file\", \"shape\", \"dtype\"} as JSON (safetensors: {\"file\", "
-                  "\"format\", \"tensors\", \"layers\", \"metadata\"})");
-    cmd->callback([args] { run_info(*args); });
+    add_command<InfoArgs>(app,
+                          {"info",
+                           "Print the shape and dtype of an array file (each array of a .npz), or "
+                           "the tensors of a .safetensors "
+                           "checkpoint and the attention layers (layout, prefix) it holds"},
+                          info_options,
+                          run_info);
 }
 
 } // namespace attn::app

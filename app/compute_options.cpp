@@ -154,7 +154,7 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
                    args.precision,
                    "f32 (default) or f64: the whole computation in float64, inputs read "
                    "without rounding to float32 (outputs still follow --dtype)")
-        ->check(CLI::IsMember({"f32", "f64"}))
+        ->check(precision_name())
         ->group(g_att);
     cmd.add_flag("--rope{true}",
                  args.rope,
@@ -383,9 +383,6 @@ void apply_feature_flags(const ProblemArgs& a, json& doc) {
             doc["return"].push_back("top_k");
         }
     }
-    if (!a.precision.empty()) {
-        doc["precision"] = a.precision;
-    }
     if (!a.tokens.empty()) {
         doc.erase("query_tokens"); // the flag overrides every token field
         doc.erase("key_tokens");
@@ -393,6 +390,25 @@ void apply_feature_flags(const ProblemArgs& a, json& doc) {
     }
     if (a.average_heads) {
         doc["average_heads"] = true;
+    }
+}
+
+void apply_common_flags(const CommonProblemFlags& f, json& doc) {
+    for (const auto& [field, text] : {std::pair{"variant", &f.variant},
+                                      std::pair{"causal", &f.causal},
+                                      std::pair{"precision", &f.precision}}) {
+        if (!text->empty()) {
+            doc[field] = *text;
+        }
+    }
+    if (!f.scale.empty()) {
+        doc["scale"] = parse_scale_flag(f.scale);
+    }
+    if (f.heads > 0) {
+        doc["num_heads"] = f.heads;
+    }
+    if (f.kv_heads > 0) {
+        doc["num_kv_heads"] = f.kv_heads;
     }
 }
 
@@ -459,21 +475,7 @@ ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
     if (!a.layers.empty()) {
         doc["layers"] = a.layers;
     }
-    if (!a.variant.empty()) {
-        doc["variant"] = a.variant;
-    }
-    if (!a.causal.empty()) {
-        doc["causal"] = a.causal;
-    }
-    if (!a.scale.empty()) {
-        doc["scale"] = parse_scale_flag(a.scale);
-    }
-    if (a.heads > 0) {
-        doc["num_heads"] = a.heads;
-    }
-    if (a.kv_heads > 0) {
-        doc["num_kv_heads"] = a.kv_heads;
-    }
+    apply_common_flags(a, doc);
     if (a.seed >= 0) {
         if (!doc.contains("init") || !doc["init"].is_object()) {
             doc["init"] = json::object();

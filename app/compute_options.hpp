@@ -22,13 +22,25 @@ namespace attn::app {
 
 // --- the problem: a PROBLEM file (or -) and a flag per field -------------------------------
 
+/// The problem flags `batch` shares with `compute` (batch: defaults for every line); empty
+/// or 0 = not given.
+struct CommonProblemFlags {
+    std::string variant;      ///< --variant
+    std::string causal;       ///< --causal, --causal=bottom-right
+    std::string scale;        ///< --scale X|default
+    std::size_t heads = 0;    ///< --heads
+    std::size_t kv_heads = 0; ///< --kv-heads
+    std::string precision;    ///< --precision f32|f64
+};
+
+/// Sets the field of each flag given in `f` (a flag overrides its field). Throws
+/// InputError for a malformed --scale.
+void apply_common_flags(const CommonProblemFlags& f, nlohmann::json& doc);
+
 /// The command-line form of a problem (shared by `compute` and `explain`).
-struct ProblemArgs {
+struct ProblemArgs : CommonProblemFlags {
     std::string problem; ///< PROBLEM file, "-" for stdin, empty for flags only
-    std::string query, key, value, input, context, params, mask, bias, key_padding, variant;
-    std::string causal;
-    std::string scale;
-    std::size_t heads = 0, kv_heads = 0;
+    std::string query, key, value, input, context, params, mask, bias, key_padding;
     std::int64_t seed = -1;
     // Score features and diagnostics; empty/0 = not given (the problem's field, if any, stays).
     std::string prefix, layout;       ///< --prefix, --layout (checkpoint params)
@@ -42,7 +54,6 @@ struct ProblemArgs {
     std::string mask_convention;      ///< --mask-convention keep|torch-mha|additive
     std::string returns;              ///< --return lse,entropy,argmax,top_k
     std::size_t top_k = 0;            ///< --top-k K (also asks for top_k)
-    std::string precision;            ///< --precision f32|f64
     std::string tokens;               ///< --tokens a,b,c|FILE (the "tokens" field)
     // Real models.
     std::string rope;                        ///< --rope (true), --rope=THETA or --rope=off
@@ -73,7 +84,7 @@ struct ProblemInput {
 ProblemInput problem_input(const ProblemArgs& args, std::string_view command);
 
 /// Overlays the score-feature flags of `a` (--window, --softcap, --alibi, --sinks,
-/// --mask-convention, --return, --top-k, --precision, --average-heads, --prefix,
+/// --mask-convention, --return, --top-k, --average-heads, --prefix,
 /// --layout) on `doc`.
 /// Throws InputError naming the flag for a malformed value.
 void apply_feature_flags(const ProblemArgs& a, nlohmann::json& doc);

@@ -36,16 +36,20 @@ void add_version_flag(CLI::App& app) {
         "Print the version and exit");
 }
 
-CLI::App* add_command(CLI::App& app,
-                      const std::string& name,
-                      const std::string& description,
-                      const std::string& footer) {
-    CLI::App* cmd = app.add_subcommand(name, description);
-    if (!footer.empty()) {
-        cmd->footer(footer);
+CLI::App* add_command(CLI::App& app, const CommandHelp& help) {
+    CLI::App* cmd = app.add_subcommand(help.name, help.description);
+    if (*help.footer != '\0') {
+        cmd->footer(help.footer);
     }
     add_version_flag(*cmd);
     return cmd;
+}
+
+void flush_stdout() {
+    std::cout.flush();
+    if (!std::cout) {
+        throw SystemError("<stdout>: cannot write");
+    }
 }
 
 const CLI::Validator& positive_count() {
@@ -59,6 +63,11 @@ const CLI::Validator& positive_count() {
             return {};
         },
         "COUNT");
+    return v;
+}
+
+const CLI::Validator& precision_name() {
+    static const CLI::Validator v = CLI::IsMember({"f32", "f64"});
     return v;
 }
 

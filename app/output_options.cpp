@@ -63,7 +63,7 @@ void add_output_options(CLI::App& cmd, OutputOptions& out) {
                  "neither return nor keep the weights (linear memory in sequence length)")
         ->group(g);
     cmd.add_option("--dtype", out.dtype, "precision of .npy outputs: f32 (default) or f64")
-        ->check(CLI::IsMember({"f32", "f64"}))
+        ->check(precision_name())
         ->group(g);
     cmd.add_option("--threads", out.threads, "worker threads (default: all cores)")
         ->check(positive_count())
@@ -199,10 +199,7 @@ void emit_solution(const problem::Problem& problem,
                           ? problem::stack_result_document(*stack, s, o.weights.empty())
                           : problem::result_document(problem, s, o.weights.empty()))
                   << '\n';
-        std::cout.flush();
-        if (!std::cout) {
-            throw SystemError("<stdout>: cannot write");
-        }
+        flush_stdout();
     }
     if (s.rows_fully_masked > 0 && !o.quiet) {
         warn(std::to_string(s.rows_fully_masked) + " query row(s) (over all " +

@@ -6,7 +6,7 @@ view.html`), in Debian's headless chromium driven over the DevTools pipe (tests/
 
 Checks: the page loads from file:// with no console error and no network request; the
 screen pixel at the centre of cell (h, i, j) has the colour matplotlib's table gives that
-weight (tables read from lib/src/render/colormap_tables.cpp, normalised by the data's
+weight (tables read from lib/src/render/colormaps.txt, normalised by the data's
 min/max as the PNG is); hovering names the tokens and the exact weight; switching heads
 (key and thumbnail) changes the large map; masked cells read `masked` and are hatched;
 clicking a row lists its top keys; long maps are pooled and zoom to single cells.
@@ -71,10 +71,10 @@ def f32(v):
 
 def viridis():
     """matplotlib's viridis as checked in (generated from matplotlib, not by this code)."""
-    src = open(os.path.join(ROOT, "lib", "src", "render", "colormap_tables.cpp")).read()
-    body = src[src.index("kViridisTable = {{"):]
-    body = body[:body.index("}};")]
-    table = [tuple(int(x) for x in m) for m in re.findall(r"\{(\d+), (\d+), (\d+)\}", body)]
+    lines = open(os.path.join(ROOT, "lib", "src", "render", "colormaps.txt")).read().split("\n")
+    start = lines.index("viridis:") + 1
+    hexes = " ".join(lines[start:start + 32]).split()
+    table = [tuple(int(h[i:i + 2], 16) for i in (0, 2, 4)) for h in hexes]
     assert len(table) == 256
     return table
 

@@ -4,8 +4,11 @@
 #include "attn/render/colormap.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <gtest/gtest.h>
+#include <iterator>
 #include <limits>
+#include <utility>
 
 namespace attn::render {
 namespace {
@@ -105,6 +108,35 @@ TEST(Colormap, ContrastTextFollowsLuminance) {
     EXPECT_EQ(contrast_text_color(v->entry(255)), (Rgb{38, 38, 38}));  // dark on yellow
     EXPECT_EQ(contrast_text_color(v->entry(0)), (Rgb{255, 255, 255})); // white on purple
     EXPECT_EQ(contrast_text_color({255, 255, 255}), (Rgb{38, 38, 38}));
+}
+
+TEST(Colormap, EveryTableIsPinnedByItsChecksum) {
+    // FNV-1a (64 bit) over the r, g, b bytes of entries 0..255: any changed byte of any
+    // table changes its sum. Pinned from the tables generated from matplotlib 3.6.3.
+    const auto fnv1a = [](const Colormap& c) {
+        std::uint64_t h = 0xcbf29ce484222325u;
+        for (std::size_t i = 0; i < 256; ++i) {
+            for (const std::uint8_t byte : {c.entry(i).r, c.entry(i).g, c.entry(i).b}) {
+                h = (h ^ byte) * 0x100000001b3u;
+            }
+        }
+        return h;
+    };
+    const std::pair<const char*, std::uint64_t> pinned[] = {
+        {"viridis", 0x90c6ad65c23a4182u},
+        {"magma", 0x31dde46d7e819339u},
+        {"inferno", 0x6141c43a197621e9u},
+        {"plasma", 0xf6c435109a1ec502u},
+        {"cividis", 0x4ba40aeb8cf0b6c5u},
+        {"blues", 0xb45d22e41bc2e108u},
+        {"greys", 0x3083aeeefcac300du},
+    };
+    ASSERT_EQ(std::size(pinned), colormap_names().size());
+    for (const auto& [name, sum] : pinned) {
+        const auto c = find_colormap(name);
+        ASSERT_TRUE(c) << name;
+        EXPECT_EQ(fnv1a(*c), sum) << name;
+    }
 }
 
 } // namespace

@@ -36,16 +36,6 @@ int darkest(const Image& img, const Box& b) {
     return best;
 }
 
-Box text_extent(const FigureText& t) {
-    const double w = text_width(t.text, t.size);
-    const FontMetrics m = font_metrics(t.size);
-    const double shift = t.anchor == Anchor::start ? 0.0 : t.anchor == Anchor::middle ? w / 2 : w;
-    if (t.vertical) {
-        return {t.x - m.ascent, t.y + shift - w, m.ascent + m.descent, w};
-    }
-    return {t.x - shift, t.y - m.ascent, w, m.ascent + m.descent};
-}
-
 // --- PNG ----------------------------------------------------------------------------------
 
 TEST(HeatmapPng, DimensionsAndCellColoursMatchTheColormap) {

@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 
 namespace attn {
 
@@ -63,18 +64,20 @@ struct LayerPlan {
     void check() const;
 };
 
+/// What plan_layer() resolves: the sources' shapes and the heads.
+struct LayerShapes {
+    std::array<std::size_t, 3> query{}, key{}, value{}; ///< [B, Lq, Eq], [Bk, Lk, Ek], [Bk, Lk, Ev]
+    std::size_t num_heads = 1;
+    std::size_t num_kv_heads = 0; ///< 0: num_heads
+};
+
 /// The layer's shape plan: every check attend_layer() makes before it computes, in its
 /// order and with its messages (num_heads, num_kv_heads, the sources' batch and length,
-/// each projection, the head split, the query/key head dims, w_o). num_kv_heads 0 means
-/// num_heads. Never throws: a shape that does not fit is LayerPlan::error, naming the
-/// weight or source (attend_layer() throws it).
+/// each projection, the head split, the query/key head dims, w_o). Never throws: a shape
+/// that does not fit is LayerPlan::error, naming the weight or source (attend_layer()
+/// throws it). projections null: the sources are Q, K, V.
 template <class T>
-LayerPlan plan_layer(const std::array<std::size_t, 3>& query,
-                     const std::array<std::size_t, 3>& key,
-                     const std::array<std::size_t, 3>& value,
-                     std::size_t num_heads,
-                     std::size_t num_kv_heads,
-                     const BasicProjections<T>* projections);
+LayerPlan plan_layer(const LayerShapes& shapes, const BasicProjections<T>* projections);
 
 template <class T> struct BasicLayerSpec {
     std::size_t num_heads = 1;
@@ -104,15 +107,13 @@ using LayerResult = BasicLayerResult<float>;
 /// Each source goes through spec.norm first (when set); Q = query·w_qᵀ + b_q (likewise K,
 /// V), split into num_heads (Q) and num_kv_heads (K, V) heads along the features, Q and K
 /// rotated by spec.rope (when set), attend(), merge, then ·w_oᵀ + b_o when w_o is given.
-/// The default scale is 1/sqrt(head dim of Q).
+/// The default scale is 1/sqrt(head dim of Q). T = float (sgemm projections, the float
+/// attend()) or double (precision f64: dgemm projections, the float64 attend()).
 /// Throws InputError naming the weight or source whose shape does not fit.
-LayerResult
-attend_layer(const Tensor3& query, const Tensor3& key, const Tensor3& value, const LayerSpec& spec);
-
-/// The float64 layer (precision f64): dgemm projections and the float64 attend().
-BasicLayerResult<double> attend_layer(const BasicTensor3<double>& query,
-                                      const BasicTensor3<double>& key,
-                                      const BasicTensor3<double>& value,
-                                      const BasicLayerSpec<double>& spec);
+template <class T>
+BasicLayerResult<T> attend_layer(const BasicTensor3<T>& query,
+                                 const BasicTensor3<T>& key,
+                                 const BasicTensor3<T>& value,
+                                 const std::type_identity_t<BasicLayerSpec<T>>& spec);
 
 } // namespace attn

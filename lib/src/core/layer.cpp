@@ -137,12 +137,9 @@ BasicLayerResult<T> attend_layer_impl(const xt::xtensor<T, 3>& query,
                                       const BasicLayerSpec<T>& spec) {
     static const BasicProjections<T> none;
     const BasicProjections<T>& p = spec.projections != nullptr ? *spec.projections : none;
-    const LayerPlan plan = plan_layer<T>(query.shape(),
-                                         key.shape(),
-                                         value.shape(),
-                                         spec.num_heads,
-                                         spec.num_kv_heads,
-                                         spec.projections);
+    const LayerPlan plan = plan_layer<T>(
+        {query.shape(), key.shape(), value.shape(), spec.num_heads, spec.num_kv_heads},
+        spec.projections);
     plan.check();
     // The pre-attention norm: of each source (the same hidden state for self-attention).
     const auto normed = [&spec](const xt::xtensor<T, 3>& x) {
@@ -181,12 +178,10 @@ void LayerPlan::check() const {
 }
 
 template <class T>
-LayerPlan plan_layer(const std::array<std::size_t, 3>& query,
-                     const std::array<std::size_t, 3>& key,
-                     const std::array<std::size_t, 3>& value,
-                     std::size_t num_heads,
-                     std::size_t num_kv_heads,
-                     const BasicProjections<T>* projections) {
+LayerPlan plan_layer(const LayerShapes& shapes, const BasicProjections<T>* projections) {
+    const auto& query = shapes.query;
+    const auto& key = shapes.key;
+    const auto& value = shapes.value;
     LayerPlan plan;
     const auto fail = [&plan](InputError e) {
         if (!plan.error) {
@@ -202,8 +197,8 @@ LayerPlan plan_layer(const std::array<std::size_t, 3>& query,
             return fallback;
         }
     };
-    plan.h = num_heads;
-    plan.hkv = num_kv_heads == 0 ? num_heads : num_kv_heads;
+    plan.h = shapes.num_heads;
+    plan.hkv = shapes.num_kv_heads == 0 ? shapes.num_heads : shapes.num_kv_heads;
     if (plan.h == 0) {
         fail(InputError("num_heads: must be at least 1"));
     }
@@ -259,31 +254,21 @@ LayerPlan plan_layer(const std::array<std::size_t, 3>& query,
     return plan;
 }
 
-template LayerPlan plan_layer<float>(const std::array<std::size_t, 3>&,
-                                     const std::array<std::size_t, 3>&,
-                                     const std::array<std::size_t, 3>&,
-                                     std::size_t,
-                                     std::size_t,
-                                     const Projections*);
-template LayerPlan plan_layer<double>(const std::array<std::size_t, 3>&,
-                                      const std::array<std::size_t, 3>&,
-                                      const std::array<std::size_t, 3>&,
-                                      std::size_t,
-                                      std::size_t,
-                                      const BasicProjections<double>*);
-
-LayerResult attend_layer(const Tensor3& query,
-                         const Tensor3& key,
-                         const Tensor3& value,
-                         const LayerSpec& spec) {
+template <class T>
+BasicLayerResult<T> attend_layer(const BasicTensor3<T>& query,
+                                 const BasicTensor3<T>& key,
+                                 const BasicTensor3<T>& value,
+                                 const std::type_identity_t<BasicLayerSpec<T>>& spec) {
     return attend_layer_impl(query, key, value, spec);
 }
 
-BasicLayerResult<double> attend_layer(const BasicTensor3<double>& query,
-                                      const BasicTensor3<double>& key,
-                                      const BasicTensor3<double>& value,
-                                      const BasicLayerSpec<double>& spec) {
-    return attend_layer_impl(query, key, value, spec);
-}
+template LayerPlan plan_layer<float>(const LayerShapes&, const Projections*);
+template LayerPlan plan_layer<double>(const LayerShapes&, const BasicProjections<double>*);
+template LayerResult
+attend_layer<float>(const Tensor3&, const Tensor3&, const Tensor3&, const LayerSpec&);
+template BasicLayerResult<double> attend_layer<double>(const BasicTensor3<double>&,
+                                                       const BasicTensor3<double>&,
+                                                       const BasicTensor3<double>&,
+                                                       const BasicLayerSpec<double>&);
 
 } // namespace attn

@@ -12,6 +12,14 @@
 #include <unistd.h>
 
 namespace attn::io {
+
+void Fd::close() noexcept {
+    if (fd_ >= 0) {
+        ::close(fd_);
+        fd_ = -1;
+    }
+}
+
 namespace detail {
 
 int open_for_reading(const std::string& file) {

@@ -4,6 +4,7 @@
 
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/io/file_read.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -86,23 +87,6 @@ inline std::string shown_path(const std::string& path) {
 
 /// Bytes of payload read and decoded at a time by the NPY reader and writer.
 constexpr std::size_t npy_chunk_bytes = std::size_t{1} << 20;
-
-/// A file descriptor closed on scope exit.
-class Fd {
-  public:
-    explicit Fd(int fd) : fd_(fd) {}
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    ~Fd() {
-        if (fd_ >= 0) {
-            ::close(fd_);
-        }
-    }
-    int get() const { return fd_; }
-
-  private:
-    int fd_;
-};
 
 /// Opens a file for reading. Throws InputError("PATH: cannot read: ...").
 int open_for_reading(const std::string& file);

@@ -18,26 +18,11 @@ namespace {
 
 using namespace detail;
 
-/// "a number", "an object", "null", ...
+/// "a number", "an object", "an array", "a string", "a boolean" or "null": nlohmann's
+/// type name with its article.
 std::string json_kind(const nlohmann::json& j) {
-    switch (j.type()) {
-    case nlohmann::json::value_t::null:
-        return "null";
-    case nlohmann::json::value_t::object:
-        return "an object";
-    case nlohmann::json::value_t::array:
-        return "an array";
-    case nlohmann::json::value_t::string:
-        return "a string";
-    case nlohmann::json::value_t::boolean:
-        return "a boolean";
-    case nlohmann::json::value_t::binary:
-        return "binary data";
-    case nlohmann::json::value_t::discarded:
-        return "a discarded value";
-    default:
-        return "a number";
-    }
+    const std::string name = j.type_name();
+    return j.is_null() ? name : (name[0] == 'a' || name[0] == 'o' ? "an " : "a ") + name;
 }
 
 /// Walks a JSON array literal of a known shape, appending the leaves in C order.

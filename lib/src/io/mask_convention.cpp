@@ -5,6 +5,7 @@
 
 #include "attn/error.hpp"
 #include "attn/io/limits.hpp"
+#include "attn/visibility.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -108,21 +109,16 @@ void add_bias(std::optional<BasicTensor<T>>& bias,
                          " (--max-memory)");
     }
     BasicTensor<T> sum = BasicTensor<T>::from_shape(target);
-    // Index of (b, h, i, j) in a tensor whose size-1 dims broadcast.
-    auto at =
-        [](const BasicTensor<T>& t, std::size_t b, std::size_t h, std::size_t i, std::size_t j) {
-            const auto& s = t.shape();
-            const std::size_t bb = s[0] == 1 ? 0 : b;
-            const std::size_t hh = s[1] == 1 ? 0 : h;
-            const std::size_t ii = s[2] == 1 ? 0 : i;
-            return t.data()[((bb * s[1] + hh) * s[2] + ii) * s[3] + j];
-        };
     T* dst = sum.data();
     for (std::size_t b = 0; b < target[0]; ++b) {
         for (std::size_t h = 0; h < target[1]; ++h) {
             for (std::size_t i = 0; i < lq; ++i) {
+                // Rows of the broadcast terms, read as the kernels read them (size-1 dims
+                // in place).
+                const T* add_row = pair_row(&addend, b, h, i);
+                const T* bias_row = bias ? pair_row(&*bias, b, h, i) : nullptr;
                 for (std::size_t j = 0; j < lk; ++j) {
-                    *dst++ = (bias ? at(*bias, b, h, i, j) : T{0}) + at(addend, b, h, i, j);
+                    *dst++ = (bias_row != nullptr ? bias_row[j] : T{0}) + add_row[j];
                 }
             }
         }

@@ -421,64 +421,43 @@ std::map<std::string, Array> parse_safetensors(std::span<const std::uint8_t> byt
 }
 
 SafetensorsFile::SafetensorsFile(const std::filesystem::path& path)
-    : shown_(message_text(path.string(), 4096)) {
-    do {
-        fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    } while (fd_ < 0 && errno == EINTR);
-    if (fd_ < 0) {
+    : shown_(shown_path(path.string())), fd_(open_for_reading(path.string())) {
+    struct stat st {};
+    if (::fstat(fd_.get(), &st) != 0) {
         throw InputError(shown_ + ": cannot read: " + errno_text(errno));
     }
-    try {
-        struct stat st {};
-        if (::fstat(fd_, &st) != 0) {
-            throw InputError(shown_ + ": cannot read: " + errno_text(errno));
-        }
-        if (S_ISDIR(st.st_mode)) {
-            throw InputError(shown_ + ": cannot read: " + errno_text(EISDIR));
-        }
-        if (!S_ISREG(st.st_mode)) {
-            // A pipe or device: no size to check offsets against, so read it whole.
-            ::close(fd_);
-            fd_ = -1;
-            whole_ = read_file(path);
-            header_ = parse_safetensors_header(whole_, whole_.size(), shown_);
-            return;
-        }
-        const auto size = static_cast<std::uint64_t>(st.st_size);
-        std::vector<std::uint8_t> head(static_cast<std::size_t>(std::min<std::uint64_t>(size, 8)));
-        auto read_at = [&](std::uint8_t* dst, std::size_t n, std::uint64_t offset) {
-            pread_exactly(fd_, dst, n, offset, shown_);
-        };
-        read_at(head.data(), head.size(), 0);
-        if (head.size() == 8) {
-            // Read the header only when its length is plausible; otherwise the 8 bytes are
-            // enough for parse_safetensors_header to say what is wrong.
-            const std::uint64_t length = load_le(head.data(), 8);
-            if (length <= size - 8 && length <= safetensors_max_header &&
-                length <= memory_limit() / 16) {
-                head.resize(static_cast<std::size_t>(8 + length));
-                read_at(head.data() + 8, static_cast<std::size_t>(length), 8);
-            }
-        }
-        header_ = parse_safetensors_header(head, size, shown_);
-    } catch (...) {
-        if (fd_ >= 0) {
-            ::close(fd_);
-            fd_ = -1;
-        }
-        throw;
+    if (S_ISDIR(st.st_mode)) {
+        throw InputError(shown_ + ": cannot read: " + errno_text(EISDIR));
     }
-}
-
-SafetensorsFile::~SafetensorsFile() {
-    if (fd_ >= 0) {
-        ::close(fd_);
+    if (!S_ISREG(st.st_mode)) {
+        // A pipe or device: no size to check offsets against, so read it whole.
+        fd_.close();
+        whole_ = read_file(path);
+        header_ = parse_safetensors_header(whole_, whole_.size(), shown_);
+        return;
     }
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    std::vector<std::uint8_t> head(static_cast<std::size_t>(std::min<std::uint64_t>(size, 8)));
+    auto read_at = [&](std::uint8_t* dst, std::size_t n, std::uint64_t offset) {
+        pread_exactly(fd_.get(), dst, n, offset, shown_);
+    };
+    read_at(head.data(), head.size(), 0);
+    if (head.size() == 8) {
+        // Read the header only when its length is plausible; otherwise the 8 bytes are
+        // enough for parse_safetensors_header to say what is wrong.
+        const std::uint64_t length = load_le(head.data(), 8);
+        if (length <= size - 8 && length <= safetensors_max_header &&
+            length <= memory_limit() / 16) {
+            head.resize(static_cast<std::size_t>(8 + length));
+            read_at(head.data() + 8, static_cast<std::size_t>(length), 8);
+        }
+    }
+    header_ = parse_safetensors_header(head, size, shown_);
 }
 
 Array SafetensorsFile::read(const SafetensorsEntry& e) const {
     const auto bytes = static_cast<std::size_t>(e.end - e.begin);
-    if (fd_ < 0) {
+    if (fd_.get() < 0) {
         const auto start = static_cast<std::size_t>(header_.data_start + e.begin);
         return decode_safetensors_tensor(
             e, std::span<const std::uint8_t>(whole_).subspan(start, bytes), shown_);
@@ -486,7 +465,7 @@ Array SafetensorsFile::read(const SafetensorsEntry& e) const {
     // The raw bytes and their float32 copy are both held for a moment.
     check_fits(element_count(e.shape), bytes, e, shown_);
     std::vector<std::uint8_t> raw(bytes);
-    pread_exactly(fd_, raw.data(), bytes, header_.data_start + e.begin, shown_);
+    pread_exactly(fd_.get(), raw.data(), bytes, header_.data_start + e.begin, shown_);
     return decode_safetensors_tensor(e, raw, shown_);
 }
 

@@ -30,11 +30,11 @@ ProblemPlan plan_problem(const Problem& p) {
         plan.output = {plan.b, plan.h, plan.lq, plan.dv};
     } else {
         static_cast<LayerPlan&>(plan) =
-            plan_layer<float>(p.query_src.shape(),
-                              p.key_src.shape(),
-                              p.value_src.shape(),
-                              p.num_heads,
-                              p.num_kv_heads,
+            plan_layer<float>({p.query_src.shape(),
+                               p.key_src.shape(),
+                               p.value_src.shape(),
+                               p.num_heads,
+                               p.num_kv_heads},
                               p.projections ? &*p.projections : nullptr);
         plan.output = user_rank({plan.b, plan.lq, plan.eo}, p.batched);
     }

@@ -1,32 +1,67 @@
-// Colormap lookup by name and matplotlib's index rule; the tables themselves are in
-// colormap_tables.cpp (generated once from matplotlib, checked in).
+// Colormap lookup by name and matplotlib's index rule; the tables themselves are data:
+// colormaps.txt (generated once from matplotlib, checked in), embedded at build time and
+// decoded here once.
 #include "attn/render/colormap.hpp"
+
+#include "attn/error.hpp"
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <sstream>
 
 namespace attn::render {
 
 namespace detail {
-extern const ColormapTable kViridisTable, kMagmaTable, kInfernoTable, kPlasmaTable, kCividisTable,
-    kBluesTable, kGreysTable;
+extern const char kColormapsBytes[];
+extern const std::size_t kColormapsByteCount;
 } // namespace detail
 
 namespace {
 
 struct NamedTable {
-    const char* name;
-    const ColormapTable* table;
+    std::string name;
+    ColormapTable table;
 };
 
-const NamedTable kTables[] = {{"viridis", &detail::kViridisTable},
-                              {"magma", &detail::kMagmaTable},
-                              {"inferno", &detail::kInfernoTable},
-                              {"plasma", &detail::kPlasmaTable},
-                              {"cividis", &detail::kCividisTable},
-                              {"blues", &detail::kBluesTable},
-                              {"greys", &detail::kGreysTable}};
+/// The embedded colormaps.txt, decoded on first use: `#` comment lines, "NAME:" on a line
+/// of its own, then the map's 256 colours as RRGGBB hex (our own file: a malformed one is
+/// a bug, caught by the checksums of tests/unit/colormap_test.cpp).
+const std::vector<NamedTable>& tables() {
+    static const std::vector<NamedTable> decoded = [] {
+        std::vector<NamedTable> maps;
+        std::size_t filled = 256;
+        std::istringstream text(std::string(detail::kColormapsBytes, detail::kColormapsByteCount));
+        std::string line;
+        while (std::getline(text, line)) {
+            if (line.empty() || line[0] == '#') {
+                continue;
+            }
+            if (line.back() == ':') {
+                ATTN_ASSERT(filled == 256);
+                maps.push_back({line.substr(0, line.size() - 1), {}});
+                filled = 0;
+                continue;
+            }
+            std::istringstream colours(line);
+            std::string hex;
+            while (colours >> hex) {
+                std::uint32_t v = 0;
+                const auto [end, err] = std::from_chars(hex.data(), hex.data() + hex.size(), v, 16);
+                ATTN_ASSERT(!maps.empty() && filled < 256 && hex.size() == 6 &&
+                            err == std::errc() && end == hex.data() + hex.size());
+                maps.back().table[filled++] = {static_cast<std::uint8_t>(v >> 16),
+                                               static_cast<std::uint8_t>(v >> 8),
+                                               static_cast<std::uint8_t>(v)};
+            }
+        }
+        ATTN_ASSERT(filled == 256);
+        return maps;
+    }();
+    return decoded;
+}
 
 double srgb_to_linear(std::uint8_t v) {
     const double c = static_cast<double>(v) / 255.0;
@@ -51,8 +86,8 @@ std::size_t Colormap::colormap_index(double t) {
 const std::vector<std::string>& colormap_names() {
     static const std::vector<std::string> names = [] {
         std::vector<std::string> v;
-        for (const auto& t : kTables) {
-            v.emplace_back(t.name);
+        for (const auto& t : tables()) {
+            v.push_back(t.name);
         }
         return v;
     }();
@@ -69,9 +104,9 @@ std::optional<Colormap> find_colormap(std::string_view name) {
         reversed = true;
         key.resize(key.size() - 2);
     }
-    for (const auto& t : kTables) {
+    for (const auto& t : tables()) {
         if (key == t.name) {
-            return Colormap{reversed ? key + "_r" : key, t.table, reversed};
+            return Colormap{reversed ? key + "_r" : key, &t.table, reversed};
         }
     }
     return std::nullopt;

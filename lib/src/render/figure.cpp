@@ -163,7 +163,7 @@ Image rasterize(const Figure& figure) {
         paint_rect(img, r);
     }
     for (const auto& t : figure.texts) {
-        draw_text(img, t.text, t.x, t.y, t.size, t.color, t.anchor, t.vertical);
+        draw_text(img, t);
     }
     return img;
 }

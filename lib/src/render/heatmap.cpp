@@ -311,7 +311,7 @@ HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
     // Title and notes above everything placed so far.
     double top = 1e300;
     for (const auto& t : b.fig.texts) {
-        top = std::min(top, text_box(t).y);
+        top = std::min(top, text_extent(t).y);
     }
     for (const auto& r : b.fig.rects) {
         top = std::min(top, r.box.y);

@@ -98,17 +98,6 @@ std::vector<std::pair<double, std::string>> colorbar_ticks(const ColorNorm& norm
     return ticks;
 }
 
-/// The extent of a text item.
-Box text_box(const FigureText& t) {
-    const double w = text_width(t.text, t.size);
-    const FontMetrics m = font_metrics(t.size);
-    const double shift = t.anchor == Anchor::start ? 0.0 : t.anchor == Anchor::middle ? w / 2 : w;
-    if (t.vertical) {
-        return {t.x - m.ascent, t.y + shift - w, m.ascent + m.descent, w};
-    }
-    return {t.x - shift, t.y - m.ascent, w, m.ascent + m.descent};
-}
-
 /// Crops the canvas to its content plus `pad`, moving everything by whole pixels.
 void crop(Figure& fig, const std::vector<Box*>& boxes, double pad) {
     double x0 = 1e300, y0 = 1e300, x1 = -1e300, y1 = -1e300;
@@ -125,7 +114,7 @@ void crop(Figure& fig, const std::vector<Box*>& boxes, double pad) {
         take(r.box);
     }
     for (const auto& t : fig.texts) {
-        take(text_box(t));
+        take(text_extent(t));
     }
     const double dx = pad - std::floor(x0), dy = pad - std::floor(y0);
     for (auto& g : fig.grids) {

@@ -24,9 +24,6 @@ std::size_t nice_step(double need, double pitch);
 /// Colorbar ticks: "nice" steps (1, 2, 2.5, 5 × 10^k) for linear, decades for log.
 std::vector<std::pair<double, std::string>> colorbar_ticks(const ColorNorm& norm, int max_ticks);
 
-/// The extent of a text item.
-Box text_box(const FigureText& t);
-
 /// Crops the canvas to its content plus `pad`, moving everything by whole pixels.
 void crop(Figure& fig, const std::vector<Box*>& boxes, double pad);
 

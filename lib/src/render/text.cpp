@@ -220,6 +220,11 @@ void blend(Image& img, int x, int y, Rgb c, unsigned a) {
     img.pixels[o + 2] = mix(img.pixels[o + 2], c.b);
 }
 
+/// How far the text's start sits before the anchor point, for text `width` px wide.
+double anchor_shift(Anchor anchor, double width) {
+    return anchor == Anchor::start ? 0.0 : anchor == Anchor::middle ? width / 2.0 : width;
+}
+
 } // namespace
 
 std::span<const unsigned char> embedded_font() {
@@ -254,26 +259,17 @@ double text_width(std::string_view utf8, double size_px) {
     return shape_text(f, utf8, size_px).width;
 }
 
-void draw_text(Image& image,
-               std::string_view utf8,
-               double x,
-               double y,
-               double size_px,
-               Rgb color,
-               Anchor anchor,
-               bool vertical) {
+void draw_text(Image& image, const PlacedText& t) {
     FontState& f = font();
     std::lock_guard lock(f.mutex);
-    const Shaped shaped = shape_text(f, utf8, size_px);
-    const double shift = anchor == Anchor::start    ? 0.0
-                         : anchor == Anchor::middle ? shaped.width / 2.0
-                                                    : shaped.width;
+    const Shaped shaped = shape_text(f, t.text, t.size);
+    const double shift = anchor_shift(t.anchor, shaped.width);
     // Text frame: u runs along the baseline, v downwards from it. Horizontal text starts
     // at u = x - shift and pixel (u, v) lands on image (u, base + v). Vertical text starts
     // at image y + shift and runs upwards: u = -(y + shift) there, and pixel (u, v) lands
     // on image (base + v, -u - 1).
-    const double origin = vertical ? -(y + shift) : x - shift;
-    const long base = std::lround(vertical ? x : y);
+    const double origin = t.vertical ? -(t.y + shift) : t.x - shift;
+    const long base = std::lround(t.vertical ? t.x : t.y);
     for (std::size_t k = 0; k < shaped.glyphs.size(); ++k) {
         const double pen = origin + shaped.pen[k];
         // Quarter-pixel placement along the baseline; the baseline itself is snapped.
@@ -284,7 +280,7 @@ void draw_text(Image& image,
             sub = 0;
             ++ipen;
         }
-        const Glyph& g = f.glyph(shaped.glyphs[k], size_px, sub);
+        const Glyph& g = f.glyph(shaped.glyphs[k], t.size, sub);
         for (int gy = 0; gy < g.h; ++gy) {
             for (int gx = 0; gx < g.w; ++gx) {
                 const unsigned a =
@@ -295,14 +291,24 @@ void draw_text(Image& image,
                 }
                 const long u = ipen + g.x0 + gx;
                 const long v = g.y0 + gy;
-                if (vertical) {
-                    blend(image, static_cast<int>(base + v), static_cast<int>(-u - 1), color, a);
+                if (t.vertical) {
+                    blend(image, static_cast<int>(base + v), static_cast<int>(-u - 1), t.color, a);
                 } else {
-                    blend(image, static_cast<int>(u), static_cast<int>(base + v), color, a);
+                    blend(image, static_cast<int>(u), static_cast<int>(base + v), t.color, a);
                 }
             }
         }
     }
+}
+
+Box text_extent(const PlacedText& t) {
+    const double w = text_width(t.text, t.size);
+    const FontMetrics m = font_metrics(t.size);
+    const double shift = anchor_shift(t.anchor, w);
+    if (t.vertical) {
+        return {t.x - m.ascent, t.y + shift - w, m.ascent + m.descent, w};
+    }
+    return {t.x - shift, t.y - m.ascent, w, m.ascent + m.descent};
 }
 
 std::size_t text_length(std::string_view utf8) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "attn/io/array.hpp"
+#include "attn/io/file_read.hpp"
 #include "attn/io/source.hpp"
 #include "attn/layer.hpp"
 
@@ -81,9 +82,6 @@ std::map<std::string, Array> parse_safetensors(std::span<const std::uint8_t> byt
 class SafetensorsFile {
   public:
     explicit SafetensorsFile(const std::filesystem::path& path);
-    SafetensorsFile(const SafetensorsFile&) = delete;
-    SafetensorsFile& operator=(const SafetensorsFile&) = delete;
-    ~SafetensorsFile();
 
     const SafetensorsHeader& header() const { return header_; }
     /// The path as messages show it.
@@ -93,7 +91,7 @@ class SafetensorsFile {
 
   private:
     std::string shown_;
-    int fd_ = -1;                     ///< a regular file, read on demand
+    Fd fd_;                           ///< a regular file, read on demand
     std::vector<std::uint8_t> whole_; ///< or a pipe/device, read whole
     SafetensorsHeader header_;
 };

@@ -15,11 +15,6 @@
 
 namespace attn::render {
 
-/// An axis-aligned box in pixels; (x, y) is the top-left corner.
-struct Box {
-    double x = 0.0, y = 0.0, w = 0.0, h = 0.0;
-};
-
 /// How a grid cell is drawn: its colour, hatched "masked", or hatched "bad" (NaN).
 enum class CellState : std::uint8_t { value = 0, masked = 1, bad = 2 };
 
@@ -41,16 +36,6 @@ struct FigureRect {
     Rgb color;
 };
 
-/// Text placed as draw_text() places it.
-struct FigureText {
-    std::string text;
-    double x = 0.0, y = 0.0; ///< on the baseline, at the anchor
-    double size = 10.0;      ///< pixels per em
-    Rgb color;
-    Anchor anchor = Anchor::start;
-    bool vertical = false; ///< rotated 90° counter-clockwise
-};
-
 /// Everything on a canvas, painted in order: background, grids, rects, texts.
 struct Figure {
     int width = 0, height = 0;
@@ -58,7 +43,7 @@ struct Figure {
     int hatch_period = 6; ///< pixels between the diagonals of hatched cells
     std::vector<FigureGrid> grids;
     std::vector<FigureRect> rects;
-    std::vector<FigureText> texts;
+    std::vector<PlacedText> texts;
 };
 
 /// Paints a figure. A pixel belongs to the grid cell (and rect) its centre falls in.

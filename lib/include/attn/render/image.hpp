@@ -15,6 +15,11 @@ struct Rgb {
     friend bool operator==(const Rgb&, const Rgb&) = default;
 };
 
+/// An axis-aligned box in pixels; (x, y) is the top-left corner.
+struct Box {
+    double x = 0.0, y = 0.0, w = 0.0, h = 0.0;
+};
+
 /// A plain RGB8 image: pixel (x, y) is at pixels[3·(y·width + x)].
 struct Image {
     int width = 0;

@@ -51,18 +51,37 @@ FontMetrics font_metrics(double size_px);
 /// Advance width in pixels of a UTF-8 string (invalid bytes count as U+FFFD), with kerning.
 double text_width(std::string_view utf8, double size_px);
 
-/// Draws UTF-8 text. (x, y) is a point on the baseline, placed at the start, middle or
-/// end of the text as `anchor` says. `vertical` rotates the text 90° counter-clockwise
-/// (reading bottom to top, as matplotlib's rotation=90): the baseline then runs upwards
-/// through x and the glyphs' tops point left. Pixels outside the image are skipped.
-void draw_text(Image& image,
-               std::string_view utf8,
-               double x,
-               double y,
-               double size_px,
-               Rgb color,
-               Anchor anchor = Anchor::start,
-               bool vertical = false);
+/// UTF-8 text and where it goes. (x, y) is a point on the baseline, placed at the start,
+/// middle or end of the text as `anchor` says. `vertical` rotates the text 90°
+/// counter-clockwise (reading bottom to top, as matplotlib's rotation=90): the baseline
+/// then runs upwards through x and the glyphs' tops point left.
+struct PlacedText {
+    std::string text;
+    double x = 0.0, y = 0.0; ///< on the baseline, at the anchor
+    double size = 10.0;      ///< pixels per em
+    Rgb color;
+    Anchor anchor = Anchor::start;
+    bool vertical = false;
+};
+
+/// Draws the text. Pixels outside the image are skipped.
+void draw_text(Image& image, const PlacedText& text);
+
+/// The same, with the placement spelled out.
+inline void draw_text(Image& image,
+                      std::string_view utf8,
+                      double x,
+                      double y,
+                      double size_px,
+                      Rgb color,
+                      Anchor anchor = Anchor::start,
+                      bool vertical = false) {
+    draw_text(image, PlacedText{std::string(utf8), x, y, size_px, color, anchor, vertical});
+}
+
+/// The box the text occupies: its advance width along the baseline, from the font's
+/// ascent above it to its descent below it (turned with vertical text).
+Box text_extent(const PlacedText& text);
 
 /// `utf8` cut to at most `max_chars` code points, the last one replaced by "…" when cut.
 std::string truncate_text(std::string_view utf8, std::size_t max_chars);

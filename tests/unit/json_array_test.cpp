@@ -251,11 +251,12 @@ TEST(JsonEncode, NonFiniteAsStringsAndScalars) {
 }
 
 TEST(JsonEncode, ZeroDimensions) {
-    EXPECT_EQ(encode_json_array({0}, nullptr), "[]");
-    EXPECT_EQ(encode_json_array({0, 3}, nullptr), "[]");
-    EXPECT_EQ(encode_json_array({2, 0}, nullptr), "[[],[]]");
-    EXPECT_EQ(encode_json_array({2, 0, 3}, nullptr), "[[],[]]");
-    EXPECT_EQ(encode_json_array({1, 2, 0}, nullptr), "[[[],[]]]");
+    const float* const no_values = nullptr; // zero elements: never read
+    EXPECT_EQ(encode_json_array({0}, no_values), "[]");
+    EXPECT_EQ(encode_json_array({0, 3}, no_values), "[]");
+    EXPECT_EQ(encode_json_array({2, 0}, no_values), "[[],[]]");
+    EXPECT_EQ(encode_json_array({2, 0, 3}, no_values), "[[],[]]");
+    EXPECT_EQ(encode_json_array({1, 2, 0}, no_values), "[[[],[]]]");
 }
 
 TEST(JsonEncode, RoundTripThroughNlohmann) {

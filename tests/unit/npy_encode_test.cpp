@@ -91,7 +91,8 @@ TEST(NpyEncode, RoundTripF4AndF8BitExact) {
 }
 
 TEST(NpyEncode, RoundTripEmptyAndScalar) {
-    const Array empty = parse_npy(encode_npy({2, 0, 3}, nullptr, false), "e");
+    const Array empty =
+        parse_npy(encode_npy({2, 0, 3}, static_cast<const float*>(nullptr), false), "e");
     EXPECT_EQ(empty.shape, (std::vector<std::size_t>{2, 0, 3}));
     EXPECT_TRUE(empty.values.empty());
     const float x = -2.5f;

@@ -107,36 +107,6 @@ template <class T> struct BasicAttentionResult {
 };
 using AttentionResult = BasicAttentionResult<float>;
 
-/// Scaled dot-product attention:
-///   weights = softmax(Q·Kᵀ·scale + bias, masked) over keys, output = weights·V.
-///
-/// Shapes:  q: [B, H, Lq, D]   k: [B, Hkv, Lk, D]   v: [B, Hkv, Lk, Dv]
-/// Grouped-query attention when Hkv < H (query head h uses kv head h / (H / Hkv));
-/// requires H % Hkv == 0. Masks and bias broadcast over a size-1 batch, head or query dim
-/// (read in place, never copied).
-/// A key is seen only where keep_mask, key_padding, causal and a finite-or-+inf bias all
-/// allow it. A query row that sees no key gets zeros in output and weights, and is
-/// counted in rows_fully_masked. NaN and ±inf in the inputs reach exactly the rows that see
-/// them: a blocked key (keep_mask, key_padding, causal, window or a -inf bias) contributes
-/// nothing, whatever its key, value or score holds; a visible one propagates as in PyTorch.
-/// Every output row is computed by one thread, so results do not depend on `threads`.
-///
-/// Throws InputError naming the argument, the expected shape and the actual shape.
-///
-/// Example:
-///   auto r = attend(q, k, v, {.causal = Causal::top_left, .want_weights = false});
-AttentionResult
-attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec = {});
-
-/// The same computation entirely in float64 (`precision: f64`): every score, softmax,
-/// feature and diagnostic in double, with dgemm per block of 64 query rows, so without
-/// weights memory stays linear in the sequence length. Simple rather than fast; the
-/// semantics, shapes and errors are those of the float32 overload.
-BasicAttentionResult<double> attend(const BasicTensor<double>& q,
-                                    const BasicTensor<double>& k,
-                                    const BasicTensor<double>& v,
-                                    const BasicAttentionSpec<double>& spec = {});
-
 /// attend() into a caller-owned result, as BLAS's sgemm writes into its C: the output,
 /// weights and diagnostics `result` already holds keep their storage when their shapes are
 /// the call's, and are (re)allocated otherwise; what the spec does not ask for is dropped.
@@ -156,11 +126,44 @@ void attend_into(const BasicTensor<T>& q,
                  const BasicAttentionSpec<T>& spec,
                  BasicAttentionResult<T>& result);
 
+/// Scaled dot-product attention:
+///   weights = softmax(Q·Kᵀ·scale + bias, masked) over keys, output = weights·V.
+///
+/// Shapes:  q: [B, H, Lq, D]   k: [B, Hkv, Lk, D]   v: [B, Hkv, Lk, Dv]
+/// Grouped-query attention when Hkv < H (query head h uses kv head h / (H / Hkv));
+/// requires H % Hkv == 0. Masks and bias broadcast over a size-1 batch, head or query dim
+/// (read in place, never copied).
+/// A key is seen only where keep_mask, key_padding, causal and a finite-or-+inf bias all
+/// allow it. A query row that sees no key gets zeros in output and weights, and is
+/// counted in rows_fully_masked. NaN and ±inf in the inputs reach exactly the rows that see
+/// them: a blocked key (keep_mask, key_padding, causal, window or a -inf bias) contributes
+/// nothing, whatever its key, value or score holds; a visible one propagates as in PyTorch.
+/// Every output row is computed by one thread, so results do not depend on `threads`.
+///
+/// Throws InputError naming the argument, the expected shape and the actual shape.
+///
+/// Example:
+///   auto r = attend(q, k, v, {.causal = Causal::top_left, .want_weights = false});
+///
+/// T = double (deduced from the tensors) is the same computation entirely in float64
+/// (`precision: f64`): every score, softmax, feature and diagnostic in double, with dgemm
+/// per block of 64 query rows, so without weights memory stays linear in the sequence
+/// length; simple rather than fast; the semantics, shapes and errors are those of float32.
+template <class T>
+BasicAttentionResult<T> attend(const BasicTensor<T>& q,
+                               const BasicTensor<T>& k,
+                               const BasicTensor<T>& v,
+                               const BasicAttentionSpec<T>& spec = {}) {
+    BasicAttentionResult<T> result;
+    attend_into(q, k, v, spec, result);
+    return result;
+}
+
 /// Throws InputError unless q, k, v and the spec's masks agree (see attend()).
-void attend_check(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec);
-void attend_check(const BasicTensor<double>& q,
-                  const BasicTensor<double>& k,
-                  const BasicTensor<double>& v,
-                  const BasicAttentionSpec<double>& spec);
+template <class T>
+void attend_check(const BasicTensor<T>& q,
+                  const BasicTensor<T>& k,
+                  const BasicTensor<T>& v,
+                  const BasicAttentionSpec<T>& spec);
 
 } // namespace attn

@@ -9,23 +9,6 @@
 
 namespace attn {
 
-/// Scores a block of 64 queries against all visible keys with blocked GEMMs (Q·Kᵀ, then
-/// P·V) and a vectorised softmax per row, and keeps the weights when spec.want_weights.
-/// Memory: output (+ weights) + a packed copy of K + one 64×Lk buffer per thread.
-/// Shapes, broadcasting and the fully-masked-row rule are those of attend().
-AttentionResult
-attend_materialized(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec);
-
-/// The float64 kernel behind attend(const BasicTensor<double>&, ...): per (batch, head, block of 64
-/// queries) one dgemm for the scores against all keys, a scalar double softmax with every
-/// feature and diagnostic, one dgemm for P·V. Weights are written into the result when
-/// spec.want_weights, else into a per-thread 64×Lk buffer (no Lq×Lk matrix). Every output
-/// row is computed by one thread: bit-identical for every thread count. spec.simd is ignored.
-BasicAttentionResult<double> attend_materialized(const BasicTensor<double>& q,
-                                                 const BasicTensor<double>& k,
-                                                 const BasicTensor<double>& v,
-                                                 const BasicAttentionSpec<double>& spec);
-
 /// attend_materialized into a caller-owned result (see attend_into(): storage of the right
 /// shape is kept, every element overwritten). T is float or double.
 template <class T>
@@ -34,6 +17,26 @@ void attend_materialized_into(const BasicTensor<T>& q,
                               const BasicTensor<T>& v,
                               const BasicAttentionSpec<T>& spec,
                               BasicAttentionResult<T>& result);
+
+/// Scores a block of 64 queries against all visible keys with blocked GEMMs (Q·Kᵀ, then
+/// P·V) and a vectorised softmax per row, and keeps the weights when spec.want_weights.
+/// Memory: output (+ weights) + a packed copy of K + one 64×Lk buffer per thread.
+/// Shapes, broadcasting and the fully-masked-row rule are those of attend().
+///
+/// T = double is the float64 kernel behind attend(): per (batch, head, block of 64
+/// queries) one dgemm for the scores against all keys, a scalar double softmax with every
+/// feature and diagnostic, one dgemm for P·V. Weights are written into the result when
+/// spec.want_weights, else into a per-thread 64×Lk buffer (no Lq×Lk matrix). Every output
+/// row is computed by one thread: bit-identical for every thread count. spec.simd is ignored.
+template <class T>
+BasicAttentionResult<T> attend_materialized(const BasicTensor<T>& q,
+                                            const BasicTensor<T>& k,
+                                            const BasicTensor<T>& v,
+                                            const BasicAttentionSpec<T>& spec) {
+    BasicAttentionResult<T> result;
+    attend_materialized_into(q, k, v, spec, result);
+    return result;
+}
 
 /// Streams over blocks of keys with an online softmax (FlashAttention-style) and never
 /// forms the Lq×Lk matrix: memory is the output plus O((G·D + KB)·64) floats per thread,

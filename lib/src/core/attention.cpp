@@ -121,14 +121,11 @@ template Workspace attend_workspace(const Shape&, const Shape&, const Shape&, co
 template Workspace
 attend_workspace(const Shape&, const Shape&, const Shape&, const BasicAttentionSpec<double>&);
 
-void attend_check(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
-    check_all(q, k, v, spec);
-}
-
-void attend_check(const BasicTensor<double>& q,
-                  const BasicTensor<double>& k,
-                  const BasicTensor<double>& v,
-                  const BasicAttentionSpec<double>& spec) {
+template <class T>
+void attend_check(const BasicTensor<T>& q,
+                  const BasicTensor<T>& k,
+                  const BasicTensor<T>& v,
+                  const BasicAttentionSpec<T>& spec) {
     check_all(q, k, v, spec);
 }
 
@@ -174,6 +171,11 @@ void attend_into(const BasicTensor<T>& q,
     attend_materialized_into(q, k, v, spec, result); // streams(spec) is false for double
 }
 
+template void attend_check(const Tensor&, const Tensor&, const Tensor&, const AttentionSpec&);
+template void attend_check(const BasicTensor<double>&,
+                           const BasicTensor<double>&,
+                           const BasicTensor<double>&,
+                           const BasicAttentionSpec<double>&);
 template void
 attend_into(const Tensor&, const Tensor&, const Tensor&, const AttentionSpec&, AttentionResult&);
 template void attend_into(const BasicTensor<double>&,
@@ -181,21 +183,5 @@ template void attend_into(const BasicTensor<double>&,
                           const BasicTensor<double>&,
                           const BasicAttentionSpec<double>&,
                           BasicAttentionResult<double>&);
-
-AttentionResult
-attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
-    AttentionResult result;
-    attend_into(q, k, v, spec, result);
-    return result;
-}
-
-BasicAttentionResult<double> attend(const BasicTensor<double>& q,
-                                    const BasicTensor<double>& k,
-                                    const BasicTensor<double>& v,
-                                    const BasicAttentionSpec<double>& spec) {
-    BasicAttentionResult<double> result;
-    attend_into(q, k, v, spec, result);
-    return result;
-}
 
 } // namespace attn

@@ -311,20 +311,4 @@ template void attend_materialized_into(const BasicTensor<double>&,
                                        const BasicAttentionSpec<double>&,
                                        BasicAttentionResult<double>&);
 
-AttentionResult
-attend_materialized(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
-    AttentionResult result;
-    attend_materialized_into(q, k, v, spec, result);
-    return result;
-}
-
-BasicAttentionResult<double> attend_materialized(const BasicTensor<double>& q,
-                                                 const BasicTensor<double>& k,
-                                                 const BasicTensor<double>& v,
-                                                 const BasicAttentionSpec<double>& spec) {
-    BasicAttentionResult<double> result;
-    attend_materialized_into(q, k, v, spec, result);
-    return result;
-}
-
 } // namespace attn

@@ -75,7 +75,11 @@ process_line(const std::string& line, std::uint64_t line_no, const LineContext& 
             problem::check_finite(prob);
         }
         const problem::Solution s = problem::solve(prob, ctx.solve);
-        return {problem::result_document(prob, s) + "\n", line_no, false, s.rows_fully_masked > 0};
+        return {problem::result_document(prob, s) + "\n",
+                line_no,
+                false,
+                s.rows_fully_masked > 0,
+                prob.warnings};
     } catch (const std::bad_alloc&) {
         return error_line(id, line_no, "out of memory");
     } catch (const std::exception& e) {
@@ -129,6 +133,16 @@ int run_batch(const BatchArgs& a) {
     });
     progress.clear();
 
+    if (!a.quiet) {
+        // The decoder's warnings (likely mistakes), after the results, in line order.
+        for (const std::string& w : writer.warnings()) {
+            warn(w);
+        }
+        if (writer.warning_count() > writer.warnings().size()) {
+            warn(std::to_string(writer.warning_count() - writer.warnings().size()) +
+                 " more warning(s) not shown");
+        }
+    }
     if (!a.quiet && writer.noted() > 0) {
         warn(std::to_string(writer.noted()) +
              " problem(s) have query rows that can see no key (fully masked; the first on "

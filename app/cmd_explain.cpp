@@ -410,6 +410,14 @@ std::string explain(const ProblemInput& in, const problem::Problem& p) {
         problem::estimate_memory(p, false, 2).total - without.total;
     r.more("(1 thread; each further thread adds " + io::format_size(per_thread) + ", or " +
            io::format_size(per_thread_lean) + " with --no-weights)");
+    // The likely mistakes compute warns about, shown by explain too.
+    for (std::size_t i = 0; i < p.warnings.size(); ++i) {
+        if (i == 0) {
+            r.row("warnings", p.warnings[i]);
+        } else {
+            r.more(p.warnings[i]);
+        }
+    }
     return r.str();
 }
 

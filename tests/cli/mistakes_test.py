@@ -163,6 +163,33 @@ def _():
            err=r"layout attn: missing tensor .*w_k")
 
 
+@test("batch and explain show the warnings compute gives")
+def _():
+    bad = {"id": "a", "input": "x.npy", "params": "mha.json"}
+    good = {"id": "b", "input": "x.npy", "params": "mha.json", "num_heads": 2}
+    lines = "\n".join(json.dumps(d) for d in [good, bad, good, bad]) + "\n"
+    rc, out, err = run(["batch", "-"], stdin=lines.encode())
+    check("batch: exit 0", rc == 0, err)
+    got = [w for w in warnings_of(err) if re.search(HEADS, w)]
+    check("batch: one warning per line with the mistake, in line order, naming the line",
+          [w.split(": ")[2] for w in got] == ["line 2", "line 4"], err)
+    rc_q, out_q, err_q = run(["batch", "-", "--quiet"], stdin=lines.encode())
+    check("batch --quiet: no warning, same results", rc_q == 0 and err_q.strip() == ""
+          and out_q == out, err_q)
+    many = "\n".join(json.dumps(dict(bad, id=i)) for i in range(25)) + "\n"
+    rc, _, err = run(["batch", "-", "-j", "2"], stdin=many.encode())
+    w = warnings_of(err)
+    check("batch: at most 20 warnings, then how many more",
+          rc == 0 and len([x for x in w if re.search(HEADS, x)]) == 20
+          and any(re.search(r"5 more warning\(s\) not shown", x) for x in w), err)
+    rc, out, err = run(["explain", "--input", "x.npy", "--params", "mha.json"])
+    check("explain: the warning in its report", rc == 0 and re.search(
+        r"^warnings +" + HEADS, out.decode(), re.M) is not None, out.decode())
+    rc, out, err = run(["explain", "--input", "x.npy", "--params", "mha.json", "--heads", "2"])
+    check("explain: no warnings row without the mistake", rc == 0 and b"warnings" not in out,
+          out.decode())
+
+
 @test("unknown problem fields get did-you-mean")
 def _():
     doc = {"querry": [[1.0]], "key": [[1.0]], "value": [[1.0]]}

@@ -330,6 +330,12 @@ void LineWriter::write(const LineResult& r) {
         }
         ++noted_;
     }
+    for (const std::string& w : r.warnings) {
+        if (warnings_.size() < max_warnings) {
+            warnings_.push_back("line " + std::to_string(r.line_no) + ": " + w);
+        }
+        ++warning_count_;
+    }
     if (progress_) {
         progress_(done_, failed_);
     }

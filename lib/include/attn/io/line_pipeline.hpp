@@ -69,6 +69,7 @@ struct LineResult {
     std::uint64_t line_no = 0;
     bool failed = false;
     bool noted = false; ///< counted by LineWriter::noted() (batch: fully masked rows)
+    std::vector<std::string> warnings{}; ///< likely mistakes in the line, one line each
 };
 
 /// The answer for a line too long to hold: the error line (null id) "line N: SIZE long,
@@ -90,10 +91,18 @@ class LineWriter {
     std::uint64_t failed() const { return failed_; }
     std::uint64_t noted() const { return noted_; }
     std::uint64_t first_noted_line() const { return first_noted_line_; }
+    /// The lines' warnings in line order as "line N: MESSAGE", the first max_warnings of
+    /// them (a million-line batch with one mistake repeated must not flood stderr).
+    const std::vector<std::string>& warnings() const { return warnings_; }
+    /// How many warnings the lines had in all, kept or not.
+    std::uint64_t warning_count() const { return warning_count_; }
+    static constexpr std::size_t max_warnings = 20;
 
   private:
     Progress progress_;
     std::uint64_t done_ = 0, failed_ = 0, noted_ = 0, first_noted_line_ = 0;
+    std::vector<std::string> warnings_;
+    std::uint64_t warning_count_ = 0;
 };
 
 /// What a line computes: its result line. Called from worker threads at once (jobs > 1);

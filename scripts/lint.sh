@@ -95,7 +95,8 @@ sort -k2,2 -g -r "$times" | awk -v f="$times" '{ cpu += $2 + $3 }
     NR <= 3 { slow = slow sprintf("%s %.0f s, ", $4, $2 + $3) }
     END { printf "clang-tidy-14: %.0f s of CPU; slowest: %s(every file in %s)\n", cpu, slow, f }'
 if [[ $status -ne 0 ]]; then
-    echo "clang-tidy-14: findings above (fix them, or disable the check in .clang-tidy with its reason)" >&2
+    echo "clang-tidy-14: findings above (fix each, or disable its check in .clang-tidy with" \
+        "the reason)" >&2
     exit 1
 fi
 echo "clang-tidy-14: clean"

@@ -13,8 +13,8 @@ set -eu
 # tests/cli/parallel_test.py.
 PACKAGES="g++ cmake ninja-build libcli11-dev nlohmann-json3-dev libstb-dev libxtensor-dev \
 libxsimd-dev libopenblas-dev libhwy-dev libgtest-dev libbenchmark-dev fonts-dejavu-core python3 \
-python3-numpy fonts-wqy-microhei libzip-dev clang libclang-rt-14-dev clang-format-14 clang-tidy-14 git \
-zlib1g-dev chromium parallel"
+python3-numpy fonts-wqy-microhei libzip-dev clang libclang-rt-14-dev clang-format-14 clang-tidy-14 \
+git zlib1g-dev chromium parallel"
 
 missing=""
 for p in $PACKAGES; do

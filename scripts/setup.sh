@@ -4,7 +4,8 @@
 # package is missing, once. Works as root on a bare (minbase) Debian 12.
 set -eu
 
-# clang and libclang-rt-14-dev (libFuzzer) are for the fuzz smoke of the test command.
+# clang and libclang-rt-14-dev (libFuzzer) are for the fuzz smoke of the test command;
+# clang-format-14 and clang-tidy-14 for its lint (scripts/lint.sh).
 # fonts-wqy-microhei is the heatmap's fallback font for glyphs DejaVu lacks (CJK; 5 MB, the
 # smallest Debian CJK font with TrueType outlines). zlib1g-dev compresses the HTML view's
 # data; chromium (about 110 MB to download) runs the HTML view's browser test headless;
@@ -12,8 +13,8 @@ set -eu
 # tests/cli/parallel_test.py.
 PACKAGES="g++ cmake ninja-build libcli11-dev nlohmann-json3-dev libstb-dev libxtensor-dev \
 libxsimd-dev libopenblas-dev libhwy-dev libgtest-dev libbenchmark-dev fonts-dejavu-core python3 \
-python3-numpy fonts-wqy-microhei libzip-dev clang libclang-rt-14-dev clang-format-14 git \
-zlib1g-dev chromium parallel"
+python3-numpy fonts-wqy-microhei libzip-dev clang libclang-rt-14-dev clang-format-14 clang-tidy-14 \
+git zlib1g-dev chromium parallel"
 
 missing=""
 for p in $PACKAGES; do

@@ -119,18 +119,24 @@ template <class T> json run(const json& c) {
 } // namespace
 
 int main() {
-    const std::string text{std::istreambuf_iterator<char>(std::cin),
-                           std::istreambuf_iterator<char>()};
-    const json doc = json::parse(text);
-    json results = json::array();
-    for (const json& c : doc.at("cases")) {
-        try {
-            results.push_back(c.value("precision", "f32") == "f64" ? run<double>(c)
-                                                                   : run<float>(c));
-        } catch (const attn::InputError& e) {
-            results.push_back({{"error", e.what()}});
+    try {
+        const std::string text{std::istreambuf_iterator<char>(std::cin),
+                               std::istreambuf_iterator<char>()};
+        const json doc = json::parse(text);
+        json results = json::array();
+        for (const json& c : doc.at("cases")) {
+            try {
+                results.push_back(c.value("precision", "f32") == "f64" ? run<double>(c)
+                                                                       : run<float>(c));
+            } catch (const attn::InputError& e) {
+                results.push_back({{"error", e.what()}});
+            }
         }
+        std::cout << json{{"results", results}}.dump() << '\n';
+        return 0;
+    } catch (const std::exception& e) {
+        // Not the library's errors (those are results): a broken request from the oracle.
+        std::cerr << "numerics_driver: " << e.what() << '\n';
+        return 1;
     }
-    std::cout << json{{"results", results}}.dump() << '\n';
-    return 0;
 }

@@ -59,7 +59,7 @@ TEST(CheckpointLayers, GapsAndCompetingPatternsAreRefused) {
               "params: m.safetensors: layer 1 is missing (no attention weights at prefix "
               "'transformer.h.1.attn.', but layer 2 exists): layers must be numbered 0 to N-1");
     std::vector<std::string> two = gpt2_names(2);
-    two.push_back("decoder.layers.0.self_attn.q_proj.weight");
+    two.emplace_back("decoder.layers.0.self_attn.q_proj.weight");
     EXPECT_NE(error_of(two).find("the attention layers follow 2 patterns"), std::string::npos)
         << error_of(two);
     // "prefix" picks one of them.

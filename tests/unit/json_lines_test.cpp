@@ -242,6 +242,7 @@ std::string run_captured(const std::string& input, unsigned jobs, io::LineWriter
     ::dup2(::fileno(out), STDOUT_FILENO);
     std::mt19937 rng(jobs);
     std::vector<int> delays;
+    delays.reserve(64);
     for (int i = 0; i < 64; ++i) {
         delays.push_back(static_cast<int>(rng() % 3));
     }

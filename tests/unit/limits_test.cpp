@@ -377,7 +377,7 @@ TEST_F(Limits, MessagesQuoteControlCharactersSafely) {
 
 TEST_F(Limits, ChunkedFortranReadMatchesTheInMemoryReader) {
     // 3 x 5 x 70001 int16, Fortran order: 2.1 MB of payload, read in three chunks.
-    const std::size_t n = 3 * 5 * 70001;
+    const std::size_t n = std::size_t{3} * 5 * 70001;
     std::string payload(n * 2, '\0');
     for (std::size_t i = 0; i < n; ++i) {
         const auto v = static_cast<std::uint16_t>(i * 2654435761U);

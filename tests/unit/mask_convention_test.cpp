@@ -66,7 +66,7 @@ TEST(MaskConvention, AdditiveValuesAreABias) {
         array({2, 2}, {0.0f, -inf, 0.5f, -1e4f}), {1, 1, 2, 2}, MaskConvention::additive, "mask");
     ASSERT_TRUE(m.bias);
     EXPECT_FALSE(m.keep);
-    EXPECT_EQ(values_of(*m.bias), (std::vector<double>{0, -INFINITY, 0.5, -1e4}));
+    EXPECT_EQ(values_of(*m.bias), (std::vector<double>{0, -HUGE_VAL, 0.5, -1e4}));
 }
 
 TEST(MaskConvention, AdditiveRefusesBooleans) {
@@ -136,7 +136,7 @@ TEST(MaskConvention, DecodeProblemSumsAdditiveMasksAndBias) {
     ASSERT_TRUE(p.key_padding); // 0 / -inf only: a keep-mask
     EXPECT_EQ(values_of(*p.key_padding), (std::vector<double>{1, 0, 1}));
     ASSERT_TRUE(p.bias);
-    EXPECT_EQ(values_of(*p.bias), (std::vector<double>{1.5, 1, -INFINITY, 2, 2, 2}));
+    EXPECT_EQ(values_of(*p.bias), (std::vector<double>{1.5, 1, -HUGE_VAL, 2, 2, 2}));
 
     json mha = doc;
     mha["mask_convention"] = "torch-mha";

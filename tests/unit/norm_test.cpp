@@ -48,7 +48,7 @@ TEST(Norm, LayerNormRowsHaveMeanZeroVarianceOne) {
     for (std::size_t r = 0; r < 6; ++r) {
         double sum = 0.0, sq = 0.0;
         for (std::size_t i = 0; i < 64; ++i) {
-            const double v = y.data()[r * 64 + i];
+            const auto v = static_cast<double>(y.data()[r * 64 + i]);
             sum += v;
             sq += v * v;
         }

@@ -122,8 +122,10 @@ TEST(Rope, EachPairKeepsItsNorm) {
                     for (std::size_t p = 0; p < 3; ++p) {
                         const std::size_t i = style == RopeStyle::neox ? p : 2 * p;
                         const std::size_t j = style == RopeStyle::neox ? p + 3 : 2 * p + 1;
-                        const double n0 = std::hypot(before(b, h, l, i), before(b, h, l, j));
-                        const double n1 = std::hypot(x(b, h, l, i), x(b, h, l, j));
+                        const auto n0 =
+                            static_cast<double>(std::hypot(before(b, h, l, i), before(b, h, l, j)));
+                        const auto n1 =
+                            static_cast<double>(std::hypot(x(b, h, l, i), x(b, h, l, j)));
                         EXPECT_NEAR(n1, n0, 4e-7) << b << h << l << p;
                     }
                     EXPECT_EQ(x(b, h, l, 6), before(b, h, l, 6));

@@ -167,7 +167,7 @@ TEST(Safetensors, RefusesHeadersOverTheFormatLimit) {
 }
 
 TEST(Safetensors, RefusesHeadersOverTheMemoryLimit) {
-    const ScopedLimit limit(16 * 1024);
+    const ScopedLimit limit(std::uint64_t{16} * 1024);
     Bytes f;
     append_le(f, 2048, 8);
     expect_error([&] { (void)parse_safetensors_header(f, 1 << 20, "m.safetensors"); },
@@ -358,8 +358,8 @@ TEST_F(SafetensorsFileTest, NamesTheFileWhenItCannotBeRead) {
 TEST_F(SafetensorsFileTest, DecodeProblemLoadsACheckpointLayer) {
     // A Llama-style layer with 4 query heads and 2 key/value heads: num_kv_heads is implied.
     const std::string pre = "model.layers.0.self_attn.";
-    std::vector<float> q(8 * 4, 0.0f);
-    std::vector<float> kv(4 * 4, 0.5f);
+    std::vector<float> q(std::size_t{8} * 4, 0.0f);
+    std::vector<float> kv(std::size_t{4} * 4, 0.5f);
     for (std::size_t i = 0; i < 4; ++i) {
         q[i * 4 + i] = 1.0f;
     }

@@ -83,7 +83,7 @@ class TempDirTest : public ::testing::Test {
 
     /// Writes `bytes` as dir_/name and returns its path.
     std::filesystem::path write(const std::string& name, std::string_view bytes) const {
-        const std::filesystem::path path = dir_ / name;
+        std::filesystem::path path = dir_ / name;
         std::ofstream(path, std::ios::binary) << bytes;
         return path;
     }

@@ -146,7 +146,8 @@ TEST(Workspace, FollowsTheKernelsBlocks) {
     const Workspace s = attend_workspace(q, k, v, without);
     const std::uint64_t g = 2;
     EXPECT_EQ(s.shared, 0U);
-    EXPECT_EQ(s.per_thread, 4U * (g * 16 * 64 + 128 * 80 + 3 * g * 64 + 64) + 8U * g * 64);
+    EXPECT_EQ(s.per_thread,
+              4U * (g * 16 * 64 + std::uint64_t{128} * 80 + 3 * g * 64 + 64) + 8U * g * 64);
     EXPECT_EQ(attend_workspace(q, Shape{2, 2, 5000, 16}, v, without).per_thread, s.per_thread);
     without.top_k = 2; // whole rows: the materialized kernel with a 64 x Lk block per thread
     EXPECT_EQ(attend_workspace(q, k, v, without).per_thread, 4U * 64 * 500 + 8U * 500);

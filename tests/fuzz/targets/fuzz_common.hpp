@@ -208,7 +208,7 @@ inline std::vector<float> ramp(std::size_t n, float scale = 0.25f) {
 inline const std::filesystem::path& fixture_dir() {
     static const std::filesystem::path dir = [] {
         namespace fs = std::filesystem;
-        const fs::path d =
+        fs::path d =
             fs::temp_directory_path() / ("attn_fuzz_fixtures_" + std::to_string(::getpid()));
         fs::create_directories(d / "sub");
         auto put = [&](const std::string& name, const std::string& bytes) {
@@ -240,7 +240,7 @@ inline const std::filesystem::path& fixture_dir() {
         put("empty_huge.npy", npy_file("<f4", false, "(0, 1099511627776)", ""));
         put("huge.npy", npy_file("<f4", false, "(1000000000, 1000000000)", f4(ramp(4))));
         put("truncated.npy", npy_file("<f4", false, "(3, 4)", f4(ramp(5))));
-        put("bad_magic.npy", "\x93NUMPX\1\0");
+        put("bad_magic.npy", std::string("\x93NUMPX\1\0", 8));
         put("q.json", "[[1, 0, 1, 0], [0, 1, 0, \"inf\"]]");
         put("ragged.json", "[[1, 2], [3]]");
         put("deep.json", std::string(200, '[') + std::string(200, ']'));

@@ -184,7 +184,7 @@ TEST(HeatmapSvg, WellFormedWithTheSameCellsAsThePng) {
 }
 
 TEST(HeatmapSvg, LargeGridsAreOneEmbeddedImage) {
-    std::vector<float> w(300 * 300, 0.25f);
+    std::vector<float> w(std::size_t{300} * 300, 0.25f);
     HeatmapInput in;
     in.rows = in.cols = 300;
     in.panels.push_back({"", w, {}});

@@ -53,7 +53,8 @@ TEST(HeatmapPng, DimensionsAndCellColoursMatchTheColormap) {
     const double cell = p.w / 3;
     for (int r = 0; r < 3; ++r) {
         for (int c = 0; c < 3; ++c) {
-            const double value = k3x3[static_cast<std::size_t>(r * 3 + c)];
+            const double value = static_cast<double>(
+                k3x3[static_cast<std::size_t>(r) * 3 + static_cast<std::size_t>(c)]);
             const Rgb want = v.entry(Colormap::colormap_index(value));
             // Near the cell's corners, away from the annotation in its middle.
             for (const auto& [dx, dy] : {std::pair{2, 2}, std::pair{-3, -3}}) {
@@ -283,7 +284,7 @@ TEST(HeatmapScale, VminVmaxLogAndClip) {
     std::sort(sorted.begin(), sorted.end());
     const double pos = 0.85 * 99;
     const auto lo = static_cast<std::size_t>(pos);
-    const double a = sorted[lo], b = sorted[lo + 1];
+    const auto a = static_cast<double>(sorted[lo]), b = static_cast<double>(sorted[lo + 1]);
     EXPECT_NEAR(mc.norm.vmax, a + (b - a) * (pos - static_cast<double>(lo)), 1e-7);
 }
 
@@ -314,7 +315,7 @@ TEST(HeatmapErrors, BadOptionsNameTheFlag) {
     in.col_labels = {"a", "b"};
     EXPECT_EQ(message(in, {}), "--xlabels: expected 3 key labels (one per key), got 2");
     HeatmapInput big;
-    std::vector<float> w(600 * 600, 0.5f);
+    std::vector<float> w(std::size_t{600} * 600, 0.5f);
     big.rows = big.cols = 600;
     big.panels.push_back({"", w, {}});
     o = {};
@@ -323,7 +324,7 @@ TEST(HeatmapErrors, BadOptionsNameTheFlag) {
 }
 
 TEST(HeatmapLabels, RotatedWhenTheyCollideThinnedWhenTooMany) {
-    std::vector<float> w(30 * 30, 0.5f);
+    std::vector<float> w(std::size_t{30} * 30, 0.5f);
     HeatmapInput in;
     in.rows = in.cols = 30;
     in.panels.push_back({"", w, {}});

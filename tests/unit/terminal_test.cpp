@@ -165,7 +165,7 @@ TEST(HeatmapTerminal, ColourModes) {
 }
 
 TEST(HeatmapTerminal, LargeMapsUseHalfBlocksWithinTheWidth) {
-    std::vector<float> w(200 * 300);
+    std::vector<float> w(std::size_t{200} * 300);
     for (std::size_t i = 0; i < w.size(); ++i) {
         w[i] = static_cast<float>(i % 17) / 17.0f;
     }

@@ -49,7 +49,8 @@ const std::vector<NamedTable>& tables() {
             std::string hex;
             while (colours >> hex) {
                 std::uint32_t v = 0;
-                const auto [end, err] = std::from_chars(hex.data(), hex.data() + hex.size(), v, 16);
+                [[maybe_unused]] const auto [end, err] =
+                    std::from_chars(hex.data(), hex.data() + hex.size(), v, 16);
                 ATTN_ASSERT(!maps.empty() && filled < 256 && hex.size() == 6 &&
                             err == std::errc() && end == hex.data() + hex.size());
                 maps.back().table[filled++] = {static_cast<std::uint8_t>(v >> 16),

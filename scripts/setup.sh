@@ -15,6 +15,11 @@ PACKAGES="g++ cmake ninja-build libcli11-dev nlohmann-json3-dev libstb-dev libxt
 libxsimd-dev libopenblas-dev libhwy-dev libgtest-dev libbenchmark-dev fonts-dejavu-core python3 \
 python3-numpy fonts-wqy-microhei libzip-dev clang libclang-rt-14-dev clang-format-14 clang-tidy-14 \
 git zlib1g-dev chromium parallel"
+# Third round: pybind11-dev and python3-dev build the Python module; libpcre2-dev is the
+# Unicode regex of the BPE pre-tokenizers; libsentencepiece-dev reads tokenizer.model;
+# python3-sentencepiece, python3-torch and python3-pytest are test oracles and runners.
+PACKAGES="$PACKAGES pybind11-dev python3-dev libpcre2-dev libsentencepiece-dev \
+python3-sentencepiece python3-torch python3-pytest"
 
 missing=""
 for p in $PACKAGES; do

@@ -311,6 +311,44 @@ TEST_P(AttentionTarget, EmptyKeysGiveZeroRows) {
     }
 }
 
+// Zero-width features (D = 0: every score 0, uniform weights; Dv = 0: an empty output)
+// with more keys and values than one tile of any target: empty operands are null pointers,
+// and no kernel may form null plus an offset from them (clang's UBSan stops there; the
+// AVX2 tile width once did, from a fuzz input `{"input": [[]], ...}`).
+TEST_P(AttentionTarget, ZeroWidthFeaturesFormNoPointerFromNull) {
+    std::mt19937 rng(18);
+    const Tensor q = Tensor::from_shape({1, 2, 37, 0});
+    const Tensor k = Tensor::from_shape({1, 2, 70, 0});
+    const Tensor v = random_tensor(rng, {1, 2, 70, 33});
+    for (const bool want_weights : {true, false}) {
+        const auto r =
+            attend(q, k, v, {.scale = 1.0f, .want_weights = want_weights, .simd = GetParam()});
+        for (std::size_t h = 0; h < 2; ++h) {
+            for (std::size_t c = 0; c < 33; ++c) {
+                double mean = 0;
+                for (std::size_t j = 0; j < 70; ++j) {
+                    mean += double{v(0, h, j, c)} / 70.0;
+                }
+                for (std::size_t i = 0; i < 37; ++i) {
+                    EXPECT_NEAR(r.output(0, h, i, c), mean, 1e-5) << want_weights;
+                }
+            }
+        }
+        if (want_weights) {
+            for (const float w : *r.weights) {
+                EXPECT_NEAR(w, 1.0f / 70.0f, 1e-7f);
+            }
+        }
+    }
+    const Tensor v0 = Tensor::from_shape({1, 2, 70, 0});
+    const Tensor q1 = random_tensor(rng, {1, 2, 37, 20});
+    const Tensor k1 = random_tensor(rng, {1, 2, 70, 20});
+    for (const bool want_weights : {true, false}) {
+        const auto r = attend(q1, k1, v0, {.want_weights = want_weights, .simd = GetParam()});
+        EXPECT_EQ(r.output.size(), 0U);
+    }
+}
+
 TEST(Attention, ShapeErrorsNameTheArgumentAndBothShapes) {
     const Tensor q = Tensor::from_shape({2, 8, 128, 64});
     const Tensor k_bad = Tensor::from_shape({2, 8, 128, 32});

@@ -220,11 +220,16 @@ void gemm(const GemmArgs& g) {
                 for (; lines > kc; --lines, --pf_left, pf_next += kLine) {
                     prefetch_l2(pf_next);
                 }
+                // With k == 0 no element of A or B is read (the tile only zeroes or scales
+                // C) and either may be an empty operand's null pointer: no offset is formed
+                // from them then, since null plus an offset is undefined behaviour.
+                const float* a_tile = k == 0 ? a : a + m0 * a_row + k0 * a_col;
+                const float* b_tile = k == 0 ? b : b + k0 * ldb + n0;
                 pick_tile(mr, vectors, last, lanes)(kc,
-                                                    a + m0 * a_row + k0 * a_col,
+                                                    a_tile,
                                                     a_row,
                                                     a_col,
-                                                    b + k0 * ldb + n0,
+                                                    b_tile,
                                                     ldb,
                                                     c + m0 * ldc + n0,
                                                     ldc,

@@ -22,7 +22,7 @@ import sys
 import time
 
 import harness
-from harness import ROOT, TMP, check, main, skip, test
+from harness import ROOT, TMP, check, keep, main, skip, test
 
 # numpy is imported only by the cases that compute a reference: most of the 150-odd cases
 # (each its own process) need none.
@@ -53,7 +53,7 @@ NEEDED = None  # the generated files the one case run names; None: all of them
 def fresh_dir(name):
     global PRISTINE
     if PRISTINE is None:
-        PRISTINE = pristine()
+        PRISTINE = keep(pristine())
     d = os.path.join(TMP, "case-" + re.sub(r"[^A-Za-z0-9_.-]", "_", name))
     # Hard links: attn replaces files by rename (the pristine copy keeps its inode) and the
     # snapshot below catches any in-place change.

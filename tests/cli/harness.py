@@ -154,11 +154,36 @@ def expect(args, code=0, err=None, stdin=None, out=None, cwd=None, env=None, nam
     return so
 
 
+_kept = set()
+
+
+def keep(path):
+    """Marks a file or folder in TMP as a shared input that cases made on first use and
+    later cases reuse (a model folder, a pristine copy): it outlives the case that made it.
+    Returns path."""
+    _kept.add(os.path.relpath(path, TMP).split(os.sep)[0])
+    return path
+
+
 def _run_case(name):
+    """Runs one case. When a script runs all its cases in one process (CTest's way, one
+    process per script), what a case leaves in TMP is removed after it, so that no case
+    sees another's files: the inputs the script wrote at import time, and those marked by
+    keep(), stay, as they would in a process of its own."""
+    before = set(os.listdir(TMP)) | _kept
+    cwd = os.getcwd()
     try:
         CASES[name]()
     except Exception:  # noqa: BLE001 - a case that raises has failed
         check(name, False, "raised\n" + traceback.format_exc())
+    finally:
+        os.chdir(cwd)
+        for entry in set(os.listdir(TMP)) - before - _kept:
+            p = os.path.join(TMP, entry)
+            if os.path.isdir(p) and not os.path.islink(p):
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                os.remove(p)
 
 
 def main():

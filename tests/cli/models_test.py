@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from harness import ROOT, TMP, check, main, run, test
+from harness import ROOT, TMP, check, keep, main, run, test
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
 import reference as ref  # noqa: E402
@@ -39,7 +39,7 @@ def model_dir(name, tensors, config):
     save_safetensors(os.path.join(d, "model.safetensors"), tensors)
     with open(os.path.join(d, "config.json"), "w") as f:
         json.dump(config, f)
-    return d
+    return keep(d)
 
 
 def exact32(t):

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fuzz smoke for CI: builds the `fuzz` preset (clang, libFuzzer, ASan + UBSan) into
-# build/fuzz and runs every fuzz target for FUZZ_SECONDS (default 30) from its committed
-# corpus and regressions, mutating a scratch copy (the repository is never written to).
+# build/fuzz, or takes the targets of the build FUZZ_BUILD names (CI: `ci`, which has
+# built them already), and runs every fuzz target for FUZZ_SECONDS (default 20) from its
+# committed corpus and regressions, mutating a scratch copy (the repository is never
+# written to). Every input that reaches solve() runs under every SIMD target the CPU has.
 # A crash, leak, sanitizer report or failed property fails the script; the input that did
 # it is kept in build/fuzz/fuzz-artifacts/<target>/ for tests/fuzz/regressions/<target>/.
 # Needs clang and libclang-rt-14-dev (scripts/setup.sh installs them).
@@ -9,24 +11,27 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds=${FUZZ_SECONDS:-30}
+seconds=${FUZZ_SECONDS:-20}
+preset=${FUZZ_BUILD:-fuzz}
 if [ "$#" -gt 0 ]; then
     targets=("$@")
 else
     targets=(npy json_array problem batch_line heatmap_input safetensors npz token_list)
 fi
 
-cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz --target "${targets[@]/%/_fuzz}"
+if [[ -z "${FUZZ_BUILD:-}" ]]; then
+    cmake --preset fuzz >/dev/null
+fi
+cmake --build --preset "$preset" --target "${targets[@]/%/_fuzz}"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
 for t in "${targets[@]}"; do
-    artifacts="build/fuzz/fuzz-artifacts/$t"
+    artifacts="build/$preset/fuzz-artifacts/$t"
     mkdir -p "$work/$t" "$artifacts"
     log="$work/$t.log"
-    if OPENBLAS_NUM_THREADS=1 "build/fuzz/tests/fuzz/${t}_fuzz" "$work/$t" \
+    if OPENBLAS_NUM_THREADS=1 "build/$preset/tests/fuzz/${t}_fuzz" "$work/$t" \
         "tests/fuzz/corpus/$t" "tests/fuzz/regressions/$t" \
         -max_total_time="$seconds" -max_len=4096 -artifact_prefix="$artifacts/" \
         -print_final_stats=1 >"$log" 2>&1; then

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Lint: every tracked C++ file is clang-format-14 clean (.clang-format), and clang-tidy-14
-# (.clang-tidy, every finding an error) passes on every translation unit of lib/, app/ and
-# tests/ (unit tests, the oracle driver, the fuzz targets and their replay runner).
+# (.clang-tidy, every finding an error) passes on every translation unit of lib/, app/,
+# python/ and tests/ (unit tests, the oracle driver, the fuzz targets and their replay
+# runner; tests/.clang-tidy gives them a cheaper check set).
 #   bash scripts/lint.sh            both
 #   bash scripts/lint.sh format     only the format check (seconds)
 #   bash scripts/lint.sh tidy       only clang-tidy
 #   bash scripts/lint.sh tidy FILE...   clang-tidy on these translation units only
-# clang-tidy reads the dev preset's compile_commands.json (build/dev; configured here if it
-# is missing), so it sees the flags the build uses and nothing is compiled for it: in CI it
-# runs right after the dev build. bench/ is not in that build, so not analysed.
+# clang-tidy reads a build's compile_commands.json: LINT_BUILD (CI: build/ci, the clang
+# build it has just made), else the dev preset's (build/dev; configured here if it is
+# missing), so it sees the flags the build uses and nothing is compiled for it. bench/ is
+# not in those builds, so not analysed.
 # Files run in parallel (GNU parallel, one job per core, each file's findings printed
 # together); the exit status is non-zero when any file has a finding.
 set -euo pipefail
@@ -32,10 +34,16 @@ if [[ "$what" == format ]]; then
     exit 0
 fi
 
-db=build/dev/compile_commands.json
-if [[ ! -f "$db" ]]; then
+build=${LINT_BUILD:-build/dev}
+db=$build/compile_commands.json
+if [[ ! -f "$db" && -z "${LINT_BUILD:-}" ]]; then
     cmake --preset dev >/dev/null
 fi
+if [[ ! -f "$db" ]]; then
+    echo "lint: no $db (configure that build first)" >&2
+    exit 2
+fi
+export build
 # Our translation units in the database (the build's generated sources, the embedded font
 # and HTML files, are bytes, not code).
 mapfile -t files < <(python3 - "$db" "$PWD" <<'EOF'
@@ -44,14 +52,14 @@ db, root = sys.argv[1], sys.argv[2] + "/"
 seen = sorted({e["file"] for e in json.load(open(db))})
 for f in seen:
     rel = f[len(root):] if f.startswith(root) else ""
-    if rel.split("/")[0] in ("lib", "app", "tests"):
+    if rel.split("/")[0] in ("lib", "app", "python", "tests"):
         print(rel)
 EOF
 )
 if [[ $# -gt 0 ]]; then
     for f in "$@"; do
         if ! printf '%s\n' "${files[@]}" | grep -qxF "$f"; then
-            echo "lint: $f is not a translation unit of lib/, app/ or tests/ in $db" >&2
+            echo "lint: $f is not a translation unit of lib/, app/, python/ or tests/ in $db" >&2
             exit 2
         fi
     done
@@ -75,8 +83,8 @@ tidy_one() {
     fi
     # The database holds g++'s flags: clang does not know some of its warning options.
     local out rc=0 TIMEFORMAT="%R %U %S $1"
-    { time out=$(clang-tidy-14 -p build/dev --quiet --warnings-as-errors='*' \
-        --header-filter="^$PWD/(lib|app|tests)/" \
+    { time out=$(clang-tidy-14 -p "$build" --quiet --warnings-as-errors='*' \
+        --header-filter="^$PWD/(lib|app|python|tests)/" \
         --extra-arg=-Wno-unknown-warning-option "${extra[@]}" "$1" 2>&1) || rc=$?; } 2>>"$times"
     # Only the findings: not clang's count of the warnings it suppressed in other headers.
     grep -v -E '^[0-9]+ warnings? (and [0-9]+ errors? )?generated\.$' <<<"$out" || true
@@ -84,7 +92,7 @@ tidy_one() {
 }
 export -f tidy_one
 # Each file's wall, user and system seconds, to see where the time goes.
-times=build/dev/clang-tidy-times.txt
+times=$build/clang-tidy-times.txt
 export times
 : >"$times"
 

@@ -327,7 +327,7 @@ TEST_P(AttentionTarget, ZeroWidthFeaturesFormNoPointerFromNull) {
             for (std::size_t c = 0; c < 33; ++c) {
                 double mean = 0;
                 for (std::size_t j = 0; j < 70; ++j) {
-                    mean += double{v(0, h, j, c)} / 70.0;
+                    mean += static_cast<double>(v(0, h, j, c)) / 70.0;
                 }
                 for (std::size_t i = 0; i < 37; ++i) {
                     EXPECT_NEAR(r.output(0, h, i, c), mean, 1e-5) << want_weights;

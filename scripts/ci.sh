@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (README's second command, `.ci/run`), after
+# scripts/setup.sh. One build does it all: the `ci` preset (clang 14, ASan + UBSan at -O1,
+# warnings as errors, the tests and the libFuzzer targets), then
+#   format  clang-format-14 on every tracked C++ file
+#   build   the ci preset
+#   tidy    clang-tidy-14 on every source of lib/ and app/ (and python/) with that build's
+#           compile commands, and a cheap check set on tests/ (scripts/lint.sh)
+#   test    every CTest of that build: unit, oracle, CLI, browser, fuzz-corpus replays
+#           (each replay under every SIMD target the CPU runs), all under ASan + UBSan
+#   fuzz    libFuzzer on every target from its corpus (scripts/fuzz_smoke.sh)
+#   gcc     the library and the CLI compiled by g++ 12 with warnings as errors (the
+#           compiler README's first command uses), not run again
+# and prints each step's wall time at the end, passed or not, so a CI log shows where the
+# time goes. Steps: `bash scripts/ci.sh [STEP...]` runs only those, in this order.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+all=(format build tidy test fuzz gcc)
+steps=("$@")
+if [[ ${#steps[@]} -eq 0 ]]; then
+    steps=("${all[@]}")
+fi
+for s in "${steps[@]}"; do
+    if [[ ! " ${all[*]} " == *" $s "* ]]; then
+        echo "usage: scripts/ci.sh [${all[*]}]..." >&2
+        exit 2
+    fi
+done
+
+step_format() { bash scripts/lint.sh format; }
+step_build() { cmake --preset ci && cmake --build --preset ci; }
+step_tidy() { LINT_BUILD=build/ci bash scripts/lint.sh tidy; }
+step_test() { ctest --preset ci; }
+step_fuzz() { FUZZ_BUILD=ci bash scripts/fuzz_smoke.sh; }
+step_gcc() { cmake --preset gcc && cmake --build --preset gcc; }
+
+names=()
+times=()
+results=()
+status=0
+start_all=$(date +%s)
+for s in "${all[@]}"; do
+    [[ " ${steps[*]} " == *" $s "* ]] || continue
+    echo "ci: --- $s ---"
+    t0=$(date +%s)
+    rc=0
+    "step_$s" || rc=$?
+    names+=("$s")
+    times+=($(($(date +%s) - t0)))
+    results+=("$([[ $rc -eq 0 ]] && echo ok || echo "FAILED (exit $rc)")")
+    if [[ $rc -ne 0 ]]; then
+        status=1
+        break
+    fi
+done
+
+total=$(($(date +%s) - start_all))
+echo
+echo "ci: step times ($(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p' | head -n 1)):"
+for i in "${!names[@]}"; do
+    printf 'ci:   %-7s %5d s  %s\n' "${names[$i]}" "${times[$i]}" "${results[$i]}"
+done
+printf 'ci:   %-7s %5d s  (%d min %d s)\n' total "$total" $((total / 60)) $((total % 60))
+exit "$status"

@@ -81,5 +81,57 @@ def _():
            name="npz of unknown names: refused")
 
 
+# --- 2. the key_padding_mask polarity warning fires on inverted padding masks only --------
+
+def polarity_warnings(mask):
+    write("kpm.npy", mask)
+    rc, _, err = run(["compute", "-x", "x.npy", "--key-padding", "kpm.npy"])
+    check("kpm: exit 0", rc == 0, err)
+    return [w for w in warnings_of(err) if "key_padding_mask" in w]
+
+
+@test("polarity: random masks, even mostly blocked, are not warned about")
+def _():
+    rng = np.random.default_rng(3)
+    for trial in range(20):
+        mask = rng.random((2, L)) < rng.choice([0.2, 0.35, 0.5])
+        mask[:, rng.integers(0, L)] = True  # every row keeps a key
+        inverted = all(not r[0] and r[np.argmax(r):].all() for r in mask)
+        if inverted:
+            continue  # a random draw that happens to be an inverted padding mask
+        got = polarity_warnings(mask)
+        check(f"random mask {trial} {mask.astype(int).tolist()}: silent", got == [], got)
+
+
+@test("polarity: right-padded keep masks with more padding than tokens are not warned")
+def _():
+    mask = np.zeros((2, L), dtype=bool)
+    mask[0, :1] = True
+    mask[1, :2] = True
+    got = polarity_warnings(mask)
+    check("right padding: silent", got == [], got)
+
+
+@test("polarity: inverted padding masks are warned about")
+def _():
+    for real in ([5, 4], [4, 6], [6, 5]):
+        torch_mask = np.arange(L)[None, :] >= np.array(real)[:, None]  # true = padding
+        got = polarity_warnings(torch_mask)
+        check(f"inverted padding of lengths {real}: one warning", len(got) == 1, got)
+
+
+@test("README's batch example prints no warnings")
+def _():
+    gen = subprocess.run([sys.executable, os.path.join(ROOT, "bench/batch/make_problems.py"), "1000",
+                          "/dev/stdout"], capture_output=True, check=True)
+    rc, out, err = run(["batch", "--jobs", "2", "--no-weights"], stdin=gen.stdout,
+                       timeout=300)
+    check("batch example: exit 0", rc == 0, err[:300])
+    check("batch example: stderr empty", err == "", err[:600])
+    check("batch example: 1000 result lines", len(out.splitlines()) == 1000,
+          str(len(out.splitlines())))
+
+
+
 
 main()

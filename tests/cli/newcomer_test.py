@@ -133,5 +133,26 @@ def _():
 
 
 
+# --- 3. per-row diagnostics of rank-4 inputs keep H, as the weights do ---------------------
+
+@test("rank-4 inputs with H = 1: lse, entropy, argmax and top_k keep H like the weights")
+def _():
+    for h in (1, 2):
+        q = RNG.standard_normal((2, h, 3, 4)).astype(np.float32)
+        write("q4.npy", q)
+        out = expect(["compute", "-q", "q4.npy", "-k", "q4.npy", "-v", "q4.npy", "--return",
+                      "lse,entropy,argmax", "--top-k", "2"], name=f"rank-4 H={h}")
+        doc = json.loads(out)
+        want = (2, h, 3)
+        shapes = {k: np.array(doc[k]).shape for k in ("lse", "entropy", "argmax")}
+        shapes["top_k.indices"] = np.array(doc["top_k"]["indices"]).shape
+        shapes["weights"] = np.array(doc["weights"]).shape
+        check(f"H={h}: weights {shapes['weights']}", shapes["weights"] == want + (3,), shapes)
+        for k in ("lse", "entropy", "argmax"):
+            check(f"H={h}: {k} shape", shapes[k] == want, shapes)
+        check(f"H={h}: top_k shape", shapes["top_k.indices"] == want + (2,), shapes)
+
+
+
 
 main()

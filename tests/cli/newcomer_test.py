@@ -154,5 +154,43 @@ def _():
 
 
 
+# --- 4. the terminal heatmap: every query labelled when each has its own line; blocked
+# cells marked -----------------------------------------------------------------------------
+
+TERM_ENV = {"COLUMNS": "80", "LINES": "24", "NO_COLOR": None, "COLORTERM": "truecolor"}
+
+
+def causal_result(lq):
+    x = RNG.standard_normal((lq, E)).astype(np.float32)
+    write("xc.npy", x)
+    out = expect(["compute", "-q", "xc.npy", "-k", "xc.npy", "-v", "xc.npy", "--causal"],
+                 name=f"causal {lq}x{lq}")
+    write("rc.json", out.decode())
+
+
+@test("term heatmap --color never: every query labelled when each has its own line")
+def _():
+    causal_result(18)
+    out = expect(["heatmap", "rc.json", "--term", "--color", "never"], env=TERM_ENV,
+                 name="--color never").decode()
+    lines = out.splitlines()
+    check("no 'labels: 1 in N query tokens' note", "query tokens" not in out, out)
+    labels = [ln.split()[0] for ln in lines if re.match(r"^ *\d+ ", ln)]
+    check("query labels 0..17, one a line", labels[:18] == [str(i) for i in range(18)],
+          "\n" + out)
+
+
+@test("term heatmap: blocked cells are hatched, in colour too")
+def _():
+    causal_result(6)
+    for color in ("never", "always"):
+        out = expect(["heatmap", "rc.json", "--term", "--color", color], env=TERM_ENV,
+                     name="--color " + color).decode()
+        body = [ln for ln in out.splitlines() if "masked" not in ln]
+        hatched = sum(ln.count("\u2571") for ln in body)
+        # 6x6 causal: 15 blocked cells, each drawn at least once with the hatch
+        check(f"--color {color}: blocked cells hatched ({hatched})", hatched >= 15, "\n" + out)
+
+
 
 main()

@@ -192,5 +192,45 @@ def _():
         check(f"--color {color}: blocked cells hatched ({hatched})", hatched >= 15, "\n" + out)
 
 
+# --- 5. titles: the model view counts batches; compute heatmaps carry the problem's name -
+
+def svg_texts(name):
+    import xml.etree.ElementTree as ET
+    root = ET.parse(path(name)).getroot()
+    return [t.text or "" for t in root.iter() if t.tag.endswith("text")]
+
+
+@test("compute --heatmap: titled by the problem's file name, else its id")
+def _():
+    x = RNG.standard_normal((3, E)).astype(np.float32)
+    write("named_problem.json", {"query": x.tolist(), "key": x.tolist(), "value": x.tolist()})
+    expect(["compute", "named_problem.json", "--heatmap", "named.svg", "--output", "o.npy"])
+    check("title is the file name", "named_problem.json" in svg_texts("named.svg"),
+          svg_texts("named.svg"))
+    write("id_problem.json", {"id": "my layer", "query": x.tolist(), "key": x.tolist(),
+                              "value": x.tolist()})
+    expect(["compute", "id_problem.json", "--heatmap", "id.svg", "--output", "o.npy"])
+    check("title is the id", "my layer" in svg_texts("id.svg"), svg_texts("id.svg"))
+
+
+@test("model view title counts layers, batches and heads")
+def _():
+    sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
+    import reference
+    n_layers, b, h = 3, 2, 2
+    tensors = []
+    for l in range(n_layers):
+        for k in ("w_q", "w_k", "w_v", "w_o"):
+            tensors.append((f"layers.{l}.attn.{k}", "F32",
+                            (RNG.standard_normal((E, E)) / np.sqrt(E)).astype(np.float32)))
+    reference.write_safetensors(path("mv.safetensors"), tensors)
+    write("hs.npy", RNG.standard_normal((n_layers + 1, b, L, E)).astype(np.float32))
+    expect(["compute", "--hidden-states", "hs.npy", "--params", "mv.safetensors", "--heads",
+            str(h), "--heatmap", "mv.svg", "--output", "o.npy"])
+    titles = [t for t in svg_texts("mv.svg") if "model view" in t]
+    check("model view: 3 layers x 2 batches x 2 heads",
+          titles == ["model view: 3 layers \u00d7 2 batches \u00d7 2 heads"], titles)
+
+
 
 main()

@@ -232,5 +232,19 @@ def _():
           titles == ["model view: 3 layers \u00d7 2 batches \u00d7 2 heads"], titles)
 
 
+# --- 6. an array file where a problem is expected ------------------------------------------
+
+@test("compute q.npy: an array where a problem is expected says so")
+def _():
+    write("q.npy", X[0])
+    expect(["compute", "q.npy"], code=2,
+           err=r"q\.npy: this is an array \(NPY\), not a problem; did you mean -q q\.npy")
+    expect(["compute", "-"], stdin=open(path("q.npy"), "rb").read(), code=2,
+           err=r"<stdin>: this is an array \(NPY\), not a problem; did you mean -q")
+    np.savez(path("qkv.npz"), query=X[0])
+    expect(["compute", "qkv.npz"], code=2, err=r"qkv\.npz: this is a zip archive")
+
+
+
 
 main()

@@ -246,5 +246,35 @@ def _():
 
 
 
+# --- 7. documented commands that write --weights to a file also write --output -----------
+
+def documented_commands():
+    """Every `attn ...` command of the fenced blocks of README.md and docs/*.md (lines
+    continued with a backslash joined), with the file it is in."""
+    docs = [os.path.join(ROOT, "README.md")]
+    folder = os.path.join(ROOT, "docs")
+    docs += sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".md"))
+    for doc in docs:
+        text = open(doc, encoding="utf-8").read()
+        for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.S):
+            for line in block.replace("\\\n", " ").splitlines():
+                line = re.sub(r"^\$ ", "", line.strip())
+                if line.startswith("attn "):
+                    yield os.path.relpath(doc, ROOT), line
+
+
+@test("documented commands with --weights FILE also give --output")
+def _():
+    seen = 0
+    for doc, cmd in documented_commands():
+        m = re.search(r"--weights[ =](\S+)", cmd)
+        if cmd.startswith("attn compute") and m and m.group(1) != "-":
+            seen += 1
+            check(f"{doc}: {cmd}", "--output" in cmd or " -o " in cmd,
+                  "prints the whole output array on the terminal")
+    check("the Hugging Face examples were found", seen >= 4, str(seen))
+
+
+
 
 main()

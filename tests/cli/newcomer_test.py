@@ -276,5 +276,27 @@ def _():
 
 
 
+# --- 8. the HTML view: colorbar ticks as matplotlib places them; the query pane's hint ----
+
+@test("HTML view: readable colorbar ticks and a hint before the first click")
+def _():
+    rng = np.random.default_rng(8)
+    w = rng.random((6, 9)) ** 3
+    w /= w.sum(axis=1, keepdims=True)
+    w[0, 0] = 1.0
+    write("w.npy", w.astype(np.float32))
+    expect(["heatmap", "w.npy", "-o", "w.html"])
+    page = open(path("w.html"), encoding="utf-8").read()
+    meta = json.loads(re.search(r'<script type="application/json" id="meta">(.*?)</script>',
+                                page, re.S).group(1))
+    ticks = meta.get("ticks", [])
+    labels = [label for _, label in ticks]
+    check("ticks 0.2 .. 1.0 as matplotlib's", labels[-5:] == ["0.2", "0.4", "0.6", "0.8", "1.0"],
+          labels)
+    check("tick positions from the bottom, in order",
+          all(0 <= t <= 1 for t, _ in ticks) and [t for t, _ in ticks] == sorted(t for t, _ in ticks),
+          ticks)
+    check("the query pane says what to do", "Click a query row" in page, "")
+
 
 main()

@@ -20,10 +20,8 @@ def build_dir():
 
 
 def install(prefix):
-    """Builds the shell files (not part of a `--target attn` build) and installs."""
-    b = subprocess.run(["cmake", "--build", build_dir(), "--target", "attn_shell_files"],
-                       capture_output=True, text=True)
-    check("the shell files build", b.returncode == 0, b.stdout[-500:] + b.stderr[-500:])
+    """Installs the build of the attn under test (which wrote the shell files after its
+    link) into `prefix`."""
     p = subprocess.run(["cmake", "--install", build_dir(), "--prefix", prefix],
                        capture_output=True, text=True)
     check("cmake --install exit 0", p.returncode == 0, p.stdout[-500:] + p.stderr[-500:])
@@ -74,7 +72,7 @@ def _():
     for cmd in ("compute", "heatmap", "batch", "info", "diff", "explain"):
         helped = set(re.findall(r"^ +(?:-\w, )?(--[a-z][\w-]*)", run([cmd, "--help"])[1].decode(),
                                 re.M))
-        check(f"{cmd}: --help lists flags", len(helped) >= 3, sorted(helped))
+        check(f"{cmd}: --help lists flags", len(helped) >= 2, sorted(helped))
         offered = set(complete_bash(f"attn {cmd} --"))
         check(f"{cmd}: every flag of --help completes", helped - {"--help"} <= offered,
               sorted(helped - offered))

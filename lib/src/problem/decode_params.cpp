@@ -70,7 +70,7 @@ std::optional<xt::xtensor<T, N>> param_tensor(const std::map<std::string, Array>
                                  : ": expected a rank-1 [out] bias, got shape ") +
                          shape_string(a.shape));
     }
-    typename xt::xtensor<T, N>::shape_type shape;
+    typename xt::xtensor<T, N>::shape_type shape{};
     std::copy(a.shape.begin(), a.shape.end(), shape.begin());
     return array_tensor<xt::xtensor<T, N>>(a, shape);
 }

@@ -1,10 +1,7 @@
 // Shell completions and the man page, written from the CLI11 definitions (shell_files.cpp).
 #pragma once
+#include <CLI/CLI.hpp>
 #include <string>
-
-namespace CLI {
-class App;
-} // namespace CLI
 
 namespace attn::app {
 

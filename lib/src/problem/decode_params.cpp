@@ -242,7 +242,9 @@ decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in, Prob
     if (j.is_string()) {
         const fs::path p = j.get<std::string>();
         const fs::path full = p.is_absolute() ? p : base_in / p;
-        io::refuse_foreign_formats(full, "params", ".json, .npz or .safetensors");
+        if (full.extension() != ".gguf") { // a GGUF checkpoint is the checkpoint readers' call
+            io::refuse_foreign_formats(full, "params", ".json, .npz or .safetensors");
+        }
         if (const std::optional<NpzParams> npz = npz_params(full, names)) {
             if (!npz->flat) {
                 const Projections proj = npz_layer(npz->refs, full, problem);

@@ -101,6 +101,10 @@ def _():
             continue  # a random draw that happens to be an inverted padding mask
         got = polarity_warnings(mask)
         check(f"random mask {trial} {mask.astype(int).tolist()}: silent", got == [], got)
+    # The hard ones: a long blocked prefix, then keys kept and blocked again (no padding).
+    for rows in ([[0, 0, 0, 0, 1, 0], [0, 0, 0, 1, 0, 1]], [[0, 0, 0, 0, 1, 0], [0, 0, 0, 0, 1, 0]]):
+        got = polarity_warnings(np.array(rows, dtype=bool))
+        check(f"mask {rows}: silent", got == [], got)
 
 
 @test("polarity: right-padded keep masks with more padding than tokens are not warned")

@@ -32,6 +32,10 @@ void compute_options(CLI::App& cmd, ComputeArgs& a) {
 void run_compute(const ComputeArgs& a) {
     apply_memory_limit(a.out.max_memory); // before anything is read
     ProblemInput in = problem_input(a.problem, "compute");
+    OutputOptions out = a.out;
+    if (in.name != "flags" && in.name != "<stdin>") {
+        out.name = std::filesystem::path(in.name).filename().string();
+    }
     // Long computations show a spinner on a terminal's stderr; quick ones never start it.
     std::optional<DelayedSpinner> spinner(std::in_place, progress_wanted(a.out.quiet), "computing");
     // The decoder's warnings: the spinner is erased before them and started again after.
@@ -57,7 +61,7 @@ void run_compute(const ComputeArgs& a) {
         const problem::Solution solution =
             problem::solve_layer_stack(stack, a.out.solve_options(), a.out.check_finite);
         spinner->stop();
-        emit_solution(stack.first, solution, a.out, &stack);
+        emit_solution(stack.first, solution, out, &stack);
         return;
     }
     const problem::Problem problem = problem::decode_problem(in.doc, in.base, std::move(in.arrays));
@@ -68,7 +72,7 @@ void run_compute(const ComputeArgs& a) {
     check_outputs(problem, a.problem, a.out); // before the work, so nothing is lost
     const problem::Solution solution = problem::solve(problem, a.out.solve_options());
     spinner->stop();
-    emit_solution(problem, solution, a.out);
+    emit_solution(problem, solution, out);
 }
 
 } // namespace

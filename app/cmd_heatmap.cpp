@@ -139,7 +139,10 @@ void run_heatmap(const HeatmapArgs& a) {
                 "--mask " + a.mask + ": a keep-mask for " + l.name, l.weights.shape, mask->shape);
         }
     }
-    if (mask || a.masked_zero) {
+    // In the terminal a blocked cell would print as a small weight ("0.00", a dark shade):
+    // exact zeros, what masking leaves, are hatched there unless a mask says which are.
+    const bool masked_zero = a.masked_zero || (a.term && !mask);
+    if (mask || masked_zero) {
         const std::size_t n = d.lq * d.lk;
         for (const auto& r : refs) {
             const std::size_t offset = r.offset(d);
@@ -147,7 +150,7 @@ void run_heatmap(const HeatmapArgs& a) {
             for (std::size_t i = 0; i < n; ++i) {
                 const bool by_mask =
                     mask && mask->values[mask->shape.size() == 2 ? i : offset + i] == 0.0f;
-                const bool by_zero = a.masked_zero && l.weights.values[offset + i] == 0.0f;
+                const bool by_zero = masked_zero && l.weights.values[offset + i] == 0.0f;
                 m[i] = static_cast<std::uint8_t>(by_mask || by_zero);
             }
             data.masked.push_back(std::move(m));
@@ -306,7 +309,8 @@ void heatmap_options(CLI::App& cmd, HeatmapArgs& a) {
         ->group(col);
     cmd.add_flag("--masked-zero",
                  a.masked_zero,
-                 "hatch cells whose weight is exactly 0 (what masking leaves)")
+                 "hatch cells whose weight is exactly 0 (what masking leaves; always on with "
+                 "--term unless --mask is given)")
         ->group(col);
 }
 

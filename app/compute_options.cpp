@@ -412,6 +412,24 @@ void apply_common_flags(const CommonProblemFlags& f, json& doc) {
     }
 }
 
+namespace {
+
+/// PROBLEM's bytes as JSON; an array file given where a problem is expected (the -q
+/// forgotten) is named as such.
+json problem_json(std::span<const std::uint8_t> bytes, const std::string& name) {
+    if (looks_like_npy(bytes)) {
+        throw InputError(name + ": this is an array (NPY), not a problem; did you mean -q " + name +
+                         " (or -k, -v, -x)?");
+    }
+    if (bytes.size() >= 4 && bytes[0] == 'P' && bytes[1] == 'K' && bytes[2] == 3 && bytes[3] == 4) {
+        throw InputError(name + ": this is a zip archive (.npz?), not a problem; did you mean -q " +
+                         name + ":query (or -k, -v, -x)?");
+    }
+    return io::parse_json_text(as_text(bytes), name);
+}
+
+} // namespace
+
 ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
     ProblemInput in{json::object(), fs::current_path(), "flags", {}};
     if (!a.problem.empty()) {
@@ -419,11 +437,11 @@ ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
         if (a.problem == "-") {
             in.name = "<stdin>";
             const auto bytes = read_stdin("PROBLEM");
-            doc = io::parse_json_text(as_text(bytes), in.name);
+            doc = problem_json(bytes, in.name);
         } else {
             in.name = a.problem;
             const auto bytes = io::read_file(a.problem);
-            doc = io::parse_json_text(as_text(bytes), a.problem);
+            doc = problem_json(bytes, a.problem);
             in.base = fs::absolute(fs::path(a.problem)).parent_path();
         }
         if (!doc.is_object()) {

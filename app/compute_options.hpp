@@ -133,6 +133,7 @@ struct OutputOptions {
     bool check_finite = false; ///< --check-finite
     double font_size = 10.0;   ///< --font-size PT (of --heatmap)
     std::size_t cols = 0;      ///< --cols N (of --heatmap); 0: automatic
+    std::string name; ///< the problem's file name (not a flag): --heatmap's title, unless an id
 
     problem::SolveOptions solve_options() const;
 };

@@ -402,10 +402,20 @@ void write_heatmap_file(const std::string& path,
     }
     render::HeatmapInput in = make_input(weights, d, refs, data);
     render::HeatmapOptions o;
-    o.title = "attention weights";
+    // Titled by the problem's name (its id, else its file's name), else what it shows.
+    std::string name = options.name;
+    if (problem != nullptr && problem->id && problem->id->is_string()) {
+        name = problem->id->get<std::string>();
+    }
+    o.title = name.empty() ? "attention weights" : name;
     if (d.has_layers) {
-        o.title = "model view: " + std::to_string(d.layers) + " layers \u00D7 " +
-                  std::to_string(d.heads) + " heads";
+        const auto count = [](std::size_t n, const char* one, const char* many) {
+            return std::to_string(n) + " " + (n == 1 ? one : many);
+        };
+        o.title = (name.empty() ? "" : name + ": ") +
+                  "model view: " + count(d.layers, "layer", "layers") +
+                  (d.has_batch ? " \u00D7 " + count(d.batches, "batch", "batches") : "") +
+                  " \u00D7 " + count(d.heads, "head", "heads");
     }
     o.font_size = options.font_size;
     o.columns = options.cols;
@@ -415,9 +425,6 @@ void write_heatmap_file(const std::string& path,
         }
         if (problem->key_tokens && problem->key_tokens->size() == d.lk) {
             in.col_labels = *problem->key_tokens;
-        }
-        if (problem->id && problem->id->is_string()) {
-            o.title = problem->id->get<std::string>();
         }
     }
     write_output(path, encode_figure(in, o, format, options.quiet), format);

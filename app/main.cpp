@@ -5,7 +5,9 @@
 #include "attn/io/array.hpp"
 #include "attn/kernels.hpp"
 #include "attn/suggest.hpp"
+#include "attn_git_commit.h"
 #include "cli.hpp"
+#include "shell_files.hpp"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -30,7 +32,7 @@ void add_version_flag(CLI::App& app) {
                 std::cout << ' ' << attn::simd_name(simd);
             }
             std::cout << "\nSIMD target this CPU uses: " << attn::simd_name(attn::Simd::best)
-                      << '\n';
+                      << "\nBuilt from commit " << ATTN_GIT_COMMIT << '\n';
             throw CLI::Success();
         },
         "Print the version and exit");
@@ -153,6 +155,16 @@ int run(int argc, char** argv) {
         return 0;
     }
     const std::string first = argv[1];
+    // Hidden: the shell completions and the man page, from the definitions above (the build
+    // writes them for `cmake --install`).
+    if (first == "--completions" || first == "--man") {
+        if (first == "--completions" && argc != 3) {
+            throw attn::InputError("--completions: expected bash, zsh or fish");
+        }
+        std::cout << attn::app::shell_file(app, first == "--man" ? "man" : argv[2]);
+        attn::app::flush_stdout();
+        return 0;
+    }
     const std::vector<std::string> names = subcommand_names(app);
     const auto unknown_command = [&](const std::string& word) {
         return attn::InputError("unknown command '" + attn::io::message_text(word) + "'" +

@@ -5,6 +5,7 @@ checks), the bundled samples against samples/expected/, and the README's command
 Run from the repository root: /usr/bin/python3 tests/cli/cli_test.py PATH/TO/attn
 Ends with the line "N passed, M failed"; exits 1 if any case failed.
 """
+import glob
 import json
 import os
 import re
@@ -304,21 +305,26 @@ def same_text_or_numbers(got, shown):
     return True
 
 
-readme_path = os.path.join(ROOT, "README.md")
-readme = open(readme_path).read() if os.path.exists(readme_path) else ""
-# One case per console block: a block's commands run in order (one may read what the one
-# before it wrote).
-blocks = []
-for block in re.findall(r"```console\n(.*?)```", readme, re.S):
-    examples = []
-    for chunk in re.split(r"^\$ ", block, flags=re.M)[1:]:
-        cmd, _, shown = chunk.partition("\n")
-        if cmd.startswith("attn "):
-            examples.append((cmd, shown))
-    if examples:
-        blocks.append(examples)
+# README.md and the documents it links (docs/*.md): one case per console block, named by
+# the file; a block's commands run in order (one may read what the one before it wrote).
+doc_paths = [os.path.join(ROOT, "README.md")]
+if os.path.isdir(os.path.join(ROOT, "docs")):
+    doc_paths += sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
+blocks = []  # (the document's name, [(command, what it prints)])
+for doc_path in doc_paths:
+    text = open(doc_path, encoding="utf-8").read() if os.path.exists(doc_path) else ""
+    doc_name = "README" if doc_path.endswith("README.md") else os.path.relpath(doc_path, ROOT)
+    for block in re.findall(r"```console\n(.*?)```", text, re.S):
+        examples = []
+        for chunk in re.split(r"^\$ ", block, flags=re.M)[1:]:
+            cmd, _, shown = chunk.partition("\n")
+            if cmd.startswith("attn "):
+                examples.append((cmd, shown))
+        if examples:
+            blocks.append((doc_name, examples))
+n_examples = sum(len(e) for _, e in blocks)
 test("README has example commands")(lambda: check(
-    "README has example commands", sum(map(len, blocks)) >= 5, str(sum(map(len, blocks)))))
+    "README and docs have example commands", n_examples >= 5, str(n_examples)))
 
 
 def readme_case(examples):
@@ -332,7 +338,7 @@ def readme_case(examples):
               f"prints {p.stdout.decode()[:200]!r}, README shows {shown[:200]!r}")
 
 
-for examples in blocks:
-    test("README: " + examples[0][0])(lambda examples=examples: readme_case(examples))
+for doc_name, examples in blocks:
+    test(doc_name + ": " + examples[0][0])(lambda examples=examples: readme_case(examples))
 
 main()

@@ -86,7 +86,8 @@ def _():
 KPM_TORCH = np.zeros((2, L), dtype=bool)  # torch polarity: True = padding
 KPM_TORCH[0, 4:] = True
 KPM_TORCH[1, 5:] = True
-POLARITY = r"blocks more keys than it keeps in 2 of 2 rows; true/1 means keep here; " \
+POLARITY = r"keeps only the last keys \(or none\) in 2 of 2 rows, like an inverted padding " \
+           r"mask; true/1 means keep here; " \
            r"PyTorch's nn\.MultiheadAttention uses true = ignore: add --mask-convention " \
            r"torch-mha"
 

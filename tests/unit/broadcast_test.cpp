@@ -253,14 +253,19 @@ TEST(BroadcastDecode, PolarityWarningOnlyForPaddingShapedKeepMasks) {
     doc["key_padding_mask"] = {false, false, false, true};
     const auto inverted = decode(doc);
     ASSERT_EQ(inverted.warnings.size(), 1u);
-    EXPECT_EQ(inverted.warnings[0].rfind("key_padding_mask: blocks more keys than it keeps in 1 "
-                                         "of 1 rows; true/1 means keep here",
+    EXPECT_EQ(inverted.warnings[0].rfind("key_padding_mask: keeps only the last keys (or none) in "
+                                         "1 of 1 rows, like an inverted padding mask; true/1 "
+                                         "means keep here",
                                          0),
               0u)
         << inverted.warnings[0];
     doc["key_padding_mask"] = {true, true, true, false};
     EXPECT_TRUE(decode(doc).warnings.empty());
     doc["key_padding_mask"] = {false, false, true, true}; // half: not "more"
+    EXPECT_TRUE(decode(doc).warnings.empty());
+    doc["key_padding_mask"] = {true, false, false, false}; // right padding, mostly padded
+    EXPECT_TRUE(decode(doc).warnings.empty());
+    doc["key_padding_mask"] = {false, true, false, false}; // no padding pattern
     EXPECT_TRUE(decode(doc).warnings.empty());
     doc["key_padding_mask"] = {false, false, false, true};
     doc["mask_convention"] = "keep"; // said so
@@ -272,7 +277,7 @@ TEST(BroadcastDecode, PolarityWarningOnlyForPaddingShapedKeepMasks) {
                                json::array({false, false, true, false}),
                                json::array({false, false, false, true})});
     EXPECT_TRUE(decode(doc).warnings.empty()); // a full [Lq, Lk] pattern: not checked
-    doc["mask"] = json::array({json::array({true, false, false, false})});
+    doc["mask"] = json::array({json::array({false, false, false, true})});
     EXPECT_EQ(decode(doc).warnings.size(), 1u); // [1, Lk]: one row for every query
 }
 

@@ -26,8 +26,11 @@ std::string lower_extension(const std::filesystem::path& path) {
     return ext;
 }
 
-/// Files users have that attn does not read, refused with what to do instead.
-void refuse_foreign_formats(const std::filesystem::path& path) {
+} // namespace
+
+void refuse_foreign_formats(const std::filesystem::path& path,
+                            std::string_view format_of,
+                            std::string_view expected) {
     const std::string ext = lower_extension(path);
     std::string hint;
     if (ext == ".pt" || ext == ".pth" || ext == ".bin" || ext == ".ckpt") {
@@ -37,12 +40,10 @@ void refuse_foreign_formats(const std::filesystem::path& path) {
         hint = "GGUF files are not read: export the tensors as .npy or .safetensors";
     }
     if (!hint.empty()) {
-        throw InputError(shown_path(path.string()) +
-                         ": unknown array format (expected .npy, .json or .npz); " + hint);
+        throw InputError(shown_path(path.string()) + ": unknown " + std::string(format_of) +
+                         " format (expected " + std::string(expected) + "); " + hint);
     }
 }
-
-} // namespace
 
 Array read_array_file(const std::filesystem::path& path, ArrayKind kind, Precision precision) {
     return read_array_file(path, kind, precision, ValueSink());
@@ -56,7 +57,7 @@ Array read_array_file(const std::filesystem::path& path,
     if (const std::optional<NpzRef> ref = parse_npz_ref(path.string())) {
         return read_npz_array(ref->file, npz_member_for(*ref, npz_member), precision);
     }
-    refuse_foreign_formats(path);
+    refuse_foreign_formats(path, "array", ".npy, .json or .npz");
     const ArrayFormat format = array_format_for(path);
     const std::string shown = shown_path(path.string());
     if (format == ArrayFormat::npy) {

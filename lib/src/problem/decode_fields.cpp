@@ -103,23 +103,34 @@ void add_to_bias(Problem& p, const Array& a, const Shape& s, const char* field) 
     });
 }
 
-/// The polarity check of a keep-mask given without a mask_convention: one that blocks
-/// more keys than it keeps in most of its rows looks like PyTorch's true = ignore.
+/// True when a keep-mask row looks like a padding mask read in the wrong polarity:
+/// blocked, then kept (0…0 1…1) with fewer keys kept than blocked — the true = ignore
+/// padding mask of a sequence whose real tokens come first — or nothing kept at all (the
+/// longest sequence of such a batch). A random pattern, a right-padded keep mask (1…1 0…0)
+/// and a short left padding (0 1…1) are not.
+bool looks_inverted(const std::uint8_t* row, std::size_t lk) {
+    const std::uint8_t* first_kept = std::find(row, row + lk, std::uint8_t{1});
+    const bool suffix_kept = std::find(first_kept, row + lk, std::uint8_t{0}) == row + lk;
+    const auto blocked = static_cast<std::size_t>(first_kept - row);
+    return suffix_kept && blocked > lk - blocked;
+}
+
+/// The polarity check of a keep-mask given without a mask_convention: most rows looking
+/// like an inverted padding mask (looks_inverted) suggests PyTorch's true = ignore.
 void check_polarity(Problem& p, const Mask& keep, const char* field) {
     const std::size_t lk = keep.shape()[3];
     const std::size_t rows = lk == 0 ? 0 : keep.size() / lk;
-    std::size_t mostly_blocked = 0;
+    std::size_t inverted = 0;
     for (std::size_t r = 0; r < rows; ++r) {
-        const std::uint8_t* row = keep.data() + r * lk;
-        const auto kept = static_cast<std::size_t>(std::count(row, row + lk, std::uint8_t{1}));
-        mostly_blocked += kept * 2 < lk ? 1 : 0;
+        inverted += looks_inverted(keep.data() + r * lk, lk) ? 1U : 0U;
     }
-    if (rows > 0 && mostly_blocked * 2 > rows) {
+    if (rows > 0 && inverted * 2 > rows) {
         p.warnings.push_back(
-            std::string(field) + ": blocks more keys than it keeps in " +
-            std::to_string(mostly_blocked) + " of " + std::to_string(rows) +
-            " rows; true/1 means keep here; PyTorch's nn.MultiheadAttention uses true = "
-            "ignore: add --mask-convention torch-mha (\"mask_convention\": \"torch-mha\")");
+            std::string(field) + ": keeps only the last keys (or none) in " +
+            std::to_string(inverted) + " of " + std::to_string(rows) +
+            " rows, like an inverted padding mask; true/1 means keep here; PyTorch's "
+            "nn.MultiheadAttention uses true = ignore: add --mask-convention torch-mha "
+            "(\"mask_convention\": \"torch-mha\")");
     }
 }
 

@@ -1,9 +1,11 @@
 // The projection weights of the problem document: "params" (inline arrays, a .json file,
 // or a checkpoint) and "init" (seeded random weights within the memory limit).
 #include "attn/error.hpp"
+#include "attn/io/array.hpp"
 #include "attn/io/file_read.hpp"
 #include "attn/io/json_text.hpp"
 #include "attn/io/limits.hpp"
+#include "attn/io/npz.hpp"
 #include "attn/io/number_text.hpp"
 #include "attn/io/safetensors.hpp"
 #include "attn/layer.hpp"
@@ -68,7 +70,7 @@ std::optional<xt::xtensor<T, N>> param_tensor(const std::map<std::string, Array>
                                  : ": expected a rank-1 [out] bias, got shape ") +
                          shape_string(a.shape));
     }
-    typename xt::xtensor<T, N>::shape_type shape;
+    typename xt::xtensor<T, N>::shape_type shape{};
     std::copy(a.shape.begin(), a.shape.end(), shape.begin());
     return array_tensor<xt::xtensor<T, N>>(a, shape);
 }
@@ -149,6 +151,58 @@ void check_input_projections(const json& j) {
                      missing.front() + "\": null for the identity)");
 }
 
+/// A state dict saved with numpy's savez as "params": its arrays by the names a params
+/// object takes (w_q, ..., in_proj_weight, out_proj.weight: {"w_q": "FILE.npz:w_q", ...},
+/// read as any array field, in either precision), else by a checkpoint layer's names at
+/// prefix "" (q_proj.weight, c_attn.weight, self.query.weight: mapped as a .safetensors
+/// layer is, in float32). Nothing when `full` does not name a .npz archive.
+struct NpzParams {
+    json refs;         ///< array name -> "FILE.npz:name"
+    bool flat = false; ///< every name is one a params object takes
+};
+std::optional<NpzParams> npz_params(const fs::path& full, const std::vector<std::string>& flat) {
+    const std::optional<io::NpzRef> ref = io::parse_npz_ref(full.string());
+    if (!ref || !ref->member.empty()) {
+        return std::nullopt;
+    }
+    const std::vector<std::uint8_t> bytes = read_file(full);
+    const std::vector<std::string> members =
+        io::npz_members(bytes, "params: " + message_text(full.string()));
+    json j = json::object();
+    for (const std::string& m : members) {
+        j[m] = full.string() + ":" + m;
+    }
+    const bool all_flat = std::all_of(members.begin(), members.end(), [&](const auto& m) {
+        return std::find(flat.begin(), flat.end(), m) != flat.end();
+    });
+    return NpzParams{std::move(j), all_flat};
+}
+
+/// The projections of a .npz state dict in a checkpoint layer's names (npz_params).
+Projections npz_layer(const json& refs, const fs::path& full, Problem& problem) {
+    const std::string what = "params: " + message_text(full.string());
+    std::vector<std::string> names;
+    for (const auto& [name, value] : refs.items()) {
+        names.push_back(name);
+    }
+    const std::vector<io::ParamsLayout> found = io::detect_layouts(names);
+    if (found.size() != 1) {
+        throw InputError(what + ": " +
+                         (found.empty() ? "no attention weights among its arrays (expected the "
+                                          "names of a params object or of a checkpoint layer: "
+                                          "w_q, in_proj_weight, q_proj.weight, c_attn.weight, "
+                                          "self.query.weight)"
+                                        : "its arrays match more than one layout"));
+    }
+    std::map<std::string, Array> tensors;
+    for (const auto& [name, value] : refs.items()) {
+        tensors.emplace(name, io::read_npz_array(full, name));
+    }
+    problem.sources.push_back({"params", full, {}, std::nullopt, 0.0f});
+    problem.layout = found.front();
+    return io::map_layout(found.front(), tensors, what, "");
+}
+
 /// Decodes "params" into the projections of each precision p holds.
 /// Returns what the weights came from when that does not carry the head count (a
 /// checkpoint, an nn.MultiheadAttention state dict), else nullptr.
@@ -165,28 +219,6 @@ decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in, Prob
         problem.layout = c.layout;
         problem.prefix = c.prefix;
         return "a checkpoint";
-    }
-    json j = j_in;
-    fs::path base = base_in;
-    if (j.is_string()) {
-        const fs::path p = j.get<std::string>();
-        const fs::path full = p.is_absolute() ? p : base_in / p;
-        std::vector<std::uint8_t> bytes;
-        try {
-            bytes = read_file(full);
-        } catch (const InputError& e) {
-            throw InputError(std::string("params: ") + e.what());
-        }
-        j = parse_json_text(
-            std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
-            "params: " + message_text(full.string()));
-        base = full.parent_path();
-        sources.push_back({"params", full, {}, std::nullopt, 0.0f});
-    }
-    if (!j.is_object()) {
-        throw InputError("params: expected an object of weights or the path of a .json file "
-                         "holding one, got " +
-                         type_name(j));
     }
     // The weights a params object may hold, in load order: w_q, w_k, w_v, w_o, b_q, ..., then
     // the state-dict names.
@@ -205,6 +237,41 @@ decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in, Prob
                                                    "v_proj_weight",
                                                    "out_proj.weight",
                                                    "out_proj.bias"};
+    json j = j_in;
+    fs::path base = base_in;
+    if (j.is_string()) {
+        const fs::path p = j.get<std::string>();
+        const fs::path full = p.is_absolute() ? p : base_in / p;
+        if (full.extension() != ".gguf") { // a GGUF checkpoint is the checkpoint readers' call
+            io::refuse_foreign_formats(full, "params", ".json, .npz or .safetensors");
+        }
+        if (const std::optional<NpzParams> npz = npz_params(full, names)) {
+            if (!npz->flat) {
+                const Projections proj = npz_layer(npz->refs, full, problem);
+                for_each_precision(problem, [&]<class T>(BasicInputs<T>& in) {
+                    in.projections = in_precision<T>(proj);
+                });
+                return "a checkpoint layer";
+            }
+            return decode_params(cx, npz->refs, base_in, problem);
+        }
+        std::vector<std::uint8_t> bytes;
+        try {
+            bytes = read_file(full);
+        } catch (const InputError& e) {
+            throw InputError(std::string("params: ") + e.what());
+        }
+        j = parse_json_text(
+            std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+            "params: " + message_text(full.string()));
+        base = full.parent_path();
+        sources.push_back({"params", full, {}, std::nullopt, 0.0f});
+    }
+    if (!j.is_object()) {
+        throw InputError("params: expected an object of weights or the path of a .json file "
+                         "holding one, got " +
+                         type_name(j));
+    }
     for (const auto& [key, value] : j.items()) {
         if (std::find(names.begin(), names.end(), key) == names.end()) {
             const std::string suggestion = did_you_mean(key, names);

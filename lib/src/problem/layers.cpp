@@ -106,8 +106,9 @@ void append(std::optional<Array>& stack, const std::optional<Array>& part, std::
     }
     if (!stack) {
         stack.emplace();
-        stack->shape = part->shape;
-        stack->shape.insert(stack->shape.begin(), 0);
+        stack->shape.reserve(part->shape.size() + 1);
+        stack->shape.push_back(0);
+        stack->shape.insert(stack->shape.end(), part->shape.begin(), part->shape.end());
         stack->dtype = part->dtype;
         stack->values.reserve(io::saturating_mul(count, part->values.size()));
         if (!part->values64.empty()) {

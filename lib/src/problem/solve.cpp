@@ -127,21 +127,27 @@ template <class T> Solution solve_in(const Problem& p, const SolveOptions& optio
         s.rows_fully_masked = r.rows_fully_masked;
         diagnostics = std::move(r.diagnostics);
     }
+    // The one rule for the shapes of weights and diagnostics: rank-4 inputs keep H whatever
+    // it is, others drop a single head; an unbatched problem drops B.
+    const auto result_shape = [&p](std::vector<std::size_t> shape) {
+        if (shape[1] == 1 && !p.direct_heads) {
+            shape.erase(shape.begin() + 1);
+        }
+        if (!p.batched) {
+            shape.erase(shape.begin());
+        }
+        return shape;
+    };
     // Diagnostics [B, H, Lq, 1|K]: the trailing 1 goes, B and H go as for weights.
-    const auto diag_array = [&p](const std::optional<xt::xtensor<T, 4>>& t, bool per_key) {
+    const auto diag_array = [&result_shape](const std::optional<xt::xtensor<T, 4>>& t,
+                                            bool per_key) {
         std::optional<Array> a;
         if (t) {
             std::vector<std::size_t> shape = shape_of(*t);
             if (!per_key) {
                 shape.pop_back();
             }
-            if (shape[1] == 1) {
-                shape.erase(shape.begin() + 1);
-            }
-            if (!p.batched) {
-                shape.erase(shape.begin());
-            }
-            a = to_array(*t, shape);
+            a = to_array(*t, result_shape(shape));
         }
         return a;
     };
@@ -154,14 +160,7 @@ template <class T> Solution solve_in(const Problem& p, const SolveOptions& optio
         if (p.average_heads) {
             weights = average_heads(*weights);
         }
-        // Rank-4 inputs keep rank-4 weights whatever H is; others drop a single head.
-        std::vector<std::size_t> shape = shape_of(*weights);
-        if (shape[1] == 1 && !p.direct_heads) {
-            shape.erase(shape.begin() + 1);
-        }
-        if (!p.batched) {
-            shape.erase(shape.begin());
-        }
+        const std::vector<std::size_t> shape = result_shape(shape_of(*weights));
         s.weights = to_array(*weights, shape);
     }
     return s;

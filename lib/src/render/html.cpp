@@ -6,6 +6,7 @@
 #include "attn/error.hpp"
 #include "attn/render/colormap.hpp"
 #include "attn/render/figure.hpp"
+#include "heatmap_detail.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -57,6 +58,19 @@ std::string json_number(double v) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.17g", v);
     return buf;
+}
+
+/// The colorbar's ticks as the PNG and SVG place them (colorbar_ticks: 0.2, 0.4, ... on a
+/// linear scale, decades on a log one) for a bar `height` px tall with 10 px labels:
+/// [[position 0..1 from the bottom, "label"], ...].
+std::string json_colorbar_ticks(const ColorNorm& norm, double height) {
+    const int max_ticks = std::clamp(static_cast<int>(height / 25.0), 2, 9);
+    std::string out = "[";
+    for (const auto& [v, label] : detail::colorbar_ticks(norm, max_ticks)) {
+        out += (out.size() == 1 ? "[" : ",[") + json_number(std::clamp(norm(v), 0.0, 1.0)) + "," +
+               json_string(label) + "]";
+    }
+    return out + "]";
 }
 
 std::string json_strings(const std::vector<std::string>& v) {
@@ -185,6 +199,7 @@ heatmap_html(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLimits& 
         ",\"reversed\":" + (cmap.reversed ? "true" : "false") + ",\"tables\":" + tables +
         ",\"vmin\":" + json_number(m.norm.vmin) + ",\"vmax\":" + json_number(m.norm.vmax) +
         ",\"scale\":" + json_string(o.scale == ColorScale::log ? "log" : "linear") +
+        ",\"ticks\":" + json_colorbar_ticks(m.norm, 240.0) +
         ",\"pool\":" + json_string(o.pool == PoolMode::mean ? "mean" : "max") +
         ",\"decimals\":" + std::to_string(o.decimals) + ",\"notes\":" + json_strings(m.notes) +
         ",\"exact\":" + (exact.empty() ? "false" : "true") +

@@ -243,7 +243,9 @@ std::string pixel_mode(const HeatmapInput& in, const HeatmapOptions& o, const Te
     const std::size_t px_rows = m.rows * ky;
     Painter p(term.color);
     const std::size_t lines = (px_rows + per_line - 1) / per_line;
-    const std::size_t label_every = lines <= 12 ? 1 : 4;
+    // Every line is labelled when it holds one displayed row; two rows a line (colour)
+    // label every 4th line of a tall map.
+    const std::size_t label_every = lines <= 12 || per_line == 1 ? 1 : 4;
     // x labels: source index (or token) of every step-th displayed column, left-aligned.
     std::size_t xmax = 0;
     for (std::size_t j = 0; j < m.cols; ++j) {
@@ -301,9 +303,20 @@ std::string pixel_mode(const HeatmapInput& in, const HeatmapOptions& o, const Te
                                    : kHatch);
                         continue;
                     }
+                    const std::size_t below = ((top + 1) / ky) * m.cols + j;
+                    const bool has_below = top + 1 < px_rows;
+                    if (m.states[k][a] != CellState::value &&
+                        (!has_below || m.states[k][below] != CellState::value)) {
+                        // Blocked (or NaN) on the whole line: hatched, as in the legend, so
+                        // that it never reads as a small weight.
+                        p.fg(kMaskedFg);
+                        p.bg(kMaskedBg);
+                        p.text(kHatch);
+                        continue;
+                    }
                     p.fg(cell_color(a));
-                    if (top + 1 < px_rows) {
-                        p.bg(cell_color(((top + 1) / ky) * m.cols + j));
+                    if (has_below) {
+                        p.bg(cell_color(below));
                     } else {
                         p.default_bg();
                     }

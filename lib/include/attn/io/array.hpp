@@ -69,6 +69,14 @@ Array read_array_file(const std::filesystem::path& path,
                       const ValueSink& sink,
                       std::string_view npz_member = {});
 
+/// Refuses the files users have that attn does not read (.pt, .pth, .bin, .ckpt: PyTorch
+/// pickles; .gguf) with what to do instead: InputError "PATH: unknown FORMAT_OF format
+/// (expected EXPECTED); HINT". read_array_file calls it with ("array", ".npy, .json or
+/// .npz"), a params file with ("params", ".json, .npz or .safetensors").
+void refuse_foreign_formats(const std::filesystem::path& path,
+                            std::string_view format_of,
+                            std::string_view expected);
+
 /// Output formats by extension: ".npy" or ".json" (case-insensitive); anything else
 /// throws InputError naming the path. (read_array_file refuses .pt, .pth, .bin, .ckpt and
 /// .gguf inputs with a hint of what to do instead.)

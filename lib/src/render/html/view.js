@@ -228,7 +228,11 @@
     const list = $("topk");
     list.textContent = "";
     const hv = $("headview");
-    if (view.row < 0) { hv.height = 10; return; }
+    if (view.row < 0) {
+      hv.height = 10;
+      $("rowtitle").textContent = "Click a query row of the map to see its weights over the keys here.";
+      return;
+    }
     const i = view.row, base = view.panel * plane + i * C;
     $("rowtitle").textContent = `query ${i} ${tok(meta.rowLabels, i)}: weights over ${C} keys` + (exact ? "" : " (8-bit colour bins)");
     const vals = new Float64Array(C);
@@ -314,9 +318,14 @@
       g.fillStyle = `rgb(${lut[b]},${lut[b + 1]},${lut[b + 2]})`;
       g.fillRect(0, y + 8, 14, 1);
     }
+    // Ticks as the PNG's colorbar has them (meta.ticks: [position from the bottom, label]).
     g.fillStyle = "#222"; g.font = "10px system-ui, sans-serif";
-    g.fillText(fmt(meta.vmax), 17, 12); g.fillText(fmt(meta.vmin), 17, h + 8);
-    g.fillText(meta.scale, 17, h / 2 + 8);
+    for (const [t, label] of meta.ticks) {
+      const y = Math.round(8 + h * (1 - t));
+      g.fillRect(14, y, 4, 1);
+      g.fillText(label, 20, Math.min(h + 8, Math.max(12, y + 4)));
+    }
+    if (meta.scale === "log") g.fillText("log scale", 20, h + 20);
   }
   function redraw() { drawMap(); drawRow(); }
 

@@ -9,8 +9,8 @@
 #   test    every CTest of that build: unit, oracle, CLI, browser, fuzz-corpus replays
 #           (each replay under every SIMD target the CPU runs), all under ASan + UBSan
 #   fuzz    libFuzzer on every target from its corpus (scripts/fuzz_smoke.sh)
-#   gcc     the library and the CLI compiled by g++ 12 with warnings as errors (the
-#           compiler README's first command uses), not run again
+#   gcc     the library and the CLI compiled by g++ 12 at -O3 (README's first command's
+#           compiler and level), any warning an error; not run again
 # and prints each step's wall time at the end, passed or not, so a CI log shows where the
 # time goes. Steps: `bash scripts/ci.sh [STEP...]` runs only those, in this order.
 set -uo pipefail
@@ -33,7 +33,24 @@ step_build() { cmake --preset ci && cmake --build --preset ci; }
 step_tidy() { LINT_BUILD=build/ci bash scripts/lint.sh tidy; }
 step_test() { ctest --preset ci; }
 step_fuzz() { FUZZ_BUILD=ci bash scripts/fuzz_smoke.sh; }
-step_gcc() { cmake --preset gcc && cmake --build --preset gcc; }
+# g++ at -O3, as README's first command builds: warnings in our code are errors, and the
+# GCC 12 false positives that stay warnings (CMakeLists.txt) fail the step too, unless
+# cmake/gcc12_false_positives.cmake names their file (README's build is warning-free).
+step_gcc() {
+    cmake --preset gcc >/dev/null || return 1
+    local log rc=0
+    log=$(cmake --build --preset gcc 2>&1) || rc=$?
+    if [[ $rc -ne 0 ]]; then
+        echo "$log"
+        return "$rc"
+    fi
+    if grep -q 'warning:' <<<"$log"; then
+        grep -E -A3 'warning:' <<<"$log"
+        echo "gcc: $(grep -c 'warning:' <<<"$log") warnings in the -O3 build" >&2
+        return 1
+    fi
+    echo "gcc: the -O3 build of lib/ and app/ is warning-free"
+}
 
 names=()
 times=()

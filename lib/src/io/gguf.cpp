@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -350,6 +352,19 @@ std::optional<double> GgufValue::as_double() const {
     default:
         return std::nullopt;
     }
+}
+
+std::optional<double> GgufValue::as_decimal() const {
+    if (type != GgufType::f32) {
+        return as_double();
+    }
+    std::array<char, 64> buf{};
+    const auto [end, ec] = std::to_chars(buf.data(),
+                                         buf.data() + buf.size() - 1,
+                                         std::bit_cast<float>(static_cast<std::uint32_t>(bits)));
+    ATTN_ASSERT(ec == std::errc());
+    *end = '\0';
+    return std::strtod(buf.data(), nullptr);
 }
 
 std::optional<std::string> GgufValue::as_string() const {

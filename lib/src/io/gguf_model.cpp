@@ -11,8 +11,6 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <charconv>
-#include <cstdlib>
 
 namespace attn::io {
 namespace {
@@ -154,15 +152,7 @@ struct Meta {
         if (v == nullptr) {
             return std::nullopt;
         }
-        if (v->type == GgufType::f32) {
-            const float f = std::bit_cast<float>(static_cast<std::uint32_t>(v->bits));
-            std::array<char, 64> buf{};
-            const auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), f);
-            ATTN_ASSERT(ec == std::errc());
-            *end = '\0';
-            return std::strtod(buf.data(), nullptr);
-        }
-        const auto d = v->as_double();
+        const auto d = v->as_decimal();
         if (!d || v->type == GgufType::boolean) {
             throw InputError(name + ": metadata " + quote_name(key) + ": expected a number, got " +
                              std::string(gguf_type_name(v->type)));

@@ -59,6 +59,9 @@ struct GgufValue {
     std::optional<std::uint64_t> as_uint() const;
     /// A float32/float64, or an integer, as double; empty for strings, arrays and bools.
     std::optional<double> as_double() const;
+    /// as_double(), but a float32 as the shortest decimal that rounds to it (what the writer
+    /// was given: 1e-06, not 9.999999974752427e-07), read as double.
+    std::optional<double> as_decimal() const;
     /// A string's text; empty for another type.
     std::optional<std::string> as_string() const;
     /// Element i of an array of numbers or bools (as a scalar value).

@@ -54,6 +54,17 @@ std::optional<std::pair<std::string, GgufSource>> gguf_to_hf(std::string_view ar
 /// attn does not map, per-layer head counts, or RoPE scaling it cannot express.
 nlohmann::json gguf_hf_config(const GgufHeader& h, std::string_view name);
 
+/// A metadata value as JSON: numbers, bools, strings, arrays (nested too); an array of more
+/// than `max_items` elements as {"array": ELEMENT TYPE, "count": N} instead.
+nlohmann::json gguf_value_json(const GgufValue& v, std::size_t max_items);
+
+/// What `attn info` shows of a GGUF: {"format": "gguf", "version", "alignment",
+/// "architecture", "hyperparameters" (the {arch}.* keys), "tokenizer" (model, pre, token and
+/// merge counts, special ids: the tokenizer.ggml.* keys in short), "metadata" (every other
+/// key; long arrays summarised), "tensors" ([{name, type, shape, bytes}]), "data_bytes",
+/// and "config" (gguf_hf_config) or "config_error" (why the model cannot be mapped)}.
+nlohmann::json gguf_summary(const GgufHeader& h, std::string_view name);
+
 /// Undoes LlamaModel.permute on w's rows ([rows] or [rows, cols]; rows = n_head · head dim):
 /// within each head, row 2i + j of the file is row j · (head dim / 2) + i of the model.
 /// Throws InputError naming `what` when the rows do not split into n_head even halves.

@@ -12,6 +12,7 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <vector>
 
 namespace attn::io {
 namespace {
@@ -79,6 +80,19 @@ enum : std::uint32_t {
     t_q6_k = 14,
     t_bf16 = 30,
 };
+
+/// Every binary16 value as float32 (ggml keeps the same table): one load per element
+/// instead of half_to_float's branches. 256 KiB, built on first use.
+const float* f16_table() {
+    static const std::vector<float> table = [] {
+        std::vector<float> t(std::size_t{1} << 16);
+        for (std::size_t h = 0; h < t.size(); ++h) {
+            t[h] = half_to_float(static_cast<std::uint16_t>(h));
+        }
+        return t;
+    }();
+    return table.data();
+}
 
 float f16_at(const std::uint8_t* p) {
     return half_to_float(static_cast<std::uint16_t>(p[0] | (p[1] << 8)));
@@ -278,8 +292,9 @@ void plain_f32(const std::uint8_t* src, float* dst, std::size_t n) {
 }
 
 void plain_f16(const std::uint8_t* src, float* dst, std::size_t n) {
+    const float* table = f16_table();
     for (std::size_t i = 0; i < n; ++i) {
-        dst[i] = f16_at(src + 2 * i);
+        dst[i] = table[static_cast<std::size_t>(src[2 * i] | (src[2 * i + 1] << 8))];
     }
 }
 

@@ -5,6 +5,7 @@
 #include "attn/io/array.hpp"
 #include "attn/io/checkpoint_layers.hpp"
 #include "attn/io/checkpoint_model.hpp"
+#include "attn/io/gguf_model.hpp"
 #include "attn/io/hf_config.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/npz.hpp"
@@ -165,6 +166,69 @@ void run_info_safetensors(const InfoArgs& a) {
     }
 }
 
+/// A .gguf file: its header (checked strictly; no tensor is dequantized), the {arch}.*
+/// hyper-parameters, the tokenizer in short, the tensor table and the Hugging Face config
+/// the model maps to (io::gguf_summary).
+void run_info_gguf(const InfoArgs& a) {
+    const io::GgufFile file(a.file);
+    nlohmann::json j = io::gguf_summary(file.header(), file.shown());
+    const auto dump = [](const nlohmann::json& v) {
+        return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    };
+    if (a.json) {
+        j["file"] = a.file;
+        std::cout << dump(j) << '\n';
+        return;
+    }
+    const nlohmann::json& tensors = j["tensors"];
+    std::cout << io::message_text(a.file) << ": GGUF v" << j["version"] << ", " << tensors.size()
+              << " tensor" << (tensors.size() == 1 ? "" : "s") << ", "
+              << human_bytes(j["data_bytes"].get<std::uint64_t>()) << " of data, alignment "
+              << j["alignment"] << '\n';
+    std::cout << "architecture: "
+              << (j["architecture"].is_null()
+                      ? std::string("?")
+                      : io::message_text(j["architecture"].get<std::string>()))
+              << '\n';
+    const auto print_map = [&](const char* title, const nlohmann::json& m) {
+        if (m.empty()) {
+            return;
+        }
+        std::cout << title << ":\n";
+        for (const auto& [key, value] : m.items()) {
+            std::cout << "  " << io::message_text(key) << " = "
+                      << io::message_text(dump(value), 200) << '\n';
+        }
+    };
+    print_map("hyper-parameters", j["hyperparameters"]);
+    print_map("tokenizer (tokenizer.ggml.*; arrays as counts)", j["tokenizer"]);
+    print_map("metadata", j["metadata"]);
+    std::size_t name_width = 4;
+    std::size_t shape_width = 2;
+    for (const auto& t : tensors) {
+        name_width = std::max(
+            name_width,
+            std::min<std::size_t>(io::message_text(t["name"].get<std::string>()).size(), 60));
+        shape_width =
+            std::max(shape_width, shape_string(t["shape"].get<std::vector<std::size_t>>()).size());
+    }
+    const auto pad = [](const std::string& text, std::size_t width) {
+        return text + std::string(width > text.size() ? width - text.size() : 0, ' ');
+    };
+    std::cout << "tensors:\n";
+    for (const auto& t : tensors) {
+        std::cout << "  " << pad(io::message_text(t["name"].get<std::string>()), name_width) << "  "
+                  << pad(t["type"].get<std::string>(), 7) << "  "
+                  << pad(shape_string(t["shape"].get<std::vector<std::size_t>>()), shape_width)
+                  << "  " << human_bytes(t["bytes"].get<std::uint64_t>()) << '\n';
+    }
+    if (j.contains("config")) {
+        std::cout << "model (as config.json): " << dump(j["config"]) << '\n';
+    } else {
+        std::cout << "model: not mapped: " << j["config_error"].get<std::string>() << '\n';
+    }
+}
+
 void print_array_info(const std::string& file, const io::Array& arr, bool json) {
     std::size_t n = 1;
     for (auto d : arr.shape) {
@@ -191,6 +255,10 @@ void run_info(const InfoArgs& a) {
         run_info_safetensors(a);
         return;
     }
+    if (io::is_gguf_path(a.file)) {
+        run_info_gguf(a);
+        return;
+    }
     // A bare .npz: every array it holds, one line (or JSON line) each, in archive order.
     if (const auto ref = io::parse_npz_ref(a.file); ref && ref->member.empty()) {
         const std::vector<std::uint8_t> archive = io::read_file(ref->file);
@@ -208,12 +276,14 @@ void info_options(CLI::App& cmd, InfoArgs& a) {
     cmd.add_option("file",
                    a.file,
                    "a .npy or .json array file (- for stdin), a .npz archive (every array; "
-                   "x.npz:NAME for one), or a .safetensors file")
+                   "x.npz:NAME for one), a .safetensors file or a .gguf file")
         ->required();
     cmd.add_flag("--json",
                  a.json,
                  "print {\"file\", \"shape\", \"dtype\"} as JSON (safetensors: {\"file\", "
-                 "\"format\", \"tensors\", \"layers\", \"metadata\"})");
+                 "\"format\", \"tensors\", \"layers\", \"metadata\"}; gguf: {\"file\", "
+                 "\"format\", \"architecture\", \"hyperparameters\", \"tokenizer\", "
+                 "\"metadata\", \"tensors\", \"config\"})");
 }
 
 } // namespace
@@ -223,7 +293,8 @@ void add_info(CLI::App& app) {
                           {"info",
                            "Print the shape and dtype of an array file (each array of a .npz), or "
                            "the tensors of a .safetensors "
-                           "checkpoint and the attention layers (layout, prefix) it holds"},
+                           "checkpoint and the attention layers (layout, prefix) it holds, or "
+                           "the metadata and tensors of a .gguf model"},
                           info_options,
                           run_info);
 }

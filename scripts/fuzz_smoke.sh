@@ -16,7 +16,7 @@ preset=${FUZZ_BUILD:-fuzz}
 if [ "$#" -gt 0 ]; then
     targets=("$@")
 else
-    targets=(npy json_array problem batch_line heatmap_input safetensors npz token_list)
+    targets=(npy json_array problem batch_line heatmap_input safetensors npz token_list gguf gguf_dequant)
 fi
 
 if [[ -z "${FUZZ_BUILD:-}" ]]; then

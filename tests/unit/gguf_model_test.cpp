@@ -1,0 +1,125 @@
+// A GGUF file read back as its Hugging Face model: tiny llama, qwen2, gemma, phi3 and gpt2
+// models converted by llama.cpp's own convert_hf_to_gguf.py classes (fixtures/gguf/models/,
+// gguf_model_fixtures.py) give back the Hugging Face tensors bit for bit (Q/K un-permuted,
+// Gemma's norm + 1 undone, GPT-2's Conv1D transposed back) and the config.json values the
+// converter was given.
+#include "attn/error.hpp"
+#include "attn/io/gguf_model.hpp"
+#include "attn/io/hf_config.hpp"
+#include "attn/io/npy.hpp"
+#include "attn/io/npz.hpp"
+#include "test_files.hpp"
+
+#include <gtest/gtest.h>
+#include <set>
+
+namespace attn::testing {
+namespace {
+
+std::filesystem::path model_fixture(const std::string& name) {
+    return std::filesystem::path(ATTN_SOURCE_DIR) / "tests" / "unit" / "fixtures" / "gguf" /
+           "models" / name;
+}
+
+class GgufModelTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GgufModelTest, TensorsAreTheHuggingFaceOnes) {
+    const std::string type = GetParam();
+    const io::GgufModel model(model_fixture(type + ".gguf"));
+    EXPECT_EQ(model.architecture(), type);
+    const std::vector<std::uint8_t> npz = fixture_bytes("gguf/models/" + type + "_hf.npz");
+    std::set<std::string> hf_names;
+    for (const std::string& name : io::npz_members(npz, type + "_hf.npz")) {
+        SCOPED_TRACE(name);
+        hf_names.insert(name);
+        const io::Array want = io::parse_npy(io::npz_member_bytes(npz, name, "hf"), name);
+        if (type == "gemma" && name == "lm_head.weight") {
+            EXPECT_EQ(model.find(name), nullptr) << "the converter drops Gemma's lm_head";
+            continue;
+        }
+        const io::Array got = model.read(name);
+        ASSERT_EQ(got.shape, want.shape);
+        const bool plus_one = type == "gemma" && name.ends_with("norm.weight");
+        for (std::size_t i = 0; i < got.values.size(); ++i) {
+            // Gemma: the converter stored w + 1 in float32; (w + 1) - 1 is the best back.
+            const float expected = plus_one ? (want.values[i] + 1.0F) - 1.0F : want.values[i];
+            expect_same_float(got.values[i], expected, i);
+        }
+    }
+    for (const std::string& name : model.names()) {
+        if (hf_names.count(name) == 0) {
+            EXPECT_EQ(name, "lm_head.weight") << "only GPT-2's tied output is extra";
+            EXPECT_EQ(model.read(name).values, model.read("transformer.wte.weight").values);
+        }
+    }
+}
+
+TEST_P(GgufModelTest, ConfigIsWhatTheConverterWasGiven) {
+    const std::string type = GetParam();
+    const io::GgufModel model(model_fixture(type + ".gguf"));
+    const nlohmann::json given = fixture_json("gguf/models/" + type + "_config.json");
+    const io::HfConfig got = io::parse_hf_config(model.config().dump(), type + ".gguf");
+    const io::HfConfig want = io::parse_hf_config(given.dump(), type + "_config.json");
+    EXPECT_EQ(got.model_type->value, want.model_type->value);
+    EXPECT_EQ(got.num_heads->value, want.num_heads->value);
+    EXPECT_EQ(got.num_kv_heads ? got.num_kv_heads->value : got.num_heads->value,
+              want.num_kv_heads ? want.num_kv_heads->value : want.num_heads->value);
+    EXPECT_EQ(io::hf_head_dim(got), io::hf_head_dim(want));
+    EXPECT_EQ(got.hidden_size->value, want.hidden_size->value);
+    EXPECT_EQ(got.num_layers->value, want.num_layers->value);
+    EXPECT_EQ(got.vocab_size->value, want.vocab_size->value);
+    EXPECT_EQ(got.norm_eps->value, want.norm_eps->value);
+    if (type != "gpt2") {
+        EXPECT_EQ(got.max_positions->value, want.max_positions->value);
+        EXPECT_EQ(got.rope_theta ? got.rope_theta->value : 10000.0,
+                  want.rope_theta ? want.rope_theta->value : 10000.0);
+        EXPECT_FALSE(got.partial_rotary_factor.has_value());
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Converted,
+                         GgufModelTest,
+                         ::testing::Values("llama", "qwen2", "gemma", "phi3", "gpt2"));
+
+TEST(GgufModel, UnpermuteUndoesTheConvertersPermute) {
+    // LlamaModel.permute on 2 heads of 4 rows: rows (0 1 2 3) -> (0 2 1 3) per head.
+    io::Array w;
+    w.shape = {8};
+    w.values = {0, 2, 1, 3, 4, 6, 5, 7};
+    io::unpermute_rows(w, 2, "w");
+    EXPECT_EQ(w.values, (std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}));
+    io::Array odd;
+    odd.shape = {6, 1};
+    odd.values.assign(6, 0.0F);
+    expect_error_message<InputError>(
+        [&] { io::unpermute_rows(odd, 2, "w"); }, "w", "heads of even size");
+}
+
+TEST(GgufModel, NamesLlamaCppDoesNotMapAreRefused) {
+    EXPECT_FALSE(io::gguf_to_hf("llama", "rope_freqs.weight").has_value());
+    EXPECT_FALSE(io::gguf_to_hf("llama", "blk.01.attn_q.weight").has_value());
+    EXPECT_FALSE(io::gguf_to_hf("llama", "blk.0.attn_qkv.weight").has_value());
+    const auto q = io::gguf_to_hf("llama", "blk.3.attn_q.bias");
+    ASSERT_TRUE(q.has_value());
+    EXPECT_EQ(q->first, "model.layers.3.self_attn.q_proj.bias");
+    EXPECT_EQ(q->second.fix, io::GgufFix::unpermute_q);
+    EXPECT_EQ(io::gguf_to_hf("qwen2", "blk.3.attn_q.weight")->second.fix, io::GgufFix::none);
+    EXPECT_EQ(io::gguf_to_hf("gpt2", "blk.0.attn_qkv.bias")->second.fix, io::GgufFix::none);
+}
+
+TEST(GgufModel, UnsupportedArchitectureIsNamed) {
+    const io::GgufFile file(model_fixture("llama.gguf"));
+    io::GgufHeader h = file.header();
+    for (auto& [key, value] : h.metadata) {
+        if (key == "general.architecture") {
+            value.text = "mamba";
+        }
+    }
+    expect_error_message<InputError>([&] { (void)io::gguf_hf_config(h, "m.gguf"); },
+                                     "m.gguf",
+                                     "architecture 'mamba' is not supported (GGUF architectures: "
+                                     "llama, qwen2, gemma, phi3, gpt2)");
+}
+
+} // namespace
+} // namespace attn::testing

@@ -39,3 +39,6 @@ if [ -n "$missing" ]; then
     # shellcheck disable=SC2086
     $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
+
+# The tokenizer tests' oracles from npm (Hugging Face's tokenizers, the GPT-2 encoder).
+sh "$(dirname "$0")/setup_node_oracles.sh"

@@ -37,7 +37,7 @@ bool is_alphanumeric(char32_t c);
 bool is_numeric(char32_t c);
 /// Unicode normalization form "NFC", "NFD", "NFKC" or "NFKD" of valid UTF-8.
 std::string normalize_form(std::string_view s, std::string_view form);
-/// Full lowercase mapping (Rust's str::to_lowercase: final sigma included).
+/// Full lowercase mapping of each code point on its own (Rust's char::to_lowercase).
 std::string to_lower(std::string_view s);
 
 // --- Regex (tokenizer_regex.cpp) -------------------------------------------------------

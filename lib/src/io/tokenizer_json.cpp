@@ -287,6 +287,9 @@ PostProcessor JsonTokenizer::make_post_processor(const nlohmann::json& j,
         const auto name = field_or<std::string>(item, "id", "", at);
         const auto special =
             field_or<nlohmann::json>(specials, name.c_str(), nullptr, what + ": special_tokens");
+        if (!special.is_object()) {
+            throw InputError(at + ": \"" + name + "\" is not in special_tokens");
+        }
         const auto ids = field_or<std::vector<std::int64_t>>(special, "ids", {}, at);
         const auto toks = field_or<std::vector<std::string>>(special, "tokens", {}, at);
         if (ids.empty() || ids.size() != toks.size()) {

@@ -163,9 +163,20 @@ std::string normalize_form(std::string_view s, std::string_view form) {
 }
 
 std::string to_lower(std::string_view s) {
-    icu::UnicodeString u = from_utf8(s);
-    u.toLower(icu::Locale::getRoot());
-    return to_utf8(u);
+    // One code point at a time, as Rust's char::to_lowercase (which Hugging Face's
+    // normalizers call): full mappings (İ -> i̇) but no context, so Σ is always σ.
+    std::string out;
+    out.reserve(s.size());
+    for (const auto& [c, at] : code_points(s)) {
+        if (c < 0x80) {
+            out.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c));
+            continue;
+        }
+        icu::UnicodeString u(static_cast<UChar32>(c));
+        u.toLower(icu::Locale::getRoot());
+        out += to_utf8(u);
+    }
+    return out;
 }
 
 } // namespace attn::io::detail

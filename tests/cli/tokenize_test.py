@@ -391,4 +391,99 @@ case("--text-file - reads stdin", ["tokenize", "tiny", "--text-file", "-"], stdi
 case("a model file by name", ["tokenize", "tiny/tokenizer.json", "--text", "ba"],
      out=lambda so: json.loads(so)["token_ids"] == [1, 0])
 
+
+
+# --- text in compute ----------------------------------------------------------------------
+
+def text_model():
+    """TMP/textmodel: llama-2 style tokenizer.json beside a one-layer gpt2-layout checkpoint
+    whose embeddings cover its vocabulary."""
+    import numpy as np
+    sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
+    import reference as ref
+    doc = byte_fallback_document(False)
+    write("textmodel/tokenizer.json", doc)
+    rng = np.random.default_rng(7)
+    e, v, p = 8, len(doc["model"]["vocab"]), 64
+    t = {"wte.weight": rng.normal(0, 0.5, (v, e)), "wpe.weight": rng.normal(0, 0.5, (p, e)),
+         "h.0.ln_1.weight": np.ones(e), "h.0.ln_1.bias": np.zeros(e),
+         "h.0.attn.c_attn.weight": rng.normal(0, 0.5, (e, 3 * e)),
+         "h.0.attn.c_attn.bias": np.zeros(3 * e),
+         "h.0.attn.c_proj.weight": rng.normal(0, 0.5, (e, e)), "h.0.attn.c_proj.bias": np.zeros(e)}
+    ref.write_safetensors(path("textmodel/model.safetensors"),
+                          [(k, "F32", a.astype(np.float32)) for k, a in t.items()])
+    write("textmodel/config.json", {"model_type": "gpt2", "n_embd": e, "n_head": 2,
+                                     "n_layer": 1, "n_positions": p, "vocab_size": v})
+    return np
+
+
+MODEL_FLAGS = ["--params", "textmodel/model.safetensors", "--prefix", "h.0.attn.", "--causal"]
+
+
+@test("compute --text: the token ids attn tokenize gives, tokens and readable labels")
+def compute_text():
+    np = text_model()
+    text = "the cat \U0001F44D sat"
+    ids = attn_tokenize("textmodel", [text])[0]
+    write("ids.json", ids["token_ids"])
+    rc, so, se = run(["compute", *MODEL_FLAGS, "--text", text, "--weights", "wt.npy"])
+    check("exit 0", rc == 0, se)
+    rc2, _, se2 = run(["compute", *MODEL_FLAGS, "--token-ids", "ids.json", "--weights", "wi.npy"])
+    check("--token-ids exit 0", rc2 == 0, se2)
+    if rc == 0 and rc2 == 0:
+        check("weights equal those of --token-ids",
+              np.array_equal(np.load(path("wt.npy")), np.load(path("wi.npy"))))
+    rc, so, se = run(["compute", *MODEL_FLAGS, "--text", text, "--no-weights"])
+    doc = json.loads(so) if rc == 0 else {}
+    check("result tokens are the vocabulary strings", doc.get("tokens") == ids["tokens"],
+          f"{doc.get('tokens')} vs {ids['tokens']}")
+    labels = doc.get("query_tokens", [])
+    check("labels: ▁ as ␣, byte tokens as they are",
+          labels[:2] == ["<s>", "\u2423the"] and "<0xF0>" in labels and labels == doc.get("key_tokens"),
+          f"{labels}")
+    rc, so, se = run(["compute", *MODEL_FLAGS, "--text", text, "--no-special-tokens",
+                      "--no-weights"])
+    check("--no-special-tokens drops <s>", rc == 0 and json.loads(so)["tokens"] == ids["tokens"][1:],
+          se)
+    rc, so, se = run(["compute", *MODEL_FLAGS, "--text", text, "--heatmap", "map.svg"])
+    svg = open(path("map.svg"), encoding="utf-8").read() if rc == 0 else ""
+    check("the heatmap's labels are the readable tokens", "\u2423cat" in svg, se)
+
+
+@test("compute --text twice: a right-padded batch with its key padding mask")
+def compute_batch():
+    np = text_model()
+    texts = ["the cat sat on the mat", "hello"]
+    enc = attn_tokenize("textmodel", texts)
+    n = max(len(e["token_ids"]) for e in enc)
+    write("bids.json", [e["token_ids"] + [0] * (n - len(e["token_ids"])) for e in enc])
+    write("bpad.json", [[1] * len(e["token_ids"]) + [0] * (n - len(e["token_ids"])) for e in enc])
+    rc, so, se = run(["compute", *MODEL_FLAGS, "--text", texts[0], "--text", texts[1],
+                      "--weights", "wb.npy"])
+    check("exit 0", rc == 0, se)
+    rc2, _, se2 = run(["compute", *MODEL_FLAGS, "--token-ids", "bids.json", "--key-padding",
+                       "bpad.json", "--weights", "wp.npy"])
+    check("padded --token-ids exit 0", rc2 == 0, se2)
+    if rc == 0 and rc2 == 0:
+        wb = np.load(path("wb.npy"))
+        check("weights [2, H, L, L] equal the padded token ids'", wb.shape == (2, 2, n, n)
+              and np.array_equal(wb, np.load(path("wp.npy"))), f"{wb.shape}")
+    line = json.dumps({"text": texts, "params": path("textmodel/model.safetensors")} | {
+        "params": {"file": path("textmodel/model.safetensors"), "prefix": "h.0.attn."},
+        "causal": True, "id": 1})
+    rc, so, se = run(["batch", "-"], stdin=(line + "\n").encode())
+    doc = json.loads(so) if rc == 0 else {}
+    check("a batch line's text", rc == 0 and doc.get("tokens") == [e["tokens"] for e in enc],
+          f"{se} {so[:200]!r}")
+
+
+for name, args, err in [
+    ("text without params", ["compute", "--text", "x"], "text: needs the model"),
+    ("text and token ids", ["compute", *MODEL_FLAGS, "--text", "x", "--token-ids", "ids.json"],
+     "text: give either text or token_ids"),
+    ("text beside a folder without a tokenizer", ["compute", "--params", "tiny2/m.safetensors",
+                                                  "--text", "x"], "no tokenizer.json"),
+]:
+    case(f"compute: {name}", args, code=2, err=err)
+
 main()

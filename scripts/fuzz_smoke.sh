@@ -13,7 +13,7 @@ seconds=${FUZZ_SECONDS:-30}
 if [ "$#" -gt 0 ]; then
     targets=("$@")
 else
-    targets=(npy json_array problem batch_line heatmap_input safetensors npz token_list)
+    targets=(npy json_array problem batch_line heatmap_input safetensors npz token_list tokenizer_json tokenize)
 fi
 
 cmake --preset fuzz >/dev/null

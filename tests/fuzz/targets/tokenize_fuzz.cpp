@@ -22,8 +22,7 @@ int byte_level_byte(char32_t c) {
     int n = 0;
     for (int b = 0; b < 256; ++b) {
         const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
-        if (printable ? c == static_cast<char32_t>(b)
-                      : c == static_cast<char32_t>(0x100 + n++)) {
+        if (printable ? c == static_cast<char32_t>(b) : c == static_cast<char32_t>(0x100 + n++)) {
             return b;
         }
     }
@@ -46,8 +45,13 @@ std::u32string code_points(std::string_view s) {
 }
 
 nlohmann::json added(int id, const char* content, bool lstrip, bool rstrip) {
-    return {{"id", id},           {"content", content}, {"single_word", false}, {"lstrip", lstrip},
-            {"rstrip", rstrip},   {"normalized", false}, {"special", true}};
+    return {{"id", id},
+            {"content", content},
+            {"single_word", false},
+            {"lstrip", lstrip},
+            {"rstrip", rstrip},
+            {"normalized", false},
+            {"special", true}};
 }
 
 /// A byte-level BPE: every byte a token, a few merges, two added tokens.
@@ -56,7 +60,8 @@ std::unique_ptr<io::Tokenizer> byte_level() {
     std::string alphabet[256];
     for (int b = 0, n = 0; b < 256; ++b) {
         const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
-        const char32_t c = printable ? static_cast<char32_t>(b) : static_cast<char32_t>(0x100 + n++);
+        const char32_t c =
+            printable ? static_cast<char32_t>(b) : static_cast<char32_t>(0x100 + n++);
         std::string s;
         if (c < 0x80) {
             s.push_back(static_cast<char>(c));
@@ -78,9 +83,11 @@ std::unique_ptr<io::Tokenizer> byte_level() {
     vocab["<|endoftext|>"] = vocab.size();
     vocab["<mask>"] = vocab.size();
     const nlohmann::json doc = {
-        {"added_tokens", {added(vocab["<|endoftext|>"].get<int>(), "<|endoftext|>", false, false),
-                          added(vocab["<mask>"].get<int>(), "<mask>", false, false)}},
-        {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+        {"added_tokens",
+         {added(vocab["<|endoftext|>"].get<int>(), "<|endoftext|>", false, false),
+          added(vocab["<mask>"].get<int>(), "<mask>", false, false)}},
+        {"pre_tokenizer",
+         {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
         {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", m}}}};
     return io::parse_tokenizer_json(doc.dump(), "byte_level.json");
 }
@@ -93,7 +100,13 @@ std::unique_ptr<io::Tokenizer> byte_fallback() {
         std::snprintf(name, sizeof name, "<0x%02X>", b);
         vocab[name] = vocab.size();
     }
-    for (const char* t : {"\xE2\x96\x81", "a", "b", "c", "\xE2\x96\x81" "a", "ab"}) {
+    for (const char* t : {"\xE2\x96\x81",
+                          "a",
+                          "b",
+                          "c",
+                          "\xE2\x96\x81"
+                          "a",
+                          "ab"}) {
         vocab[t] = vocab.size();
     }
     const nlohmann::json doc = {
@@ -123,8 +136,17 @@ std::unique_ptr<io::Tokenizer> wordpiece() {
          {{"type", "WordPiece"},
           {"max_input_chars_per_word", 8},
           {"vocab",
-           {{"[PAD]", 0}, {"[UNK]", 1}, {"[CLS]", 2}, {"[SEP]", 3}, {"a", 4}, {"##a", 5},
-            {"b", 6}, {"##b", 7}, {"ab", 8}, {"##ab", 9}, {"!", 10}}}}}};
+           {{"[PAD]", 0},
+            {"[UNK]", 1},
+            {"[CLS]", 2},
+            {"[SEP]", 3},
+            {"a", 4},
+            {"##a", 5},
+            {"b", 6},
+            {"##b", 7},
+            {"ab", 8},
+            {"##ab", 9},
+            {"!", 10}}}}}};
     return io::parse_tokenizer_json(doc.dump(), "wordpiece.json");
 }
 
@@ -176,7 +198,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
     }
     // <unk> and <s> in the text are added tokens, matched before the normalizer prepends ▁.
-    if (text.find("<unk>") == std::string_view::npos && text.find("<s>") == std::string_view::npos) {
+    if (text.find("<unk>") == std::string_view::npos &&
+        text.find("<s>") == std::string_view::npos) {
         fuzz::expect(got == want, "byte fallback lost or changed bytes");
     }
     fuzz::expect(fuzz::only_input_errors("bert", [&] { e = bert->encode(text, true); }),

@@ -17,12 +17,16 @@ using namespace attn;
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view text = fuzz::input_text(data, size);
     std::unique_ptr<io::Tokenizer> tokenizer;
-    if (!fuzz::only_input_errors("parse_tokenizer_json",
-                                 [&] { tokenizer = io::parse_tokenizer_json(text, "fuzz.json"); })) {
+    if (!fuzz::only_input_errors("parse_tokenizer_json", [&] {
+            tokenizer = io::parse_tokenizer_json(text, "fuzz.json");
+        })) {
         return 0;
     }
     static constexpr std::array<std::string_view, 5> texts = {
-        "", "Hello world, it's 2024!", "  \t\n\n ab  ", "\xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD \xE6\x97\xA5\xE6\x9C\xAC",
+        "",
+        "Hello world, it's 2024!",
+        "  \t\n\n ab  ",
+        "\xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD \xE6\x97\xA5\xE6\x9C\xAC",
         "<s>[CLS]<|endoftext|> caf\xC3\xA9 e\xCC\x81"};
     for (const std::string_view t : texts) {
         for (const bool special : {true, false}) {

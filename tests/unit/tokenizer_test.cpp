@@ -86,13 +86,15 @@ TEST(Tokenizer, WordPieceGreedyLongestMatchAndUnk) {
                           {"##able", 3},
                           {"una", 4},
                           {"##ble", 7},
+                          {"##una", 8},
                           {"!", 5},
                           {"cafe", 6}}}}}};
     // "una" is the longest match, and leaves "ff", which no ## piece covers: WordPiece does
     // not backtrack to "un" + "##aff", so the word is [UNK].
     EXPECT_EQ(tokens_of(doc, "UNAFF! Café"), (Tokens{"[UNK]", "!", "cafe"}));
     EXPECT_EQ(tokens_of(doc, "Unable"), (Tokens{"una", "##ble"}));
-    EXPECT_EQ(tokens_of(doc, "unaffable"), (Tokens{"[UNK]"})); // 9 characters > 6
+    EXPECT_EQ(tokens_of(doc, "unable una"), (Tokens{"una", "##ble", "una"}));
+    EXPECT_EQ(tokens_of(doc, "unableuna"), (Tokens{"[UNK]"})); // 9 characters > 6
     EXPECT_EQ(tokens_of(doc, "unx"), (Tokens{"[UNK]"}));
 }
 

@@ -7,9 +7,10 @@ to quote. The ids are compared before anything is timed.
 
     /usr/bin/python3 bench/tokenize/run.py build/release/app/attn [--mb 1] [--runs 3]
 
-attn is timed as a whole process (`attn tokenize MODEL --text-file F --ids`), minus the
-same command on an empty text (loading the tokenizer), so both sides count tokenizing
-alone; the whole-process time is reported too. Needs node and tests/tokenizer/node_modules
+Times are CPU seconds (user + system; a shared machine's load does not count). attn is
+timed as a whole process (`attn tokenize MODEL --text-file F --ids`, from wait4's
+rusage) minus the same command on an empty text (loading the tokenizer), so both sides
+count tokenizing alone; the whole-process time is reported too. Needs node and tests/tokenizer/node_modules
 (scripts/setup_node_oracles.sh).
 """
 import argparse
@@ -41,12 +42,20 @@ def mixed_text(mb):
 
 
 def timed(argv, runs):
+    """Median CPU seconds of the child (user + system) and its stdout."""
     times, out = [], None
     for _ in range(runs):
-        t0 = time.perf_counter()
-        p = subprocess.run(argv, capture_output=True, check=True)
-        times.append(time.perf_counter() - t0)
-        out = p.stdout
+        with tempfile.TemporaryFile() as f:
+            pid = os.fork()
+            if pid == 0:
+                os.dup2(f.fileno(), 1)
+                os.execv(argv[0], argv)
+            _, status, ru = os.wait4(pid, 0)
+            if os.waitstatus_to_exitcode(status) != 0:
+                sys.exit(f"{argv} failed")
+            times.append(ru.ru_utime + ru.ru_stime)
+            f.seek(0)
+            out = f.read()
     return statistics.median(times), out
 
 
@@ -106,9 +115,9 @@ def main():
         sp = spm.SentencePieceProcessor(model_file=os.path.join(d, "tokenizer.model"))
         times = []
         for _ in range(a.runs):
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             ref = sp.encode(text)
-            times.append(time.perf_counter() - t0)
+            times.append(time.process_time() - t0)
         ours, t_ours, whole = attn_rate(a.attn, d, text_file, empty_file, a.runs)
         if ours[1:] != ref:
             sys.exit(f"spm {kind}: attn's ids differ from sentencepiece's")

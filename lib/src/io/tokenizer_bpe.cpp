@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdio>
 #include <limits>
+#include <mutex>
 #include <unordered_map>
 
 namespace attn::io::detail {
@@ -36,6 +37,13 @@ class Bpe final : public Model {
     /// suffix), bytes for a character the vocabulary lacks (byte_fallback), else unk.
     std::vector<std::int64_t> initial_symbols(std::string_view word) const;
     void read_merges(const nlohmann::json& merges, const std::string& what);
+
+    /// The merged symbols of words seen before (as Hugging Face's BPE caches them): text
+    /// repeats its words. Bounded; guarded, since encode() may run on several threads.
+    std::vector<std::int64_t> merged(std::string_view word) const;
+    mutable std::mutex cache_mutex_;
+    mutable std::unordered_map<std::string, std::vector<std::int64_t>> cache_;
+    static constexpr std::size_t kCacheEntries = 1U << 16U;
 
     std::unordered_map<std::string, std::int64_t> vocab_;
     std::unordered_map<std::int64_t, std::string> tokens_;
@@ -166,6 +174,27 @@ void Bpe::tokenize(std::string_view word, std::vector<Token>& out) const {
             return;
         }
     }
+    std::vector<std::int64_t> symbols;
+    {
+        const std::lock_guard<std::mutex> lock(cache_mutex_);
+        if (const auto it = cache_.find(std::string(word)); it != cache_.end()) {
+            symbols = it->second;
+        }
+    }
+    if (symbols.empty()) {
+        symbols = merged(word);
+        const std::lock_guard<std::mutex> lock(cache_mutex_);
+        if (cache_.size() >= kCacheEntries) {
+            cache_.clear();
+        }
+        cache_.emplace(word, symbols);
+    }
+    for (const std::int64_t id : symbols) {
+        out.push_back({id, tokens_.at(id)});
+    }
+}
+
+std::vector<std::int64_t> Bpe::merged(std::string_view word) const {
     std::vector<std::int64_t> symbols = initial_symbols(word);
     // Merge the adjacent pair of lowest rank (the leftmost of equal ranks) until none is
     // left: the order Hugging Face's priority queue pops them in.
@@ -185,9 +214,7 @@ void Bpe::tokenize(std::string_view word, std::vector<Token>& out) const {
         symbols[best] = best_merge.id;
         symbols.erase(symbols.begin() + static_cast<std::ptrdiff_t>(best) + 1);
     }
-    for (const std::int64_t id : symbols) {
-        out.push_back({id, tokens_.at(id)});
-    }
+    return symbols;
 }
 
 } // namespace

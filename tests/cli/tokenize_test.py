@@ -333,6 +333,48 @@ def sentencepiece():
     rc, _, se = run(["tokenize", path("spm-cut"), "--text", "x"])
     check("truncated tokenizer.model: exit 2, one line", rc == 2 and se.count("\n") == 1
           and "not a SentencePiece model" in se, f"exit {rc}: {se!r}")
+    # A forged normalizer charsmap: its first Darts unit's child offset points far outside
+    # the array, which SentencePiece would follow without a bounds check.
+    at, size = charsmap_span(data)
+    forged = bytearray(data)
+    forged[at + 4:at + 8] = (0x7FFFFC00).to_bytes(4, "little")
+    os.makedirs(path("spm-forged"), exist_ok=True)
+    with open(path("spm-forged/tokenizer.model"), "wb") as f:
+        f.write(bytes(forged))
+    rc, _, se = run(["tokenize", path("spm-forged"), "--text", "hello world"])
+    check("forged charsmap: exit 2, one line", size > 8 and rc == 2 and se.count("\n") == 1
+          and "charsmap" in se, f"exit {rc}: {se!r}")
+
+
+def charsmap_span(model):
+    """(offset, size) of ModelProto.normalizer_spec.precompiled_charsmap in the bytes."""
+    def varint(b, i):
+        v = shift = 0
+        while True:
+            v |= (b[i] & 0x7F) << shift
+            shift += 7
+            i += 1
+            if b[i - 1] < 0x80:
+                return v, i
+
+    def field(b, start, end, number):
+        i, found = start, None
+        while i < end:
+            tag, i = varint(b, i)
+            wire = tag & 7
+            if wire == 0:
+                _, i = varint(b, i)
+            elif wire == 2:
+                n, i = varint(b, i)
+                if tag >> 3 == number:
+                    found = (i, n)
+                i += n
+            else:
+                i += 8 if wire == 1 else 4
+        return found
+
+    spec_at, spec_n = field(model, 0, len(model), 3)
+    return field(model, spec_at, spec_at + spec_n, 2)
 
 
 def tokenizer_file(name, body):

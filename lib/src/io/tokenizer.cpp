@@ -7,6 +7,7 @@
 #include "attn/error.hpp"
 #include "attn/io/file_read.hpp"
 #include "attn/io/json_text.hpp"
+#include "attn/io/number_text.hpp"
 #include "tokenizer_detail.hpp"
 
 #include <array>
@@ -92,14 +93,15 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& path) {
     const std::vector<std::uint8_t> bytes = read_file(file);
     const std::string_view text = as_text(bytes);
     const std::size_t first = text.find_first_not_of(" \t\r\n");
+    const std::string name = message_text(file.string());
     const bool json =
         file.extension() == ".json" ||
         (file.extension() != ".model" && first != std::string_view::npos && text[first] == '{');
     if (json) {
-        return parse_tokenizer_json(text, file.string());
+        return parse_tokenizer_json(text, name);
     }
     const auto [bos, eos] = bos_eos_of(file);
-    return parse_sentencepiece_model(text, file.string(), bos, eos);
+    return parse_sentencepiece_model(text, name, bos, eos);
 }
 
 std::string readable_token(std::string_view token, bool byte_level) {
@@ -121,8 +123,7 @@ std::string readable_token(std::string_view token, bool byte_level) {
     }
     std::string out;
     const auto cps = detail::code_points(text);
-    for (std::size_t i = 0; i < cps.size(); ++i) {
-        const char32_t c = cps[i].first;
+    for (const auto& [c, at] : cps) {
         if (c == ' ' || c == 0x2581) { // a space, or SentencePiece's ▁
             out += "\xE2\x90\xA3";     // ␣
         } else if (c == '\n') {

@@ -77,7 +77,8 @@ Bpe::Bpe(const nlohmann::json& j, const std::string& name) {
     if (!unk.empty()) {
         unk_ = id_of(unk);
         if (unk_ < 0) {
-            throw InputError(what + ": the unk_token \"" + unk + "\" is not in the vocabulary");
+            throw InputError(what + ": the unk_token " + quote_input(unk) +
+                             " is not in the vocabulary");
         }
     }
     read_merges(field_or<nlohmann::json>(j, "merges", nlohmann::json::array(), what),
@@ -113,14 +114,15 @@ void Bpe::read_merges(const nlohmann::json& merges, const std::string& what) {
         const std::int64_t ia = id_of(a);
         const std::int64_t ib = id_of(b);
         if (ia < 0 || ib < 0) {
-            throw InputError(at + ": the token \"" + (ia < 0 ? a : b) +
-                             "\" is not in the vocabulary");
+            throw InputError(at + ": the token " + quote_input(ia < 0 ? a : b) +
+                             " is not in the vocabulary");
         }
         const bool strip = !prefix_.empty() && b.compare(0, prefix_.size(), prefix_) == 0;
         const std::string merged = a + (strip ? b.substr(prefix_.size()) : b);
         const std::int64_t id = id_of(merged);
         if (id < 0) {
-            throw InputError(at + ": the merged token \"" + merged + "\" is not in the vocabulary");
+            throw InputError(at + ": the merged token " + quote_input(merged) +
+                             " is not in the vocabulary");
         }
         // A pair listed twice keeps its first (lowest) rank.
         merges_.try_emplace(key(ia, ib), Merge{static_cast<std::uint32_t>(rank), id});
@@ -231,12 +233,13 @@ std::vector<std::pair<std::string, std::int64_t>> read_vocab(const nlohmann::jso
         check_utf8(token, what);
         if (!id.is_number_integer() || id.get<std::int64_t>() < 0 ||
             id.get<std::int64_t>() > std::numeric_limits<std::uint32_t>::max()) {
-            throw InputError(what + ": the id of \"" + token + "\" is not an integer in [0, 2^32)");
+            throw InputError(what + ": the id of " + quote_input(token) +
+                             " is not an integer in [0, 2^32)");
         }
         const auto n = id.get<std::int64_t>();
         if (const auto [it, fresh] = seen.try_emplace(n, token); !fresh) {
-            throw InputError(what + ": id " + std::to_string(n) + " names both \"" + it->second +
-                             "\" and \"" + token + "\"");
+            throw InputError(what + ": id " + std::to_string(n) + " names both " +
+                             quote_input(it->second) + " and " + quote_input(token));
         }
         out.emplace_back(token, n);
     }

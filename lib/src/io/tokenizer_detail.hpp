@@ -4,6 +4,7 @@
 #pragma once
 
 #include "attn/error.hpp"
+#include "attn/io/number_text.hpp"
 #include "attn/io/tokenizer.hpp"
 
 #include <cstddef>
@@ -122,6 +123,12 @@ std::vector<std::pair<std::string, std::int64_t>> read_vocab(const nlohmann::jso
 
 std::unique_ptr<Model> make_bpe(const nlohmann::json& j, const std::string& name);
 std::unique_ptr<Model> make_wordpiece(const nlohmann::json& j, const std::string& name);
+
+/// A string from the input quoted for a one-line message (control characters escaped, cut
+/// to 80 bytes).
+inline std::string quote_input(std::string_view s) {
+    return "\"" + message_text(s, 80) + "\"";
+}
 
 /// JSON access with one-line errors: `key` of object `j` as T, `fallback` when absent or null.
 template <class T>

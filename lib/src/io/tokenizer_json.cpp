@@ -14,6 +14,7 @@ namespace attn::io {
 namespace {
 
 using detail::field_or;
+using detail::quote_input;
 using detail::Token;
 
 struct AddedToken {
@@ -92,8 +93,8 @@ JsonTokenizer::JsonTokenizer(const nlohmann::json& doc, const std::string& name)
     } else if (type == "WordPiece") {
         model_ = detail::make_wordpiece(model, name);
     } else {
-        throw InputError(name + ": model type \"" + type +
-                         "\" is not supported (supported: BPE, WordPiece; for a SentencePiece "
+        throw InputError(name + ": model type " + quote_input(type) +
+                         " is not supported (supported: BPE, WordPiece; for a SentencePiece "
                          "Unigram model give its tokenizer.model)");
     }
     normalizer_ = detail::make_normalizer(
@@ -267,8 +268,8 @@ PostProcessor JsonTokenizer::make_post_processor(const nlohmann::json& j,
         };
     }
     if (type != "TemplateProcessing") {
-        throw InputError(what + ": unsupported type \"" + type +
-                         "\" (supported: TemplateProcessing, BertProcessing, RobertaProcessing, "
+        throw InputError(what + ": unsupported type " + quote_input(type) +
+                         " (supported: TemplateProcessing, BertProcessing, RobertaProcessing, "
                          "ByteLevel, Sequence)");
     }
     // TemplateProcessing: "single" is a list of {"SpecialToken": {"id": NAME}} (NAME's
@@ -288,13 +289,13 @@ PostProcessor JsonTokenizer::make_post_processor(const nlohmann::json& j,
         const auto special =
             field_or<nlohmann::json>(specials, name.c_str(), nullptr, what + ": special_tokens");
         if (!special.is_object()) {
-            throw InputError(at + ": \"" + name + "\" is not in special_tokens");
+            throw InputError(at + ": " + quote_input(name) + " is not in special_tokens");
         }
         const auto ids = field_or<std::vector<std::int64_t>>(special, "ids", {}, at);
         const auto toks = field_or<std::vector<std::string>>(special, "tokens", {}, at);
         if (ids.empty() || ids.size() != toks.size()) {
-            throw InputError(at + ": special token \"" + name +
-                             "\" needs as many \"ids\" as \"tokens\"");
+            throw InputError(at + ": special token " + quote_input(name) +
+                             " needs as many \"ids\" as \"tokens\"");
         }
         std::vector<Token> part;
         for (std::size_t k = 0; k < ids.size(); ++k) {

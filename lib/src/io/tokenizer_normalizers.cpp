@@ -191,8 +191,8 @@ Normalizer make_normalizer(const nlohmann::json& j, const std::string& name) {
             return out;
         };
     }
-    throw InputError(what + ": unsupported type \"" + type +
-                     "\" (supported: Sequence, NFC, NFD, NFKC, NFKD, Lowercase, Strip, "
+    throw InputError(what + ": unsupported type " + quote_input(type) +
+                     " (supported: Sequence, NFC, NFD, NFKC, NFKD, Lowercase, Strip, "
                      "StripAccents, Replace, Prepend, BertNormalizer, ByteLevel)");
 }
 

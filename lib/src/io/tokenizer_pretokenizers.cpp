@@ -44,7 +44,7 @@ Matches literal_matches(std::string_view s, std::string_view literal) {
 PreTokenizer splitter(std::function<Matches(std::string_view)> find,
                       SplitBehavior behavior,
                       bool invert = false) {
-    return [find = std::move(find), behavior, invert](std::vector<Piece> pieces) {
+    return [find = std::move(find), behavior, invert](const std::vector<Piece>& pieces) {
         std::vector<Piece> out;
         for (const Piece& p : pieces) {
             for (Piece& q : split_piece(p, find(p.text), behavior, invert)) {
@@ -73,7 +73,7 @@ behavior_of(const nlohmann::json& j, const std::string& what, SplitBehavior fall
             return b;
         }
     }
-    throw InputError(what + ": unknown behavior \"" + name + "\"");
+    throw InputError(what + ": unknown behavior " + quote_input(name));
 }
 
 PreTokenizer split_pre_tokenizer(const nlohmann::json& j, const std::string& what) {
@@ -139,12 +139,12 @@ PreTokenizer metaspace_pre_tokenizer(const nlohmann::json& j, const std::string&
     std::string scheme = field_or<bool>(j, "add_prefix_space", true, what) ? "always" : "never";
     scheme = field_or<std::string>(j, "prepend_scheme", scheme, what);
     if (scheme != "always" && scheme != "first" && scheme != "never") {
-        throw InputError(what + ": unknown prepend_scheme \"" + scheme + "\"");
+        throw InputError(what + ": unknown prepend_scheme " + quote_input(scheme));
     }
     const bool split = field_or<bool>(j, "split", true, what);
-    return [=](std::vector<Piece> pieces) {
+    return [=](const std::vector<Piece>& pieces) {
         std::vector<Piece> out;
-        for (Piece& p : pieces) {
+        for (const Piece& p : pieces) {
             std::string text;
             for (const char c : p.text) {
                 text += c == ' ' ? replacement : std::string(1, c);
@@ -231,13 +231,14 @@ split_piece(const Piece& piece, const Matches& matches, SplitBehavior behavior, 
         }
         break;
     case SplitBehavior::merged_with_next:
-        for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
-            if (it->second && !previous_match && !ranges.empty()) {
-                ranges.back().first = it->first.first;
+        for (std::size_t k = parts.size(); k-- > 0;) { // right to left
+            const auto& [r, is_match] = parts[k];
+            if (is_match && !previous_match && !ranges.empty()) {
+                ranges.back().first = r.first;
             } else {
-                ranges.push_back(it->first);
+                ranges.push_back(r);
             }
-            previous_match = it->second;
+            previous_match = is_match;
         }
         std::reverse(ranges.begin(), ranges.end());
         break;
@@ -324,8 +325,8 @@ make_pre_tokenizer(const nlohmann::json& j, const std::string& name, bool& byte_
         return splitter([](std::string_view s) { return char_matches(s, is_numeric); },
                         individual ? SplitBehavior::isolated : SplitBehavior::contiguous);
     }
-    throw InputError(what + ": unsupported type \"" + type +
-                     "\" (supported: Sequence, ByteLevel, Split, Metaspace, BertPreTokenizer, "
+    throw InputError(what + ": unsupported type " + quote_input(type) +
+                     " (supported: Sequence, ByteLevel, Split, Metaspace, BertPreTokenizer, "
                      "Whitespace, WhitespaceSplit, Punctuation, Digits)");
 }
 

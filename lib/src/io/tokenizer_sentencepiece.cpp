@@ -190,14 +190,7 @@ class SentencePieceTokenizer final : public Tokenizer {
     }
 
   private:
-    static std::string detail_of(std::string s) {
-        for (char& c : s) {
-            if (c == '\n' || c == '\r') {
-                c = ' ';
-            }
-        }
-        return s;
-    }
+    static std::string detail_of(const std::string& s) { return message_text(s); }
 
     sentencepiece::SentencePieceProcessor sp_;
     bool add_bos_;

@@ -24,8 +24,8 @@ class WordPiece final : public Model {
         unk_text_ = field_or<std::string>(j, "unk_token", "[UNK]", what);
         unk_ = id_of(unk_text_);
         if (unk_ < 0) {
-            throw InputError(what + ": the unk_token \"" + unk_text_ +
-                             "\" is not in the vocabulary");
+            throw InputError(what + ": the unk_token " + quote_input(unk_text_) +
+                             " is not in the vocabulary");
         }
     }
 

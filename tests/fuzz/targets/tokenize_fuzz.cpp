@@ -72,7 +72,7 @@ std::unique_ptr<io::Tokenizer> byte_level() {
         alphabet[b] = s;
         vocab[s] = b;
     }
-    const std::string sp = alphabet[' '];
+    const std::string sp = alphabet[0x20]; // the space
     const char* merges[][2] = {{"t", "h"}, {"th", "e"}, {"", "t"}, {"e", "r"}, {"i", "n"}};
     nlohmann::json m = nlohmann::json::array();
     for (const auto& [a, b] : merges) {
@@ -104,8 +104,7 @@ std::unique_ptr<io::Tokenizer> byte_fallback() {
                           "a",
                           "b",
                           "c",
-                          "\xE2\x96\x81"
-                          "a",
+                          "\xE2\x96\x81\x61", // ▁a
                           "ab"}) {
         vocab[t] = vocab.size();
     }

@@ -51,12 +51,13 @@ void add_command(CLI::App& app, const CommandHelp& help, Options options, Run ru
     });
 }
 
-void add_compute(CLI::App& app); // cmd_compute.cpp
-void add_info(CLI::App& app);    // cmd_info.cpp
-void add_heatmap(CLI::App& app); // cmd_heatmap.cpp
-void add_batch(CLI::App& app);   // cmd_batch.cpp
-void add_diff(CLI::App& app);    // cmd_diff.cpp
-void add_explain(CLI::App& app); // cmd_explain.cpp
+void add_compute(CLI::App& app);  // cmd_compute.cpp
+void add_info(CLI::App& app);     // cmd_info.cpp
+void add_heatmap(CLI::App& app);  // cmd_heatmap.cpp
+void add_batch(CLI::App& app);    // cmd_batch.cpp
+void add_diff(CLI::App& app);     // cmd_diff.cpp
+void add_explain(CLI::App& app);  // cmd_explain.cpp
+void add_tokenize(CLI::App& app); // cmd_tokenize.cpp
 
 /// A CLI11 check for counts (--threads, --jobs, --heads, ...): a whole number >= 1, with a
 /// plain message ("--threads: expected a whole number of at least 1, got '0'").

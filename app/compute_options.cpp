@@ -3,6 +3,7 @@
 #include "compute_options.hpp"
 
 #include "attn/error.hpp"
+#include "attn/io/file_read.hpp"
 #include "attn/io/json_text.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/token_list.hpp"
@@ -63,6 +64,21 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
                    args.token_ids,
                    "integer token ids [L] or [B,L] (.npy/.json): the checkpoint's embeddings "
                    "make the layer-0 input")
+        ->group(g_in);
+    cmd.add_option("--text",
+                   args.text,
+                   "text tokenized by the model's tokenizer (the folder of --params), then as "
+                   "--token-ids; repeat for a right-padded batch")
+        ->allow_extra_args(false)
+        ->group(g_in);
+    cmd.add_option("--text-file",
+                   args.text_file,
+                   "a file whose bytes are the text (- for stdin), as --text; repeatable")
+        ->allow_extra_args(false)
+        ->group(g_in);
+    cmd.add_flag("--no-special-tokens",
+                 args.no_special_tokens,
+                 "with --text: leave out the tokenizer's special tokens ([CLS] ... [SEP], <s>)")
         ->group(g_in);
     cmd.add_flag("--no-norm",
                  args.no_norm,
@@ -492,6 +508,18 @@ ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
     }
     if (!a.layers.empty()) {
         doc["layers"] = a.layers;
+    }
+    if (!a.text.empty() || !a.text_file.empty()) {
+        json texts(a.text);
+        for (const std::string& file : a.text_file) {
+            const std::vector<std::uint8_t> bytes =
+                file == "-" ? read_stdin("--text-file") : io::read_file(file);
+            texts.push_back(std::string(bytes.begin(), bytes.end()));
+        }
+        doc["text"] = texts.size() == 1 ? texts[0] : texts;
+    }
+    if (a.no_special_tokens) {
+        doc["special_tokens"] = false;
     }
     apply_common_flags(a, doc);
     if (a.seed >= 0) {

@@ -63,6 +63,9 @@ struct ProblemArgs : CommonProblemFlags {
     bool no_norm = false;                    ///< --no-norm
     std::string config;                      ///< --config FILE (a checkpoint's config.json)
     std::string token_ids;                   ///< --token-ids FILE
+    std::vector<std::string> text;           ///< --text S (repeated: a batch)
+    std::vector<std::string> text_file;      ///< --text-file F (its bytes; - for stdin)
+    bool no_special_tokens = false;          ///< --no-special-tokens
     bool average_heads = false;              ///< --average-heads
 };
 

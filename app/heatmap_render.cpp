@@ -123,7 +123,9 @@ Loaded load_weights(const std::string& path) {
         l.query_tokens = token_list(doc, "query_tokens", l.name);
         l.layers = layer_list(doc, l.name);
         l.key_tokens = token_list(doc, "key_tokens", l.name);
-        if (doc.contains("tokens")) {
+        // A result of "text" holds its vocabulary strings in "tokens" (a list per text for
+        // a batch) beside the readable labels: the labels win.
+        if (doc.contains("tokens") && (l.query_tokens.empty() || l.key_tokens.empty())) {
             const auto both = token_list(doc, "tokens", l.name);
             if (l.query_tokens.empty()) {
                 l.query_tokens = both;

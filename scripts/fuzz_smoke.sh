@@ -16,7 +16,8 @@ preset=${FUZZ_BUILD:-fuzz}
 if [ "$#" -gt 0 ]; then
     targets=("$@")
 else
-    targets=(npy json_array problem batch_line heatmap_input safetensors npz token_list gguf gguf_dequant)
+    targets=(npy json_array problem batch_line heatmap_input safetensors npz token_list gguf
+        gguf_dequant tokenizer_json tokenize)
 fi
 
 if [[ -z "${FUZZ_BUILD:-}" ]]; then

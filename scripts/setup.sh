@@ -20,6 +20,8 @@ git zlib1g-dev chromium parallel"
 # python3-sentencepiece, python3-torch and python3-pytest are test oracles and runners.
 PACKAGES="$PACKAGES pybind11-dev python3-dev libpcre2-dev libsentencepiece-dev \
 python3-sentencepiece python3-torch python3-pytest"
+PACKAGES="$PACKAGES libicu-dev" # tokenizer normalizers: NFC/NFD/NFKC/NFKD, lowercasing, character classes
+PACKAGES="$PACKAGES pkg-config" # CMake finds libpcre2-8 and sentencepiece through it
 
 missing=""
 for p in $PACKAGES; do
@@ -39,3 +41,6 @@ if [ -n "$missing" ]; then
     # shellcheck disable=SC2086
     $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
+
+# The tokenizer tests' oracles from npm (Hugging Face's tokenizers, the GPT-2 encoder).
+sh "$(dirname "$0")/setup_node_oracles.sh"

@@ -17,23 +17,24 @@ namespace attn::problem {
 using io::message_text;
 
 const std::vector<std::string>& problem_fields() {
-    static const std::vector<std::string> fields = {"query",        "key",
-                                                    "value",        "input",
-                                                    "context",      "params",
-                                                    "init",         "num_heads",
-                                                    "num_kv_heads", "scale",
-                                                    "causal",       "mask",
-                                                    "bias",         "key_padding_mask",
-                                                    "query_tokens", "key_tokens",
-                                                    "tokens",       "id",
-                                                    "variant",      "mask_convention",
-                                                    "window",       "window_align",
-                                                    "softcap",      "alibi",
-                                                    "sinks",        "return",
-                                                    "top_k",        "precision",
-                                                    "rope",         "norm",
-                                                    "token_ids",    "average_heads",
-                                                    "varlen"};
+    static const std::vector<std::string> fields = {"query",         "key",
+                                                    "value",         "input",
+                                                    "context",       "params",
+                                                    "init",          "num_heads",
+                                                    "num_kv_heads",  "scale",
+                                                    "causal",        "mask",
+                                                    "bias",          "key_padding_mask",
+                                                    "query_tokens",  "key_tokens",
+                                                    "tokens",        "id",
+                                                    "variant",       "mask_convention",
+                                                    "window",        "window_align",
+                                                    "softcap",       "alibi",
+                                                    "sinks",         "return",
+                                                    "top_k",         "precision",
+                                                    "rope",          "norm",
+                                                    "token_ids",     "average_heads",
+                                                    "varlen",        "text",
+                                                    "special_tokens"};
     return fields;
 }
 
@@ -332,6 +333,7 @@ decode_problem(const nlohmann::json& doc_in, const std::filesystem::path& base, 
     Problem p;
     decode_id_and_precision(cx, p);
     decode_config(cx, p);
+    decode_text(cx, p);
     decode_sources(cx, p);
     decode_model(cx, p);
     decode_scale_and_causal(cx, p);

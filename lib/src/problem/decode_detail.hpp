@@ -104,6 +104,8 @@ void decode_projections(DecodeContext& cx, Problem& p);
 // query source), and after the sources its norm and the "rope"/"norm" fields.
 void decode_config(DecodeContext& cx, Problem& p);
 void decode_token_ids(DecodeContext& cx, Problem& p);
+// decode_text.cpp: "text" tokenized into the document's token_ids (before the sources).
+void decode_text(DecodeContext& cx, Problem& p);
 void decode_model(DecodeContext& cx, Problem& p);
 /// The checkpoint a "params" value names, loaded once (cx.checkpoint).
 const io::CheckpointParams& checkpoint_params(DecodeContext& cx, Problem& p);

@@ -213,6 +213,10 @@ std::string result_document(const Problem& p, const Solution& s, bool with_weigh
     if (p.key_tokens) {
         out += ",\"key_tokens\":" + dump(json(*p.key_tokens));
     }
+    if (p.text_tokens) {
+        out += ",\"tokens\":" +
+               dump(p.text_batched ? json(*p.text_tokens) : json(p.text_tokens->front()));
+    }
     out += "}";
     return out;
 }

@@ -60,6 +60,10 @@ struct Problem : Inputs {
     std::optional<Mask> mask;        ///< [B|1, H|1, Lq, Lk]
     std::optional<Mask> key_padding; ///< [B|1, 1, 1, Lk]
     std::optional<std::vector<std::string>> query_tokens, key_tokens;
+    /// "text": each text's vocabulary strings (the result's "tokens"); the document's
+    /// token_ids, key_padding_mask and labels were made from them (decode_text.cpp).
+    std::optional<std::vector<std::vector<std::string>>> text_tokens;
+    bool text_batched = false; ///< "text" was a list (tokens: a list per text)
     std::optional<nlohmann::json> id;
     std::size_t batch = 1, lq = 0, lk = 0;
     std::vector<ProblemSource> sources; ///< every array field and params file, in load order

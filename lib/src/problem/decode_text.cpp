@@ -1,0 +1,149 @@
+// "text" (a string, or a list of strings: one batch row each) and "special_tokens": the
+// text tokenized by the model's own tokenizer (io/tokenizer; the folder "params" names, or
+// the folder of the checkpoint file it names) and handed on as the document's token_ids,
+// right-padded with its key_padding_mask, and its labels. From here on the problem is a
+// token_ids problem: this file adds nothing to how token_ids are computed with.
+#include "attn/io/number_text.hpp"
+#include "attn/io/tokenizer.hpp"
+#include "decode_detail.hpp"
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace attn::problem::detail {
+
+namespace {
+
+/// One tokenizer per file for the whole process: a batch of text lines loads it once.
+std::shared_ptr<const io::Tokenizer> cached_tokenizer(const fs::path& folder) {
+    static std::mutex mutex;
+    static std::map<fs::path, std::shared_ptr<const io::Tokenizer>> cache;
+    const std::lock_guard<std::mutex> lock(mutex);
+    auto& slot = cache[folder];
+    if (!slot) {
+        slot = io::load_tokenizer(folder);
+    }
+    return slot;
+}
+
+/// The folder whose tokenizer tokenizes the text: "params" as a folder, or the folder of
+/// the file it names ({"file": ...} or a path).
+fs::path tokenizer_folder(DecodeContext& cx) {
+    if (!cx.has("params")) {
+        throw InputError("text: needs the model whose tokenizer to use (params: a model folder "
+                         "with tokenizer.json or tokenizer.model)");
+    }
+    const json& params = cx.doc["params"];
+    const json* file = &params;
+    if (params.is_object() && params.contains("file")) {
+        file = &params["file"];
+    }
+    if (!file->is_string()) {
+        throw InputError("text: params must name a model folder or a file in one, got " +
+                         type_name(*file));
+    }
+    const fs::path given(file->get<std::string>());
+    const fs::path path = given.is_absolute() ? given : cx.base / given;
+    std::error_code ec;
+    const fs::path folder = fs::is_directory(path, ec) ? path : path.parent_path();
+    if (io::tokenizer_file_in(folder.empty() ? fs::path(".") : folder).empty()) {
+        throw InputError("text: no tokenizer.json or tokenizer.model in " +
+                         io::message_text((folder.empty() ? fs::path(".") : folder).string()) +
+                         " (the folder of params)");
+    }
+    return folder.empty() ? fs::path(".") : folder;
+}
+
+std::vector<std::string> texts_of(const json& j) {
+    if (j.is_string()) {
+        return {j.get<std::string>()};
+    }
+    if (!j.is_array() || j.empty()) {
+        throw InputError("text: expected a string or a non-empty list of strings, got " +
+                         type_name(j));
+    }
+    std::vector<std::string> out;
+    for (const json& t : j) {
+        if (!t.is_string()) {
+            throw InputError("text: expected a list of strings, got a " + type_name(t) +
+                             " at index " + std::to_string(out.size()));
+        }
+        out.push_back(t.get<std::string>());
+    }
+    return out;
+}
+
+} // namespace
+
+void decode_text(DecodeContext& cx, Problem& p) {
+    if (!cx.has("text")) {
+        if (cx.has("special_tokens")) {
+            (void)boolean(cx.doc["special_tokens"], "special_tokens");
+        }
+        return;
+    }
+    for (const char* other : {"token_ids", "query", "input", "key", "context"}) {
+        if (cx.has(other)) {
+            throw InputError(std::string("text: give either text or ") + other +
+                             " as the input, not both");
+        }
+    }
+    if (cx.has("key_padding_mask")) {
+        throw InputError("text: the key_padding_mask comes from the texts' lengths; leave it out");
+    }
+    const bool special =
+        !cx.has("special_tokens") || boolean(cx.doc["special_tokens"], "special_tokens");
+    const std::vector<std::string> texts = texts_of(cx.doc["text"]);
+    const std::shared_ptr<const io::Tokenizer> tokenizer = cached_tokenizer(tokenizer_folder(cx));
+    std::vector<io::Encoding> encodings;
+    std::size_t length = 0;
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        try {
+            encodings.push_back(tokenizer->encode(texts[i], special));
+        } catch (const InputError& e) {
+            // "text: invalid UTF-8 at byte 3" names the text; in a list, which one.
+            std::string message = e.what();
+            if (texts.size() > 1 && message.rfind("text:", 0) == 0) {
+                message.insert(4, "[" + std::to_string(i) + "]");
+            }
+            throw InputError(message);
+        }
+        length = std::max(length, encodings.back().ids.size());
+    }
+    if (length == 0) {
+        throw InputError("text: no tokens (an empty text without special tokens)");
+    }
+    // Right-padded rows (id 0 under a key padding mask of 0) and their vocabulary strings.
+    json ids = json::array();
+    json keep = json::array();
+    std::vector<std::vector<std::string>> tokens;
+    for (const io::Encoding& e : encodings) {
+        std::vector<std::int64_t> row = e.ids;
+        row.resize(length, 0);
+        std::vector<int> k(e.ids.size(), 1);
+        k.resize(length, 0);
+        ids.push_back(row);
+        keep.push_back(k);
+        tokens.push_back(e.tokens);
+    }
+    const bool batched = cx.doc["text"].is_array();
+    cx.doc["token_ids"] = batched ? ids : ids[0];
+    if (batched) {
+        cx.doc["key_padding_mask"] = keep;
+    }
+    // Labels: the first row's tokens shown readably (a batch's padding as "").
+    if (!cx.has("tokens") && !cx.has("query_tokens") && !cx.has("key_tokens")) {
+        std::vector<std::string> labels = encodings.front().labels;
+        labels.resize(length);
+        cx.doc["tokens"] = labels;
+    }
+    p.text_tokens = std::move(tokens);
+    p.text_batched = batched;
+    p.settings.push_back({"token_ids",
+                          std::to_string(length) + " tokens" +
+                              (batched ? " (" + std::to_string(texts.size()) + " texts)" : ""),
+                          "text"});
+}
+
+} // namespace attn::problem::detail

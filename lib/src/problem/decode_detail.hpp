@@ -92,6 +92,10 @@ Shape pair_shape(io::Array& a,
                  std::size_t lq,
                  std::size_t lk);
 
+/// Refuses arrays handed over (cx.given) under a name that is not an array field or a
+/// params weight ("params.w_q"), or that the document gives too (decode.cpp).
+void check_given(const DecodeContext& cx);
+
 // Field groups, in the order decode_problem() calls them.
 // decode.cpp: presets, id and precision, and the sources and heads (which go on with
 // decode_projections for rank-2/3 sources).

@@ -15,7 +15,6 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
-#include <pybind11/stl.h>
 #include <set>
 #include <string>
 #include <vector>

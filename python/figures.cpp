@@ -9,7 +9,6 @@
 #include "module.hpp"
 
 #include <optional>
-#include <pybind11/stl.h>
 #include <string>
 #include <vector>
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h> // every TU casts std::vector<std::string> alike
 #include <string>
 
 namespace attn::python {

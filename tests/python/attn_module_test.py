@@ -317,6 +317,78 @@ def test_no_leak_over_10000_calls():
     assert grown < 64 * 1024, grown
 
 
+def cli_heatmap(weights, out, *args):
+    path = os.path.join(TMP, "weights.npy")
+    np.save(path, weights)
+    p = subprocess.run([ATTN, "heatmap", path, "-o", os.path.join(TMP, out), *args],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    with open(os.path.join(TMP, out), "rb") as f:
+        return f.read()
+
+
+@test
+def test_heatmaps_are_the_clis():
+    r = rng(4)
+    w = r.random((2, 3, 3), dtype=np.float32)
+    tokens = ["the", "cat", "sat"]
+    for fmt in ("png", "svg", "html"):
+        want = cli_heatmap(w, "map." + fmt, "--tokens", "the,cat,sat", "--title", "T",
+                           "--cmap", "magma")
+        fig = attn.heatmap(w, tokens, format=fmt, title="T", colormap="magma")
+        assert fig.data == want, fmt
+        assert fig.format == fmt
+        shown = {"png": fig._repr_png_(), "svg": fig._repr_svg_(), "html": fig._repr_html_()}
+        assert [k for k, v in shown.items() if v is not None] == [fmt], fmt
+    path = os.path.join(TMP, "saved.png")
+    attn.heatmap(w, tokens).save(path)
+    with open(path, "rb") as f:
+        assert f.read().startswith(b"\x89PNG")
+    # One head, torch weights; a Result's weights and tokens.
+    import torch
+    want = cli_heatmap(w, "head.png", "--head", "1", "--title", "T")
+    assert attn.heatmap(torch.from_numpy(w), head=1, title="T").data == want
+    x = r.standard_normal((3, 8), dtype=np.float32)
+    res = attn.compute(input=x, init={"seed": 1}, num_heads=2, tokens=tokens)
+    assert res.tokens == tokens
+    assert attn.heatmap(res, title="T").data == attn.heatmap(res.weights, tokens,
+                                                             title="T").data
+    view = attn.view(res)
+    assert view.format == "html" and view._repr_html_().startswith("<iframe srcdoc=")
+    for call, message in (
+            (lambda: attn.heatmap(w, ["a", "b"]),
+             "tokens: expected 3 tokens (one per query and key), got 2"),
+            (lambda: attn.heatmap(w, format="jpg"),
+             'format: expected "png", "svg" or "html", got "jpg"'),
+            (lambda: attn.heatmap(w, head=5), "--head 5: weights has 2 heads")):
+        try:
+            call()
+        except attn.InputError as e:
+            assert str(e) == message, (str(e), message)
+        else:
+            raise AssertionError("no InputError: " + message)
+
+
+@test
+def test_model_view_takes_hugging_faces_attentions():
+    import torch
+    r = rng(5)
+    layers = tuple(torch.from_numpy(r.random((2, 3, 4, 4), dtype=np.float32))
+                   for _ in range(2))
+    tokens = ["[CLS]", "a", "b", "[SEP]"]
+    stacked = np.stack([t.numpy() for t in layers])
+    want = cli_heatmap(stacked, "model.html", "--batch", "0", "--tokens", ",".join(tokens),
+                       "--title", "T")
+    fig = attn.model_view(layers, tokens, title="T")
+    assert fig.format == "html" and fig.data == want
+    try:
+        attn.model_view((layers[0], layers[1][:, :2]), tokens)
+    except attn.InputError as e:
+        assert str(e).startswith("attentions[1]: expected shape [2, 3, 4, 4], got [2, 2, 4, 4]"), e
+    else:
+        raise AssertionError("no InputError for layers of different shapes")
+
+
 @test
 def test_help_shows_the_parameters():
     doc = attn.compute.__doc__

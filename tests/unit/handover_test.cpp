@@ -95,6 +95,21 @@ TEST(Handover, ParamsWeightsHandedOverAreThoseOfTheParamsObject) {
     EXPECT_EQ(a.output.values, b.output.values);
 }
 
+TEST(Handover, Float32ArraysInAnF64ProblemAreWidenedExactly) {
+    const json x = {{0.5, -1.25}, {2.0, 0.75}, {-3.5, 1.0}};
+    const json literal = {{"precision", "f64"}, {"query", x}, {"key", x}, {"value", x}};
+    problem::ArrayValues given;
+    for (const char* field : {"query", "key", "value"}) {
+        // Read in float32 only: no float64 values.
+        given[field] = io::parse_json_array(x, field, io::ArrayKind::numeric, io::Precision::f32);
+    }
+    const auto a = problem::solve(problem::decode_problem(literal, "."), {});
+    const auto b =
+        problem::solve(problem::decode_problem({{"precision", "f64"}}, ".", std::move(given)), {});
+    ASSERT_FALSE(a.output.values64.empty());
+    EXPECT_EQ(a.output.values64, b.output.values64);
+}
+
 TEST(Handover, RefusesArraysThatAreNotArrayFieldsOrGivenTwice) {
     const io::Array a =
         io::parse_json_array(json{{1.0}}, "x", io::ArrayKind::numeric, io::Precision::f32);

@@ -207,7 +207,8 @@ Array DecodeContext::load(Problem& p,
                           ArrayKind kind,
                           std::optional<Tensor>* rank4) {
     if (const auto it = given.find(field); it != given.end()) {
-        Array a = std::move(it->second);
+        Array a = handed_over(std::move(it->second),
+                              kind == ArrayKind::numeric ? precision : Precision::f32);
         record_source(p.sources, field, {}, a, kind);
         return a;
     }

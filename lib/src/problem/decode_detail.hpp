@@ -77,6 +77,10 @@ io::Array load_array(const nlohmann::json& j,
                      std::vector<ProblemSource>& sources,
                      Precision precision = Precision::f32,
                      std::optional<Tensor>* rank4 = nullptr);
+/// An array handed over (DecodeContext::given) in the problem's precision: for precision
+/// f64, one without float64 values gets its float32 values widened (exact), so that every
+/// numeric field has both.
+io::Array handed_over(io::Array a, Precision precision);
 /// [L, E] or [B, L, E] -> [B, L, E] in T; `a`'s values in T are released.
 template <class T>
 BasicTensor3<T> to_tensor3(io::Array& a, const std::string& name, const char* dims);

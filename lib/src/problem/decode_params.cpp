@@ -241,8 +241,8 @@ decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in, Prob
     std::map<std::string, Array> arrays;
     for (const std::string& key : names) {
         if (const auto it = given.find(key); it != given.end()) {
-            record_source(sources, "params." + key, {}, it->second, ArrayKind::numeric);
-            arrays[key] = std::move(it->second);
+            arrays[key] = handed_over(std::move(it->second), problem.precision);
+            record_source(sources, "params." + key, {}, arrays[key], ArrayKind::numeric);
         } else if (j.contains(key) && !j[key].is_null()) { // null: the identity, as if absent
             arrays[key] = load_array(j[key],
                                      std::string("params.") + key,

@@ -48,7 +48,7 @@ def cli(problem, *args):
             path = os.path.join(TMP, k + ".npy")
             np.save(path, v)
             doc[k] = path
-        elif k == "params":
+        elif k == "params" and isinstance(v, dict):
             doc[k] = {}
             for pk, pv in v.items():
                 path = os.path.join(TMP, "p_" + pk + ".npy")
@@ -387,6 +387,32 @@ def test_model_view_takes_hugging_faces_attentions():
         assert str(e).startswith("attentions[1]: expected shape [2, 3, 4, 4], got [2, 2, 4, 4]"), e
     else:
         raise AssertionError("no InputError for layers of different shapes")
+
+
+@test
+def test_every_layer_from_hidden_states_equals_the_cli():
+    r = rng(6)
+    n, E, H = 2, 8, 2
+    tensors = []
+    for layer in range(n):
+        for name, shape in (("w_q", (E, E)), ("w_k", (E, E)), ("w_v", (E, E)), ("w_o", (E, E)),
+                            ("b_q", (E,)), ("b_k", (E,)), ("b_v", (E,)), ("b_o", (E,))):
+            tensors.append((f"layers.{layer}.attn.{name}", "F32",
+                            r.standard_normal(shape).astype(np.float32) * 0.3))
+    ckpt = os.path.join(TMP, "m.safetensors")
+    ref.write_safetensors(ckpt, sorted(tensors))
+    hs = r.standard_normal((n + 1, 2, 4, E), dtype=np.float32)
+    rc, doc, err = cli({"hidden_states": hs, "params": ckpt, "num_heads": H, "causal": True,
+                        "tokens": ["a", "b", "c", "d"]})
+    assert rc == 0, err
+    got = attn.compute(hidden_states=hs, params=ckpt, num_heads=H, causal=True,
+                       tokens=["a", "b", "c", "d"])
+    assert got.layers == doc["layers"] == [0, 1]
+    assert np.array_equal(got.output, f32(doc["output"]))
+    assert np.array_equal(got.weights, f32(doc["weights"]))
+    assert got.tokens == ["a", "b", "c", "d"]
+    fig = attn.model_view(got, title="T")  # the stacked result: layers x heads
+    assert fig.data == attn.model_view(tuple(got.weights), got.tokens, title="T").data
 
 
 @test

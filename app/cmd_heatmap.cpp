@@ -160,16 +160,7 @@ void run_heatmap(const HeatmapArgs& a) {
     std::vector<std::string> tokens;
     if (!a.tokens.empty()) {
         tokens = io::parse_token_list(a.tokens, "--tokens");
-        if (d.lq != d.lk) {
-            throw InputError("--tokens: the map has " + std::to_string(d.lq) + " queries and " +
-                             std::to_string(d.lk) +
-                             " keys; label them with --ylabels and --xlabels");
-        }
-        if (tokens.size() != d.lk) {
-            throw InputError("--tokens: expected " + std::to_string(d.lk) +
-                             " tokens (one per query and key), got " +
-                             std::to_string(tokens.size()));
-        }
+        plot::check_tokens(tokens, d, "--tokens");
     }
     in.col_labels = axis_labels(a.xlabels, "--xlabels", tokens, l.key_tokens);
     in.row_labels = axis_labels(a.ylabels, "--ylabels", tokens, l.query_tokens);

@@ -201,12 +201,9 @@ void emit_solution(const problem::Problem& problem,
                   << '\n';
         flush_stdout();
     }
-    if (s.rows_fully_masked > 0 && !o.quiet) {
-        warn(std::to_string(s.rows_fully_masked) + " query row(s) (over all " +
-             (stack != nullptr ? "layers, " : "") +
-             "batches and heads) can see no key (fully masked): their "
-             "weights are zeros and their attention output is zeros (before any output "
-             "projection)");
+    if (const std::string w = problem::fully_masked_warning(s, stack != nullptr);
+        !w.empty() && !o.quiet) {
+        warn(w);
     }
 }
 

@@ -264,6 +264,32 @@ Array read_npy_file(int fd,
 
 using namespace detail;
 
+namespace {
+
+/// A C- or Fortran-order payload of `header`'s dtype decoded into float32 (and float64 with
+/// Precision::f64), after the memory check: what a file and an in-memory array share.
+Array decode_array(const std::uint8_t* payload,
+                   const NpyHeader& header,
+                   const DType& type,
+                   std::string_view name,
+                   Precision precision) {
+    check_array_fits(header, name);
+    const std::size_t count = element_count(header.shape);
+    Array out;
+    out.shape = header.shape;
+    out.dtype = header.dtype;
+    out.is_bool = type.kind == ElementKind::boolean;
+    out.values.resize(count);
+    decode_npy(payload, 0, count, header, type, out.values.data());
+    if (precision == Precision::f64) {
+        out.values64.resize(count);
+        decode_npy(payload, 0, count, header, type, out.values64.data());
+    }
+    return out;
+}
+
+} // namespace
+
 Array parse_npy(std::span<const std::uint8_t> bytes, std::string_view name, Precision precision) {
     const NpyHeader header = parse_npy_header(bytes, name);
     const DType type = parse_descr(header.descr, name);
@@ -275,18 +301,37 @@ Array parse_npy(std::span<const std::uint8_t> bytes, std::string_view name, Prec
                          std::to_string(payload) + " bytes of data, file has " +
                          std::to_string(present));
     }
-    check_array_fits(header, name);
-    Array out;
-    out.shape = header.shape;
-    out.dtype = header.dtype;
-    out.is_bool = type.kind == ElementKind::boolean;
-    out.values.resize(count);
-    decode_npy(bytes.data() + header.header_bytes, 0, count, header, type, out.values.data());
-    if (precision == Precision::f64) {
-        out.values64.resize(count);
-        decode_npy(bytes.data() + header.header_bytes, 0, count, header, type, out.values64.data());
+    return decode_array(bytes.data() + header.header_bytes, header, type, name, precision);
+}
+
+Array decode_npy_values(std::span<const std::uint8_t> payload,
+                        std::string_view descr,
+                        const std::vector<std::size_t>& shape,
+                        std::string_view name,
+                        Precision precision) {
+    const DType type = parse_descr(descr, name);
+    NpyHeader header;
+    header.descr = descr;
+    header.shape = shape;
+    header.item_size = type.size;
+    header.dtype = type.name;
+    std::size_t count = 1;
+    std::size_t bytes = 0;
+    bool fits = true;
+    for (const std::size_t d : shape) {
+        fits = fits && checked_mul(count, d, count);
     }
-    return out;
+    fits = fits && checked_mul(count, type.size, bytes);
+    if (!fits) {
+        throw InputError(std::string(name) + ": an array of shape " + python_shape(shape) +
+                         " has more elements than memory can address");
+    }
+    if (bytes != payload.size()) {
+        throw InputError(std::string(name) + ": an array of shape " + python_shape(shape) +
+                         " and dtype " + type.name + " needs " + std::to_string(bytes) +
+                         " bytes, got " + std::to_string(payload.size()));
+    }
+    return decode_array(payload.data(), header, type, name, precision);
 }
 
 namespace {

@@ -208,7 +208,8 @@ Array DecodeContext::load(Problem& p,
                           ArrayKind kind,
                           std::optional<Tensor>* rank4) {
     if (const auto it = given.find(field); it != given.end()) {
-        Array a = std::move(it->second);
+        Array a = handed_over(std::move(it->second),
+                              kind == ArrayKind::numeric ? precision : Precision::f32);
         record_source(p.sources, field, {}, a, kind);
         return a;
     }
@@ -302,6 +303,33 @@ void decode_sources(DecodeContext& cx, Problem& p) {
     }
 }
 
+void check_given(const DecodeContext& cx) {
+    static const std::vector<std::string> array_fields = {"query",
+                                                          "key",
+                                                          "value",
+                                                          "input",
+                                                          "context",
+                                                          "mask",
+                                                          "bias",
+                                                          "key_padding_mask",
+                                                          "token_ids"};
+    for (const auto& [field, array] : cx.given) {
+        const bool param = field.rfind("params.", 0) == 0;
+        if (param && (!cx.doc.contains("params") || !cx.doc["params"].is_object())) {
+            throw InputError(field + ": a weight handed over needs params as an object");
+        }
+        if (!param &&
+            std::find(array_fields.begin(), array_fields.end(), field) == array_fields.end()) {
+            throw InputError(shown(field) + ": not an array field (arrays: query, key, value, "
+                                            "input, context, mask, bias, key_padding_mask, "
+                                            "token_ids, params.NAME)");
+        }
+        if (!param && cx.doc.contains(field) && !cx.doc[field].is_null()) {
+            throw InputError(field + ": given twice (in the problem and as an array)");
+        }
+    }
+}
+
 } // namespace detail
 
 Problem
@@ -329,6 +357,7 @@ decode_problem(const nlohmann::json& doc_in, const std::filesystem::path& base, 
                              did_you_mean(key, fields));
         }
     }
+    check_given(cx);
     decode_presets(cx);
     Problem p;
     decode_id_and_precision(cx, p);

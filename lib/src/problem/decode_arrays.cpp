@@ -115,6 +115,13 @@ Array load_array(const json& j,
                      type_name(j));
 }
 
+Array handed_over(Array a, Precision precision) {
+    if (precision == Precision::f64 && a.values64.size() != a.values.size()) {
+        a.values64.assign(a.values.begin(), a.values.end());
+    }
+    return a;
+}
+
 template <class T> BasicTensor3<T> to_tensor3(Array& a, const std::string& name, const char* dims) {
     typename BasicTensor3<T>::shape_type shape{};
     if (a.shape.size() == 2) {

@@ -77,6 +77,10 @@ io::Array load_array(const nlohmann::json& j,
                      std::vector<ProblemSource>& sources,
                      Precision precision = Precision::f32,
                      std::optional<Tensor>* rank4 = nullptr);
+/// An array handed over (DecodeContext::given) in the problem's precision: for precision
+/// f64, one without float64 values gets its float32 values widened (exact), so that every
+/// numeric field has both.
+io::Array handed_over(io::Array a, Precision precision);
 /// [L, E] or [B, L, E] -> [B, L, E] in T; `a`'s values in T are released.
 template <class T>
 BasicTensor3<T> to_tensor3(io::Array& a, const std::string& name, const char* dims);
@@ -91,6 +95,10 @@ Shape pair_shape(io::Array& a,
                  std::size_t h,
                  std::size_t lq,
                  std::size_t lk);
+
+/// Refuses arrays handed over (cx.given) under a name that is not an array field or a
+/// params weight ("params.w_q"), or that the document gives too (decode.cpp).
+void check_given(const DecodeContext& cx);
 
 // Field groups, in the order decode_problem() calls them.
 // decode.cpp: presets, id and precision, and the sources and heads (which go on with

@@ -239,6 +239,28 @@ decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in, Prob
                                                    "out_proj.bias"};
     json j = j_in;
     fs::path base = base_in;
+    // Weights handed over already read ("params.w_q", a front end's arrays) join an inline
+    // params object as if it held them.
+    std::map<std::string, Array> given;
+    for (auto it = cx.given.begin(); it != cx.given.end();) {
+        if (it->first.rfind("params.", 0) != 0) {
+            ++it;
+            continue;
+        }
+        const std::string key = it->first.substr(7);
+        if (!j.is_object()) {
+            throw InputError(it->first +
+                             ": a weight handed over needs params as an object, "
+                             "not " +
+                             type_name(j));
+        }
+        if (j.contains(key)) {
+            throw InputError(it->first + ": given twice (in params and as an array)");
+        }
+        j[key] = "<array>";
+        given[key] = std::move(it->second);
+        it = cx.given.erase(it);
+    }
     if (j.is_string()) {
         const fs::path p = j.get<std::string>();
         const fs::path full = p.is_absolute() ? p : base_in / p;
@@ -285,7 +307,10 @@ decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in, Prob
     check_input_projections(j);
     std::map<std::string, Array> arrays;
     for (const std::string& key : names) {
-        if (j.contains(key) && !j[key].is_null()) { // null: the identity, as if absent
+        if (const auto it = given.find(key); it != given.end()) {
+            arrays[key] = handed_over(std::move(it->second), problem.precision);
+            record_source(sources, "params." + key, {}, arrays[key], ArrayKind::numeric);
+        } else if (j.contains(key) && !j[key].is_null()) { // null: the identity, as if absent
             arrays[key] = load_array(j[key],
                                      std::string("params.") + key,
                                      ArrayKind::numeric,

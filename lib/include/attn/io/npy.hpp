@@ -38,6 +38,18 @@ Array parse_npy(std::span<const std::uint8_t> bytes,
                 std::string_view name,
                 Precision precision = Precision::f32);
 
+/// An array already in memory, as numpy holds one: C-order elements of the NPY dtype `descr`
+/// (numpy's dtype.str: "<f4", ">i2", "|b1", ...) in `shape`, decoded as parse_npy decodes a
+/// file's payload (float32, and float64 too with Precision::f64; dtype and is_bool set), so a
+/// front end handing over arrays (Python) reads every dtype exactly as a .npy file of the
+/// same data. Throws InputError("NAME: ...") for a dtype NPY files may not hold, a payload
+/// whose size is not the shape's, or an array over memory_limit().
+Array decode_npy_values(std::span<const std::uint8_t> payload,
+                        std::string_view descr,
+                        const std::vector<std::size_t>& shape,
+                        std::string_view name,
+                        Precision precision = Precision::f32);
+
 /// An NPY v1.0 file (v2.0 if the header needs it), C order, "<f4" or "<f8" (f64 = true).
 std::vector<std::uint8_t>
 encode_npy(const std::vector<std::size_t>& shape, const float* values, bool f64);

@@ -41,6 +41,11 @@ struct Solution {
 /// the figures when it does not fit.
 Solution solve(const Problem& problem, const SolveOptions& options);
 
+/// The warning every front end gives after solving when query rows saw no key (one line,
+/// without a "warning:" prefix), or "" when none did. `stacked`: an every-layer result
+/// (the count covers its layers too).
+std::string fully_masked_warning(const Solution& solution, bool stacked = false);
+
 /// The attention spec solve() hands the core for this problem in precision T (pointing
 /// into it; double needs a precision f64 problem): what `explain` and the heatmap's
 /// hatching ask attn::Visibility about, and what the memory estimate sizes the kernel by.

@@ -1,0 +1,29 @@
+// A heatmap encoded as the bytes of a file: PNG (attn_render's pixels through io's PNG
+// encoder), SVG or the self-contained interactive HTML view, and the warnings a front end
+// shows about it (thinned labels, glyphs no font has). Writes nothing.
+#pragma once
+
+#include "attn/render/heatmap.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attn::plot {
+
+enum class FileFormat { png, svg, html };
+
+/// A figure's bytes and what a front end should warn about (one line each, without a
+/// "warning:" prefix).
+struct Encoded {
+    std::vector<std::uint8_t> bytes;
+    std::vector<std::string> warnings;
+};
+
+/// The figure encoded in `format`. Glyphs DejaVu lacks come from a Debian font package
+/// (io/fallback_font.hpp), read when first needed. Throws InputError as
+/// render::heatmap_figure() does.
+Encoded
+encode_figure(const render::HeatmapInput& in, const render::HeatmapOptions& o, FileFormat format);
+
+} // namespace attn::plot

@@ -1,0 +1,78 @@
+// Attention weights as heatmap panels, the work every front end (the CLI's `heatmap` and
+// compute's --heatmap, Python's attn.heatmap) shares before pixels: how a weights array's
+// dims read, which panels (layer, batch, head) are drawn, the cells a problem blocks
+// (hatched), and the labels checked against the map. Above attn_problem and attn_render;
+// reads no files and prints nothing.
+#pragma once
+
+#include "attn/io/array.hpp"
+#include "attn/problem/problem.hpp"
+#include "attn/render/heatmap.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attn::plot {
+
+inline constexpr std::size_t kMaxPanels = 64;
+inline constexpr std::size_t kMaxModelPanels = 256; ///< layers x heads in the model view
+inline constexpr std::int64_t kAll = -1;            ///< no head/batch picked: every one
+
+/// How the leading dims of a weights array read: [layers?, B?, H?, Lq, Lk].
+struct Dims {
+    std::size_t layers = 1, batches = 1, heads = 1, lq = 0, lk = 0;
+    bool has_layers = false, has_batch = false, has_heads = false;
+    std::vector<std::size_t> layer_ids; ///< the number of each layer (default 0, 1, ...)
+};
+
+/// Reads the shape of weights [Lq, Lk], [H|B, Lq, Lk], [B, H, Lq, Lk] or, with
+/// `layer_ids` (the layer numbers of a stacked result's leading axis) or rank 5,
+/// [layers, B, H, Lq, Lk]. `name` prefixes every message. Throws InputError.
+Dims dims_of(const io::Array& w,
+             const std::string& name,
+             bool rank3_is_batch,
+             std::vector<std::size_t> layer_ids = {});
+
+/// One panel to draw: which (layer, b, h) and its title.
+struct PanelRef {
+    std::size_t l = 0, b = 0, h = 0;
+    std::string title;
+
+    /// The panel's first value in [layers, B, H, Lq, Lk].
+    std::size_t offset(const Dims& d) const {
+        return ((l * d.batches + b) * d.heads + h) * d.lq * d.lk;
+    }
+};
+
+/// The panels `batch`/`head` pick (kAll: every one); at most kMaxPanels (kMaxModelPanels
+/// with layers). Messages name the picks as the CLI's --batch/--head. Throws InputError.
+std::vector<PanelRef>
+pick_panels(const Dims& d, std::int64_t batch, std::int64_t head, const std::string& name);
+
+/// A suffix naming the single panel picked (" · head 3"), for the default title.
+std::string picked_suffix(const Dims& d, std::int64_t batch, std::int64_t head);
+
+/// Panels' values gathered for the renderer (it borrows spans into these).
+struct PanelData {
+    std::vector<std::vector<float>> values;
+    std::vector<std::vector<std::uint8_t>> masked;
+};
+
+/// The renderer's input for the picked panels (spans into `w` and `data`); the model view
+/// (layers) gets one grid row per layer.
+render::HeatmapInput
+make_input(const io::Array& w, const Dims& d, const std::vector<PanelRef>& refs, PanelData& data);
+
+/// Cells the problem blocks for (b, h) of [Lq, Lk] weights, by the core's one rule
+/// (attn::Visibility: causal, window, mask, key padding, -inf bias), 1 = blocked. Empty when
+/// nothing blocks, or when the weights are not the problem's [Lq, Lk].
+std::vector<std::uint8_t> blocked_cells(
+    const problem::Problem& p, std::size_t b, std::size_t h, std::size_t lq, std::size_t lk);
+
+/// Token labels for both axes (one per query and key): checked against a map of Lq = Lk =
+/// tokens.size(). `what` names them in messages ("--tokens"). Throws InputError.
+void check_tokens(const std::vector<std::string>& tokens, const Dims& d, const std::string& what);
+
+} // namespace attn::plot

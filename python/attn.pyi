@@ -1,0 +1,124 @@
+# Type stubs of the compiled `attn` module (python/*.cpp): what editors and type checkers
+# see. The docstrings (help(attn.compute)) hold the full text.
+from os import PathLike
+from typing import Any, Mapping, Optional, Sequence, Union
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+ArrayLike = npt.ArrayLike
+Tokens = Union[Sequence[str], str, None]
+
+class InputError(ValueError):
+    """Bad input (the CLI's exit 2): the message is the CLI's error line."""
+
+class Result:
+    """The result of attn.compute: numpy arrays in the shapes of the CLI's result document."""
+    @property
+    def output(self) -> np.ndarray: ...
+    @property
+    def weights(self) -> Optional[np.ndarray]: ...
+    @property
+    def lse(self) -> Optional[np.ndarray]: ...
+    @property
+    def entropy(self) -> Optional[np.ndarray]: ...
+    @property
+    def argmax(self) -> Optional[np.ndarray]: ...
+    @property
+    def top_k_indices(self) -> Optional[np.ndarray]: ...
+    @property
+    def top_k_weights(self) -> Optional[np.ndarray]: ...
+    @property
+    def query_tokens(self) -> Optional[list[str]]: ...
+    @property
+    def key_tokens(self) -> Optional[list[str]]: ...
+    @property
+    def tokens(self) -> Optional[list[str]]: ...
+    @property
+    def layers(self) -> Optional[list[int]]: ...
+    @property
+    def id(self) -> Any: ...
+    @property
+    def rows_fully_masked(self) -> int: ...
+    @property
+    def warnings(self) -> list[str]: ...
+
+def compute(
+    problem: Union[Mapping[str, Any], str, PathLike[str], None] = None,
+    *,
+    threads: int = 0,
+    no_weights: bool = False,
+    check_finite: bool = False,
+    simd: str = "best",
+    max_memory: int = 0,
+    query: Optional[ArrayLike] = None,
+    key: Optional[ArrayLike] = None,
+    value: Optional[ArrayLike] = None,
+    input: Optional[ArrayLike] = None,
+    context: Optional[ArrayLike] = None,
+    params: Union[Mapping[str, Any], str, None] = None,
+    init: Optional[Mapping[str, Any]] = None,
+    num_heads: Optional[int] = None,
+    num_kv_heads: Optional[int] = None,
+    scale: Optional[float] = None,
+    causal: Union[bool, str, None] = None,
+    mask: Optional[ArrayLike] = None,
+    bias: Optional[ArrayLike] = None,
+    key_padding_mask: Optional[ArrayLike] = None,
+    returns: Optional[Sequence[str]] = None,
+    top_k: Optional[int] = None,
+    average_heads: Optional[bool] = None,
+    precision: Optional[str] = None,
+    **fields: Any,
+) -> Result:
+    """Computes attention for one problem, as `attn compute` does (see help(attn.compute))."""
+
+class Figure:
+    """A heatmap's bytes, shown inline by Jupyter."""
+    @property
+    def data(self) -> bytes: ...
+    @property
+    def format(self) -> str: ...
+    @property
+    def warnings(self) -> list[str]: ...
+    def save(self, path: Union[str, PathLike[str]]) -> None: ...
+    def _repr_png_(self) -> Optional[bytes]: ...
+    def _repr_svg_(self) -> Optional[str]: ...
+    def _repr_html_(self) -> Optional[str]: ...
+
+def heatmap(
+    weights: Union[ArrayLike, Result],
+    tokens: Tokens = None,
+    *,
+    format: str = "png",
+    query_tokens: Tokens = None,
+    key_tokens: Tokens = None,
+    head: Optional[int] = None,
+    batch: Optional[int] = None,
+    layers: Optional[Sequence[int]] = None,
+    title: Optional[str] = None,
+    colormap: str = "viridis",
+    vmin: Optional[float] = None,
+    vmax: Optional[float] = None,
+    scale: str = "linear",
+    clip: Optional[float] = None,
+    pool: str = "max",
+    annotate: Optional[bool] = None,
+    decimals: int = 2,
+    dpi: float = 100.0,
+    font_size: float = 10.0,
+    cols: int = 0,
+) -> Figure:
+    """Draws attention weights as a heatmap (PNG, SVG or the HTML view)."""
+
+def view(weights: Union[ArrayLike, Result], tokens: Tokens = None, **options: Any) -> Figure:
+    """The interactive HTML view, inline: heatmap(weights, tokens, format="html", ...)."""
+
+def model_view(
+    attentions: Union[Sequence[ArrayLike], ArrayLike, Result],
+    tokens: Tokens = None,
+    **options: Any,
+) -> Figure:
+    """Every layer and head (Hugging Face's outputs.attentions), as BertViz's model_view."""

@@ -1,0 +1,353 @@
+// attn.compute: keyword arguments (or one dict, or a problem file's path) into the problem
+// document and its arrays, decoded and solved by attn_problem with the GIL released, and
+// the result's arrays handed to numpy without a copy. The document's fields are the CLI's
+// JSON problem; `returns` is the field "return" (a Python keyword).
+#include "attn/error.hpp"
+#include "attn/io/array.hpp"
+#include "attn/io/file_read.hpp"
+#include "attn/io/json_text.hpp"
+#include "attn/problem/checks.hpp"
+#include "attn/problem/layers.hpp"
+#include "attn/problem/problem.hpp"
+#include "attn/problem/solve.hpp"
+#include "module.hpp"
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace attn::python {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+/// The array fields of the problem document: an array-like value is handed over as memory.
+const std::set<std::string>& array_fields() {
+    static const std::set<std::string> fields = {"query",
+                                                 "key",
+                                                 "value",
+                                                 "input",
+                                                 "context",
+                                                 "mask",
+                                                 "bias",
+                                                 "key_padding_mask",
+                                                 "token_ids",
+                                                 "hidden_states"};
+    return fields;
+}
+
+/// A problem as the library takes it: the document, its folder, the arrays handed over.
+struct ProblemIn {
+    json doc = json::object();
+    fs::path base = ".";
+    problem::ArrayValues given;
+};
+
+/// Whether the problem asks for precision f64, which decides how its arrays are read (the
+/// CLI's stdin rule: float64 inputs not rounded through float32).
+io::Precision precision_of(const py::dict& fields) {
+    if (fields.contains("precision")) {
+        const py::object p = fields["precision"];
+        if (py::isinstance<py::str>(p) && p.cast<std::string>() == "f64") {
+            return io::Precision::f64;
+        }
+    }
+    return io::Precision::f32;
+}
+
+/// params: a path (as in the document), or a mapping whose array-likes are handed over as
+/// "params.NAME" (a state dict straight from module.state_dict()).
+void add_params(ProblemIn& in, py::handle params, io::Precision precision) {
+    if (!py::isinstance<py::dict>(params) && !py::hasattr(params, "items")) {
+        in.doc["params"] = json_of(params, "params");
+        return;
+    }
+    in.doc["params"] = json::object();
+    for (const py::handle item : params.attr("items")()) {
+        const py::tuple kv = py::reinterpret_borrow<py::tuple>(item);
+        const std::string key = py::str(kv[0]);
+        if (is_array_like(kv[1])) {
+            in.given["params." + key] = array_in(kv[1], "params." + key, precision);
+        } else {
+            in.doc["params"][key] = json_of(kv[1], "params." + key);
+        }
+    }
+}
+
+/// The problem of attn.compute's arguments: fields from `problem` (a dict, or the path of a
+/// JSON problem file, whose folder relative paths then start from), overridden by keywords.
+ProblemIn problem_of(const py::object& problem, const py::dict& kwargs) {
+    ProblemIn in;
+    py::dict fields;
+    if (py::isinstance<py::str>(problem) || py::hasattr(problem, "__fspath__")) {
+        const fs::path path = py::str(problem).cast<std::string>();
+        const std::vector<std::uint8_t> bytes = io::read_file(path);
+        in.doc = io::parse_json_text(
+            std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+            path.string());
+        if (!in.doc.is_object()) {
+            throw InputError(path.string() + ": expected a JSON object (a problem)");
+        }
+        in.base = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+    } else if (py::isinstance<py::dict>(problem) || py::hasattr(problem, "items")) {
+        for (const py::handle item : problem.attr("items")()) {
+            const py::tuple kv = py::reinterpret_borrow<py::tuple>(item);
+            fields[kv[0]] = kv[1];
+        }
+    } else if (!problem.is_none()) {
+        throw InputError("problem: expected a dict of fields or the path of a JSON problem file, "
+                         "got a Python " +
+                         std::string(py::str(problem.get_type().attr("__name__"))));
+    }
+    for (const auto& [k, v] : kwargs) {
+        const std::string key = py::str(k);
+        fields[py::str(key == "returns" ? "return" : key)] = v; // keywords win
+    }
+    const io::Precision precision =
+        fields.contains("precision")
+            ? precision_of(fields)
+            : (in.doc.value("precision", "") == "f64" ? io::Precision::f64 : io::Precision::f32);
+    for (const auto& [k, v] : fields) {
+        const std::string key = py::str(k);
+        in.doc.erase(key);
+        if (v.is_none()) {
+            continue; // absent, as a JSON null is
+        }
+        if (key == "params") {
+            add_params(in, v, precision);
+        } else if (array_fields().count(key) != 0 && is_array_like(v)) {
+            in.given[key] = array_in(v, key, precision);
+        } else {
+            in.doc[key] = json_of(v, key);
+        }
+    }
+    return in;
+}
+
+/// attn.Result: the solution's arrays as numpy, the labels and the warnings.
+struct Result {
+    py::object output = py::none(), weights = py::none(), lse = py::none(), entropy = py::none(),
+               argmax = py::none(), top_k_indices = py::none(), top_k_weights = py::none();
+    py::object query_tokens = py::none(), key_tokens = py::none(), layers = py::none(),
+               id = py::none();
+    std::int64_t rows_fully_masked = 0;
+    std::vector<std::string> warnings;
+    bool batched = false; ///< the inputs had a batch dim: rank-3 weights are [B, Lq, Lk]
+
+    /// The labels of both axes when they are the same (self-attention), else None.
+    py::object tokens() const {
+        if (!query_tokens.is_none() && query_tokens.equal(key_tokens)) {
+            return query_tokens;
+        }
+        return py::none();
+    }
+};
+
+py::object optional_array(std::optional<io::Array>& a) {
+    if (!a) {
+        return py::none();
+    }
+    return array_out(std::move(*a));
+}
+
+/// What the library hands back, before it becomes Python objects (no GIL needed).
+struct Solved {
+    problem::Solution solution;
+    std::optional<std::vector<std::string>> query_tokens, key_tokens;
+    std::optional<json> id;
+    std::vector<std::size_t> layers;
+    bool stacked = false;
+    bool batched = false;
+    std::vector<std::string> warnings;
+};
+
+Solved solve_problem(ProblemIn& in, const problem::SolveOptions& options, bool check_finite) {
+    Solved out;
+    const auto keep = [&](const problem::Problem& p) {
+        out.query_tokens = p.query_tokens;
+        out.key_tokens = p.key_tokens;
+        out.id = p.id;
+        out.warnings = p.warnings;
+        out.batched = p.batched;
+    };
+    if (in.given.count("hidden_states") != 0 && !in.doc.contains("hidden_states")) {
+        // The every-layer document is recognised by its field; the array itself is given.
+        in.doc["hidden_states"] = "<array>";
+    }
+    if (problem::is_layer_stack(in.doc)) {
+        const problem::LayerStack stack =
+            problem::decode_layer_stack(in.doc, in.base, std::move(in.given));
+        keep(stack.first);
+        if (check_finite) {
+            problem::check_finite(stack.first);
+        }
+        out.solution = problem::solve_layer_stack(stack, options, check_finite);
+        out.layers = stack.layers;
+        out.stacked = true;
+    } else {
+        const problem::Problem p = problem::decode_problem(in.doc, in.base, std::move(in.given));
+        keep(p);
+        if (check_finite) {
+            problem::check_finite(p);
+        }
+        out.solution = problem::solve(p, options);
+    }
+    if (std::string w = problem::fully_masked_warning(out.solution, out.stacked); !w.empty()) {
+        out.warnings.push_back(std::move(w));
+    }
+    return out;
+}
+
+Result compute(const py::object& problem,
+               unsigned threads,
+               bool no_weights,
+               bool check_finite,
+               const std::string& simd,
+               std::uint64_t max_memory,
+               const py::kwargs& kwargs) {
+    ProblemIn in = problem_of(problem, kwargs);
+    problem::SolveOptions options;
+    options.want_weights = !no_weights;
+    options.threads = threads;
+    options.simd = simd_target(simd);
+    options.max_memory = max_memory;
+    Solved s;
+    {
+        const py::gil_scoped_release unlocked;
+        s = solve_problem(in, options, check_finite);
+    }
+    const py::module_ warnings = py::module_::import("warnings");
+    for (const std::string& w : s.warnings) {
+        warnings.attr("warn")(w, py::module_::import("builtins").attr("UserWarning"), 1);
+    }
+    Result r;
+    r.output = array_out(std::move(s.solution.output));
+    r.weights = optional_array(s.solution.weights);
+    r.lse = optional_array(s.solution.lse);
+    r.entropy = optional_array(s.solution.entropy);
+    r.argmax = optional_array(s.solution.argmax);
+    r.top_k_indices = optional_array(s.solution.top_k_indices);
+    r.top_k_weights = optional_array(s.solution.top_k_weights);
+    r.query_tokens = string_list(s.query_tokens);
+    r.key_tokens = string_list(s.key_tokens);
+    if (s.stacked) {
+        r.layers = py::cast(s.layers);
+    }
+    if (s.id) {
+        r.id = py::module_::import("json").attr("loads")(s.id->dump());
+    }
+    r.rows_fully_masked = s.solution.rows_fully_masked;
+    r.warnings = std::move(s.warnings);
+    r.batched = s.batched;
+    return r;
+}
+
+std::string shape_text(const py::object& a) {
+    return a.is_none() ? "None" : std::string(py::str(a.attr("shape")));
+}
+
+std::string repr(const Result& r) {
+    std::string out = "attn.Result(output=" + shape_text(r.output);
+    const std::pair<const char*, const py::object*> parts[] = {{"weights", &r.weights},
+                                                               {"lse", &r.lse},
+                                                               {"entropy", &r.entropy},
+                                                               {"argmax", &r.argmax},
+                                                               {"top_k_indices", &r.top_k_indices},
+                                                               {"top_k_weights", &r.top_k_weights}};
+    for (const auto& [name, a] : parts) {
+        if (!a->is_none()) {
+            out += std::string(", ") + name + "=" + shape_text(*a);
+        }
+    }
+    if (!r.layers.is_none()) {
+        out += ", layers=" + std::string(py::str(r.layers));
+    }
+    return out + ")";
+}
+
+} // namespace
+
+void register_compute(py::module_& m) {
+    py::class_<Result>(m,
+                       "Result",
+                       "The result of attn.compute: numpy arrays in the shapes of the CLI's result "
+                       "document (None where not asked for), the labels, and the warnings.")
+        .def_readonly("output", &Result::output, "the attention output")
+        .def_readonly("weights",
+                      &Result::weights,
+                      "[B, H, Lq, Lk] weights (B, H dropped as the "
+                      "CLI drops them); None with no_weights=True")
+        .def_readonly("lse", &Result::lse, "returns=['lse']: log-sum-exp per query row")
+        .def_readonly("entropy", &Result::entropy, "returns=['entropy']")
+        .def_readonly("argmax", &Result::argmax, "returns=['argmax'] (float: exact below 2^24)")
+        .def_readonly(
+            "top_k_indices", &Result::top_k_indices, "top_k=K: the K largest weights' keys")
+        .def_readonly("top_k_weights", &Result::top_k_weights, "top_k=K: their weights")
+        .def_readonly("query_tokens", &Result::query_tokens, "the query labels, or None")
+        .def_readonly("key_tokens", &Result::key_tokens, "the key labels, or None")
+        .def_property_readonly(
+            "tokens", &Result::tokens, "the labels when queries and keys share them")
+        .def_readonly(
+            "layers", &Result::layers, "the layers of an every-layer result's leading axis")
+        .def_readonly("id", &Result::id, "the problem's id, or None")
+        .def_readonly("rows_fully_masked", &Result::rows_fully_masked, "query rows that saw no key")
+        .def_readonly(
+            "warnings", &Result::warnings, "the warnings given (also through warnings.warn)")
+        .def_readonly("_rank3_is_batch", &Result::batched)
+        .def("__repr__", &repr);
+
+    m.def("compute",
+          &compute,
+          py::arg("problem") = py::none(),
+          py::kw_only(),
+          py::arg("threads") = 0U,
+          py::arg("no_weights") = false,
+          py::arg("check_finite") = false,
+          py::arg("simd") = "best",
+          py::arg("max_memory") = std::uint64_t{0},
+          R"doc(Computes attention for one problem, as `attn compute` does.
+
+The problem is the CLI's JSON problem document: a dict of its fields, the path of a JSON
+problem file (relative paths in it start from its folder), and/or every field as a
+keyword (a keyword overrides the same field of `problem`):
+
+  query, key, value      [L, E], [B, L, E] or [B, H, L, D] arrays
+  input, context         sources of projections: [L, E] or [B, L, E]
+  params                 a dict of weights (w_q, w_k, w_v, w_o, b_q, ..., or an
+                         nn.MultiheadAttention state dict: module.state_dict()), or a
+                         path (.json, .safetensors checkpoint)
+  init                   {"seed": N, "dim": D}: random projections
+  num_heads, num_kv_heads, scale, causal (False, True, "top-left", "bottom-right"),
+  mask, bias, key_padding_mask (True = real token), window, window_align, softcap,
+  alibi, sinks, returns (= "return": ["lse", "entropy", "argmax", "top_k"]), top_k,
+  average_heads, varlen, precision ("f32" or "f64"), rope, norm, token_ids,
+  hidden_states, layers, variant, mask_convention, tokens, query_tokens,
+  key_tokens, id.
+
+Arrays are anything numpy accepts (numpy arrays of any dtype NPY files hold, torch
+tensors, nested lists); they are read as a .npy file of the same data would be. A value
+of None is an absent field.
+
+Options (not problem fields):
+  threads       worker threads (0: every core); results are identical for any count
+  no_weights    no [Lq, Lk] weights kept (the streaming kernel, for long sequences)
+  check_finite  refuse NaN/inf inputs (the CLI's --check-finite)
+  simd          the kernels' SIMD target ("best", "AVX3", "AVX2", ...)
+  max_memory    refuse problems that need more bytes than this (0: the default limit)
+
+Returns an attn.Result with .output, .weights, .lse, ... as numpy arrays (float64 for
+precision="f64"). Raises attn.InputError (a ValueError) with the CLI's message for bad
+input; the problem's warnings go through the warnings module. The GIL is released while
+the problem is decoded and solved.
+
+Example:
+  r = attn.compute(query=q, key=k, value=v, causal=True, returns=["lse"])
+  r.output, r.weights, r.lse)doc");
+}
+
+} // namespace attn::python

@@ -1,0 +1,398 @@
+// attn.heatmap, attn.view and attn.model_view: weights (numpy, torch, an attn.Result, or
+// Hugging Face's outputs.attentions) drawn by the library (attn/plot: panels, hatching,
+// encoding; attn_render: pixels) into an attn.Figure that Jupyter shows inline.
+#include "attn/error.hpp"
+#include "attn/io/atomic_file.hpp"
+#include "attn/io/token_list.hpp"
+#include "attn/plot/encode.hpp"
+#include "attn/plot/panels.hpp"
+#include "module.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attn::python {
+
+namespace {
+
+/// attn.Figure: the bytes of a PNG, an SVG or a self-contained HTML view.
+struct Figure {
+    std::string format;
+    std::string bytes;
+    std::vector<std::string> warnings;
+
+    py::object repr_png() const {
+        return format == "png" ? py::object(py::bytes(bytes)) : py::object(py::none());
+    }
+    py::object repr_svg() const {
+        return format == "svg" ? py::object(py::str(bytes)) : py::object(py::none());
+    }
+    /// The HTML view in an iframe: its page keeps its own scripts and style apart from
+    /// the notebook's.
+    py::object repr_html() const {
+        if (format != "html") {
+            return py::none();
+        }
+        std::string escaped;
+        escaped.reserve(bytes.size() + bytes.size() / 8);
+        for (const char c : bytes) {
+            switch (c) {
+            case '&':
+                escaped += "&amp;";
+                break;
+            case '"':
+                escaped += "&quot;";
+                break;
+            case '<':
+                escaped += "&lt;";
+                break;
+            case '>':
+                escaped += "&gt;";
+                break;
+            default:
+                escaped += c;
+            }
+        }
+        return py::str("<iframe srcdoc=\"" + escaped +
+                       "\" style=\"width: 100%; height: 640px; border: 0\"></iframe>");
+    }
+    void save(const std::string& path) const { io::write_file_atomic(path, bytes); }
+    std::string repr() const {
+        return "attn.Figure(" + format + ", " + std::to_string(bytes.size()) + " bytes)";
+    }
+};
+
+std::vector<std::string> strings_of(const py::object& v, const char* what) {
+    if (v.is_none()) {
+        return {};
+    }
+    if (py::isinstance<py::str>(v)) {
+        return io::parse_token_list(v.cast<std::string>(), what);
+    }
+    try {
+        return v.cast<std::vector<std::string>>();
+    } catch (const py::cast_error&) {
+        throw InputError(std::string(what) + ": expected a list of strings");
+    }
+}
+
+/// A label list checked against its axis (the CLI's message for a document's tokens).
+void check_axis(const std::vector<std::string>& labels, std::size_t n, const char* what) {
+    if (!labels.empty() && labels.size() != n) {
+        throw InputError(std::string(what) + ": expected " + std::to_string(n) + " tokens, got " +
+                         std::to_string(labels.size()));
+    }
+}
+
+template <class T> std::optional<T> optional_of(const py::object& v) {
+    if (v.is_none()) {
+        return std::nullopt;
+    }
+    return v.cast<T>();
+}
+
+plot::FileFormat format_of(const std::string& f) {
+    if (f == "png") {
+        return plot::FileFormat::png;
+    }
+    if (f == "svg") {
+        return plot::FileFormat::svg;
+    }
+    if (f == "html") {
+        return plot::FileFormat::html;
+    }
+    throw InputError("format: expected \"png\", \"svg\" or \"html\", got \"" + f + "\"");
+}
+
+render::HeatmapOptions options_of(const py::dict& o) {
+    render::HeatmapOptions out;
+    out.colormap = o["colormap"].cast<std::string>();
+    out.vmin = optional_of<double>(o["vmin"]);
+    out.vmax = optional_of<double>(o["vmax"]);
+    out.clip = optional_of<double>(o["clip"]);
+    const auto scale = o["scale"].cast<std::string>();
+    if (scale != "linear" && scale != "log") {
+        throw InputError("scale: expected \"linear\" or \"log\", got \"" + scale + "\"");
+    }
+    out.scale = scale == "log" ? render::ColorScale::log : render::ColorScale::linear;
+    const auto pool = o["pool"].cast<std::string>();
+    if (pool != "max" && pool != "mean") {
+        throw InputError("pool: expected \"max\" or \"mean\", got \"" + pool + "\"");
+    }
+    out.pool = pool == "mean" ? render::PoolMode::mean : render::PoolMode::max;
+    const std::optional<bool> annotate = optional_of<bool>(o["annotate"]);
+    out.annotate = !annotate   ? render::Annotate::automatic
+                   : *annotate ? render::Annotate::on
+                               : render::Annotate::off;
+    out.decimals = o["decimals"].cast<int>();
+    out.dpi = o["dpi"].cast<double>();
+    out.font_size = o["font_size"].cast<double>();
+    out.columns = o["cols"].cast<std::size_t>();
+    return out;
+}
+
+/// The weights an argument stands for: an attn.Result's (with its labels and layers), or
+/// an array.
+struct Weights {
+    io::Array array;
+    std::vector<std::string> query_tokens, key_tokens;
+    std::vector<std::size_t> layers;
+    bool rank3_is_batch = false;
+};
+
+Weights weights_of(const py::object& w) {
+    Weights out;
+    if (py::hasattr(w, "rows_fully_masked") && py::hasattr(w, "weights")) { // attn.Result
+        if (w.attr("weights").is_none()) {
+            throw InputError("weights: the result has no weights (computed with "
+                             "no_weights=True)");
+        }
+        out.array = array_in(w.attr("weights"), "weights", io::Precision::f32);
+        out.query_tokens = strings_of(w.attr("query_tokens"), "query_tokens");
+        out.key_tokens = strings_of(w.attr("key_tokens"), "key_tokens");
+        if (!w.attr("layers").is_none()) {
+            out.layers = w.attr("layers").cast<std::vector<std::size_t>>();
+        }
+        out.rank3_is_batch = w.attr("_rank3_is_batch").cast<bool>();
+        return out;
+    }
+    out.array = array_in(w, "weights", io::Precision::f32);
+    return out;
+}
+
+Figure heatmap(const py::object& weights,
+               const py::object& tokens,
+               const std::string& format,
+               const py::object& query_tokens,
+               const py::object& key_tokens,
+               const py::object& head,
+               const py::object& batch,
+               const py::object& layers,
+               const py::object& title,
+               const py::kwargs& rest) {
+    Weights w = weights_of(weights);
+    const plot::FileFormat f = format_of(format);
+    if (!layers.is_none()) {
+        w.layers = layers.cast<std::vector<std::size_t>>();
+    }
+    const std::int64_t h = head.is_none() ? plot::kAll : head.cast<std::int64_t>();
+    const std::int64_t b = batch.is_none() ? plot::kAll : batch.cast<std::int64_t>();
+    const std::size_t plain_rank = w.array.shape.size() - (w.layers.empty() ? 0 : 1);
+    const bool rank3_is_batch = plain_rank == 3 && (w.rank3_is_batch || b != plot::kAll);
+    const plot::Dims d = plot::dims_of(w.array, "weights", rank3_is_batch, w.layers);
+    const std::vector<plot::PanelRef> refs = plot::pick_panels(d, b, h, "weights");
+    plot::PanelData data;
+    render::HeatmapInput in = plot::make_input(w.array, d, refs, data);
+    const std::vector<std::string> both = strings_of(tokens, "tokens");
+    if (!both.empty()) {
+        plot::check_tokens(both, d, "tokens");
+        in.row_labels = in.col_labels = both;
+    } else {
+        in.row_labels =
+            query_tokens.is_none() ? w.query_tokens : strings_of(query_tokens, "query_tokens");
+        in.col_labels = key_tokens.is_none() ? w.key_tokens : strings_of(key_tokens, "key_tokens");
+        check_axis(in.row_labels, d.lq, "query_tokens");
+        check_axis(in.col_labels, d.lk, "key_tokens");
+    }
+    render::HeatmapOptions o = options_of(rest);
+    if (!title.is_none()) {
+        o.title = title.cast<std::string>();
+    } else if (d.has_layers) {
+        o.title =
+            "model view: " + std::to_string(refs.size() / std::max<std::size_t>(in.grid_cols, 1)) +
+            " layers \u00D7 " + std::to_string(in.grid_cols) + " heads";
+    } else {
+        o.title = "attention weights" + plot::picked_suffix(d, b, h);
+    }
+    plot::Encoded e;
+    {
+        const py::gil_scoped_release unlocked;
+        e = plot::encode_figure(in, o, f);
+    }
+    const py::module_ warnings = py::module_::import("warnings");
+    for (const std::string& message : e.warnings) {
+        warnings.attr("warn")(message, py::module_::import("builtins").attr("UserWarning"), 1);
+    }
+    return Figure{format, std::string(e.bytes.begin(), e.bytes.end()), std::move(e.warnings)};
+}
+
+/// Hugging Face's outputs.attentions (a tuple of [B, H, L, L], one per layer) stacked as
+/// [layers, B, H, L, L]; an attn.Result or one array as they are.
+py::object stacked_attentions(const py::object& attentions, std::vector<std::size_t>& layers) {
+    if (!py::isinstance<py::tuple>(attentions) && !py::isinstance<py::list>(attentions)) {
+        return attentions;
+    }
+    io::Array all;
+    std::size_t n = 0;
+    for (const py::handle item : attentions) {
+        const std::string name = "attentions[" + std::to_string(n) + "]";
+        io::Array a = array_in(item, name, io::Precision::f32);
+        if (n == 0) {
+            if (a.shape.size() != 4) {
+                throw InputError::shape(name, {kAnyDim, kAnyDim, kAnyDim, kAnyDim}, a.shape);
+            }
+            all.shape = a.shape;
+        } else if (std::vector<std::size_t>(all.shape.begin() + 1, all.shape.end()) != a.shape) {
+            throw InputError::shape(
+                name, std::vector<std::size_t>(all.shape.begin() + 1, all.shape.end()), a.shape);
+        }
+        if (n == 0) {
+            all.shape.insert(all.shape.begin(), 0);
+        }
+        all.values.insert(all.values.end(), a.values.begin(), a.values.end());
+        layers.push_back(n);
+        ++n;
+    }
+    if (n == 0) {
+        throw InputError("attentions: expected one [B, H, L, L] array per layer, got none");
+    }
+    all.shape[0] = n;
+    all.dtype = "float32";
+    return array_out(std::move(all));
+}
+
+constexpr const char* kOptionsDoc = R"doc(
+Heatmap options (as `attn heatmap`'s flags): colormap="viridis" (matplotlib's names,
+"_r" reverses), vmin=None, vmax=None, scale="linear"|"log", clip=None (a quantile in
+[0.5, 1]), pool="max"|"mean" (cells per pixel when the map is large), annotate=None
+(True/False: write the values in the cells), decimals=2, dpi=100, font_size=10, cols=0
+(panels per row; 0: automatic).)doc";
+
+} // namespace
+
+void register_figures(py::module_& m) {
+    py::class_<Figure>(m,
+                       "Figure",
+                       "A heatmap's bytes: shown inline by Jupyter (_repr_png_, _repr_svg_, "
+                       "_repr_html_), written by save(path), read as .data.")
+        .def_property_readonly(
+            "data", [](const Figure& f) { return py::bytes(f.bytes); }, "the file's bytes")
+        .def_readonly("format", &Figure::format, "\"png\", \"svg\" or \"html\"")
+        .def_readonly("warnings", &Figure::warnings, "the warnings given while drawing")
+        .def("save", &Figure::save, py::arg("path"), "Writes the bytes to `path` atomically.")
+        .def("_repr_png_", &Figure::repr_png)
+        .def("_repr_svg_", &Figure::repr_svg)
+        .def("_repr_html_", &Figure::repr_html)
+        .def("__repr__", &Figure::repr);
+
+    const py::dict defaults;
+    m.def(
+        "heatmap",
+        [](const py::object& weights,
+           const py::object& tokens,
+           const std::string& format,
+           const py::object& query_tokens,
+           const py::object& key_tokens,
+           const py::object& head,
+           const py::object& batch,
+           const py::object& layers,
+           const py::object& title,
+           const py::object& colormap,
+           const py::object& vmin,
+           const py::object& vmax,
+           const py::object& scale,
+           const py::object& clip,
+           const py::object& pool,
+           const py::object& annotate,
+           const py::object& decimals,
+           const py::object& dpi,
+           const py::object& font_size,
+           const py::object& cols) {
+            py::kwargs o;
+            o["colormap"] = colormap;
+            o["vmin"] = vmin;
+            o["vmax"] = vmax;
+            o["scale"] = scale;
+            o["clip"] = clip;
+            o["pool"] = pool;
+            o["annotate"] = annotate;
+            o["decimals"] = decimals;
+            o["dpi"] = dpi;
+            o["font_size"] = font_size;
+            o["cols"] = cols;
+            return heatmap(
+                weights, tokens, format, query_tokens, key_tokens, head, batch, layers, title, o);
+        },
+        py::arg("weights"),
+        py::arg("tokens") = py::none(),
+        py::kw_only(),
+        py::arg("format") = "png",
+        py::arg("query_tokens") = py::none(),
+        py::arg("key_tokens") = py::none(),
+        py::arg("head") = py::none(),
+        py::arg("batch") = py::none(),
+        py::arg("layers") = py::none(),
+        py::arg("title") = py::none(),
+        py::arg("colormap") = "viridis",
+        py::arg("vmin") = py::none(),
+        py::arg("vmax") = py::none(),
+        py::arg("scale") = "linear",
+        py::arg("clip") = py::none(),
+        py::arg("pool") = "max",
+        py::arg("annotate") = py::none(),
+        py::arg("decimals") = 2,
+        py::arg("dpi") = 100.0,
+        py::arg("font_size") = 10.0,
+        py::arg("cols") = 0,
+        (std::string(R"doc(Draws attention weights as a heatmap, as `attn heatmap` does.
+
+weights: [Lq, Lk], [H, Lq, Lk], [B, H, Lq, Lk] or [layers, B, H, Lq, Lk] (anything numpy
+  accepts: a torch tensor too), or an attn.Result (its weights, tokens and layers).
+tokens: labels of both axes (self-attention), a list of strings or "a,b,c";
+  query_tokens/key_tokens label one axis each.
+format: "png", "svg" or "html" (the interactive view).
+head, batch: draw one head / one batch entry (default: every panel, up to 64).
+layers: the layer numbers of a stacked array's leading axis.
+Returns an attn.Figure (shown inline by Jupyter; .save(path), .data).
+)doc") + kOptionsDoc)
+            .c_str());
+
+    m.def(
+        "view",
+        [](const py::object& weights, const py::object& tokens, const py::kwargs& options) {
+            py::kwargs o = options;
+            o["format"] = "html";
+            return py::module_::import("attn").attr("heatmap")(weights, tokens, **o);
+        },
+        py::arg("weights"),
+        py::arg("tokens") = py::none(),
+        (std::string(R"doc(The interactive HTML view of attention weights (an attn.Result or an
+array), inline in Jupyter: attn.heatmap(weights, tokens, format="html", **options).
+)doc") + kOptionsDoc)
+            .c_str());
+
+    m.def(
+        "model_view",
+        [](const py::object& attentions, const py::object& tokens, const py::kwargs& options) {
+            std::vector<std::size_t> layers;
+            const py::object w = stacked_attentions(attentions, layers);
+            py::kwargs o = options;
+            if (!o.contains("format")) {
+                o["format"] = "html";
+            }
+            if (!o.contains("batch")) {
+                o["batch"] = 0;
+            }
+            if (!layers.empty() && !o.contains("layers")) {
+                o["layers"] = layers;
+            }
+            return py::module_::import("attn").attr("heatmap")(w, tokens, **o);
+        },
+        py::arg("attentions"),
+        py::arg("tokens") = py::none(),
+        (std::string(R"doc(Every layer and head at once, as BertViz's model_view: rows are layers,
+columns heads.
+
+attentions: Hugging Face's outputs.attentions (output_attentions=True), a tuple of one
+  [B, H, L, L] tensor per layer; or a stacked [layers, B, H, L, L] array; or an
+  attn.Result of every layer.
+tokens: the labels (tokenizer.convert_ids_to_tokens(ids)).
+batch: which batch entry (default 0); format: "html" (default), "png" or "svg"; other
+  options as attn.heatmap.
+)doc") + kOptionsDoc)
+            .c_str());
+    (void)defaults;
+}
+
+} // namespace attn::python

@@ -1,0 +1,48 @@
+// What the files of the Python module share: Python values to the problem document and
+// numpy arrays in and out (arrays.cpp), compute (compute.cpp) and the figures (figures.cpp),
+// each registered on the module by attn_module.cpp. No rule of the problem lives here: the
+// library decodes, checks and solves; these files only translate.
+#pragma once
+
+#include "attn/io/array.hpp"
+
+#include <nlohmann/json.hpp>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h> // every TU casts std::vector<std::string> alike
+#include <string>
+
+namespace attn::python {
+
+namespace py = pybind11;
+
+/// Whether `obj` is an array to hand over as memory (a numpy array, or anything numpy reads
+/// through __array__ or the buffer protocol: torch tensors, ...), not a Python scalar, str,
+/// list or dict.
+bool is_array_like(py::handle obj);
+
+/// An array-like read as the .npy reader reads a file of the same data (io::decode_npy_values):
+/// every dtype NPY holds, float32 (and float64 with Precision::f64). A torch tensor is
+/// detached and moved to the CPU first; a non-contiguous array is made C-contiguous by numpy.
+/// `name` (the field) prefixes every message. Throws InputError.
+io::Array array_in(py::handle obj, const std::string& name, io::Precision precision);
+
+/// A Python value as JSON, the problem document's form: None, bool, int, float (non-finite
+/// as "inf"/"-inf"/"nan"), str, lists, tuples and mappings of them; numpy scalars and
+/// array-likes by their values (tolist()). `name` prefixes the message of a value JSON
+/// cannot hold. Throws InputError.
+nlohmann::json json_of(py::handle obj, const std::string& name);
+
+/// A result array as numpy, without a copy: its float64 values (precision f64) or its
+/// float32 ones move into a capsule that the array owns.
+py::array array_out(io::Array&& a);
+
+/// A list of strings as a Python list, or None.
+py::object string_list(const std::optional<std::vector<std::string>>& v);
+
+/// Registers attn.compute and attn.Result (compute.cpp).
+void register_compute(py::module_& m);
+/// Registers attn.heatmap, attn.view, attn.model_view and attn.Figure (figures.cpp).
+void register_figures(py::module_& m);
+
+} // namespace attn::python

@@ -1,0 +1,440 @@
+"""The `attn` Python module against the CLI, the numpy float64 reference
+(tests/oracle/reference.py) and torch's own nn.MultiheadAttention, in one process:
+
+    PYTHONPATH=build/dev/python /usr/bin/python3 tests/python/attn_module_test.py build/dev/app/attn
+
+Each test_* function is one check group; the script prints one line per failure and exits
+1 if any failed. It also runs under ASan (CTest sets LD_PRELOAD for a sanitized module).
+"""
+import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import warnings
+
+import numpy as np
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
+import reference as ref  # noqa: E402
+
+import attn  # noqa: E402
+
+ATTN = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else None
+TMP = tempfile.mkdtemp(prefix="attn-python-")
+TESTS = []
+
+
+def test(f):
+    TESTS.append(f)
+    return f
+
+
+def rng(seed):
+    return np.random.default_rng(seed)
+
+
+def cli(problem, *args):
+    """Runs `attn compute` on a problem dict (arrays written as .npy files); returns
+    (exit code, the result document or None, stderr)."""
+    doc = {}
+    for k, v in problem.items():
+        if isinstance(v, np.ndarray):
+            path = os.path.join(TMP, k + ".npy")
+            np.save(path, v)
+            doc[k] = path
+        elif k == "params" and isinstance(v, dict):
+            doc[k] = {}
+            for pk, pv in v.items():
+                path = os.path.join(TMP, "p_" + pk + ".npy")
+                np.save(path, np.asarray(pv))
+                doc[k][pk] = path
+        else:
+            doc[k] = v
+    path = os.path.join(TMP, "problem.json")
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    p = subprocess.run([ATTN, "compute", path, *args], capture_output=True, text=True)
+    out = json.loads(p.stdout) if p.returncode == 0 else None
+    return p.returncode, out, p.stderr
+
+
+def f32(x):
+    return np.array(ref.num(x), dtype=np.float32)
+
+
+# ----------------------------------------------------------------------------- problems
+
+def problems():
+    """A few problems that take different paths: rank-4 heads, rank-3 sources with heads
+    and projections, masks, bias, GQA, cross-attention, diagnostics."""
+    r = rng(1)
+    q4 = r.standard_normal((2, 4, 5, 8), dtype=np.float32)
+    k4 = r.standard_normal((2, 2, 7, 8), dtype=np.float32)
+    v4 = r.standard_normal((2, 2, 7, 6), dtype=np.float32)
+    x = r.standard_normal((2, 6, 8), dtype=np.float32)
+    ctx = r.standard_normal((2, 5, 4), dtype=np.float32)
+    w = {n: r.standard_normal((8, 8), dtype=np.float32) for n in ("w_q", "w_o")}
+    w["w_k"] = r.standard_normal((8, 4), dtype=np.float32)
+    w["w_v"] = r.standard_normal((8, 4), dtype=np.float32)
+    w["b_q"] = r.standard_normal(8, dtype=np.float32)
+    mask = (r.random((6, 6)) > 0.3) | np.eye(6, dtype=bool)
+    return {
+        "rank-4 gqa causal bottom-right": dict(query=q4, key=k4, value=v4,
+                                               causal="bottom-right"),
+        "rank-3 self heads mask": dict(input=x, key=x, value=x, num_heads=2,
+                                       mask=mask),
+        "cross params heads": dict(input=x, context=ctx, params=w, num_heads=2),
+        "scale bias": dict(query=x, key=x, value=x, scale=0.5,
+                           bias=r.standard_normal((6, 6), dtype=np.float32)),
+    }
+
+
+@test
+def test_equals_the_cli():
+    for name, p in problems().items():
+        rc, doc, err = cli(p)
+        assert rc == 0, (name, err)
+        r = attn.compute(**p)
+        assert np.array_equal(r.output, f32(doc["output"])), name
+        assert np.array_equal(r.weights, f32(doc["weights"])), name
+        assert r.output.dtype == np.float32
+    # The same problem as one dict, and with the "return" diagnostics.
+    p = problems()["rank-4 gqa causal bottom-right"]
+    rc, doc, err = cli(dict(p, **{"return": ["lse", "entropy", "argmax"], "top_k": 2}))
+    r = attn.compute(dict(p), returns=["lse", "entropy", "argmax"], top_k=2)
+    for field in ("lse", "entropy", "argmax"):
+        assert np.array_equal(getattr(r, field), f32(doc[field])), field
+    assert np.array_equal(r.top_k_indices, f32(doc["top_k"]["indices"]))
+    assert np.array_equal(r.top_k_weights, f32(doc["top_k"]["weights"]))
+
+
+@test
+def test_matches_the_float64_reference():
+    for name, p in problems().items():
+        want_out, want_w = ref.compute({k: (v.astype(np.float64) if isinstance(v, np.ndarray)
+                                            else v) for k, v in p.items()})
+        r = attn.compute(**p)
+        assert np.allclose(r.output, want_out, rtol=1e-4, atol=1e-5), name
+        assert np.allclose(r.weights, want_w, rtol=1e-4, atol=1e-6), name
+        # precision f64: float64 out, float64 inputs read exactly.
+        p64 = {k: (v.astype(np.float64) if isinstance(v, np.ndarray) else v)
+               for k, v in p.items()}
+        r64 = attn.compute(p64, precision="f64")
+        assert r64.output.dtype == np.float64, name
+        assert np.allclose(r64.output, want_out, rtol=1e-12, atol=1e-12), name
+
+
+@test
+def test_multihead_attention_state_dict():
+    import torch
+    torch.manual_seed(0)
+    for kdim in (None, 12):
+        mha = torch.nn.MultiheadAttention(16, 4, batch_first=True, kdim=kdim, vdim=kdim)
+        x = torch.randn(2, 5, 16)
+        kv = torch.randn(2, 7, kdim) if kdim else x
+        with torch.no_grad():
+            out, w = mha(x, kv, kv, need_weights=True, average_attn_weights=False)
+        fields = dict(input=x) if kdim is None else dict(input=x, key=kv, value=kv)
+        r = attn.compute(params=mha.state_dict(), num_heads=4, **fields)
+        assert np.allclose(r.output, out.numpy(), rtol=1e-4, atol=1e-5), kdim
+        assert np.allclose(r.weights, w.numpy(), rtol=1e-4, atol=1e-6), kdim
+        # average_heads as nn.MultiheadAttention's default.
+        with torch.no_grad():
+            _, wa = mha(x, kv, kv, need_weights=True)
+        ra = attn.compute(params=mha.state_dict(), num_heads=4, average_heads=True, **fields)
+        assert np.allclose(ra.weights, wa.numpy(), rtol=1e-4, atol=1e-6), kdim
+
+
+@test
+def test_torch_noncontiguous_and_float64_inputs():
+    import torch
+    p = problems()["rank-4 gqa causal bottom-right"]
+    want = attn.compute(**p)
+    t = {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in p.items()}
+    t["query"].requires_grad_(True)  # detached on the way in
+    got = attn.compute(**t)
+    assert np.array_equal(got.output, want.output)
+    # Non-contiguous views: a transposed copy transposed back, and a strided slice.
+    q = np.ascontiguousarray(p["query"].transpose(0, 1, 3, 2)).transpose(0, 1, 3, 2)
+    assert not q.flags.c_contiguous
+    wide = np.zeros((2, 2, 7, 12), dtype=np.float32)
+    wide[..., ::2] = p["value"]
+    v = wide[..., ::2]
+    assert not v.flags.c_contiguous
+    got = attn.compute(query=q, key=p["key"], value=v, causal="bottom-right")
+    assert np.array_equal(got.output, want.output)
+    # float64 and float16 inputs: read as a .npy file of the same data (rounded to float32).
+    q64 = p["query"].astype(np.float64) + 1e-12
+    got = attn.compute(dict(p, query=q64))
+    want64 = attn.compute(dict(p, query=q64.astype(np.float32)))
+    assert np.array_equal(got.output, want64.output)
+    # Nested lists, as in a JSON problem.
+    got = attn.compute(dict(p, query=p["query"].tolist()))
+    assert np.array_equal(got.output, want.output)
+
+
+@test
+def test_outputs_own_their_memory_without_a_copy():
+    p = problems()["rank-4 gqa causal bottom-right"]
+    r = attn.compute(**p)
+    for a in (r.output, r.weights):
+        assert not a.flags.owndata and type(a.base).__name__ == "PyCapsule"
+        assert a.flags.c_contiguous and a.flags.writeable
+    out = r.output
+    del r
+    gc.collect()
+    assert np.isfinite(out).all()  # still alive after the result is gone
+
+
+@test
+def test_inputs_are_read_not_changed():
+    p = problems()["rank-3 self heads mask"]
+    before = {k: v.copy() for k, v in p.items() if isinstance(v, np.ndarray)}
+    counts = {k: sys.getrefcount(p[k]) for k in before}
+    attn.compute(**p)
+    for k, v in before.items():
+        assert np.array_equal(p[k], v), k
+        assert sys.getrefcount(p[k]) == counts[k], k
+
+
+@test
+def test_gil_released_while_computing():
+    # With a huge switch interval the main thread never hands the GIL over on its own: the
+    # worker can only count while compute() has released it.
+    counter = [0]
+    stop = threading.Event()
+
+    def worker():
+        while not stop.is_set():
+            counter[0] += 1
+            time.sleep(0)  # releases the GIL: lets the main thread back in
+
+    r = rng(2)
+    q = r.standard_normal((1, 4, 256, 32), dtype=np.float32)
+    old = sys.getswitchinterval()
+    t = threading.Thread(target=worker)
+    t.start()
+    try:
+        sys.setswitchinterval(1000.0)
+        progressed = False
+        for _ in range(20):
+            c0 = counter[0]
+            attn.compute(query=q, key=q, value=q, threads=1)
+            c1 = counter[0]
+            if c1 > c0:
+                progressed = True
+                break
+    finally:
+        sys.setswitchinterval(old)
+        stop.set()
+        t.join()
+    assert progressed, "no Python thread ran while attn.compute was computing"
+    # Two computations in two threads give what one gives.
+    results = [None, None]
+
+    def run(i):
+        results[i] = attn.compute(query=q, key=q, value=q)
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert np.array_equal(results[0].output, results[1].output)
+
+
+@test
+def test_errors_are_input_errors_with_the_cli_message():
+    assert issubclass(attn.InputError, ValueError)
+    p = problems()["rank-4 gqa causal bottom-right"]
+    bad = [dict(p, key=p["key"][..., :5]),
+           dict(p, num_heads=3),
+           dict(p, causal="sideways"),
+           dict(input=p["key"][0, 0], init={"seed": 1}, num_heads=3)]
+    for b in bad:
+        rc, _, err = cli(b)
+        assert rc == 2, err
+        try:
+            attn.compute(**b)
+        except attn.InputError as e:
+            assert "attn: error: " + str(e) == err.strip().splitlines()[-1], (str(e), err)
+        else:
+            raise AssertionError("no InputError for %r" % err)
+    for call, pattern in ((lambda: attn.compute(query=p["query"]), "key: missing"),
+                          (lambda: attn.compute(querry=p["query"]), "unknown field 'querry'"),
+                          (lambda: attn.compute(query=np.array(["a"]), key=1, value=1),
+                           "query: unsupported dtype"),
+                          (lambda: attn.compute(42), "problem: expected a dict")):
+        try:
+            call()
+        except attn.InputError as e:
+            assert pattern in str(e), (pattern, str(e))
+        else:
+            raise AssertionError("no InputError: " + pattern)
+
+
+@test
+def test_warnings_go_through_the_warnings_module():
+    r = rng(3)
+    x = r.standard_normal((4, 8), dtype=np.float32)
+    mask = np.ones((4, 4), dtype=bool)
+    mask[2] = False
+    rc, _, err = cli(dict(query=x, key=x, value=x, mask=mask))
+    assert rc == 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = attn.compute(query=x, key=x, value=x, mask=mask)
+    assert [str(w.message) for w in caught] == [
+        line[len("attn: warning: "):] for line in err.splitlines()], (caught, err)
+    assert res.rows_fully_masked == 1 and res.warnings
+
+
+@test
+def test_no_leak_over_10000_calls():
+    import tracemalloc
+    q = np.ones((1, 1, 2, 2), dtype=np.float32)
+    before = sys.getrefcount(q)
+    for _ in range(200):
+        attn.compute(query=q, key=q, value=q)
+    gc.collect()
+    tracemalloc.start()
+    start = tracemalloc.get_traced_memory()[0]
+    objects = len(gc.get_objects())
+    for _ in range(10000):
+        r = attn.compute(query=q, key=q, value=q, returns=["lse"])
+        assert r.output.shape == (1, 1, 2, 2)
+    del r
+    gc.collect()
+    grown = tracemalloc.get_traced_memory()[0] - start
+    tracemalloc.stop()
+    assert sys.getrefcount(q) == before
+    assert len(gc.get_objects()) - objects < 50, len(gc.get_objects()) - objects
+    assert grown < 64 * 1024, grown
+
+
+def cli_heatmap(weights, out, *args):
+    path = os.path.join(TMP, "weights.npy")
+    np.save(path, weights)
+    p = subprocess.run([ATTN, "heatmap", path, "-o", os.path.join(TMP, out), *args],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    with open(os.path.join(TMP, out), "rb") as f:
+        return f.read()
+
+
+@test
+def test_heatmaps_are_the_clis():
+    r = rng(4)
+    w = r.random((2, 3, 3), dtype=np.float32)
+    tokens = ["the", "cat", "sat"]
+    for fmt in ("png", "svg", "html"):
+        want = cli_heatmap(w, "map." + fmt, "--tokens", "the,cat,sat", "--title", "T",
+                           "--cmap", "magma")
+        fig = attn.heatmap(w, tokens, format=fmt, title="T", colormap="magma")
+        assert fig.data == want, fmt
+        assert fig.format == fmt
+        shown = {"png": fig._repr_png_(), "svg": fig._repr_svg_(), "html": fig._repr_html_()}
+        assert [k for k, v in shown.items() if v is not None] == [fmt], fmt
+    path = os.path.join(TMP, "saved.png")
+    attn.heatmap(w, tokens).save(path)
+    with open(path, "rb") as f:
+        assert f.read().startswith(b"\x89PNG")
+    # One head, torch weights; a Result's weights and tokens.
+    import torch
+    want = cli_heatmap(w, "head.png", "--head", "1", "--title", "T")
+    assert attn.heatmap(torch.from_numpy(w), head=1, title="T").data == want
+    x = r.standard_normal((3, 8), dtype=np.float32)
+    res = attn.compute(input=x, init={"seed": 1}, num_heads=2, tokens=tokens)
+    assert res.tokens == tokens
+    assert attn.heatmap(res, title="T").data == attn.heatmap(res.weights, tokens,
+                                                             title="T").data
+    view = attn.view(res)
+    assert view.format == "html" and view._repr_html_().startswith("<iframe srcdoc=")
+    for call, message in (
+            (lambda: attn.heatmap(w, ["a", "b"]),
+             "tokens: expected 3 tokens (one per query and key), got 2"),
+            (lambda: attn.heatmap(w, format="jpg"),
+             'format: expected "png", "svg" or "html", got "jpg"'),
+            (lambda: attn.heatmap(w, head=5), "--head 5: weights has 2 heads")):
+        try:
+            call()
+        except attn.InputError as e:
+            assert str(e) == message, (str(e), message)
+        else:
+            raise AssertionError("no InputError: " + message)
+
+
+@test
+def test_model_view_takes_hugging_faces_attentions():
+    import torch
+    r = rng(5)
+    layers = tuple(torch.from_numpy(r.random((2, 3, 4, 4), dtype=np.float32))
+                   for _ in range(2))
+    tokens = ["[CLS]", "a", "b", "[SEP]"]
+    stacked = np.stack([t.numpy() for t in layers])
+    want = cli_heatmap(stacked, "model.html", "--batch", "0", "--tokens", ",".join(tokens),
+                       "--title", "T")
+    fig = attn.model_view(layers, tokens, title="T")
+    assert fig.format == "html" and fig.data == want
+    try:
+        attn.model_view((layers[0], layers[1][:, :2]), tokens)
+    except attn.InputError as e:
+        assert str(e).startswith("attentions[1]: expected shape [2, 3, 4, 4], got [2, 2, 4, 4]"), e
+    else:
+        raise AssertionError("no InputError for layers of different shapes")
+
+
+@test
+def test_every_layer_from_hidden_states_equals_the_cli():
+    r = rng(6)
+    n, E, H = 2, 8, 2
+    tensors = []
+    for layer in range(n):
+        for name, shape in (("w_q", (E, E)), ("w_k", (E, E)), ("w_v", (E, E)), ("w_o", (E, E)),
+                            ("b_q", (E,)), ("b_k", (E,)), ("b_v", (E,)), ("b_o", (E,))):
+            tensors.append((f"layers.{layer}.attn.{name}", "F32",
+                            r.standard_normal(shape).astype(np.float32) * 0.3))
+    ckpt = os.path.join(TMP, "m.safetensors")
+    ref.write_safetensors(ckpt, sorted(tensors))
+    hs = r.standard_normal((n + 1, 2, 4, E), dtype=np.float32)
+    rc, doc, err = cli({"hidden_states": hs, "params": ckpt, "num_heads": H, "causal": True,
+                        "tokens": ["a", "b", "c", "d"]})
+    assert rc == 0, err
+    got = attn.compute(hidden_states=hs, params=ckpt, num_heads=H, causal=True,
+                       tokens=["a", "b", "c", "d"])
+    assert got.layers == doc["layers"] == [0, 1]
+    assert np.array_equal(got.output, f32(doc["output"]))
+    assert np.array_equal(got.weights, f32(doc["weights"]))
+    assert got.tokens == ["a", "b", "c", "d"]
+    fig = attn.model_view(got, title="T")  # the stacked result: layers x heads
+    assert fig.data == attn.model_view(tuple(got.weights), got.tokens, title="T").data
+
+
+@test
+def test_help_shows_the_parameters():
+    doc = attn.compute.__doc__
+    for word in ("threads", "no_weights", "query", "returns", "InputError"):
+        assert word in doc, word
+
+
+def main():
+    failed = 0
+    for f in TESTS:
+        try:
+            f()
+            print("ok  ", f.__name__)
+        except Exception:
+            failed += 1
+            print("FAIL", f.__name__)
+            traceback.print_exc()
+    print(f"{len(TESTS) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,7 +13,8 @@ seconds=${FUZZ_SECONDS:-30}
 if [ "$#" -gt 0 ]; then
     targets=("$@")
 else
-    targets=(npy json_array problem batch_line heatmap_input safetensors npz token_list gguf gguf_dequant)
+    targets=(npy json_array problem batch_line heatmap_input safetensors npz token_list
+             safetensors_index gguf gguf_dequant)
 fi
 
 cmake --preset fuzz >/dev/null

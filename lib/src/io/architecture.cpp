@@ -287,9 +287,16 @@ Activation parse_activation(std::string_view name, std::string_view where) {
 ModelSpec model_spec(const fs::path& config,
                      const std::vector<std::string>& names,
                      const std::optional<std::string>& layout) {
-    const std::string file = config.string();
     const std::vector<std::uint8_t> bytes = read_file(config);
     const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    return model_spec(text, config, names, layout);
+}
+
+ModelSpec model_spec(std::string_view text,
+                     const fs::path& config,
+                     const std::vector<std::string>& names,
+                     const std::optional<std::string>& layout) {
+    const std::string file = config.string();
     const HfConfig c = parse_hf_config(text, config);
     const json doc = parse_json_text(text, file);
     ModelSpec s;

@@ -59,11 +59,32 @@ std::map<std::string, std::string> parse_safetensors_index(std::string_view text
 
 bool is_model_folder(const fs::path& path) {
     std::error_code ec;
-    return fs::is_directory(path, ec);
+    return fs::is_directory(path, ec) || is_gguf_path(path.string());
 }
 
 ModelFolder::ModelFolder(const fs::path& path) : path_(path) {
     std::error_code ec;
+    if (is_gguf_path(path.string()) && !fs::is_directory(path, ec)) {
+        gguf_ = std::make_unique<GgufModel>(path);
+        const std::vector<std::string> names = gguf_->names();
+        gguf_entries_.reserve(names.size());
+        for (const std::string& name : names) {
+            const GgufSource* source = gguf_->find(name);
+            const GgufTensor* t = gguf_->file().header().find(source->gguf_name);
+            SafetensorsEntry e;
+            e.name = name;
+            e.dtype = std::string(ggml_type_traits(t->type)->name);
+            e.shape = t->shape;
+            if (source->fix == GgufFix::transpose && e.shape.size() == 2) {
+                std::swap(e.shape[0], e.shape[1]);
+            }
+            gguf_entries_.push_back(std::move(e));
+        }
+        for (const SafetensorsEntry& e : gguf_entries_) {
+            tensors_.emplace(e.name, Where{0, &e});
+        }
+        return;
+    }
     const auto add = [this](const fs::path& file) {
         files_.push_back(std::make_unique<SafetensorsFile>(file));
         return files_.size() - 1;
@@ -148,11 +169,24 @@ Array ModelFolder::read(std::string_view name) const {
     if (it == tensors_.end()) {
         throw InputError(path_.string() + ": no tensor " + quote_name(name));
     }
+    if (gguf_ != nullptr) {
+        return gguf_->read(name);
+    }
     return files_[it->second.file]->read(*it->second.entry);
+}
+
+std::optional<std::string> ModelFolder::gguf_config_text() const {
+    if (gguf_ == nullptr) {
+        return std::nullopt;
+    }
+    return gguf_->config().dump();
 }
 
 std::vector<std::string> ModelFolder::shards() const {
     std::vector<std::string> out;
+    if (gguf_ != nullptr) {
+        out.push_back(gguf_->file().shown());
+    }
     for (const auto& f : files_) {
         out.push_back(f->shown());
     }

@@ -234,12 +234,19 @@ ModelRun decode_model_run(const json& doc, const fs::path& base, ArrayValues giv
     if (const auto c = params_text(params, "config")) {
         config = resolve(*c, base);
     }
-    if (!config) {
+    const std::optional<std::string> gguf_config = run.folder->gguf_config_text();
+    if (gguf_config && !config) { // a GGUF's metadata stands for its config.json
+        run.spec = io::model_spec(*gguf_config,
+                                  dir.string() + " (GGUF metadata)",
+                                  run.folder->names(),
+                                  params_text(params, "layout"));
+    } else if (!config) {
         throw InputError("params: " + dir.string() +
                          ": no config.json (the model's architecture and sizes); give one "
                          "with --config");
+    } else {
+        run.spec = io::model_spec(*config, run.folder->names(), params_text(params, "layout"));
     }
-    run.spec = io::model_spec(*config, run.folder->names(), params_text(params, "layout"));
     io::check_layer_count(*run.folder, run.spec);
 
     std::vector<ProblemSource> sources;

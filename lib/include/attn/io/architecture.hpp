@@ -113,6 +113,13 @@ ModelSpec model_spec(const std::filesystem::path& config,
                      const std::vector<std::string>& names,
                      const std::optional<std::string>& layout = {});
 
+/// model_spec from config.json's text; `config` names it in messages (a GGUF's metadata
+/// as config.json: io::GgufModel::config()).
+ModelSpec model_spec(std::string_view text,
+                     const std::filesystem::path& config,
+                     const std::vector<std::string>& names,
+                     const std::optional<std::string>& layout = {});
+
 /// One line per value: "architecture: gpt2 (config.json: model_type)", for info and explain.
 std::vector<std::string> describe_model(const ModelSpec& spec);
 

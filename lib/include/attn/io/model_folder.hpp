@@ -6,6 +6,7 @@
 #pragma once
 
 #include "attn/io/array.hpp"
+#include "attn/io/gguf_model.hpp"
 #include "attn/io/safetensors.hpp"
 
 #include <cstddef>
@@ -30,11 +31,12 @@ inline constexpr const char* safetensors_index_name = "model.safetensors.index.j
 std::map<std::string, std::string> parse_safetensors_index(std::string_view text,
                                                            std::string_view name);
 
-/// Whether `path` is a folder (a model folder, not a file).
+/// Whether `path` is a whole model: a folder, or a .gguf file (llama.cpp's checkpoints).
 bool is_model_folder(const std::filesystem::path& path);
 
-/// A model's tensors: a folder (index + shards, or model.safetensors) or one .safetensors
-/// file. Shard headers are read on opening; tensor data on read().
+/// A model's tensors: a folder (index + shards, or model.safetensors), one .safetensors
+/// file, or a .gguf file (io::GgufModel: Hugging Face names and layout, its metadata as
+/// config.json). Shard headers are read on opening; tensor data on read().
 class ModelFolder {
   public:
     /// Throws InputError("PATH: ...") naming the folder, the shard or the tensor.
@@ -42,8 +44,10 @@ class ModelFolder {
 
     /// The folder (or the file) as given.
     const std::filesystem::path& path() const { return path_; }
-    /// config.json in the folder (or beside the file), if it is there.
+    /// config.json in the folder (or beside the file), if it is there (never for a GGUF).
     const std::optional<std::filesystem::path>& config() const { return config_; }
+    /// A GGUF's metadata as config.json text (gguf_hf_config), or empty for safetensors.
+    std::optional<std::string> gguf_config_text() const;
     /// Every tensor name, sorted.
     std::vector<std::string> names() const;
     /// The tensor called `name` (its header entry), or null.
@@ -63,6 +67,8 @@ class ModelFolder {
         const SafetensorsEntry* entry = nullptr;
     };
     std::map<std::string, Where, std::less<>> tensors_;
+    std::unique_ptr<GgufModel> gguf_;            ///< a .gguf file, or null
+    std::vector<SafetensorsEntry> gguf_entries_; ///< its tensors' names and shapes
 };
 
 } // namespace attn::io

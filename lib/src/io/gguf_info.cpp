@@ -45,9 +45,10 @@ nlohmann::json gguf_value_json(const GgufValue& v, std::size_t max_items) {
 nlohmann::json gguf_summary(const GgufHeader& h, std::string_view name) {
     nlohmann::json j = {{"format", "gguf"}, {"version", h.version}, {"alignment", h.alignment}};
     const GgufValue* arch = h.find_value("general.architecture");
-    const std::string prefix =
-        arch != nullptr && arch->type == GgufType::string ? arch->text + "." : std::string();
-    j["architecture"] = prefix.empty() ? nlohmann::json() : nlohmann::json(arch->text);
+    const std::string arch_name =
+        arch != nullptr && arch->type == GgufType::string ? arch->text : std::string();
+    const std::string prefix = arch_name.empty() ? std::string() : arch_name + ".";
+    j["architecture"] = arch_name.empty() ? nlohmann::json() : nlohmann::json(arch_name);
     nlohmann::json hyper = nlohmann::json::object();
     nlohmann::json tokenizer = nlohmann::json::object();
     nlohmann::json other = nlohmann::json::object();

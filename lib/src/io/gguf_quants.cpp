@@ -12,6 +12,7 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <vector>
 
 namespace attn::io {
 namespace {
@@ -79,6 +80,19 @@ enum : std::uint32_t {
     t_q6_k = 14,
     t_bf16 = 30,
 };
+
+/// Every binary16 value as float32 (ggml keeps the same table): one load per element
+/// instead of half_to_float's branches. 256 KiB, built on first use.
+const float* f16_table() {
+    static const std::vector<float> table = [] {
+        std::vector<float> t(std::size_t{1} << 16);
+        for (std::size_t h = 0; h < t.size(); ++h) {
+            t[h] = half_to_float(static_cast<std::uint16_t>(h));
+        }
+        return t;
+    }();
+    return table.data();
+}
 
 float f16_at(const std::uint8_t* p) {
     return half_to_float(static_cast<std::uint16_t>(p[0] | (p[1] << 8)));
@@ -163,7 +177,7 @@ void block_q2_k(const std::uint8_t* b, float* y) {
                 const std::uint8_t sc = scales[is++];
                 const float dl = d * static_cast<float>(sc & 0xF);
                 const float ml = dmin * static_cast<float>(sc >> 4);
-                const std::uint8_t* qp = q + 16 * part;
+                const std::uint8_t* qp = q + static_cast<std::ptrdiff_t>(16 * part);
                 for (int l = 0; l < 16; ++l) {
                     y[l] = dl * static_cast<float>((qp[l] >> shift) & 3) - ml;
                 }
@@ -197,8 +211,8 @@ void block_q3_k(const std::uint8_t* b, float* y) {
         for (int shift = 0; shift < 8; shift += 2, ++bit) {
             for (int part = 0; part < 2; ++part) {
                 const float dl = d_all * static_cast<float>(scales[static_cast<std::size_t>(is++)]);
-                const std::uint8_t* qp = q + 16 * part;
-                const std::uint8_t* hp = hm + 16 * part;
+                const std::uint8_t* qp = q + static_cast<std::ptrdiff_t>(16 * part);
+                const std::uint8_t* hp = hm + static_cast<std::ptrdiff_t>(16 * part);
                 for (int l = 0; l < 16; ++l) {
                     const int v = ((qp[l] >> shift) & 3) - (((hp[l] >> bit) & 1) != 0 ? 0 : 4);
                     y[l] = dl * static_cast<float>(v);
@@ -259,7 +273,7 @@ void block_q6_k(const std::uint8_t* b, float* y) {
     const float d = f16_at(b + 208);
     for (int half = 0; half < 2; ++half, y += 128, ql += 64, qh += 32, sc += 8) {
         for (int run = 0; run < 4; ++run) {
-            const std::uint8_t* lp = ql + 32 * (run & 1);
+            const std::uint8_t* lp = ql + static_cast<std::ptrdiff_t>(32 * (run & 1));
             const int lshift = 4 * (run >> 1);
             const int hshift = 2 * run;
             for (int g = 0; g < 2; ++g) {
@@ -278,8 +292,9 @@ void plain_f32(const std::uint8_t* src, float* dst, std::size_t n) {
 }
 
 void plain_f16(const std::uint8_t* src, float* dst, std::size_t n) {
+    const float* table = f16_table();
     for (std::size_t i = 0; i < n; ++i) {
-        dst[i] = f16_at(src + 2 * i);
+        dst[i] = table[static_cast<std::size_t>(src[2 * i] | (src[2 * i + 1] << 8))];
     }
 }
 
@@ -320,6 +335,9 @@ void dequantize_ggml(std::uint32_t type, std::span<const std::uint8_t> src, std:
     ATTN_ASSERT(dst.size() % t->block == 0);
     const std::size_t n_blocks = dst.size() / t->block;
     ATTN_ASSERT(src.size() == n_blocks * t->block_bytes);
+    if (n_blocks == 0) {
+        return; // empty spans may hold null pointers, which memcpy must not see
+    }
     const std::uint8_t* s = src.data();
     float* y = dst.data();
     const std::size_t stride = t->block_bytes;

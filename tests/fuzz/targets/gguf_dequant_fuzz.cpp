@@ -28,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::vector<float> b(a.size());
     io::dequantize_ggml(type, src, a);
     io::dequantize_ggml(type, src, b);
-    fuzz::expect(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0,
+    fuzz::expect(a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0,
                  "dequantization is not deterministic");
     return 0;
 }

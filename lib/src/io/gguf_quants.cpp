@@ -94,8 +94,8 @@ const float* f16_table() {
     return table.data();
 }
 
-float f16_at(const std::uint8_t* p) {
-    return half_to_float(static_cast<std::uint16_t>(p[0] | (p[1] << 8)));
+float f16_at(const float* f16, const std::uint8_t* p) {
+    return f16[static_cast<std::size_t>(p[0] | (p[1] << 8))];
 }
 
 std::uint32_t u32_at(const std::uint8_t* p) {
@@ -106,8 +106,8 @@ std::uint32_t u32_at(const std::uint8_t* p) {
 // ---- 32-element blocks -------------------------------------------------------------------
 
 /// Q4_0: d (f16), 16 bytes of nibbles; low nibbles are elements 0..15, high ones 16..31.
-void block_q4_0(const std::uint8_t* b, float* y) {
-    const float d = f16_at(b);
+void block_q4_0(const std::uint8_t* __restrict b, float* __restrict y, const float* f16) {
+    const float d = f16_at(f16, b);
     const std::uint8_t* qs = b + 2;
     for (int j = 0; j < 16; ++j) {
         y[j] = static_cast<float>((qs[j] & 0x0F) - 8) * d;
@@ -116,9 +116,9 @@ void block_q4_0(const std::uint8_t* b, float* y) {
 }
 
 /// Q4_1: d, m (f16), 16 bytes of nibbles; x * d + m.
-void block_q4_1(const std::uint8_t* b, float* y) {
-    const float d = f16_at(b);
-    const float m = f16_at(b + 2);
+void block_q4_1(const std::uint8_t* __restrict b, float* __restrict y, const float* f16) {
+    const float d = f16_at(f16, b);
+    const float m = f16_at(f16, b + 2);
     const std::uint8_t* qs = b + 4;
     for (int j = 0; j < 16; ++j) {
         y[j] = static_cast<float>(qs[j] & 0x0F) * d + m;
@@ -127,8 +127,8 @@ void block_q4_1(const std::uint8_t* b, float* y) {
 }
 
 /// Q5_0: d (f16), 32 high bits (u32, bit j for element j), 16 bytes of low nibbles.
-void block_q5_0(const std::uint8_t* b, float* y) {
-    const float d = f16_at(b);
+void block_q5_0(const std::uint8_t* __restrict b, float* __restrict y, const float* f16) {
+    const float d = f16_at(f16, b);
     const std::uint32_t qh = u32_at(b + 2);
     const std::uint8_t* qs = b + 6;
     for (int j = 0; j < 16; ++j) {
@@ -140,9 +140,9 @@ void block_q5_0(const std::uint8_t* b, float* y) {
 }
 
 /// Q5_1: d, m (f16), 32 high bits, 16 bytes of low nibbles; x * d + m.
-void block_q5_1(const std::uint8_t* b, float* y) {
-    const float d = f16_at(b);
-    const float m = f16_at(b + 2);
+void block_q5_1(const std::uint8_t* __restrict b, float* __restrict y, const float* f16) {
+    const float d = f16_at(f16, b);
+    const float m = f16_at(f16, b + 2);
     const std::uint32_t qh = u32_at(b + 4);
     const std::uint8_t* qs = b + 8;
     for (int j = 0; j < 16; ++j) {
@@ -154,8 +154,8 @@ void block_q5_1(const std::uint8_t* b, float* y) {
 }
 
 /// Q8_0: d (f16), 32 signed bytes.
-void block_q8_0(const std::uint8_t* b, float* y) {
-    const float d = f16_at(b);
+void block_q8_0(const std::uint8_t* __restrict b, float* __restrict y, const float* f16) {
+    const float d = f16_at(f16, b);
     for (int j = 0; j < 32; ++j) {
         y[j] = static_cast<float>(static_cast<std::int8_t>(b[2 + j])) * d;
     }
@@ -165,11 +165,11 @@ void block_q8_0(const std::uint8_t* b, float* y) {
 
 /// Q2_K: 16 scale bytes (low nibble: scale, high: min), 64 bytes of 2-bit values, d, dmin.
 /// Each 128 elements read 32 bytes four times (shifts 0, 2, 4, 6), 16 elements per scale.
-void block_q2_k(const std::uint8_t* b, float* y) {
+void block_q2_k(const std::uint8_t* __restrict b, float* __restrict y, const float* f16) {
     const std::uint8_t* scales = b;
     const std::uint8_t* q = b + 16;
-    const float d = f16_at(b + 80);
-    const float dmin = f16_at(b + 82);
+    const float d = f16_at(f16, b + 80);
+    const float dmin = f16_at(f16, b + 82);
     int is = 0;
     for (int half = 0; half < 2; ++half, q += 32) {
         for (int shift = 0; shift < 8; shift += 2) {
@@ -200,11 +200,11 @@ std::array<int, 16> q3_k_scales(const std::uint8_t* s) {
 
 /// Q3_K: 32 bytes of high-bit masks, 64 bytes of 2-bit values, 12 bytes of scales, d.
 /// A clear high bit subtracts 4.
-void block_q3_k(const std::uint8_t* b, float* y) {
+void block_q3_k(const std::uint8_t* __restrict b, float* __restrict y, const float* f16) {
     const std::uint8_t* hm = b;
     const std::uint8_t* q = b + 32;
     const std::array<int, 16> scales = q3_k_scales(b + 96);
-    const float d_all = f16_at(b + 108);
+    const float d_all = f16_at(f16, b + 108);
     int is = 0;
     int bit = 0;
     for (int half = 0; half < 2; ++half, q += 32) {
@@ -236,9 +236,10 @@ void scale_min_k4(int j, const std::uint8_t* q, int& sc, int& m) {
 
 /// Q4_K and Q5_K: d, dmin, 12 scale bytes, then (Q5_K) 32 bytes of high bits, 128 bytes of
 /// nibbles. Each 64 elements: 32 low nibbles then 32 high ones, each with its scale and min.
-template <bool five> void block_q45_k(const std::uint8_t* b, float* y) {
-    const float d = f16_at(b);
-    const float dmin = f16_at(b + 2);
+template <bool five>
+void block_q45_k(const std::uint8_t* __restrict b, float* __restrict y, const float* f16) {
+    const float d = f16_at(f16, b);
+    const float dmin = f16_at(f16, b + 2);
     const std::uint8_t* scales = b + 4;
     const std::uint8_t* qh = b + 16;
     const std::uint8_t* ql = b + (five ? 48 : 16);
@@ -266,11 +267,11 @@ template <bool five> void block_q45_k(const std::uint8_t* b, float* y) {
 /// Q6_K: 128 bytes of low nibbles, 64 bytes of high pairs, 16 signed scales, d.
 /// Each 128 elements: four runs of 32 from ql[0..31], ql[32..63] (low, then high nibbles)
 /// and the four bit pairs of qh[0..31]; (d * scale) * q.
-void block_q6_k(const std::uint8_t* b, float* y) {
+void block_q6_k(const std::uint8_t* __restrict b, float* __restrict y, const float* f16) {
     const std::uint8_t* ql = b;
     const std::uint8_t* qh = b + 128;
     const auto* sc = reinterpret_cast<const std::int8_t*>(b + 192);
-    const float d = f16_at(b + 208);
+    const float d = f16_at(f16, b + 208);
     for (int half = 0; half < 2; ++half, y += 128, ql += 64, qh += 32, sc += 8) {
         for (int run = 0; run < 4; ++run) {
             const std::uint8_t* lp = ql + static_cast<std::ptrdiff_t>(32 * (run & 1));
@@ -305,14 +306,15 @@ void plain_bf16(const std::uint8_t* src, float* dst, std::size_t n) {
     }
 }
 
-template <void (*Block)(const std::uint8_t*, float*)>
+template <void (*Block)(const std::uint8_t*, float*, const float*)>
 void blocks(const std::uint8_t* src,
             float* dst,
             std::size_t n_blocks,
             std::size_t stride,
             std::size_t block) {
+    const float* f16 = f16_table();
     for (std::size_t i = 0; i < n_blocks; ++i) {
-        Block(src + i * stride, dst + i * block);
+        Block(src + i * stride, dst + i * block, f16);
     }
 }
 

@@ -5,6 +5,7 @@
 #include "attn/io/limits.hpp"
 #include "attn/problem/checks.hpp"
 #include "attn/problem/layers.hpp"
+#include "attn/problem/model_run.hpp"
 #include "attn/problem/problem.hpp"
 #include "attn/problem/solve.hpp"
 #include "cli.hpp"
@@ -49,6 +50,17 @@ void run_compute(const ComputeArgs& a) {
         }
         spinner.emplace(progress_wanted(a.out.quiet), "computing");
     };
+    if (problem::is_model_run(in.doc, in.base)) {
+        // A whole model from token ids: the forward pass, one layer's weights at a time.
+        const problem::ModelRun run =
+            problem::decode_model_run(in.doc, in.base, std::move(in.arrays));
+        print_warnings(run.stack.first);
+        check_outputs(run.stack.first, a.problem, a.out);
+        const problem::Solution solution = problem::solve_model_run(run, a.out.solve_options());
+        spinner->stop();
+        emit_solution(run.stack.first, solution, a.out, &run.stack);
+        return;
+    }
     if (problem::is_layer_stack(in.doc)) {
         // Every layer of a checkpoint: one layer decoded and solved at a time.
         const problem::LayerStack stack =

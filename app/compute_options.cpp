@@ -52,8 +52,9 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
     cmd.add_option("--layout",
                    args.layout,
                    "with a .safetensors --params: attn, torch-mha, gpt2, llama or bert "
-                   "(default: detected from the tensor names)")
-        ->check(CLI::IsMember({"attn", "torch-mha", "gpt2", "llama", "bert"}))
+                   "(default: detected from the tensor names); with a model folder: its "
+                   "architecture (gpt2, gpt_neox, gptj, llama, mistral, qwen2, gemma, phi3, "
+                   "opt, bert, roberta, distilbert; default: config.json's model_type)")
         ->group(g_in);
     cmd.add_option("--config",
                    args.config,

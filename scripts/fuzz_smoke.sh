@@ -16,8 +16,8 @@ preset=${FUZZ_BUILD:-fuzz}
 if [ "$#" -gt 0 ]; then
     targets=("$@")
 else
-    targets=(npy json_array problem batch_line heatmap_input safetensors npz token_list gguf
-        gguf_dequant tokenizer_json tokenize)
+    targets=(npy json_array problem batch_line heatmap_input safetensors npz token_list
+        safetensors_index gguf gguf_dequant tokenizer_json tokenize)
 fi
 
 if [[ -z "${FUZZ_BUILD:-}" ]]; then

@@ -87,7 +87,7 @@ for ext in ("pth", "bin"):
     error_case(f".{ext} gets a hint", ["compute", "-q", f"model.{ext}", "-k", "k.npy", "-v",
                                        "v.npy"], r"PyTorch files are pickles")
 error_case(".gguf gets a hint", ["compute", "-q", "m.gguf", "-k", "k.npy", "-v", "v.npy"],
-           r"GGUF files are not read")
+           r"a GGUF file is a whole model, not an array: give it as --params")
 
 
 @test("npz is no output format, and no partial output")

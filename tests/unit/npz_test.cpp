@@ -255,7 +255,7 @@ TEST(NpzFiles, HintsForFilesUsersHave) {
                        "^model\\.pt: unknown array format \\(expected \\.npy, \\.json or "
                        "\\.npz\\); .*np\\.save.*\\.safetensors$");
     expect_input_error([] { attn::io::read_array_file("m.GGUF", ArrayKind::numeric); },
-                       "GGUF files are not read");
+                       "a GGUF file is a whole model, not an array: give it as --params");
     expect_input_error([] { attn::io::array_format_for("out.npz"); },
                        "^out\\.npz: unknown array format \\(expected \\.npy or \\.json\\)$");
 }

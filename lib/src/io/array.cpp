@@ -37,7 +37,8 @@ void refuse_foreign_formats(const std::filesystem::path& path,
         hint = "PyTorch files are pickles (loading one can run code): save the tensor with "
                "np.save('x.npy', t.numpy()) or a checkpoint as .safetensors";
     } else if (ext == ".gguf") {
-        hint = "GGUF files are not read: export the tensors as .npy or .safetensors";
+        hint = "a GGUF file is a whole model, not an array: give it as --params (attn info "
+               "lists its tensors)";
     }
     if (!hint.empty()) {
         throw InputError(shown_path(path.string()) + ": unknown " + std::string(format_of) +

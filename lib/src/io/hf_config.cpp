@@ -152,13 +152,14 @@ HfConfig parse_hf_config(std::string_view text, const fs::path& path) {
             }
             return j.get<std::string>();
         });
-    c.num_heads =
-        lookup<std::size_t>(doc, {"num_attention_heads", "n_head"}, "", file, positive_integer);
+    c.num_heads = lookup<std::size_t>(
+        doc, {"num_attention_heads", "n_head", "n_heads"}, "", file, positive_integer);
     c.num_kv_heads = lookup<std::size_t>(doc, {"num_key_value_heads"}, "", file, positive_integer);
     c.head_dim = lookup<std::size_t>(doc, {"head_dim"}, "", file, positive_integer);
-    c.hidden_size = lookup<std::size_t>(doc, {"hidden_size", "n_embd"}, "", file, positive_integer);
-    c.num_layers =
-        lookup<std::size_t>(doc, {"num_hidden_layers", "n_layer"}, "", file, positive_integer);
+    c.hidden_size =
+        lookup<std::size_t>(doc, {"hidden_size", "n_embd", "dim"}, "", file, positive_integer);
+    c.num_layers = lookup<std::size_t>(
+        doc, {"num_hidden_layers", "n_layer", "n_layers"}, "", file, positive_integer);
     c.vocab_size = lookup<std::size_t>(doc, {"vocab_size"}, "", file, positive_integer);
     c.max_positions = lookup<std::size_t>(
         doc, {"max_position_embeddings", "n_positions"}, "", file, positive_integer);

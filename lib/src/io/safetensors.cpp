@@ -93,9 +93,9 @@ std::string json_detail(const std::exception& e) {
     return message_text(detail, 300);
 }
 
-/// Parses the header text, refusing duplicate keys in any object (nlohmann keeps the last
-/// one silently; the reference implementation refuses them).
-json parse_header_json(std::string_view text, const std::string& name) {
+} // namespace
+
+json detail::parse_header_json(std::string_view text, const std::string& name) {
     std::vector<std::set<std::string>> open;
     std::string duplicate;
     const json::parser_callback_t watch =
@@ -127,6 +127,8 @@ json parse_header_json(std::string_view text, const std::string& name) {
     }
     return j;
 }
+
+namespace {
 
 /// One tensor entry of the header, checked on its own (the tiling is checked afterwards).
 SafetensorsEntry parse_entry(const std::string& key,

@@ -3,6 +3,7 @@
 
 #include "attn/io/number_text.hpp"
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -12,5 +13,11 @@ namespace attn::io::detail {
 inline std::string quote_name(std::string_view s) {
     return "'" + message_text(s, 120) + "'";
 }
+
+/// Parses JSON header text (a safetensors header, a shard index), refusing duplicate keys
+/// in any object (nlohmann keeps the last one silently; the reference implementation
+/// refuses them). Throws InputError("NAME: invalid JSON header: ...", "NAME: header has
+/// the key 'K' twice").
+nlohmann::json parse_header_json(std::string_view text, const std::string& name);
 
 } // namespace attn::io::detail

@@ -59,31 +59,6 @@ CheckpointRef checkpoint_ref(const json& params) {
     return r;
 }
 
-/// The layers field: "0,3,5-7" or a list of non-negative integers.
-std::vector<std::size_t> layer_selection(const json& j) {
-    if (j.is_string()) {
-        return io::parse_layer_list(j.get<std::string>(), "layers");
-    }
-    if (!j.is_array() || j.empty()) {
-        throw InputError("layers: expected a non-empty list of layer numbers or a string like "
-                         "\"0,3,5-7\", got " +
-                         detail::shown(j));
-    }
-    std::vector<std::size_t> out;
-    for (const json& v : j) {
-        if (!v.is_number_unsigned()) {
-            throw InputError("layers: expected layer numbers (integers >= 0), got " +
-                             detail::shown(v));
-        }
-        const std::size_t l = v.get<std::size_t>();
-        if (std::find(out.begin(), out.end(), l) != out.end()) {
-            throw InputError("layers: layer " + std::to_string(l) + " is given twice");
-        }
-        out.push_back(l);
-    }
-    return out;
-}
-
 /// Hidden state `l` of [N + 1, B, L, E] (or [N + 1, L, E]) as an array of its own.
 Array hidden_state(const Array& hs, std::size_t l) {
     Array a;
@@ -97,29 +72,6 @@ Array hidden_state(const Array& hs, std::size_t l) {
                           hs.values64.begin() + static_cast<std::ptrdiff_t>((l + 1) * n));
     }
     return a;
-}
-
-/// Appends `part` (one layer's result) to `stack` along a new leading axis.
-void append(std::optional<Array>& stack, const std::optional<Array>& part, std::size_t count) {
-    if (!part) {
-        return;
-    }
-    if (!stack) {
-        stack.emplace();
-        stack->shape.reserve(part->shape.size() + 1);
-        stack->shape.push_back(0);
-        stack->shape.insert(stack->shape.end(), part->shape.begin(), part->shape.end());
-        stack->dtype = part->dtype;
-        stack->values.reserve(io::saturating_mul(count, part->values.size()));
-        if (!part->values64.empty()) {
-            stack->values64.reserve(io::saturating_mul(count, part->values64.size()));
-        }
-    }
-    ATTN_ASSERT(std::equal(
-        stack->shape.begin() + 1, stack->shape.end(), part->shape.begin(), part->shape.end()));
-    stack->values.insert(stack->values.end(), part->values.begin(), part->values.end());
-    stack->values64.insert(stack->values64.end(), part->values64.begin(), part->values64.end());
-    ++stack->shape[0];
 }
 
 /// Refuses a stack whose results (every selected layer's) and one layer's working memory
@@ -152,6 +104,55 @@ void check_stack_memory(const LayerStack& s,
 }
 
 } // namespace
+
+std::vector<std::size_t> layer_selection(const json& j) {
+    if (j.is_string()) {
+        return io::parse_layer_list(j.get<std::string>(), "layers");
+    }
+    if (!j.is_array() || j.empty()) {
+        throw InputError("layers: expected a non-empty list of layer numbers or a string like "
+                         "\"0,3,5-7\", got " +
+                         detail::shown(j));
+    }
+    std::vector<std::size_t> out;
+    for (const json& v : j) {
+        if (!v.is_number_unsigned()) {
+            throw InputError("layers: expected layer numbers (integers >= 0), got " +
+                             detail::shown(v));
+        }
+        const std::size_t l = v.get<std::size_t>();
+        if (std::find(out.begin(), out.end(), l) != out.end()) {
+            throw InputError("layers: layer " + std::to_string(l) + " is given twice");
+        }
+        out.push_back(l);
+    }
+    return out;
+}
+
+/// Appends `part` (one layer's result) to `stack` along a new leading axis.
+void append_layer(std::optional<Array>& stack,
+                  const std::optional<Array>& part,
+                  std::size_t count) {
+    if (!part) {
+        return;
+    }
+    if (!stack) {
+        stack.emplace();
+        stack->shape.reserve(part->shape.size() + 1);
+        stack->shape.push_back(0);
+        stack->shape.insert(stack->shape.end(), part->shape.begin(), part->shape.end());
+        stack->dtype = part->dtype;
+        stack->values.reserve(io::saturating_mul(count, part->values.size()));
+        if (!part->values64.empty()) {
+            stack->values64.reserve(io::saturating_mul(count, part->values64.size()));
+        }
+    }
+    ATTN_ASSERT(std::equal(
+        stack->shape.begin() + 1, stack->shape.end(), part->shape.begin(), part->shape.end()));
+    stack->values.insert(stack->values.end(), part->values.begin(), part->values.end());
+    stack->values64.insert(stack->values64.end(), part->values64.begin(), part->values64.end());
+    ++stack->shape[0];
+}
 
 bool is_layer_stack(const json& doc) {
     return doc.is_object() && doc.contains("hidden_states") && !doc["hidden_states"].is_null();
@@ -275,13 +276,13 @@ Solution solve_layer_stack(const LayerStack& s, const SolveOptions& options, boo
             check_finite(layer);
         }
         const Solution r = solve(layer, options);
-        append(output, r.output, n);
-        append(out.weights, r.weights, n);
-        append(out.lse, r.lse, n);
-        append(out.entropy, r.entropy, n);
-        append(out.argmax, r.argmax, n);
-        append(out.top_k_indices, r.top_k_indices, n);
-        append(out.top_k_weights, r.top_k_weights, n);
+        append_layer(output, r.output, n);
+        append_layer(out.weights, r.weights, n);
+        append_layer(out.lse, r.lse, n);
+        append_layer(out.entropy, r.entropy, n);
+        append_layer(out.argmax, r.argmax, n);
+        append_layer(out.top_k_indices, r.top_k_indices, n);
+        append_layer(out.top_k_weights, r.top_k_weights, n);
         out.rows_fully_masked += r.rows_fully_masked;
     }
     out.output = std::move(*output);

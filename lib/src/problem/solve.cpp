@@ -88,45 +88,12 @@ template <class T> xt::xtensor<T, 4> average_heads(const xt::xtensor<T, 4>& w) {
     return out;
 }
 
-/// Computes the problem in precision T, from its inputs in T.
-template <class T> Solution solve_in(const Problem& p, const SolveOptions& options) {
-    const BasicInputs<T>& in = p.inputs<T>();
-    const BasicAttentionSpec<T> spec = make_spec<T>(p, options);
-    BasicRowDiagnostics<T> diagnostics;
-    Solution s;
-    std::optional<xt::xtensor<T, 4>> weights;
-    if (p.direct_heads) {
-        std::optional<BasicTensor<T>> q_rot, k_rot; // rotated copies ("rope")
-        if (p.rope) {
-            q_rot = in.q4;
-            k_rot = in.k4;
-            apply_rope(*q_rot, *k_rot, *p.rope, p.rope_positions);
-        }
-        BasicAttentionResult<T> r =
-            attend(q_rot ? *q_rot : in.q4, k_rot ? *k_rot : in.k4, in.v4, spec);
-        s.output = to_array(r.output, shape_of(r.output));
-        weights = std::move(r.weights);
-        s.rows_fully_masked = r.rows_fully_masked;
-        diagnostics = std::move(r.diagnostics);
-    } else {
-        BasicLayerSpec<T> ls;
-        ls.num_heads = p.num_heads;
-        ls.num_kv_heads = p.num_kv_heads;
-        ls.projections = in.projections ? &*in.projections : nullptr;
-        ls.attention = spec;
-        ls.norm = in.norm ? &*in.norm : nullptr;
-        ls.rope = p.rope ? &*p.rope : nullptr;
-        ls.rope_positions = p.rope_positions;
-        BasicLayerResult<T> r = attend_layer(in.query_src, in.key_src, in.value_src, ls);
-        std::vector<std::size_t> shape = shape_of(r.output);
-        if (!p.batched) {
-            shape.erase(shape.begin());
-        }
-        s.output = to_array(r.output, shape);
-        weights = std::move(r.weights);
-        s.rows_fully_masked = r.rows_fully_masked;
-        diagnostics = std::move(r.diagnostics);
-    }
+/// The weights and diagnostics of a result in the contract's shapes, into s.
+template <class T>
+void finish_solution(const Problem& p,
+                     std::optional<xt::xtensor<T, 4>> weights,
+                     const BasicRowDiagnostics<T>& diagnostics,
+                     Solution& s) {
     // The one rule for the shapes of weights and diagnostics: rank-4 inputs keep H whatever
     // it is, others drop a single head; an unbatched problem drops B.
     const auto result_shape = [&p](std::vector<std::size_t> shape) {
@@ -163,6 +130,34 @@ template <class T> Solution solve_in(const Problem& p, const SolveOptions& optio
         const std::vector<std::size_t> shape = result_shape(shape_of(*weights));
         s.weights = to_array(*weights, shape);
     }
+}
+
+/// Computes the problem in precision T, from its inputs in T.
+template <class T> Solution solve_in(const Problem& p, const SolveOptions& options) {
+    const BasicInputs<T>& in = p.inputs<T>();
+    const BasicAttentionSpec<T> spec = make_spec<T>(p, options);
+    if (!p.direct_heads) {
+        BasicLayerSpec<T> ls;
+        ls.num_heads = p.num_heads;
+        ls.num_kv_heads = p.num_kv_heads;
+        ls.projections = in.projections ? &*in.projections : nullptr;
+        ls.attention = spec;
+        ls.norm = in.norm ? &*in.norm : nullptr;
+        ls.rope = p.rope ? &*p.rope : nullptr;
+        ls.rope_positions = p.rope_positions;
+        return layer_solution(p, attend_layer(in.query_src, in.key_src, in.value_src, ls));
+    }
+    std::optional<BasicTensor<T>> q_rot, k_rot; // rotated copies ("rope")
+    if (p.rope) {
+        q_rot = in.q4;
+        k_rot = in.k4;
+        apply_rope(*q_rot, *k_rot, *p.rope, p.rope_positions);
+    }
+    BasicAttentionResult<T> r = attend(q_rot ? *q_rot : in.q4, k_rot ? *k_rot : in.k4, in.v4, spec);
+    Solution s;
+    s.output = to_array(r.output, shape_of(r.output));
+    s.rows_fully_masked = r.rows_fully_masked;
+    finish_solution(p, std::move(r.weights), r.diagnostics, s);
     return s;
 }
 
@@ -172,6 +167,27 @@ template <class T>
 BasicAttentionSpec<T> attention_spec(const Problem& p, const SolveOptions& options) {
     return make_spec<T>(p, options);
 }
+
+template <class T> Solution layer_solution(const Problem& p, BasicLayerResult<T> r) {
+    Solution s;
+    std::vector<std::size_t> shape = shape_of(r.output);
+    if (!p.batched) {
+        shape.erase(shape.begin());
+    }
+    s.output = to_array(r.output, shape);
+    s.rows_fully_masked = r.rows_fully_masked;
+    finish_solution(p, std::move(r.weights), r.diagnostics, s);
+    return s;
+}
+
+template Solution layer_solution<float>(const Problem&, BasicLayerResult<float>);
+template Solution layer_solution<double>(const Problem&, BasicLayerResult<double>);
+
+template <class T> Array result_array(const BasicTensor3<T>& t, std::vector<std::size_t> shape) {
+    return to_array(t, std::move(shape));
+}
+template Array result_array<float>(const BasicTensor3<float>&, std::vector<std::size_t>);
+template Array result_array<double>(const BasicTensor3<double>&, std::vector<std::size_t>);
 
 template AttentionSpec attention_spec<float>(const Problem&, const SolveOptions&);
 template BasicAttentionSpec<double> attention_spec<double>(const Problem&, const SolveOptions&);
@@ -217,6 +233,7 @@ std::string result_document(const Problem& p, const Solution& s, bool with_weigh
         out += ",\"top_k\":{\"indices\":" + encode_json_array(*s.top_k_indices) +
                ",\"weights\":" + encode_json_array(*s.top_k_weights) + "}";
     }
+    add("hidden_states", s.hidden_states);
     if (p.query_tokens) {
         out += ",\"query_tokens\":" + dump(json(*p.query_tokens));
     }

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,16 @@ struct LayerStack {
     /// and shapes). Its sources include hidden_states.
     Problem first;
 };
+
+/// Appends `part` (one layer's result) to `stack` along a new leading axis (`count`: the
+/// layers to come, for the reservation). Nothing when `part` is empty.
+void append_layer(std::optional<io::Array>& stack,
+                  const std::optional<io::Array>& part,
+                  std::size_t count);
+
+/// The "layers" field: "0,3,5-7" or a list of non-negative integers, none twice.
+/// Throws InputError("layers: ...").
+std::vector<std::size_t> layer_selection(const nlohmann::json& j);
 
 /// Whether a problem document is a multi-layer one (it has "hidden_states").
 bool is_layer_stack(const nlohmann::json& doc);

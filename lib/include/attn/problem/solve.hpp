@@ -34,7 +34,16 @@ struct Solution {
     std::int64_t rows_fully_masked = 0;
     /// "return" diagnostics: [B, H, Lq] (top_k: [B, H, Lq, K]), B and H dropped as weights.
     std::optional<io::Array> lse, entropy, argmax, top_k_indices, top_k_weights;
+    /// A whole model's "return": ["hidden_states"]: [layers + 1, B, L, E], B dropped as above.
+    std::optional<io::Array> hidden_states;
 };
+
+/// One attention layer's result in problem p's contract shapes (output [B, Lq, E], B
+/// dropped for unbatched inputs; weights and diagnostics as solve() gives them).
+template <class T> Solution layer_solution(const Problem& p, BasicLayerResult<T> result);
+
+/// A tensor as a result Array of `shape` (its size); float64 keeps values64.
+template <class T> io::Array result_array(const BasicTensor3<T>& t, std::vector<std::size_t> shape);
 
 /// Computes a decoded problem. First checks its memory estimate against
 /// options.max_memory (check_memory() in attn/problem/checks.hpp): throws InputError naming

@@ -1,0 +1,83 @@
+// One transformer block: its attention layer (attend_layer), residuals, norms and MLP, in
+// the three forms the supported architectures use. Numbers only: which tensors a block
+// has and how a checkpoint names them is attn/io/architecture.hpp's business, the loop
+// over blocks attn/problem/model_run.hpp's.
+#pragma once
+
+#include "attn/layer.hpp"
+#include "attn/norm.hpp"
+#include "attn/tensor.hpp"
+
+#include <optional>
+
+namespace attn {
+
+/// The MLP's activation, as Hugging Face's ACT2FN names them.
+enum class Activation {
+    gelu_erf, ///< "gelu": 0.5·x·(1 + erf(x/√2))
+    gelu_tanh, ///< "gelu_new", "gelu_pytorch_tanh": 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
+    relu,      ///< "relu"
+    silu,      ///< "silu", "swish": x·sigmoid(x)
+};
+
+/// How a block joins attention, MLP, norms and the residual stream x.
+enum class Residual {
+    /// GPT-2, llama, OPT (do_layer_norm_before): h = x + attn(n1(x)); y = h + mlp(n2(h)).
+    pre_norm,
+    /// BERT, RoBERTa, DistilBERT, OPT-350m: h = n1(x + attn(x)); y = n2(h + mlp(h)).
+    post_norm,
+    /// GPT-NeoX (use_parallel_residual), GPT-J: y = x + attn(n1(x)) + mlp(n2(x)); without
+    /// n2 (GPT-J's one ln_1) the MLP takes n1(x) too.
+    parallel,
+};
+
+/// The MLP: down(act(up·x + b_up)) + b_down, or gated (llama): down(act(gate·x) ⊙ up·x).
+/// Weights in nn.Linear layout [out, in].
+template <class T> struct BasicMlp {
+    BasicMatrix<T> up;                       ///< [I, E]
+    std::optional<BasicVector<T>> up_bias;   ///< [I]
+    std::optional<BasicMatrix<T>> gate;      ///< [I, E]: gated MLP when present
+    std::optional<BasicVector<T>> gate_bias; ///< [I]
+    BasicMatrix<T> down;                     ///< [E, I]
+    std::optional<BasicVector<T>> down_bias; ///< [E]
+};
+
+/// One block's weights. T: float or double.
+template <class T> struct BasicBlockWeights {
+    BasicProjections<T> attention;
+    /// pre_norm/parallel: before attention; post_norm: after attention's residual.
+    std::optional<BasicNorm<T>> attention_norm;
+    /// pre_norm/parallel: before the MLP; post_norm: after the MLP's residual.
+    std::optional<BasicNorm<T>> mlp_norm;
+    BasicMlp<T> mlp;
+};
+
+struct BlockSpec {
+    Residual residual = Residual::pre_norm;
+    Activation activation = Activation::gelu_erf;
+};
+
+template <class T> struct BasicBlockResult {
+    BasicTensor3<T> hidden;        ///< [B, L, E]: the next block's input
+    BasicLayerResult<T> attention; ///< the attention layer's result (weights, diagnostics)
+};
+
+/// The activation applied in place to `n` values (each computed in double, rounded once).
+template <class T> void activate(T* x, std::size_t n, Activation a);
+
+/// The MLP over x [B, L, E] -> [B, L, E] (BLAS GEMMs). Throws InputError naming the weight
+/// whose shape does not fit ("mlp.up: ...").
+template <class T>
+BasicTensor3<T> mlp_forward(const BasicTensor3<T>& x, const BasicMlp<T>& mlp, Activation a);
+
+/// One block over x [B, L, E]: `layer` gives heads, the attention spec (causal, masks,
+/// threads, want_weights, diagnostics) and RoPE; its norm and projections are ignored
+/// (the block's own are used). Returns the block's output and its attention's result.
+/// Throws InputError naming the weight whose shape does not fit.
+template <class T>
+BasicBlockResult<T> transformer_block(const BasicTensor3<T>& x,
+                                      const BasicBlockWeights<T>& weights,
+                                      const BlockSpec& spec,
+                                      const std::type_identity_t<BasicLayerSpec<T>>& layer);
+
+} // namespace attn

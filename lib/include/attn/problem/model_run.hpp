@@ -1,0 +1,46 @@
+// A whole model's forward pass from token ids: "params" names a model folder (config.json
+// + model.safetensors or its shards), "token_ids" the input. Every layer is the
+// architecture's block repeated (attn/block.hpp), its weights read when the layer runs and
+// dropped after; the selected layers' attention results are stacked as for hidden states.
+#pragma once
+
+#include "attn/embedding.hpp"
+#include "attn/io/architecture.hpp"
+#include "attn/io/model_folder.hpp"
+#include "attn/problem/layers.hpp"
+#include "attn/problem/solve.hpp"
+
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+namespace attn::problem {
+
+struct ModelRun {
+    std::shared_ptr<const io::ModelFolder> folder;
+    io::ModelSpec spec;
+    TokenIds ids; ///< [B, L]
+    bool want_hidden_states = false;
+    /// stack.layers: the selected layers; stack.first: the problem every layer shares
+    /// (batch, length, heads, masks, causal, "return", tokens, id, precision), what explain,
+    /// the heatmap and the result document read.
+    LayerStack stack;
+};
+
+/// Whether "params" names a model folder (a directory, or {"file": DIR}).
+bool is_model_run(const nlohmann::json& doc, const std::filesystem::path& base);
+
+/// Decodes a whole-model document: opens the folder, reads config.json into the
+/// architecture's spec, reads token_ids and the shared fields. Throws InputError.
+ModelRun decode_model_run(const nlohmann::json& doc,
+                          const std::filesystem::path& base,
+                          ArrayValues given = {});
+
+/// Runs the forward pass through every layer up to the last selected one (all of them
+/// with hidden_states) and stacks the selected layers' results as solve_layer_stack().
+Solution solve_model_run(const ModelRun& run, const SolveOptions& options);
+
+/// The per-layer plan, one line each, for explain.
+std::vector<std::string> model_run_plan(const ModelRun& run);
+
+} // namespace attn::problem

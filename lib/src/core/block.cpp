@@ -1,0 +1,124 @@
+// One transformer block: attention through attend_layer(), the MLP through linear() (BLAS),
+// and the residual forms of attn/block.hpp.
+#include "attn/block.hpp"
+
+#include "attn/error.hpp"
+#include "attn/projection.hpp"
+
+#include <cmath>
+#include <numbers>
+
+namespace attn {
+
+namespace {
+
+double activation_value(double x, Activation a) {
+    switch (a) {
+    case Activation::gelu_erf:
+        return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2));
+    case Activation::gelu_tanh: {
+        const double c = std::sqrt(2.0 / std::numbers::pi);
+        return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
+    }
+    case Activation::relu:
+        return x > 0.0 ? x : 0.0;
+    case Activation::silu:
+        return x / (1.0 + std::exp(-x));
+    }
+    return x;
+}
+
+template <class T> BasicTensor3<T> add(const BasicTensor3<T>& a, const BasicTensor3<T>& b) {
+    ATTN_ASSERT(a.shape() == b.shape());
+    BasicTensor3<T> out = a;
+    T* o = out.data();
+    const T* q = b.data();
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        o[i] += q[i];
+    }
+    return out;
+}
+
+template <class T>
+BasicTensor3<T> norm_or_copy(const BasicTensor3<T>& x, const std::optional<BasicNorm<T>>& n) {
+    return n ? apply_norm(x, *n) : x;
+}
+
+} // namespace
+
+template <class T> void activate(T* x, std::size_t n, Activation a) {
+    for (std::size_t i = 0; i < n; ++i) {
+        x[i] = static_cast<T>(activation_value(static_cast<double>(x[i]), a));
+    }
+}
+
+template <class T>
+BasicTensor3<T> mlp_forward(const BasicTensor3<T>& x, const BasicMlp<T>& mlp, Activation a) {
+    BasicTensor3<T> up = linear(x, mlp.up, mlp.up_bias ? &*mlp.up_bias : nullptr, "mlp.up");
+    if (mlp.gate) {
+        BasicTensor3<T> gate =
+            linear(x, *mlp.gate, mlp.gate_bias ? &*mlp.gate_bias : nullptr, "mlp.gate");
+        activate(gate.data(), gate.size(), a);
+        T* u = up.data();
+        const T* g = gate.data();
+        for (std::size_t i = 0; i < up.size(); ++i) {
+            u[i] = g[i] * u[i];
+        }
+    } else {
+        activate(up.data(), up.size(), a);
+    }
+    return linear(up, mlp.down, mlp.down_bias ? &*mlp.down_bias : nullptr, "mlp.down");
+}
+
+template <class T>
+BasicBlockResult<T> transformer_block(const BasicTensor3<T>& x,
+                                      const BasicBlockWeights<T>& w,
+                                      const BlockSpec& spec,
+                                      const std::type_identity_t<BasicLayerSpec<T>>& layer) {
+    BasicLayerSpec<T> ls = layer;
+    ls.norm = nullptr;
+    ls.projections = &w.attention;
+    BasicBlockResult<T> r;
+    switch (spec.residual) {
+    case Residual::pre_norm: {
+        const BasicTensor3<T> n1 = norm_or_copy(x, w.attention_norm);
+        r.attention = attend_layer(n1, n1, n1, ls);
+        const BasicTensor3<T> h = add(x, r.attention.output);
+        r.hidden = add(h, mlp_forward(norm_or_copy(h, w.mlp_norm), w.mlp, spec.activation));
+        break;
+    }
+    case Residual::post_norm: {
+        r.attention = attend_layer(x, x, x, ls);
+        const BasicTensor3<T> h = norm_or_copy(add(x, r.attention.output), w.attention_norm);
+        r.hidden = norm_or_copy(add(h, mlp_forward(h, w.mlp, spec.activation)), w.mlp_norm);
+        break;
+    }
+    case Residual::parallel: {
+        const BasicTensor3<T> n1 = norm_or_copy(x, w.attention_norm);
+        r.attention = attend_layer(n1, n1, n1, ls);
+        const BasicTensor3<T> m =
+            mlp_forward(w.mlp_norm ? apply_norm(x, *w.mlp_norm) : n1, w.mlp, spec.activation);
+        // Hugging Face's order: mlp + attention + residual.
+        r.hidden = add(add(m, r.attention.output), x);
+        break;
+    }
+    }
+    return r;
+}
+
+template void activate<float>(float*, std::size_t, Activation);
+template void activate<double>(double*, std::size_t, Activation);
+template BasicTensor3<float>
+mlp_forward<float>(const BasicTensor3<float>&, const BasicMlp<float>&, Activation);
+template BasicTensor3<double>
+mlp_forward<double>(const BasicTensor3<double>&, const BasicMlp<double>&, Activation);
+template BasicBlockResult<float> transformer_block<float>(const BasicTensor3<float>&,
+                                                          const BasicBlockWeights<float>&,
+                                                          const BlockSpec&,
+                                                          const BasicLayerSpec<float>&);
+template BasicBlockResult<double> transformer_block<double>(const BasicTensor3<double>&,
+                                                            const BasicBlockWeights<double>&,
+                                                            const BlockSpec&,
+                                                            const BasicLayerSpec<double>&);
+
+} // namespace attn

@@ -1,0 +1,341 @@
+// The whole model's forward pass: embeddings, every block (attn/block.hpp) with its weights
+// read when it runs, the final norm; the selected layers' attention results stacked.
+#include "attn/problem/model_run.hpp"
+
+#include "attn/error.hpp"
+#include "attn/io/model_weights.hpp"
+#include "attn/problem/checks.hpp"
+#include "decode_detail.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace attn::problem {
+
+namespace fs = std::filesystem;
+using io::Array;
+using nlohmann::json;
+
+namespace {
+
+/// Fields a model run computes itself: the config and the forward pass give them.
+constexpr const char* kModelFields[] = {"input",
+                                        "query",
+                                        "key",
+                                        "value",
+                                        "context",
+                                        "init",
+                                        "rope",
+                                        "norm",
+                                        "hidden_states",
+                                        "num_heads",
+                                        "num_kv_heads",
+                                        "variant"};
+
+std::string params_file(const json& p) {
+    if (p.is_string()) {
+        return p.get<std::string>();
+    }
+    if (p.is_object() && p.contains("file") && p["file"].is_string()) {
+        return p["file"].get<std::string>();
+    }
+    return {};
+}
+
+std::optional<std::string> params_text(const json& p, const char* key) {
+    if (!p.is_object() || !p.contains(key) || p[key].is_null()) {
+        return std::nullopt;
+    }
+    if (!p[key].is_string()) {
+        throw InputError(std::string("params.") + key + ": expected a string, got " +
+                         detail::type_name(p[key]));
+    }
+    return p[key].get<std::string>();
+}
+
+fs::path resolve(const std::string& file, const fs::path& base) {
+    return fs::path(file).is_absolute() ? fs::path(file) : base / file;
+}
+
+TokenIds token_ids_of(const Array& ids) {
+    if (ids.shape.size() != 1 && ids.shape.size() != 2) {
+        throw InputError("token_ids: expected shape [L] or [B, L], got " + shape_string(ids.shape));
+    }
+    const std::size_t b = ids.shape.size() == 2 ? ids.shape[0] : 1;
+    TokenIds t = TokenIds::from_shape({b, ids.shape.back()});
+    if (t.size() == 0) {
+        throw InputError("token_ids: no tokens (shape " + shape_string(ids.shape) + ")");
+    }
+    for (std::size_t i = 0; i < t.size(); ++i) {
+        const double v =
+            ids.values64.empty() ? static_cast<double>(ids.values[i]) : ids.values64[i];
+        if (!std::isfinite(v) || v != std::floor(v) || std::fabs(v) > 9.0e15) {
+            throw InputError("token_ids: value at index " + std::to_string(i) +
+                             " is not an integer id");
+        }
+        t.data()[i] = static_cast<std::int64_t>(v);
+    }
+    return t;
+}
+
+/// RoBERTa's create_position_ids_from_input_ids: pad tokens at padding_idx, the others at
+/// padding_idx + (their count of non-pad tokens so far, from 1).
+std::vector<std::int64_t> roberta_positions(const TokenIds& ids, std::int64_t pad) {
+    std::vector<std::int64_t> out(ids.size());
+    const std::size_t l = ids.shape()[1];
+    for (std::size_t b = 0; b < ids.shape()[0]; ++b) {
+        std::int64_t count = 0;
+        for (std::size_t i = 0; i < l; ++i) {
+            const bool real = ids(b, i) != pad;
+            count += real ? 1 : 0;
+            out[b * l + i] = real ? pad + count : pad;
+        }
+    }
+    return out;
+}
+
+/// The model's input: token (+ type) (+ positions) embeddings, normed, scaled.
+template <class T>
+BasicTensor3<T> embed_tokens(const ModelRun& run, const BasicEmbeddings<T>& tables) {
+    const io::Architecture& a = run.spec.arch;
+    if (a.positions != io::PositionScheme::roberta) {
+        BasicTensor3<T> x = embed(run.ids, tables, a.position_offset);
+        if (a.embed_scale_sqrt) { // Gemma: the normalizer in the model's dtype
+            const T scale = static_cast<T>(std::sqrt(static_cast<double>(run.spec.hidden)));
+            for (T& v : x) {
+                v = v * scale;
+            }
+        }
+        return x;
+    }
+    BasicEmbeddings<T> plain = tables;
+    plain.position.reset();
+    plain.norm.reset();
+    BasicTensor3<T> x = embed(run.ids, plain, 0);
+    const auto& pos = *tables.position;
+    const std::vector<std::int64_t> at = roberta_positions(run.ids, run.spec.pad_token_id);
+    const std::size_t e = run.spec.hidden;
+    for (std::size_t i = 0; i < at.size(); ++i) {
+        if (at[i] < 0 || static_cast<std::size_t>(at[i]) >= pos.shape()[0]) {
+            throw InputError("token_ids: position " + std::to_string(at[i]) + " is outside the " +
+                             std::to_string(pos.shape()[0]) + " position embeddings");
+        }
+        for (std::size_t j = 0; j < e; ++j) {
+            x.data()[i * e + j] = static_cast<T>(x.data()[i * e + j] + pos(at[i], j));
+        }
+    }
+    return tables.norm ? apply_norm(x, *tables.norm) : x;
+}
+
+template <class T> Solution run_in(const ModelRun& run, const SolveOptions& options) {
+    const io::ModelSpec& spec = run.spec;
+    const Problem& p = run.stack.first;
+    const std::vector<std::size_t>& selected = run.stack.layers;
+    const std::size_t last = run.want_hidden_states
+                                 ? spec.layers - 1
+                                 : *std::max_element(selected.begin(), selected.end());
+
+    BasicLayerSpec<T> ls;
+    ls.num_heads = spec.heads;
+    ls.num_kv_heads = spec.kv_heads;
+    ls.attention = attention_spec<T>(p, options);
+    if (spec.arch.causal && ls.attention.causal == Causal::none) {
+        ls.attention.causal = Causal::top_left; // the decoder's own mask
+    }
+    ls.rope = spec.rope ? &*spec.rope : nullptr;
+    const BlockSpec block{spec.residual, spec.activation};
+
+    BasicTensor3<T> x = embed_tokens(run, io::load_model_embeddings<T>(*run.folder, spec));
+    std::vector<BasicTensor3<T>> hidden;
+    if (run.want_hidden_states) {
+        hidden.push_back(x);
+    }
+    std::map<std::size_t, Solution> results;
+    for (std::size_t l = 0; l <= last; ++l) {
+        const bool keep = std::find(selected.begin(), selected.end(), l) != selected.end();
+        BasicLayerSpec<T> layer = ls;
+        if (!keep) { // the attention output only
+            layer.attention.want_weights = false;
+            layer.attention.want_lse = layer.attention.want_entropy = false;
+            layer.attention.want_argmax = false;
+            layer.attention.top_k = 0;
+        }
+        BasicBlockResult<T> r;
+        {
+            const BasicBlockWeights<T> w = io::load_block<T>(*run.folder, spec, l);
+            r = transformer_block(x, w, block, layer);
+        } // the layer's weights go here
+        x = std::move(r.hidden);
+        if (keep) {
+            results.emplace(l, layer_solution(p, std::move(r.attention)));
+        }
+        if (run.want_hidden_states && l + 1 < spec.layers) {
+            hidden.push_back(x);
+        }
+    }
+    Solution out;
+    std::optional<Array> output;
+    const std::size_t n = selected.size();
+    for (const std::size_t l : selected) {
+        const Solution& r = results.at(l);
+        append_layer(output, r.output, n);
+        append_layer(out.weights, r.weights, n);
+        append_layer(out.lse, r.lse, n);
+        append_layer(out.entropy, r.entropy, n);
+        append_layer(out.argmax, r.argmax, n);
+        append_layer(out.top_k_indices, r.top_k_indices, n);
+        append_layer(out.top_k_weights, r.top_k_weights, n);
+        out.rows_fully_masked += r.rows_fully_masked;
+    }
+    out.output = std::move(*output);
+    if (run.want_hidden_states) {
+        const std::optional<BasicNorm<T>> final_norm = io::load_final_norm<T>(*run.folder, spec);
+        hidden.push_back(final_norm ? apply_norm(x, *final_norm) : x);
+        std::optional<Array> stack;
+        for (const BasicTensor3<T>& h : hidden) {
+            std::vector<std::size_t> shape(h.shape().begin(), h.shape().end());
+            if (!p.batched) {
+                shape.erase(shape.begin());
+            }
+            append_layer(stack, result_array(h, shape), hidden.size());
+        }
+        out.hidden_states = std::move(stack);
+    }
+    return out;
+}
+
+} // namespace
+
+bool is_model_run(const json& doc, const fs::path& base) {
+    if (!doc.is_object() || !doc.contains("params")) {
+        return false;
+    }
+    const std::string file = params_file(doc["params"]);
+    return !file.empty() && io::is_model_folder(resolve(file, base));
+}
+
+ModelRun decode_model_run(const json& doc, const fs::path& base, ArrayValues given) {
+    for (const char* field : kModelFields) {
+        if ((doc.contains(field) && !doc[field].is_null()) || given.count(field) != 0) {
+            throw InputError(std::string("params: a model folder computes ") + field +
+                             " itself (from config.json and token_ids); drop " + field);
+        }
+    }
+    const json& params = doc["params"];
+    const fs::path dir = resolve(params_file(params), base);
+    ModelRun run;
+    try {
+        run.folder = std::make_shared<const io::ModelFolder>(dir);
+    } catch (const InputError& e) {
+        throw InputError(std::string("params: ") + e.what());
+    }
+    std::optional<fs::path> config = run.folder->config();
+    if (const auto c = params_text(params, "config")) {
+        config = resolve(*c, base);
+    }
+    const std::optional<std::string> gguf_config = run.folder->gguf_config_text();
+    if (gguf_config && !config) { // a GGUF's metadata stands for its config.json
+        run.spec = io::model_spec(*gguf_config,
+                                  dir.string() + " (GGUF metadata)",
+                                  run.folder->names(),
+                                  params_text(params, "layout"));
+    } else if (!config) {
+        throw InputError("params: " + dir.string() +
+                         ": no config.json (the model's architecture and sizes); give one "
+                         "with --config");
+    } else {
+        run.spec = io::model_spec(*config, run.folder->names(), params_text(params, "layout"));
+    }
+    io::check_layer_count(*run.folder, run.spec);
+
+    std::vector<ProblemSource> sources;
+    Array ids;
+    if (const auto it = given.find("token_ids"); it != given.end()) {
+        ids = std::move(it->second);
+        given.erase(it);
+    } else if (doc.contains("token_ids") && !doc["token_ids"].is_null()) {
+        ids = detail::load_array(
+            doc["token_ids"], "token_ids", io::ArrayKind::numeric, base, sources);
+    } else {
+        throw InputError("params: a model folder needs token_ids (--token-ids FILE) to run on");
+    }
+    run.ids = token_ids_of(ids);
+
+    const std::size_t n = run.spec.layers;
+    if (doc.contains("layers") && !doc["layers"].is_null()) {
+        run.stack.layers = layer_selection(doc["layers"]);
+        for (const std::size_t l : run.stack.layers) {
+            if (l >= n) {
+                throw InputError("layers: layer " + std::to_string(l) + " does not exist: the " +
+                                 "model has " + std::to_string(n) + " layers (0 to " +
+                                 std::to_string(n - 1) + ")");
+            }
+        }
+    } else {
+        for (std::size_t l = 0; l < n; ++l) {
+            run.stack.layers.push_back(l);
+        }
+    }
+
+    // The problem every layer shares, decoded from the document with a stand-in query of
+    // the right batch, length and heads: masks, causal, "return", tokens, id, precision.
+    json shared = doc;
+    for (const char* f : {"params", "token_ids", "layers", "hidden_states"}) {
+        shared.erase(f);
+    }
+    if (shared.contains("return") && shared["return"].is_array()) {
+        json kept = json::array();
+        for (const json& r : shared["return"]) {
+            if (r == "hidden_states") {
+                run.want_hidden_states = true;
+            } else {
+                kept.push_back(r);
+            }
+        }
+        shared["return"] = kept;
+    }
+    shared["num_heads"] = run.spec.heads;
+    Array stand_in;
+    const std::size_t b = run.ids.shape()[0];
+    const std::size_t l = run.ids.shape()[1];
+    stand_in.shape = {l, run.spec.heads};
+    if (ids.shape.size() == 2) {
+        stand_in.shape.insert(stand_in.shape.begin(), b);
+    }
+    stand_in.values.assign(b * l * run.spec.heads, 0.0f);
+    stand_in.values64.assign(stand_in.values.size(), 0.0);
+    stand_in.dtype = "float32";
+    given["key"] = stand_in;
+    given["value"] = stand_in;
+    given["query"] = std::move(stand_in);
+    run.stack.first = decode_problem(shared, base, std::move(given));
+    for (ProblemSource& s : sources) {
+        run.stack.first.sources.push_back(std::move(s));
+    }
+    run.stack.first.num_kv_heads = run.spec.kv_heads;
+    return run;
+}
+
+Solution solve_model_run(const ModelRun& run, const SolveOptions& options) {
+    return run.stack.first.precision == Precision::f64 ? run_in<double>(run, options)
+                                                       : run_in<float>(run, options);
+}
+
+std::vector<std::string> model_run_plan(const ModelRun& run) {
+    std::vector<std::string> out = io::describe_model(run.spec);
+    const io::Architecture& a = run.spec.arch;
+    out.push_back(
+        "every layer: " + io::layer_prefix(run.spec, 0) + " with {} = 0 .. " +
+        std::to_string(run.spec.layers - 1) + ": " +
+        (run.spec.residual == Residual::post_norm
+             ? "h = " + a.attention_norm + "(x + attn(x)); y = " + a.mlp_norm + "(h + mlp(h))"
+         : run.spec.residual == Residual::parallel
+             ? "y = x + attn(" + a.attention_norm + "(x)) + mlp(" +
+                   (a.mlp_norm.empty() ? a.attention_norm : a.mlp_norm) + "(x))"
+             : "h = x + attn(" + a.attention_norm + "(x)); y = h + mlp(" + a.mlp_norm + "(h))"));
+    out.push_back("final norm: " + (a.final_norm.empty() ? std::string("none") : a.final_norm));
+    return out;
+}
+
+} // namespace attn::problem

@@ -374,6 +374,14 @@ def build(arch, shards=1, seed=7, **kw):
     return folder, np.array(ws), np.array(hs), m.t, cfg
 
 
+def _err(args, pattern):
+    expect(args, code=2, err=pattern)
+
+
+with open(path("q.json"), "w") as _f:
+    json.dump([[1.0, 2.0], [3.0, 4.0]], _f)
+
+
 def compare(arch, shards=1, **kw):
     folder, ws, hs, _, _ = build(arch, shards, **kw)
     for precision, tol in (("f32", dict(rtol=2e-4, atol=2e-5)), ("f64", dict(rtol=0, atol=1e-10))):
@@ -424,11 +432,45 @@ def _layers():
     check("layers echoed", doc.get("layers") == [1], str(doc.get("layers")))
 
 
+@test("output npz holds every result")
+def _npz():
+    folder, ws, hs, _, _ = build("bert")
+    out = path("all.npz")
+    expect(["compute", "--params", folder, "--token-ids", path("ids.json"), "--return",
+            "hidden_states,lse", "--precision", "f64", "--output", out, "--dtype", "f64"])
+    z = np.load(out)
+    check("members", sorted(z.files) == ["hidden_states", "lse", "output", "token_ids",
+                                         "weights"], str(z.files))
+    check("weights", np.allclose(z["weights"], ws, atol=1e-10), "")
+    check("hidden_states", np.allclose(z["hidden_states"], hs, atol=1e-10), "")
+    check("token_ids", z["token_ids"].dtype == np.int64 and list(z["token_ids"]) == IDS,
+          str(z["token_ids"]))
+    check("lse shape [layers, H, L]", z["lse"].shape == (NL, H, L), str(z["lse"].shape))
+
+
+@test("output npy cannot hold --return: exit 2 naming the ways")
+def _npy_drop():
+    folder, *_ = build("gpt2")
+    _err(["compute", "--params", folder, "--token-ids", path("ids.json"), "--return",
+          "hidden_states", "--output", path("o.npy")],
+         r"--output .*o.npy: an .npy file holds the output alone, and --return asked for "
+         r"hidden_states too: use --output FILE.npz .*FILE.json .*stdout")
+    _err(["compute", "-q", path("q.json"), "-k", path("q.json"), "-v", path("q.json"),
+          "--return", "lse", "--output", path("o.npy")], r"asked for lse too")
+
+
+@test("output json with --return writes the result document")
+def _json_doc():
+    folder, ws, hs, _, _ = build("gpt2")
+    out = path("o.json")
+    expect(["compute", "--params", folder, "--token-ids", path("ids.json"), "--return",
+            "hidden_states", "--output", out])
+    doc = json.load(open(out))
+    check("hidden_states in the file", np.allclose(np.array(doc["hidden_states"], float), hs,
+                                                   rtol=2e-4, atol=2e-5), "")
+
+
 # --- hostile folders and traps -------------------------------------------------------------
-
-def _err(args, pattern):
-    expect(args, code=2, err=pattern)
-
 
 @test("hostile missing shard")
 def _missing_shard():

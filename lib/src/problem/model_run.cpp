@@ -189,6 +189,14 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
         out.rows_fully_masked += r.rows_fully_masked;
     }
     out.output = std::move(*output);
+    Array ids;
+    ids.shape = {run.ids.shape()[0], run.ids.shape()[1]};
+    if (!p.batched) {
+        ids.shape.erase(ids.shape.begin());
+    }
+    ids.values.assign(run.ids.begin(), run.ids.end());
+    ids.dtype = "int64";
+    out.token_ids = std::move(ids);
     if (run.want_hidden_states) {
         const std::optional<BasicNorm<T>> final_norm = io::load_final_norm<T>(*run.folder, spec);
         hidden.push_back(final_norm ? apply_norm(x, *final_norm) : x);

@@ -517,6 +517,39 @@ def _unsupported():
          r"model_type 'mamba' is not supported \(supported: gpt2, gpt_neox, gptj, llama")
 
 
+@test("trap q/k/v/out names without config ask for --layout")
+def _out_proj_names():
+    folder = path("opt-layer")
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.default_rng(3)
+    t = {}
+    for n in ["q_proj", "k_proj", "v_proj", "out_proj"]:
+        t["model.decoder.layers.0.self_attn.%s.weight" % n] = f32(rng.standard_normal((E, E)))
+        t["model.decoder.layers.0.self_attn.%s.bias" % n] = f32(rng.standard_normal(E))
+    st = os.path.join(folder, "layer.safetensors")
+    ref.write_safetensors(st, [(k, "F32", t[k]) for k in sorted(t)])
+    x = f32(rng.standard_normal((L, E)))
+    np.save(path("x.npy"), x.astype(np.float32))
+    args = ["compute", "-x", path("x.npy"), "--params", st, "--prefix",
+            "model.decoder.layers.0.self_attn.", "--heads", str(H), "--precision", "f64"]
+    _err(args, r"fit several layouts: opt .* and gptj .*no config.json says which: set --layout")
+    pre = "model.decoder.layers.0.self_attn."
+    w = [(t[pre + n + ".weight"], t[pre + n + ".bias"]) for n in ["q_proj", "k_proj", "v_proj",
+                                                                   "out_proj"]]
+    want, ww = attention(x, *w[0], *w[1], *w[2], *w[3], H, False)
+    for extra, label in ((["--layout", "opt"], "--layout opt"), ([], "config model_type opt")):
+        if not extra:
+            json.dump({"model_type": "opt"}, open(os.path.join(folder, "config.json"), "w"))
+        code, out, err = run(args + extra)
+        check(label + " exit 0", code == 0, err)
+        if code == 0:
+            doc = json.loads(out)
+            check(label + " output (no RoPE, out_proj applied)",
+                  np.allclose(np.array(doc["output"], float), want, atol=1e-10), "")
+            check(label + " weights", np.allclose(np.array(doc["weights"], float), ww,
+                                                  atol=1e-10), "")
+
+
 @test("trap no config")
 def _no_config():
     folder, *_ = build("opt")

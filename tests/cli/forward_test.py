@@ -470,6 +470,27 @@ def _json_doc():
                                                    rtol=2e-4, atol=2e-5), "")
 
 
+@test("info and explain summarise the model")
+def _info():
+    folder, *_ = build("gpt_neox")
+    code, out, err = run(["info", folder])
+    text = out.decode()
+    check("info exit 0", code == 0, err)
+    for want in ["gpt_neox model", "heads: 4 (config.json: num_attention_heads)",
+                 "head dim: 4", "norm: LayerNorm eps 1e-05 (config.json: layer_norm_eps)",
+                 "positions: RoPE rotate_half, theta 10000, 2 of 4 dims",
+                 "mlp: gelu (config.json: hidden_act)",
+                 "block: parallel residual (attention + MLP)"]:
+        check("info says " + want, want in text, text)
+    code, out, err = run(["explain", "--params", folder, "--token-ids", path("ids.json"),
+                          "--layers", "1"])
+    text = out.decode()
+    check("explain exit 0", code == 0, err)
+    check("explain shows the block", "y = x + attn(input_layernorm(x)) + "
+          "mlp(post_attention_layernorm(x))" in text, text)
+    check("explain shows the layers", "1 of 2 returned: 1" in text, text)
+
+
 # --- hostile folders and traps -------------------------------------------------------------
 
 @test("hostile missing shard")

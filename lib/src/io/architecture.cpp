@@ -433,7 +433,6 @@ ModelSpec model_spec(const fs::path& config,
 
 std::vector<std::string> describe_model(const ModelSpec& spec) {
     std::vector<std::string> out;
-    out.push_back("layers: " + std::to_string(spec.layers));
     for (const auto& row : spec.origins) {
         out.push_back(row[0] + ": " + row[1] + " (" + row[2] + ")");
     }

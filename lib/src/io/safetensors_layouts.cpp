@@ -549,9 +549,12 @@ CheckpointParams load_checkpoint_params(const nlohmann::json& params,
     }
     if (found.empty()) {
         std::string looked;
+        std::set<std::string_view> seen; // opt and llama share q_proj.weight
         for (const LayoutInfo* info : candidates) {
             for (const std::string_view sig : info->signatures) {
-                looked += (looked.empty() ? "" : ", ") + std::string(sig);
+                if (seen.insert(sig).second) {
+                    looked += (looked.empty() ? "" : ", ") + std::string(sig);
+                }
             }
         }
         std::string message =

@@ -74,7 +74,7 @@ def rope(x, rd, style, theta=10000.0):
     return np.concatenate([out, rest], -1)
 
 
-def attention(x, wq, bq, wk, bk, wv, bv, wo, bo, hkv, causal, rot=None):
+def attention(x, wq, bq, wk, bk, wv, bv, wo, bo, hkv, causal, rot=None, window=None):
     q = linear(x, wq, bq).reshape(L, H, D).transpose(1, 0, 2)
     k = linear(x, wk, bk).reshape(L, hkv, D).transpose(1, 0, 2)
     v = linear(x, wv, bv).reshape(L, hkv, D).transpose(1, 0, 2)
@@ -85,6 +85,8 @@ def attention(x, wq, bq, wk, bk, wv, bv, wo, bo, hkv, causal, rot=None):
     s = q @ k.transpose(0, 2, 1) / math.sqrt(D)
     if causal:
         s = np.where(np.tril(np.ones((L, L), bool)), s, -np.inf)
+    if window:  # Mistral: key j seen iff i - window < j
+        s = np.where(np.arange(L)[None, :] > np.arange(L)[:, None] - window, s, -np.inf)
     w = np.exp(s - s.max(-1, keepdims=True))
     w /= w.sum(-1, keepdims=True)
     o = (w @ v).transpose(1, 0, 2).reshape(L, H * D)
@@ -144,7 +146,7 @@ def gpt2(m, act="gelu_new"):
     return cfg, ws, hs
 
 
-def llama_family(m, kind):
+def llama_family(m, kind, window=None):
     hkv = 2
     eps = 1e-6
     cfg = {"model_type": kind, "hidden_size": E, "num_attention_heads": H,
@@ -153,6 +155,8 @@ def llama_family(m, kind):
            "max_position_embeddings": P}
     act = "silu"
     off = 0.0
+    if window:
+        cfg["sliding_window"] = window
     if kind == "gemma":
         cfg.update(head_dim=D, hidden_activation="gelu_pytorch_tanh", hidden_act="gelu")
         act, off = "gelu_pytorch_tanh", 1.0
@@ -187,7 +191,7 @@ def llama_family(m, kind):
             u = m.p(pre + "mlp.up_proj.weight", I, E)
         dn = m.p(pre + "mlp.down_proj.weight", E, I)
         a, w = attention(rms_norm(x, n1 + off, eps), wq, bq, wk, bk, wv, bv, wo, None, hkv,
-                         True, rot)
+                         True, rot, window)
         x = x + a
         h = rms_norm(x, n2 + off, eps)
         x = x + linear(ACT[act](linear(h, g)) * linear(h, u), dn)
@@ -335,7 +339,7 @@ ARCHS = {
     "bert": lambda m: bert_family(m, "bert"),
     "gpt_neox": gpt_neox,
     "gptj": gptj,
-    "mistral": lambda m: llama_family(m, "mistral"),
+    "mistral": lambda m, **kw: llama_family(m, "mistral", **kw),
     "qwen2": lambda m: llama_family(m, "qwen2"),
     "gemma": lambda m: llama_family(m, "gemma"),
     "phi3": lambda m: llama_family(m, "phi3"),
@@ -412,6 +416,11 @@ for _arch in ARCHS:
 @test("forward gpt_neox sequential residual")
 def _neox_sequential():
     compare("gpt_neox", parallel=False)
+
+
+@test("forward mistral sliding window shorter than the tokens")
+def _mistral_window():
+    compare("mistral", window=3)
 
 
 @test("forward llama sharded with index")

@@ -427,7 +427,21 @@ ModelSpec model_spec(const fs::path& config,
             s.pad_token_id = v->get<std::int64_t>();
         }
     }
-    o.push_back({"attention", a.causal ? "causal" : "bidirectional", "the " + type + " code"});
+    const bool slides = type == "mistral" || type == "phi3" ||
+                        (type == "qwen2" && flag(doc, "use_sliding_window", false, file));
+    if (const json* w = value_of(doc, "sliding_window"); slides && w != nullptr) {
+        if (!w->is_number_unsigned() || w->get<std::size_t>() == 0) {
+            throw InputError(file + ": sliding_window: expected a positive integer, got " +
+                             got(*w));
+        }
+        s.sliding_window = w->get<std::size_t>();
+        s.sliding_window_per_layer = type == "qwen2";
+    }
+    o.push_back({"attention",
+                 std::string(a.causal ? "causal" : "bidirectional") +
+                     (s.sliding_window ? ", sliding window " + std::to_string(*s.sliding_window)
+                                       : std::string()),
+                 s.sliding_window ? "config.json: sliding_window" : "the " + type + " code"});
     return s;
 }
 

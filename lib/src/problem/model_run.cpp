@@ -144,6 +144,17 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
         ls.attention.causal = Causal::top_left; // the decoder's own mask
     }
     ls.rope = spec.rope ? &*spec.rope : nullptr;
+    if (spec.sliding_window && run.ids.shape()[1] > *spec.sliding_window) {
+        if (spec.sliding_window_per_layer) {
+            throw InputError("token_ids: " + std::to_string(run.ids.shape()[1]) +
+                             " tokens exceed the model's sliding_window " +
+                             std::to_string(*spec.sliding_window) +
+                             ", which only some of its layers apply: not supported");
+        }
+        if (!ls.attention.window.bounded()) { // HF: key j seen iff i - W < j <= i
+            ls.attention.window.left = static_cast<std::int64_t>(*spec.sliding_window) - 1;
+        }
+    }
     const BlockSpec block{spec.residual, spec.activation};
 
     BasicTensor3<T> x = embed_tokens(run, io::load_model_embeddings<T>(*run.folder, spec));

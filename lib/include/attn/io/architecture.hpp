@@ -97,6 +97,10 @@ struct ModelSpec {
     Residual residual = Residual::pre_norm;
     std::optional<RopeSpec> rope;
     std::int64_t pad_token_id = 1; ///< RoBERTa positions
+    /// Mistral/Phi-3 `sliding_window` (query i sees keys i − W < j <= i); Qwen2's only with
+    /// use_sliding_window (then refused past the window: its layers differ).
+    std::optional<std::size_t> sliding_window;
+    bool sliding_window_per_layer = false; ///< Qwen2: some layers slide, some do not
     /// (what, value, source) for explain and info: "heads", "12", "config.json: n_head".
     std::vector<std::vector<std::string>> origins;
 };

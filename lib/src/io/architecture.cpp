@@ -46,7 +46,7 @@ Architecture llama_like(std::string type) {
 }
 
 /// The BERT family: learned positions, embedding LayerNorm, post-norm, not causal.
-Architecture bert_like(std::string type) {
+Architecture bert_like(const std::string& type) {
     Architecture a;
     a.model_type = type;
     a.roots = {type + ".", ""};

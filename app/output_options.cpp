@@ -254,7 +254,7 @@ void emit_solution(const problem::Problem& problem,
         add("hidden_states", s.hidden_states);
         add("token_ids", s.token_ids);
         io::write_file_atomic(o.output, io::encode_npz(members));
-    } else if (!o.output.empty() && extras && o.output != "-" &&
+    } else if (!o.output.empty() && extras &&
                format_for(o.output, o.format) == io::ArrayFormat::json) {
         const std::string text = document(o.weights.empty()) + "\n";
         io::write_file_atomic(o.output, {text.begin(), text.end()});

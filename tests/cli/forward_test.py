@@ -466,6 +466,9 @@ def _npy_drop():
          r"hidden_states too: use --output FILE.npz .*FILE.json .*stdout")
     _err(["compute", "-q", path("q.json"), "-k", path("q.json"), "-v", path("q.json"),
           "--return", "lse", "--output", path("o.npy")], r"asked for lse too")
+    code, out, err = run(["compute", "-q", path("q.json"), "-k", path("q.json"), "-v",
+                          path("q.json"), "--return", "lse", "--output", "-"])
+    check("--output - keeps lse", code == 0 and "lse" in json.loads(out), err)
 
 
 @test("output json with --return writes the result document")

@@ -55,7 +55,7 @@ void run_compute(const ComputeArgs& a) {
         const problem::ModelRun run =
             problem::decode_model_run(in.doc, in.base, std::move(in.arrays));
         print_warnings(run.stack.first);
-        check_outputs(run.stack.first, a.problem, a.out);
+        check_outputs(run.stack.first, a.problem, a.out, run.want_hidden_states);
         const problem::Solution solution = problem::solve_model_run(run, a.out.solve_options());
         spinner->stop();
         emit_solution(run.stack.first, solution, a.out, &run.stack);

@@ -8,6 +8,7 @@
 #include "attn/io/limits.hpp"
 #include "attn/problem/checks.hpp"
 #include "attn/problem/layers.hpp"
+#include "attn/problem/model_run.hpp"
 #include "attn/problem/plan.hpp"
 #include "attn/problem/problem.hpp"
 #include "attn/problem/solve.hpp"
@@ -423,6 +424,25 @@ std::string explain(const ProblemInput& in, const problem::Problem& p) {
 
 void run_explain(const ExplainArgs& a) {
     ProblemInput in = problem_input(a.problem, "explain");
+    if (problem::is_model_run(in.doc, in.base)) {
+        // A whole model: where each value came from, and the block every layer repeats.
+        const problem::ModelRun run =
+            problem::decode_model_run(in.doc, in.base, std::move(in.arrays));
+        std::string chosen;
+        for (const std::size_t l : run.stack.layers) {
+            chosen += (chosen.empty() ? "" : ", ") + std::to_string(l);
+        }
+        std::cout << "model        " << run.folder->path().string() << ": token_ids "
+                  << shape_string({run.ids.shape()[0], run.ids.shape()[1]})
+                  << " through the forward pass\n";
+        for (const std::string& line : problem::model_run_plan(run)) {
+            std::cout << "             " << line << '\n';
+        }
+        std::cout << "layers       " << run.stack.layers.size() << " of " << run.spec.layers
+                  << " returned: " << chosen << " (each layer's weights read when it runs)\n";
+        flush_stdout();
+        return;
+    }
     if (problem::is_layer_stack(in.doc)) {
         // Every layer of a checkpoint: the stack, then the first layer's plan (the others
         // differ only in their weights).

@@ -2,12 +2,14 @@
 // of a .safetensors checkpoint and the attention layers `params` can take from it, read with
 // the same strict readers as every other command.
 #include "attn/error.hpp"
+#include "attn/io/architecture.hpp"
 #include "attn/io/array.hpp"
 #include "attn/io/checkpoint_layers.hpp"
 #include "attn/io/checkpoint_model.hpp"
 #include "attn/io/gguf_model.hpp"
 #include "attn/io/hf_config.hpp"
 #include "attn/io/limits.hpp"
+#include "attn/io/model_folder.hpp"
 #include "attn/io/npz.hpp"
 #include "attn/io/safetensors.hpp"
 #include "cli.hpp"
@@ -250,7 +252,45 @@ void print_array_info(const std::string& file, const io::Array& arr, bool json) 
     }
 }
 
+/// A model folder: its architecture and sizes, each with where it came from.
+void run_info_model(const InfoArgs& a) {
+    const io::ModelFolder folder(a.file);
+    if (!folder.config()) {
+        throw InputError(a.file + ": no config.json (the model's architecture and sizes)");
+    }
+    const std::vector<std::string> names = folder.names();
+    const io::ModelSpec spec = io::model_spec(*folder.config(), names);
+    const std::vector<std::string> shards = folder.shards();
+    if (a.json) {
+        nlohmann::json j = {{"file", a.file},
+                            {"format", "model folder"},
+                            {"architecture", spec.arch.model_type},
+                            {"layers", spec.layers},
+                            {"hidden_size", spec.hidden},
+                            {"heads", spec.heads},
+                            {"kv_heads", spec.kv_heads},
+                            {"head_dim", spec.head_dim},
+                            {"tensors", names.size()},
+                            {"shards", shards}};
+        for (const auto& row : spec.origins) {
+            j["settings"].push_back({{"name", row[0]}, {"value", row[1]}, {"from", row[2]}});
+        }
+        std::cout << j.dump() << '\n';
+        return;
+    }
+    std::cout << a.file << ": " << spec.arch.model_type << " model, " << names.size()
+              << " tensors in " << shards.size() << " file" << (shards.size() == 1 ? "" : "s")
+              << '\n';
+    for (const std::string& line : io::describe_model(spec)) {
+        std::cout << "  " << line << '\n';
+    }
+}
+
 void run_info(const InfoArgs& a) {
+    if (io::is_model_folder(a.file)) {
+        run_info_model(a);
+        return;
+    }
     if (is_safetensors(a.file)) {
         run_info_safetensors(a);
         return;
@@ -276,7 +316,8 @@ void info_options(CLI::App& cmd, InfoArgs& a) {
     cmd.add_option("file",
                    a.file,
                    "a .npy or .json array file (- for stdin), a .npz archive (every array; "
-                   "x.npz:NAME for one), a .safetensors file or a .gguf file")
+                   "x.npz:NAME for one), a .safetensors file, a .gguf file, or a model folder "
+                   "(config.json + safetensors)")
         ->required();
     cmd.add_flag("--json",
                  a.json,

@@ -161,9 +161,13 @@ void apply_memory_limit(const std::string& max_memory);
 
 /// Refuses outputs that would overwrite one of the problem's inputs (its arrays, params
 /// files and the PROBLEM file itself) or each other: --output, --weights, --heatmap.
+/// Also refuses an --output that cannot hold every requested result ("never drop one"):
+/// an .npy file with --return arrays (`hidden_states`: a model run asked for them) is
+/// exit 2 naming what can (.npz, .json, stdout).
 void check_outputs(const problem::Problem& problem,
                    const ProblemArgs& args,
-                   const OutputOptions& o);
+                   const OutputOptions& o,
+                   bool hidden_states = false);
 
 /// Writes the requested files (atomically; "-" is stdout) or the result document on
 /// stdout, and warns about fully masked rows on stderr. At most one output may be "-";

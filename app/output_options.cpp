@@ -3,6 +3,8 @@
 #include "attn/error.hpp"
 #include "attn/io/json_text.hpp"
 #include "attn/io/limits.hpp"
+#include "attn/io/npy.hpp"
+#include "attn/io/npz.hpp"
 #include "attn/io/number_text.hpp"
 #include "attn/kernels.hpp"
 #include "attn/problem/checks.hpp"
@@ -28,9 +30,23 @@ using nlohmann::json;
 
 // --- outputs ----------------------------------------------------------------------------------
 
+namespace {
+
+/// --output FILE.npz: every array of the result.
+bool is_npz(const std::string& path) {
+    std::string ext = fs::path(path).extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) {
+        return static_cast<char>(std::tolower(c));
+    });
+    return ext == ".npz";
+}
+
+} // namespace
+
 problem::SolveOptions OutputOptions::solve_options() const {
     problem::SolveOptions s;
-    s.want_weights = !no_weights && (output.empty() || !weights.empty() || !heatmap.empty());
+    s.want_weights =
+        !no_weights && (output.empty() || is_npz(output) || !weights.empty() || !heatmap.empty());
     s.threads = threads;
     s.simd = simd;
     return s;
@@ -116,9 +132,41 @@ void apply_memory_limit(const std::string& max_memory) {
     }
 }
 
+namespace {
+
+/// The requested results beyond output and weights.
+std::vector<std::string> extra_results(const problem::Problem& p, bool hidden_states) {
+    std::vector<std::string> out;
+    for (const auto& [wanted, name] : {std::pair{p.return_lse, "lse"},
+                                       std::pair{p.return_entropy, "entropy"},
+                                       std::pair{p.return_argmax, "argmax"},
+                                       std::pair{p.top_k > 0, "top_k"},
+                                       std::pair{hidden_states, "hidden_states"}}) {
+        if (wanted) {
+            out.emplace_back(name);
+        }
+    }
+    return out;
+}
+
+} // namespace
+
 void check_outputs(const problem::Problem& problem,
                    const ProblemArgs& args,
-                   const OutputOptions& o) {
+                   const OutputOptions& o,
+                   bool hidden_states) {
+    const std::vector<std::string> extras = extra_results(problem, hidden_states);
+    if (!o.output.empty() && o.output != "-" && !extras.empty() && !is_npz(o.output) &&
+        o.format != "json" && io::array_format_for(o.output) == io::ArrayFormat::npy) {
+        std::string names;
+        for (const std::string& e : extras) {
+            names += (names.empty() ? "" : ", ") + e;
+        }
+        throw InputError("--output " + io::message_text(o.output, 80) +
+                         ": an .npy file holds the output alone, and --return asked for " + names +
+                         " too: use --output FILE.npz (every array), FILE.json (the "
+                         "result document) or no --output (stdout)");
+    }
     std::vector<io::NamedPath> inputs = problem::input_paths(problem);
     if (!args.problem.empty() && args.problem != "-") {
         inputs.push_back({"PROBLEM", args.problem});
@@ -175,12 +223,42 @@ void emit_solution(const problem::Problem& problem,
             io::write_file_atomic(path, encode_array(path, a, o));
         }
     };
+    const bool npz = !o.output.empty() && is_npz(o.output);
     for (const std::string* path : {&o.output, &o.weights}) {
-        if (!path->empty()) {
+        if (!path->empty() && !(path == &o.output && npz)) {
             format_for(*path, o.format);
         }
     }
-    if (!o.output.empty()) {
+    const bool extras = s.lse || s.entropy || s.argmax || s.top_k_indices || s.hidden_states;
+    const auto document = [&](bool with_weights) {
+        return stack != nullptr ? problem::stack_result_document(*stack, s, with_weights)
+                                : problem::result_document(problem, s, with_weights);
+    };
+    if (npz) {
+        // np.savez's layout: every array of the result.
+        std::vector<io::NpzMember> members;
+        const auto add = [&](const char* name, const std::optional<io::Array>& a) {
+            if (a) {
+                members.push_back({name,
+                                   a->dtype == "int64" ? io::encode_npy_int64(*a)
+                                                       : io::encode_npy(*a, o.dtype == "f64")});
+            }
+        };
+        add("output", s.output);
+        add("weights", o.weights.empty() ? s.weights : std::nullopt);
+        add("lse", s.lse);
+        add("entropy", s.entropy);
+        add("argmax", s.argmax);
+        add("top_k_values", s.top_k_weights);
+        add("top_k_indices", s.top_k_indices);
+        add("hidden_states", s.hidden_states);
+        add("token_ids", s.token_ids);
+        io::write_file_atomic(o.output, io::encode_npz(members));
+    } else if (!o.output.empty() && extras &&
+               format_for(o.output, o.format) == io::ArrayFormat::json) {
+        const std::string text = document(o.weights.empty()) + "\n";
+        io::write_file_atomic(o.output, {text.begin(), text.end()});
+    } else if (!o.output.empty()) {
         write_array(o.output, s.output);
     }
     if (!o.weights.empty()) {
@@ -195,10 +273,7 @@ void emit_solution(const problem::Problem& problem,
     }
     if (o.output.empty() && to_stdout == 0) {
         // What went to a file is not printed again: --weights FILE leaves them out here.
-        std::cout << (stack != nullptr
-                          ? problem::stack_result_document(*stack, s, o.weights.empty())
-                          : problem::result_document(problem, s, o.weights.empty()))
-                  << '\n';
+        std::cout << document(o.weights.empty()) << '\n';
         flush_stdout();
     }
     if (const std::string w = problem::fully_masked_warning(s, stack != nullptr);

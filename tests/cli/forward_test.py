@@ -74,7 +74,7 @@ def rope(x, rd, style, theta=10000.0):
     return np.concatenate([out, rest], -1)
 
 
-def attention(x, wq, bq, wk, bk, wv, bv, wo, bo, hkv, causal, rot=None):
+def attention(x, wq, bq, wk, bk, wv, bv, wo, bo, hkv, causal, rot=None, window=None):
     q = linear(x, wq, bq).reshape(L, H, D).transpose(1, 0, 2)
     k = linear(x, wk, bk).reshape(L, hkv, D).transpose(1, 0, 2)
     v = linear(x, wv, bv).reshape(L, hkv, D).transpose(1, 0, 2)
@@ -85,6 +85,8 @@ def attention(x, wq, bq, wk, bk, wv, bv, wo, bo, hkv, causal, rot=None):
     s = q @ k.transpose(0, 2, 1) / math.sqrt(D)
     if causal:
         s = np.where(np.tril(np.ones((L, L), bool)), s, -np.inf)
+    if window:  # Mistral: key j seen iff i - window < j
+        s = np.where(np.arange(L)[None, :] > np.arange(L)[:, None] - window, s, -np.inf)
     w = np.exp(s - s.max(-1, keepdims=True))
     w /= w.sum(-1, keepdims=True)
     o = (w @ v).transpose(1, 0, 2).reshape(L, H * D)
@@ -144,7 +146,7 @@ def gpt2(m, act="gelu_new"):
     return cfg, ws, hs
 
 
-def llama_family(m, kind):
+def llama_family(m, kind, window=None):
     hkv = 2
     eps = 1e-6
     cfg = {"model_type": kind, "hidden_size": E, "num_attention_heads": H,
@@ -153,6 +155,8 @@ def llama_family(m, kind):
            "max_position_embeddings": P}
     act = "silu"
     off = 0.0
+    if window:
+        cfg["sliding_window"] = window
     if kind == "gemma":
         cfg.update(head_dim=D, hidden_activation="gelu_pytorch_tanh", hidden_act="gelu")
         act, off = "gelu_pytorch_tanh", 1.0
@@ -187,7 +191,7 @@ def llama_family(m, kind):
             u = m.p(pre + "mlp.up_proj.weight", I, E)
         dn = m.p(pre + "mlp.down_proj.weight", E, I)
         a, w = attention(rms_norm(x, n1 + off, eps), wq, bq, wk, bk, wv, bv, wo, None, hkv,
-                         True, rot)
+                         True, rot, window)
         x = x + a
         h = rms_norm(x, n2 + off, eps)
         x = x + linear(ACT[act](linear(h, g)) * linear(h, u), dn)
@@ -335,7 +339,7 @@ ARCHS = {
     "bert": lambda m: bert_family(m, "bert"),
     "gpt_neox": gpt_neox,
     "gptj": gptj,
-    "mistral": lambda m: llama_family(m, "mistral"),
+    "mistral": lambda m, **kw: llama_family(m, "mistral", **kw),
     "qwen2": lambda m: llama_family(m, "qwen2"),
     "gemma": lambda m: llama_family(m, "gemma"),
     "phi3": lambda m: llama_family(m, "phi3"),
@@ -374,6 +378,14 @@ def build(arch, shards=1, seed=7, **kw):
     return folder, np.array(ws), np.array(hs), m.t, cfg
 
 
+def _err(args, pattern):
+    expect(args, code=2, err=pattern)
+
+
+with open(path("q.json"), "w") as _f:
+    json.dump([[1.0, 2.0], [3.0, 4.0]], _f)
+
+
 def compare(arch, shards=1, **kw):
     folder, ws, hs, _, _ = build(arch, shards, **kw)
     for precision, tol in (("f32", dict(rtol=2e-4, atol=2e-5)), ("f64", dict(rtol=0, atol=1e-10))):
@@ -406,6 +418,11 @@ def _neox_sequential():
     compare("gpt_neox", parallel=False)
 
 
+@test("forward mistral sliding window shorter than the tokens")
+def _mistral_window():
+    compare("mistral", window=3)
+
+
 @test("forward llama sharded with index")
 def _sharded():
     compare("llama", shards=3)
@@ -424,11 +441,69 @@ def _layers():
     check("layers echoed", doc.get("layers") == [1], str(doc.get("layers")))
 
 
+@test("output npz holds every result")
+def _npz():
+    folder, ws, hs, _, _ = build("bert")
+    out = path("all.npz")
+    expect(["compute", "--params", folder, "--token-ids", path("ids.json"), "--return",
+            "hidden_states,lse", "--precision", "f64", "--output", out, "--dtype", "f64"])
+    z = np.load(out)
+    check("members", sorted(z.files) == ["hidden_states", "lse", "output", "token_ids",
+                                         "weights"], str(z.files))
+    check("weights", np.allclose(z["weights"], ws, atol=1e-10), "")
+    check("hidden_states", np.allclose(z["hidden_states"], hs, atol=1e-10), "")
+    check("token_ids", z["token_ids"].dtype == np.int64 and list(z["token_ids"]) == IDS,
+          str(z["token_ids"]))
+    check("lse shape [layers, H, L]", z["lse"].shape == (NL, H, L), str(z["lse"].shape))
+
+
+@test("output npy cannot hold --return: exit 2 naming the ways")
+def _npy_drop():
+    folder, *_ = build("gpt2")
+    _err(["compute", "--params", folder, "--token-ids", path("ids.json"), "--return",
+          "hidden_states", "--output", path("o.npy")],
+         r"--output .*o.npy: an .npy file holds the output alone, and --return asked for "
+         r"hidden_states too: use --output FILE.npz .*FILE.json .*stdout")
+    _err(["compute", "-q", path("q.json"), "-k", path("q.json"), "-v", path("q.json"),
+          "--return", "lse", "--output", path("o.npy")], r"asked for lse too")
+    code, out, err = run(["compute", "-q", path("q.json"), "-k", path("q.json"), "-v",
+                          path("q.json"), "--return", "lse", "--output", "-"])
+    check("--output - keeps lse", code == 0 and "lse" in json.loads(out), err)
+
+
+@test("output json with --return writes the result document")
+def _json_doc():
+    folder, ws, hs, _, _ = build("gpt2")
+    out = path("o.json")
+    expect(["compute", "--params", folder, "--token-ids", path("ids.json"), "--return",
+            "hidden_states", "--output", out])
+    doc = json.load(open(out))
+    check("hidden_states in the file", np.allclose(np.array(doc["hidden_states"], float), hs,
+                                                   rtol=2e-4, atol=2e-5), "")
+
+
+@test("info and explain summarise the model")
+def _info():
+    folder, *_ = build("gpt_neox")
+    code, out, err = run(["info", folder])
+    text = out.decode()
+    check("info exit 0", code == 0, err)
+    for want in ["gpt_neox model", "heads: 4 (config.json: num_attention_heads)",
+                 "head dim: 4", "norm: LayerNorm eps 1e-05 (config.json: layer_norm_eps)",
+                 "positions: RoPE rotate_half, theta 10000, 2 of 4 dims",
+                 "mlp: gelu (config.json: hidden_act)",
+                 "block: parallel residual (attention + MLP)"]:
+        check("info says " + want, want in text, text)
+    code, out, err = run(["explain", "--params", folder, "--token-ids", path("ids.json"),
+                          "--layers", "1"])
+    text = out.decode()
+    check("explain exit 0", code == 0, err)
+    check("explain shows the block", "y = x + attn(input_layernorm(x)) + "
+          "mlp(post_attention_layernorm(x))" in text, text)
+    check("explain shows the layers", "1 of 2 returned: 1" in text, text)
+
+
 # --- hostile folders and traps -------------------------------------------------------------
-
-def _err(args, pattern):
-    expect(args, code=2, err=pattern)
-
 
 @test("hostile missing shard")
 def _missing_shard():
@@ -473,6 +548,39 @@ def _unsupported():
     json.dump(cfg, open(os.path.join(folder, "config.json"), "w"))
     _err(["compute", "--params", folder, "--token-ids", path("ids.json")],
          r"model_type 'mamba' is not supported \(supported: gpt2, gpt_neox, gptj, llama")
+
+
+@test("trap q/k/v/out names without config ask for --layout")
+def _out_proj_names():
+    folder = path("opt-layer")
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.default_rng(3)
+    t = {}
+    for n in ["q_proj", "k_proj", "v_proj", "out_proj"]:
+        t["model.decoder.layers.0.self_attn.%s.weight" % n] = f32(rng.standard_normal((E, E)))
+        t["model.decoder.layers.0.self_attn.%s.bias" % n] = f32(rng.standard_normal(E))
+    st = os.path.join(folder, "layer.safetensors")
+    ref.write_safetensors(st, [(k, "F32", t[k]) for k in sorted(t)])
+    x = f32(rng.standard_normal((L, E)))
+    np.save(path("x.npy"), x.astype(np.float32))
+    args = ["compute", "-x", path("x.npy"), "--params", st, "--prefix",
+            "model.decoder.layers.0.self_attn.", "--heads", str(H), "--precision", "f64"]
+    _err(args, r"fit several layouts: opt .* and gptj .*no config.json says which: set --layout")
+    pre = "model.decoder.layers.0.self_attn."
+    w = [(t[pre + n + ".weight"], t[pre + n + ".bias"]) for n in ["q_proj", "k_proj", "v_proj",
+                                                                   "out_proj"]]
+    want, ww = attention(x, *w[0], *w[1], *w[2], *w[3], H, False)
+    for extra, label in ((["--layout", "opt"], "--layout opt"), ([], "config model_type opt")):
+        if not extra:
+            json.dump({"model_type": "opt"}, open(os.path.join(folder, "config.json"), "w"))
+        code, out, err = run(args + extra)
+        check(label + " exit 0", code == 0, err)
+        if code == 0:
+            doc = json.loads(out)
+            check(label + " output (no RoPE, out_proj applied)",
+                  np.allclose(np.array(doc["output"], float), want, atol=1e-10), "")
+            check(label + " weights", np.allclose(np.array(doc["weights"], float), ww,
+                                                  atol=1e-10), "")
 
 
 @test("trap no config")

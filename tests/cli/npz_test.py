@@ -90,12 +90,18 @@ error_case(".gguf gets a hint", ["compute", "-q", "m.gguf", "-k", "k.npy", "-v",
            r"a GGUF file is a whole model, not an array: give it as --params")
 
 
-@test("npz is no output format, and no partial output")
+@test("npz output holds output and weights as np.savez writes them")
 def _():
     expect(["compute", "-q", "q.npy", "-k", "k.npy", "-v", "v.npy", "--output", "out.npz"],
-           code=2, err=r"out\.npz: unknown array format \(expected \.npy or \.json\)$",
-           out=lambda so: so == b"", name="npz is no output format")
-    check("no partial output", not os.path.exists(path("out.npz")))
+           out=lambda so: so == b"", name="npz output")
+    z = np.load(path("out.npz"))
+    check("npz members", sorted(z.files) == ["output", "weights"], str(z.files))
+    rc, out, err = run(["compute", "-q", "q.npy", "-k", "k.npy", "-v", "v.npy"])
+    doc = json.loads(out)
+    check("npz output equals the document's",
+          np.allclose(z["output"], np.array(doc["output"], dtype=np.float32), rtol=0, atol=0) and
+          np.allclose(z["weights"], np.array(doc["weights"], dtype=np.float32), rtol=0, atol=0),
+          err)
 
 
 @test("info lists every array")

@@ -182,7 +182,8 @@ TEST(SafetensorsLayout, TableRequiredProjectionsAndLayoutNames) {
             (void)attn::io::load_checkpoint_params(
                 json{{"file", "m.safetensors"}, {"layout", "t5"}}, ".", sources);
         },
-        "params.layout: expected \"attn\", \"torch-mha\", \"gpt2\", \"llama\" or \"bert\", got "
+        "params.layout: expected \"attn\", \"torch-mha\", \"gpt2\", \"llama\", \"bert\" or "
+        "\"opt\", got "
         "\"t5\"",
         "params.layout: ");
 }

@@ -46,7 +46,7 @@ Architecture llama_like(std::string type) {
 }
 
 /// The BERT family: learned positions, embedding LayerNorm, post-norm, not causal.
-Architecture bert_like(std::string type) {
+Architecture bert_like(const std::string& type) {
     Architecture a;
     a.model_type = type;
     a.roots = {type + ".", ""};
@@ -434,13 +434,26 @@ ModelSpec model_spec(std::string_view text,
             s.pad_token_id = v->get<std::int64_t>();
         }
     }
-    o.push_back({"attention", a.causal ? "causal" : "bidirectional", "the " + type + " code"});
+    const bool slides = type == "mistral" || type == "phi3" ||
+                        (type == "qwen2" && flag(doc, "use_sliding_window", false, file));
+    if (const json* w = value_of(doc, "sliding_window"); slides && w != nullptr) {
+        if (!w->is_number_unsigned() || w->get<std::size_t>() == 0) {
+            throw InputError(file + ": sliding_window: expected a positive integer, got " +
+                             got(*w));
+        }
+        s.sliding_window = w->get<std::size_t>();
+        s.sliding_window_per_layer = type == "qwen2";
+    }
+    o.push_back({"attention",
+                 std::string(a.causal ? "causal" : "bidirectional") +
+                     (s.sliding_window ? ", sliding window " + std::to_string(*s.sliding_window)
+                                       : std::string()),
+                 s.sliding_window ? "config.json: sliding_window" : "the " + type + " code"});
     return s;
 }
 
 std::vector<std::string> describe_model(const ModelSpec& spec) {
     std::vector<std::string> out;
-    out.push_back("layers: " + std::to_string(spec.layers));
     for (const auto& row : spec.origins) {
         out.push_back(row[0] + ": " + row[1] + " (" + row[2] + ")");
     }

@@ -46,6 +46,7 @@ const std::vector<ModelNames>& model_names() {
          "",
          "",
          ""},
+        {ParamsLayout::opt, std::nullopt, "", 1e-5, false, "", "", "", ""},
         {ParamsLayout::bert,
          std::nullopt,
          "",

@@ -338,8 +338,8 @@ namespace {
 
 /// The preamble and header of an NPY v1.0 file (v2.0 when the v1.0 length field cannot
 /// hold it), C order, "<f4" or "<f8", padded as numpy pads it.
-std::string npy_header_text(const std::vector<std::size_t>& shape, bool f64) {
-    const std::string dict = std::string("{'descr': '") + (f64 ? "<f8" : "<f4") +
+std::string npy_header_text(const std::vector<std::size_t>& shape, std::string_view descr) {
+    const std::string dict = std::string("{'descr': '") + std::string(descr) +
                              "', 'fortran_order': False, 'shape': " + python_shape(shape) + ", }";
     // numpy pads with spaces and ends with '\n' so that magic + length + header is a
     // multiple of 64; v2.0 (4-byte length) only when the v1.0 length field cannot hold it.
@@ -364,6 +364,10 @@ std::string npy_header_text(const std::vector<std::size_t>& shape, bool f64) {
     head.append(header_length - dict.size() - 1, ' ');
     head += '\n';
     return head;
+}
+
+std::string npy_header_text(const std::vector<std::size_t>& shape, bool f64) {
+    return npy_header_text(shape, std::string_view(f64 ? "<f8" : "<f4"));
 }
 
 /// Writes n values as little-endian "<f4" or "<f8" (whatever the host) from `out` on.
@@ -428,6 +432,19 @@ encode_npy(const std::vector<std::size_t>& shape, const float* values, bool f64)
 std::vector<std::uint8_t>
 encode_npy(const std::vector<std::size_t>& shape, const double* values, bool f64) {
     return encode_npy_impl(shape, values, f64);
+}
+
+std::vector<std::uint8_t> encode_npy_int64(const Array& a) {
+    const std::string head = npy_header_text(a.shape, std::string_view("<i8"));
+    std::vector<std::uint8_t> out(head.begin(), head.end());
+    out.reserve(head.size() + 8 * a.values.size());
+    for (const float v : a.values) {
+        const auto bits = static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
+        for (std::size_t k = 0; k < 8; ++k) {
+            out.push_back(static_cast<std::uint8_t>((bits >> (8 * k)) & 0xffu));
+        }
+    }
+    return out;
 }
 
 std::vector<std::uint8_t> encode_npy(const Array& a, bool f64) {

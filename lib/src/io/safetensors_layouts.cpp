@@ -3,6 +3,7 @@
 // nn.Linear-layout Projections. One table holds every layout: adding one is one entry
 // (its names, and a mapper when its tensors are not one weight and bias per projection).
 #include "attn/error.hpp"
+#include "attn/io/hf_config.hpp"
 #include "attn/io/safetensors.hpp"
 #include "safetensors_detail.hpp"
 
@@ -285,6 +286,18 @@ const std::vector<LayoutInfo>& layouts() {
                             "self.value.bias",
                             "output.dense.bias"},
                            true),
+        projections_layout(ParamsLayout::opt,
+                           "opt",
+                           {"q_proj.weight"},
+                           {"q_proj.weight",
+                            "k_proj.weight",
+                            "v_proj.weight",
+                            "out_proj.weight",
+                            "q_proj.bias",
+                            "k_proj.bias",
+                            "v_proj.bias",
+                            "out_proj.bias"},
+                           true),
     };
     return table;
 }
@@ -362,6 +375,47 @@ void note_first_nonfinite(const Array& a, ProblemSource& s) {
     }
 }
 
+/// q_proj/k_proj/v_proj/out_proj names fit OPT-like models (no RoPE) and GPT-J/CodeGen
+/// (rotary): taken as opt only when config.json's model_type is one without RoPE.
+void check_out_proj_model(const json& params,
+                          const fs::path& base,
+                          const fs::path& file,
+                          const std::string& what,
+                          const std::string& prefix) {
+    std::optional<fs::path> config = hf_config_beside(file);
+    if (params.is_object() && params.contains("config") && params["config"].is_string()) {
+        const fs::path c = params["config"].get<std::string>();
+        config = c.is_absolute() ? c : base / c;
+    }
+    std::string type;
+    if (config) {
+        const HfConfig c = read_hf_config(*config);
+        type = c.model_type ? c.model_type->value : "";
+    }
+    for (const char* plain : {"opt",
+                              "bart",
+                              "mbart",
+                              "whisper",
+                              "clip",
+                              "clip_text_model",
+                              "clip_vision_model",
+                              "vit",
+                              "marian",
+                              "pegasus",
+                              "blenderbot"}) {
+        if (type == plain) {
+            return;
+        }
+    }
+    throw InputError(
+        what + ": the tensors at prefix " + quote_name(prefix) +
+        " (q_proj, k_proj, v_proj, out_proj) fit several layouts: opt (OPT, BART, "
+        "Whisper, CLIP, ViT: no RoPE) and gptj (rotary)" +
+        (type.empty() ? std::string(" and no config.json says which")
+                      : ": config.json's model_type '" + message_text(type, 40) + "' is neither") +
+        ": set --layout (e.g. --layout opt)");
+}
+
 } // namespace
 
 std::string_view layout_name(ParamsLayout layout) {
@@ -369,13 +423,23 @@ std::string_view layout_name(ParamsLayout layout) {
 }
 
 std::vector<ParamsLayout> detect_layouts(const std::vector<std::string>& names) {
+    const auto has = [&names](std::string_view n) {
+        return std::find(names.begin(), names.end(), n) != names.end();
+    };
+    // q_proj with out_proj (OPT's names) is neither llama (o_proj) nor torch-mha.
+    const bool out_proj_names = has("q_proj.weight") && has("out_proj.weight");
     std::vector<ParamsLayout> out;
     for (const LayoutInfo& info : layouts()) {
         const bool found = std::any_of(names.begin(), names.end(), [&](const std::string& n) {
             return std::find(info.signatures.begin(), info.signatures.end(), n) !=
                    info.signatures.end();
         });
-        if (found) {
+        const bool fits = info.layout == ParamsLayout::llama ? !out_proj_names
+                          : info.layout == ParamsLayout::opt ? out_proj_names
+                          : info.layout == ParamsLayout::torch_mha
+                              ? !out_proj_names || has("in_proj_weight") || has("q_proj_weight")
+                              : true;
+        if (found && fits) {
             out.push_back(info.layout);
         }
     }
@@ -485,9 +549,12 @@ CheckpointParams load_checkpoint_params(const nlohmann::json& params,
     }
     if (found.empty()) {
         std::string looked;
+        std::set<std::string_view> seen; // opt and llama share q_proj.weight
         for (const LayoutInfo* info : candidates) {
             for (const std::string_view sig : info->signatures) {
-                looked += (looked.empty() ? "" : ", ") + std::string(sig);
+                if (seen.insert(sig).second) {
+                    looked += (looked.empty() ? "" : ", ") + std::string(sig);
+                }
             }
         }
         std::string message =
@@ -523,6 +590,9 @@ CheckpointParams load_checkpoint_params(const nlohmann::json& params,
                          " match the layouts " + list + ": set \"layout\"");
     }
     const ParamsLayout chosen = found.front();
+    if (chosen == ParamsLayout::opt && !layout) {
+        check_out_proj_model(params, base, full, what, prefix);
+    }
     std::map<std::string, Array> tensors;
     for (const std::string_view key : layout_info(chosen).tensors) {
         const SafetensorsEntry* e = st->header().find(prefix + std::string(key));

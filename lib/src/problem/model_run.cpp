@@ -144,6 +144,17 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
         ls.attention.causal = Causal::top_left; // the decoder's own mask
     }
     ls.rope = spec.rope ? &*spec.rope : nullptr;
+    if (spec.sliding_window && run.ids.shape()[1] > *spec.sliding_window) {
+        if (spec.sliding_window_per_layer) {
+            throw InputError("token_ids: " + std::to_string(run.ids.shape()[1]) +
+                             " tokens exceed the model's sliding_window " +
+                             std::to_string(*spec.sliding_window) +
+                             ", which only some of its layers apply: not supported");
+        }
+        if (!ls.attention.window.bounded()) { // HF: key j seen iff i - W < j <= i
+            ls.attention.window.left = static_cast<std::int64_t>(*spec.sliding_window) - 1;
+        }
+    }
     const BlockSpec block{spec.residual, spec.activation};
 
     BasicTensor3<T> x = embed_tokens(run, io::load_model_embeddings<T>(*run.folder, spec));
@@ -189,6 +200,14 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
         out.rows_fully_masked += r.rows_fully_masked;
     }
     out.output = std::move(*output);
+    Array ids;
+    ids.shape = {run.ids.shape()[0], run.ids.shape()[1]};
+    if (!p.batched) {
+        ids.shape.erase(ids.shape.begin());
+    }
+    ids.values.assign(run.ids.begin(), run.ids.end());
+    ids.dtype = "int64";
+    out.token_ids = std::move(ids);
     if (run.want_hidden_states) {
         const std::optional<BasicNorm<T>> final_norm = io::load_final_norm<T>(*run.folder, spec);
         hidden.push_back(final_norm ? apply_norm(x, *final_norm) : x);

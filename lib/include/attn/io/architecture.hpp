@@ -46,8 +46,10 @@ enum class PositionScheme {
              ///< pad tokens at padding_idx (create_position_ids_from_input_ids)
 };
 
-/// One architecture: names and structure. Empty names are absent parts.
+/// One architecture: names and structure. Empty names are absent parts. (Names first,
+/// then numbers, kinds and flags: the order clang-tidy's padding check asks for.)
 struct Architecture {
+    // Names.
     std::string model_type;           ///< config.json's model_type: "gpt2"
     std::vector<std::string> roots;   ///< where the names start, tried in order: "transformer.", ""
     std::string token_embedding;      ///< "wte.weight"
@@ -55,28 +57,31 @@ struct Architecture {
     std::string token_type_embedding; ///< BERT: row 0 added to every token
     std::string embedding_norm;       ///< BERT "embeddings.LayerNorm" (+ .weight/.bias)
     std::string layer;                ///< "h.{}."; block names below are relative to it
-    QkvLayout qkv = QkvLayout::separate;
-    std::string q, k, v;                  ///< separate: "attn.q_proj"; fused: the one tensor in q
-    std::string o;                        ///< output projection "attn.c_proj"
-    bool o_conv1d = false;                ///< GPT-2 Conv1D c_proj [in, out]
+    std::string q, k, v;              ///< separate: "attn.q_proj"; fused: the one tensor in q
+    std::string o;                    ///< output projection "attn.c_proj"
     std::string attention_norm, mlp_norm; ///< "ln_1", "ln_2" (see Residual for where)
-    MlpLayout mlp = MlpLayout::plain;
-    std::string up, gate, down; ///< gated_fused: the fused tensor in up
-    std::string final_norm;     ///< "ln_f"; empty: none (BERT)
-    NormKind norm = NormKind::layer_norm;
-    double norm_weight_offset = 0.0; ///< Gemma: RMSNorm scales by (1 + w)
-    double default_norm_eps = 1e-5;
-    bool fixed_norm_eps = false; ///< DistilBERT, OPT: eps is the code's, not the config's
-    Residual residual = Residual::pre_norm;
-    std::string activation_key;     ///< config key naming the MLP's activation
-    std::string default_activation; ///< ACT2FN name when the config does not say
-    bool causal = true;
-    bool rope = false;
-    RopeStyle rope_style = RopeStyle::neox;
+    std::string up, gate, down;           ///< gated_fused: the fused tensor in up
+    std::string final_norm;               ///< "ln_f"; empty: none (BERT)
+    std::string activation_key;           ///< config key naming the MLP's activation
+    std::string default_activation;       ///< ACT2FN name when the config does not say
+    // Numbers.
+    double norm_weight_offset = 0.0;     ///< Gemma: RMSNorm scales by (1 + w)
+    double default_norm_eps = 1e-5;      ///< when the config does not say
     double default_partial_rotary = 1.0; ///< GPT-NeoX's rotary_pct default 0.25
+    std::size_t position_offset = 0;     ///< OPT: 2
+    // Kinds.
+    QkvLayout qkv = QkvLayout::separate;
+    MlpLayout mlp = MlpLayout::plain;
+    NormKind norm = NormKind::layer_norm;
+    Residual residual = Residual::pre_norm;
+    RopeStyle rope_style = RopeStyle::neox;
     PositionScheme positions = PositionScheme::none;
-    std::size_t position_offset = 0; ///< OPT: 2
-    bool embed_scale_sqrt = false;   ///< Gemma: embeddings · √E (in the model's dtype)
+    // Flags.
+    bool o_conv1d = false;         ///< GPT-2 Conv1D c_proj [in, out]
+    bool fixed_norm_eps = false;   ///< DistilBERT, OPT: eps is the code's, not the config's
+    bool causal = true;            ///< the decoder's own causal mask
+    bool rope = false;             ///< RoPE on Q and K (style rope_style)
+    bool embed_scale_sqrt = false; ///< Gemma: embeddings · √E (in the model's dtype)
 };
 
 /// The architectures attn knows, in the order messages list them.
@@ -89,16 +94,20 @@ std::string architecture_names();
 /// A model: its architecture and sizes, each value with where it came from (for explain).
 struct ModelSpec {
     Architecture arch;
-    std::string root; ///< the root the file's names use
-    std::size_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0;
-    double norm_eps = 1e-5;
-    Activation activation = Activation::gelu_erf;
+    std::string root;            ///< the root the file's names use
     std::string activation_name; ///< as the config names it
-    Residual residual = Residual::pre_norm;
-    std::optional<RopeSpec> rope;
-    std::int64_t pad_token_id = 1; ///< RoBERTa positions
     /// (what, value, source) for explain and info: "heads", "12", "config.json: n_head".
     std::vector<std::vector<std::string>> origins;
+    std::optional<RopeSpec> rope;
+    /// Mistral/Phi-3 `sliding_window` (query i sees keys i − W < j <= i); Qwen2's only with
+    /// use_sliding_window (then refused past the window: its layers differ).
+    std::optional<std::size_t> sliding_window;
+    std::size_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0;
+    double norm_eps = 1e-5;
+    std::int64_t pad_token_id = 1; ///< RoBERTa positions
+    Activation activation = Activation::gelu_erf;
+    Residual residual = Residual::pre_norm;
+    bool sliding_window_per_layer = false; ///< Qwen2: some layers slide, some do not
 };
 
 /// The ACT2FN names attn computes: gelu, gelu_new, gelu_pytorch_tanh, relu, silu, swish.

@@ -55,4 +55,15 @@ Array read_npz_array(const std::filesystem::path& file,
                      std::string_view member,
                      Precision precision = Precision::f32);
 
+/// One member of an archive to write: its array name (stored as NAME.npy) and NPY bytes.
+struct NpzMember {
+    std::string name;
+    std::vector<std::uint8_t> npy;
+};
+
+/// An archive as numpy's np.savez writes it (uncompressed, "stored" members, in order),
+/// that np.load reads back. Throws InputError when the archive would reach 4 GiB (no
+/// ZIP64 here: write the arrays as .npy files instead).
+std::vector<std::uint8_t> encode_npz(const std::vector<NpzMember>& members);
+
 } // namespace attn::io

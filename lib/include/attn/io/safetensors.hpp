@@ -105,15 +105,19 @@ enum class ParamsLayout {
                ///< c_proj.weight [in, out], c_proj.bias
     llama,     ///< q_proj, k_proj, v_proj, o_proj .weight [out, in] (and optional .bias)
     bert,      ///< self.query, self.key, self.value, output.dense .weight [out, in], .bias
+    opt,       ///< q_proj, k_proj, v_proj, out_proj .weight [out, in], .bias; no RoPE (OPT,
+               ///< BART, Whisper, CLIP, ViT). GPT-J's names are the same (with RoPE): taken
+               ///< only when asked for (layout) or config.json's model_type says which
 };
 
-/// "attn", "torch-mha", "gpt2", "llama", "bert".
+/// "attn", "torch-mha", "gpt2", "llama", "bert", "opt".
 std::string_view layout_name(ParamsLayout layout);
 
 /// The layouts whose names appear among `names` (tensor names with the prefix removed), in
 /// enum order. A layout is recognized by its main weight: w_q/w_k/w_v/w_o (attn),
 /// in_proj_weight/q_proj_weight/out_proj.weight (torch-mha), c_attn.weight (gpt2),
-/// q_proj.weight (llama), self.query.weight (bert).
+/// q_proj.weight with o_proj.weight (llama), self.query.weight (bert), q_proj.weight with
+/// out_proj.weight (opt; then not torch-mha).
 std::vector<ParamsLayout> detect_layouts(const std::vector<std::string>& names);
 
 /// Maps a layer's tensors (keyed by name without the prefix; others are ignored) to

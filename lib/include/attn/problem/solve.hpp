@@ -36,6 +36,8 @@ struct Solution {
     std::optional<io::Array> lse, entropy, argmax, top_k_indices, top_k_weights;
     /// A whole model's "return": ["hidden_states"]: [layers + 1, B, L, E], B dropped as above.
     std::optional<io::Array> hidden_states;
+    /// A whole model's input ids (for --output FILE.npz), [B, L] or [L].
+    std::optional<io::Array> token_ids;
 };
 
 /// One attention layer's result in problem p's contract shapes (output [B, Lq, E], B

@@ -287,16 +287,18 @@ void run_info_model(const InfoArgs& a) {
 }
 
 void run_info(const InfoArgs& a) {
+    // A .gguf first: it is a whole model too, but its summary is the file's own (metadata,
+    // tensor types), and a GGUF of no supported architecture still has one.
+    if (io::is_gguf_path(a.file)) {
+        run_info_gguf(a);
+        return;
+    }
     if (io::is_model_folder(a.file)) {
         run_info_model(a);
         return;
     }
     if (is_safetensors(a.file)) {
         run_info_safetensors(a);
-        return;
-    }
-    if (io::is_gguf_path(a.file)) {
-        run_info_gguf(a);
         return;
     }
     // A bare .npz: every array it holds, one line (or JSON line) each, in archive order.

@@ -18,14 +18,15 @@ KNOWN = {"AVX3_DL", "AVX3", "AVX2", "SSE4", "SSSE3", "SVE2_128", "SVE_256", "SVE
 
 
 def version_lines(args):
-    """stdout's lines; checks exit 0, three lines and an empty stderr."""
+    """stdout's lines; checks exit 0, four lines (the last names the commit) and an empty
+    stderr."""
     rc, out, err = run(args)
     lines = out.decode().splitlines()
     what = " ".join(args)
-    check(what + " exits 0 and prints three lines", rc == 0 and len(lines) == 3,
+    check(what + " exits 0 and prints four lines", rc == 0 and len(lines) == 4,
           f"exit {rc}, stdout {lines!r}")
     check(what + " no stderr", err == "", repr(err[:200]))
-    return lines if len(lines) == 3 else None
+    return lines if len(lines) == 4 else None
 
 
 def compiled(lines):

@@ -383,7 +383,7 @@ def test_checkpoint_errors(res, binary, tmp):
                prob({"file": "g.safetensors", "layer": 0}),
                r"params: unknown field 'layer' of a checkpoint \(expected file, prefix, layout, config\)")
     error_case(res, binary, d, "unknown layout", prob({"file": "g.safetensors", "layout": "t5"}),
-               r"params\.layout: expected \"attn\", \"torch-mha\", \"gpt2\", \"llama\" or \"bert\"")
+               r"params\.layout: expected \"attn\", \"torch-mha\", \"gpt2\", \"llama\", \"bert\" or \"opt\"")
     ref.write_safetensors(os.path.join(d, "l.safetensors"), [("q_proj.weight", "F32", rn(E, E))])
     error_case(res, binary, d, "llama missing k_proj", prob("l.safetensors"),
                r"layout llama: missing tensor 'k_proj.weight'")

@@ -49,19 +49,15 @@ def run(name, h, lq, lk, f, seed):
             check(tag, False, p.stderr)
             continue
         r = json.loads(p.stdout)
-        sq = (lambda x: x[0]) if h > 1 else (lambda x: x[0, 0])
-        # rank-4 input: batched [1, H, ...]; one head drops H.
-        lead = (lambda x: x[:, None]) if False else (lambda x: x)
-        exp_shape = (1, h) if h > 1 else (1,)
         out, w, lse, ent, arg = want
         check(tag + " output", close(r["output"], out[None]), "output")
         if not flags:
             # Rank-4 inputs keep rank-4 weights [1, H, Lq, Lk] whatever H is.
             check(tag + " weights", close(r["weights"], w[None]), "weights")
-        hh = (lambda x: x[None]) if h > 1 else (lambda x: x)
-        check(tag + " lse", close(r["lse"], hh(lse) if h > 1 else lse), f'{r["lse"]} vs {lse}')
-        check(tag + " entropy", close(r["entropy"], hh(ent) if h > 1 else ent), "entropy")
-        check(tag + " argmax", close(r["argmax"], hh(arg) if h > 1 else arg), f'{r["argmax"]} vs {arg}')
+        # Per-row diagnostics follow the weights' rule: rank-4 inputs keep [1, H, Lq].
+        check(tag + " lse", close(r["lse"], lse[None]), f'{r["lse"]} vs {lse}')
+        check(tag + " entropy", close(r["entropy"], ent[None]), "entropy")
+        check(tag + " argmax", close(r["argmax"], arg[None]), f'{r["argmax"]} vs {arg}')
         ti = np.asarray(num(r["top_k"]["indices"]), float).reshape(-1, 3)
         tw = np.asarray(num(r["top_k"]["weights"]), float).reshape(-1, 3)
         wf = w.reshape(-1, lk)
@@ -72,7 +68,6 @@ def run(name, h, lq, lk, f, seed):
             if not np.allclose(sorted(wf[row, order]), sorted(tw[row][: len(got)]), atol=2e-4) or len(got) != len(order):
                 ok = False
         check(tag + " top_k", ok, "top_k")
-        del sq, lead, exp_shape
 
 
 cases = []

@@ -56,10 +56,10 @@ def kernel_runs(name, doc):
         yield flags, tag, json.loads(out)
 
 
-def squeeze_bh(x, h):
-    """[B=1, H, ...] -> the contract's shape for rank-4 inputs: B kept (batched), H dropped
-    when 1."""
-    return x if h > 1 else x[:, 0]
+def squeeze_bh(x, h, rank4):
+    """[B=1, H, ...] -> the contract's shape: B kept (batched); H kept for rank-4 inputs
+    whatever it is (as the weights keep it), dropped when 1 for lower ranks."""
+    return x if h > 1 or rank4 else x[:, 0]
 
 
 def direct_case(name, seed, B, H, Hkv, Lq, Lk, f, rank4=True, tmp=None, npy=False):
@@ -114,14 +114,14 @@ def direct_case(name, seed, B, H, Hkv, Lq, Lk, f, rank4=True, tmp=None, npy=Fals
         ok, why = close(r["output"], want_out)  # rank-4 output keeps [B, H, Lq, Dv]
         check(tag + " output", ok, why)
         if not flags:
-            # Rank-4 inputs keep rank-4 weights whatever H is (diagnostics drop H = 1).
+            # Rank-4 inputs keep rank-4 weights and diagnostics whatever H is.
             ok, why = close(r["weights"], want_w)
             check(tag + " weights", ok, why)
-        ok, why = close(r["lse"], squeeze_bh(lse, H))
+        ok, why = close(r["lse"], squeeze_bh(lse, H, rank4))
         check(tag + " lse", ok, why)
-        ok, why = close(r["entropy"], squeeze_bh(ent, H), 1e-11)
+        ok, why = close(r["entropy"], squeeze_bh(ent, H, rank4), 1e-11)
         check(tag + " entropy", ok, why)
-        ok, why = close(r["argmax"], squeeze_bh(arg, H))
+        ok, why = close(r["argmax"], squeeze_bh(arg, H, rank4))
         check(tag + " argmax", ok, why)
     if len(outs) == 2:
         check(name + " kernels agree exactly",

@@ -27,6 +27,10 @@ import attn  # noqa: E402
 
 ATTN = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else None
 TMP = tempfile.mkdtemp(prefix="attn-python-")
+# The CLI runs without the interpreter's preloaded sanitizer runtime (CTest's LD_PRELOAD for
+# a sanitized module): a sanitized attn binary carries its own, and two ASan runtimes in one
+# process refuse to start.
+CLI_ENV = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
 TESTS = []
 
 
@@ -59,7 +63,8 @@ def cli(problem, *args):
     path = os.path.join(TMP, "problem.json")
     with open(path, "w") as f:
         json.dump(doc, f)
-    p = subprocess.run([ATTN, "compute", path, *args], capture_output=True, text=True)
+    p = subprocess.run([ATTN, "compute", path, *args], capture_output=True, text=True,
+                       env=CLI_ENV)
     out = json.loads(p.stdout) if p.returncode == 0 else None
     return p.returncode, out, p.stderr
 
@@ -320,7 +325,7 @@ def test_no_leak_over_10000_calls():
 def cli_heatmap(weights, out, *args):
     path = os.path.join(TMP, "weights.npy")
     np.save(path, weights)
-    p = subprocess.run([ATTN, "heatmap", path, "-o", os.path.join(TMP, out), *args],
+    p = subprocess.run([ATTN, "heatmap", path, "-o", os.path.join(TMP, out), *args], env=CLI_ENV,
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     with open(os.path.join(TMP, out), "rb") as f:

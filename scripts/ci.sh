@@ -2,6 +2,7 @@
 # The whole test suite, as CI runs it (README's second command, `.ci/run`), after
 # scripts/setup.sh. One build does it all: the `ci` preset (clang 14, ASan + UBSan at -O1,
 # warnings as errors, the tests and the libFuzzer targets), then
+#   oracles the tokenizer tests' npm oracles (scripts/setup_node_oracles.sh)
 #   format  clang-format-14 on every tracked C++ file
 #   build   the ci preset
 #   tidy    clang-tidy-14 on every source of lib/ and app/ (and python/) with that build's
@@ -16,7 +17,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-all=(format build tidy test fuzz gcc)
+all=(oracles format build tidy test fuzz gcc)
 steps=("$@")
 if [[ ${#steps[@]} -eq 0 ]]; then
     steps=("${all[@]}")
@@ -28,6 +29,7 @@ for s in "${steps[@]}"; do
     fi
 done
 
+step_oracles() { sh scripts/setup_node_oracles.sh; }
 step_format() { bash scripts/lint.sh format; }
 step_build() { cmake --preset ci && cmake --build --preset ci; }
 step_tidy() { LINT_BUILD=build/ci bash scripts/lint.sh tidy; }
@@ -76,7 +78,7 @@ total=$(($(date +%s) - start_all))
 echo
 echo "ci: step times ($(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p' | head -n 1)):"
 for i in "${!names[@]}"; do
-    printf 'ci:   %-7s %5d s  %s\n' "${names[$i]}" "${times[$i]}" "${results[$i]}"
+    printf 'ci:   %-8s %5d s  %s\n' "${names[$i]}" "${times[$i]}" "${results[$i]}"
 done
-printf 'ci:   %-7s %5d s  (%d min %d s)\n' total "$total" $((total / 60)) $((total % 60))
+printf 'ci:   %-8s %5d s  (%d min %d s)\n' total "$total" $((total / 60)) $((total % 60))
 exit "$status"

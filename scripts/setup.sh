@@ -42,5 +42,5 @@ if [ -n "$missing" ]; then
     $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 
-# The tokenizer tests' oracles from npm (Hugging Face's tokenizers, the GPT-2 encoder).
-sh "$(dirname "$0")/setup_node_oracles.sh"
+# The tokenizer tests' npm oracles are the test suite's, not the build's: scripts/ci.sh
+# installs them (scripts/setup_node_oracles.sh), so README's first command needs no npm.

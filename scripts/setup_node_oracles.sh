@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the tokenizer tests' npm oracles (tests/tokenizer/package.json, pinned by its
 # package-lock.json: Hugging Face's `tokenizers` and `gpt-3-encoder`) into
-# tests/tokenizer/node_modules with `npm ci`. Run by scripts/setup.sh. Uses the npm on the
+# tests/tokenizer/node_modules with `npm ci`. Run by scripts/ci.sh (its `oracles` step). Uses the npm on the
 # PATH (nodesource's node ships its own); only when there is none does it install Debian's
 # nodejs and npm. Idempotent: skipped when the installed lock file is the current one.
 set -eu

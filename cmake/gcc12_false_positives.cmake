@@ -26,9 +26,11 @@ set(attn_gcc12_array_bounds
     app/compute_options.cpp)
 function(attn_gcc12_silence warning)
     foreach(file IN LISTS ARGN)
-        get_filename_component(folder ${PROJECT_SOURCE_DIR}/${file} DIRECTORY)
-        string(REGEX REPLACE "/src/.*$" "" folder "${folder}") # lib/src/io -> lib
-        set_property(SOURCE ${PROJECT_SOURCE_DIR}/${file} DIRECTORY ${folder}
+        # The folder whose CMakeLists.txt adds the file, from the path in the tree (never from
+        # the absolute path, whose own parts may hold "/src/"): lib/src/io/x.cpp -> lib.
+        get_filename_component(folder ${file} DIRECTORY)
+        string(REGEX REPLACE "/src/.*$" "" folder "${folder}")
+        set_property(SOURCE ${PROJECT_SOURCE_DIR}/${file} DIRECTORY ${PROJECT_SOURCE_DIR}/${folder}
                      APPEND PROPERTY COMPILE_OPTIONS -Wno-${warning})
     endforeach()
 endfunction()

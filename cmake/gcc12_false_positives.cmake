@@ -19,11 +19,17 @@ endif()
 set(attn_gcc12_restrict
     lib/src/io/checkpoint_layers.cpp lib/src/io/checkpoint_model.cpp lib/src/io/safetensors.cpp
     lib/src/io/safetensors_layouts.cpp lib/src/render/figure.cpp lib/src/render/html.cpp
-    lib/src/render/terminal.cpp)
+    lib/src/render/terminal.cpp lib/src/io/gguf.cpp lib/src/io/gguf_file.cpp
+    lib/src/io/gguf_model.cpp lib/src/io/model_folder.cpp lib/src/io/tokenizer.cpp
+    lib/src/io/tokenizer_bpe.cpp lib/src/io/tokenizer_normalizers.cpp
+    lib/src/io/tokenizer_pretokenizers.cpp lib/src/io/tokenizer_wordpiece.cpp)
 set(attn_gcc12_array_bounds
     lib/src/io/json_lines.cpp lib/src/io/json_text.cpp lib/src/io/rope_field.cpp
     lib/src/io/safetensors.cpp lib/src/problem/decode_fields.cpp lib/src/problem/solve.cpp
-    app/compute_options.cpp)
+    app/compute_options.cpp lib/src/io/gguf_info.cpp app/cmd_tokenize.cpp)
+# -Wnull-dereference in CPython's object.h (Py_INCREF) and libstdc++'s stl_construct.h after
+# pybind11's casters are inlined into the module's files.
+set(attn_gcc12_null_dereference python/arrays.cpp python/figures.cpp)
 function(attn_gcc12_silence warning)
     foreach(file IN LISTS ARGN)
         # The folder whose CMakeLists.txt adds the file, from the path in the tree (never from
@@ -36,3 +42,4 @@ function(attn_gcc12_silence warning)
 endfunction()
 attn_gcc12_silence(restrict ${attn_gcc12_restrict})
 attn_gcc12_silence(array-bounds ${attn_gcc12_array_bounds})
+attn_gcc12_silence(null-dereference ${attn_gcc12_null_dereference})

@@ -16,18 +16,20 @@ PYBIND11_MODULE(attn, m) {
     // InputError: the input cannot be used as given (the CLI's exit 2), a ValueError.
     static py::exception<attn::InputError> input_error(m, "InputError", PyExc_ValueError);
     input_error.doc() = "Bad input (the CLI's exit 2): the message is the CLI's error line.";
-    py::register_exception_translator([](std::exception_ptr p) {
-        try {
-            if (p) {
-                std::rethrow_exception(p);
+    // By value: pybind11's translator is a void(*)(std::exception_ptr).
+    py::register_exception_translator(
+        [](std::exception_ptr p) { // NOLINT(performance-unnecessary-value-param)
+            try {
+                if (p) {
+                    std::rethrow_exception(p);
+                }
+            } catch (const attn::InputError& e) {
+                input_error(e.what());
+            } catch (const attn::SystemError& e) {
+                // The environment failed (a write, the disk): the CLI's exit 1.
+                PyErr_SetString(PyExc_OSError, e.what());
             }
-        } catch (const attn::InputError& e) {
-            input_error(e.what());
-        } catch (const attn::SystemError& e) {
-            // The environment failed (a write, the disk): the CLI's exit 1.
-            PyErr_SetString(PyExc_OSError, e.what());
-        }
-    });
+        });
     attn::python::register_compute(m);
     attn::python::register_figures(m);
 }

@@ -351,7 +351,8 @@ Returns an attn.Figure (shown inline by Jupyter; .save(path), .data).
     m.def(
         "view",
         [](const py::object& weights, const py::object& tokens, const py::kwargs& options) {
-            py::kwargs o = options;
+            // A copy: the caller's keyword dict stays as it was.
+            py::dict o = options.attr("copy")().cast<py::dict>();
             o["format"] = "html";
             return py::module_::import("attn").attr("heatmap")(weights, tokens, **o);
         },
@@ -367,7 +368,8 @@ array), inline in Jupyter: attn.heatmap(weights, tokens, format="html", **option
         [](const py::object& attentions, const py::object& tokens, const py::kwargs& options) {
             std::vector<std::size_t> layers;
             const py::object w = stacked_attentions(attentions, layers);
-            py::kwargs o = options;
+            // A copy: the caller's keyword dict stays as it was.
+            py::dict o = options.attr("copy")().cast<py::dict>();
             if (!o.contains("format")) {
                 o["format"] = "html";
             }

@@ -276,7 +276,7 @@ TEST(GgufHostile, TensorShapesOffsetsAndAlignment) {
 TEST(GgufHostile, MemoryLimitBeforeDequantizing) {
     GgufBytes g;
     g.tensor("w", {64, 64}, 0, 0);
-    g.data_bytes = 64 * 64 * 4;
+    g.data_bytes = std::size_t{64} * 64 * 4;
     const auto bytes = g.bytes();
     const GgufHeader h = parse(bytes);
     const ScopedLimit limit(1024);

@@ -22,6 +22,7 @@ PACKAGES="$PACKAGES pybind11-dev python3-dev libpcre2-dev libsentencepiece-dev \
 python3-sentencepiece python3-torch python3-pytest"
 PACKAGES="$PACKAGES libicu-dev" # tokenizer normalizers: NFC/NFD/NFKC/NFKD, lowercasing, character classes
 PACKAGES="$PACKAGES pkg-config" # CMake finds libpcre2-8 and sentencepiece through it
+PACKAGES="$PACKAGES file dpkg-dev" # CPack's .deb (install_test): file and dpkg-shlibdeps find its dependencies
 
 missing=""
 for p in $PACKAGES; do

@@ -46,9 +46,12 @@ step_gcc() {
         echo "$log"
         return "$rc"
     fi
-    if grep -q 'warning:' <<<"$log"; then
-        grep -E -A3 'warning:' <<<"$log"
-        echo "gcc: $(grep -c 'warning:' <<<"$log") warnings in the -O3 build" >&2
+    # The compiler's warnings (FILE:LINE:COL: warning:), not the linker's notes (the
+    # module's LTO says "lto-wrapper: warning: using serial compilation").
+    local pattern='^[^ :]+:[0-9]+:[0-9]+: warning:'
+    if grep -qE "$pattern" <<<"$log"; then
+        grep -E -A3 "$pattern" <<<"$log"
+        echo "gcc: $(grep -cE "$pattern" <<<"$log") warnings in the -O3 build" >&2
         return 1
     fi
     echo "gcc: the -O3 build of lib/ and app/ is warning-free"

@@ -154,6 +154,20 @@ void append_layer(std::optional<Array>& stack,
     ++stack->shape[0];
 }
 
+void append_solution(Solution& stack,
+                     std::optional<Array>& output,
+                     const Solution& r,
+                     std::size_t count) {
+    append_layer(output, r.output, count);
+    append_layer(stack.weights, r.weights, count);
+    append_layer(stack.lse, r.lse, count);
+    append_layer(stack.entropy, r.entropy, count);
+    append_layer(stack.argmax, r.argmax, count);
+    append_layer(stack.top_k_indices, r.top_k_indices, count);
+    append_layer(stack.top_k_weights, r.top_k_weights, count);
+    stack.rows_fully_masked += r.rows_fully_masked;
+}
+
 bool is_layer_stack(const json& doc) {
     return doc.is_object() && doc.contains("hidden_states") && !doc["hidden_states"].is_null();
 }
@@ -276,14 +290,7 @@ Solution solve_layer_stack(const LayerStack& s, const SolveOptions& options, boo
             check_finite(layer);
         }
         const Solution r = solve(layer, options);
-        append_layer(output, r.output, n);
-        append_layer(out.weights, r.weights, n);
-        append_layer(out.lse, r.lse, n);
-        append_layer(out.entropy, r.entropy, n);
-        append_layer(out.argmax, r.argmax, n);
-        append_layer(out.top_k_indices, r.top_k_indices, n);
-        append_layer(out.top_k_weights, r.top_k_weights, n);
-        out.rows_fully_masked += r.rows_fully_masked;
+        append_solution(out, output, r, n);
     }
     out.output = std::move(*output);
     return out;

@@ -190,14 +190,7 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
     const std::size_t n = selected.size();
     for (const std::size_t l : selected) {
         const Solution& r = results.at(l);
-        append_layer(output, r.output, n);
-        append_layer(out.weights, r.weights, n);
-        append_layer(out.lse, r.lse, n);
-        append_layer(out.entropy, r.entropy, n);
-        append_layer(out.argmax, r.argmax, n);
-        append_layer(out.top_k_indices, r.top_k_indices, n);
-        append_layer(out.top_k_weights, r.top_k_weights, n);
-        out.rows_fully_masked += r.rows_fully_masked;
+        append_solution(out, output, r, n);
     }
     out.output = std::move(*output);
     Array ids;

@@ -40,6 +40,14 @@ void append_layer(std::optional<io::Array>& stack,
                   const std::optional<io::Array>& part,
                   std::size_t count);
 
+/// Appends one layer's solution `r` to the stacked `stack` (every result array along a new
+/// leading axis, the fully-masked rows summed); its output goes to `output` until the last
+/// layer is in. `count`: the layers to come, as for append_layer.
+void append_solution(Solution& stack,
+                     std::optional<io::Array>& output,
+                     const Solution& r,
+                     std::size_t count);
+
 /// The "layers" field: "0,3,5-7" or a list of non-negative integers, none twice.
 /// Throws InputError("layers: ...").
 std::vector<std::size_t> layer_selection(const nlohmann::json& j);

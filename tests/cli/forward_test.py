@@ -74,7 +74,8 @@ def rope(x, rd, style, theta=10000.0):
     return np.concatenate([out, rest], -1)
 
 
-def attention(x, wq, bq, wk, bk, wv, bv, wo, bo, hkv, causal, rot=None, window=None):
+def attention(x, wq, bq, wk, bk, wv, bv, wo, bo, hkv, causal, rot=None, window=None,
+              scale=None):
     q = linear(x, wq, bq).reshape(L, H, D).transpose(1, 0, 2)
     k = linear(x, wk, bk).reshape(L, hkv, D).transpose(1, 0, 2)
     v = linear(x, wv, bv).reshape(L, hkv, D).transpose(1, 0, 2)
@@ -82,10 +83,10 @@ def attention(x, wq, bq, wk, bk, wv, bv, wo, bo, hkv, causal, rot=None, window=N
         q, k = rot(q), rot(k)
     k = np.repeat(k, H // hkv, 0)
     v = np.repeat(v, H // hkv, 0)
-    s = q @ k.transpose(0, 2, 1) / math.sqrt(D)
+    s = q @ k.transpose(0, 2, 1) * (1 / math.sqrt(D) if scale is None else scale)
     if causal:
         s = np.where(np.tril(np.ones((L, L), bool)), s, -np.inf)
-    if window:  # Mistral: key j seen iff i - window < j
+    if window:  # masking_utils.sliding_window_overlay: key j seen iff i - window < j
         s = np.where(np.arange(L)[None, :] > np.arange(L)[:, None] - window, s, -np.inf)
     w = np.exp(s - s.max(-1, keepdims=True))
     w /= w.sum(-1, keepdims=True)
@@ -112,9 +113,10 @@ class Model:
         return f32(w), b
 
 
-def gpt2(m, act="gelu_new"):
+def gpt2(m, act="gelu_new", scale_weights=True, inverse_layer=False):
     cfg = {"model_type": "gpt2", "n_embd": E, "n_head": H, "n_layer": NL, "n_positions": P,
-           "vocab_size": V, "layer_norm_epsilon": 1e-5, "activation_function": act}
+           "vocab_size": V, "layer_norm_epsilon": 1e-5, "activation_function": act,
+           "scale_attn_weights": scale_weights, "scale_attn_by_inverse_layer_idx": inverse_layer}
     x = m.p("transformer.wte.weight", V, E)[IDS] + m.p("transformer.wpe.weight", P, E)[:L]
     hs, ws = [x], []
     for i in range(NL):
@@ -132,7 +134,11 @@ def gpt2(m, act="gelu_new"):
         qh = q.reshape(L, H, D).transpose(1, 0, 2)
         kh = k.reshape(L, H, D).transpose(1, 0, 2)
         vh = v.reshape(L, H, D).transpose(1, 0, 2)
-        s = qh @ kh.transpose(0, 2, 1) / math.sqrt(D)
+        s = qh @ kh.transpose(0, 2, 1)
+        if scale_weights:  # GPT2Attention._attn
+            s = s / math.sqrt(D)
+        if inverse_layer:
+            s = s / (i + 1)
         s = np.where(np.tril(np.ones((L, L), bool)), s, -np.inf)
         w = np.exp(s - s.max(-1, keepdims=True))
         w /= w.sum(-1, keepdims=True)
@@ -146,7 +152,7 @@ def gpt2(m, act="gelu_new"):
     return cfg, ws, hs
 
 
-def llama_family(m, kind, window=None):
+def llama_family(m, kind, window=None, window_from=None, gemma_act_key=True):
     hkv = 2
     eps = 1e-6
     cfg = {"model_type": kind, "hidden_size": E, "num_attention_heads": H,
@@ -157,8 +163,12 @@ def llama_family(m, kind, window=None):
     off = 0.0
     if window:
         cfg["sliding_window"] = window
-    if kind == "gemma":
-        cfg.update(head_dim=D, hidden_activation="gelu_pytorch_tanh", hidden_act="gelu")
+    if window_from is not None:  # Qwen2: sliding layers from max_window_layers on
+        cfg.update(use_sliding_window=True, max_window_layers=window_from)
+    if kind == "gemma":  # GemmaMLP: hidden_activation, hidden_act ignored
+        cfg.update(head_dim=D, hidden_act="gelu")
+        if gemma_act_key:
+            cfg["hidden_activation"] = "gelu_pytorch_tanh"
         act, off = "gelu_pytorch_tanh", 1.0
     x = m.p("model.embed_tokens.weight", V, E)[IDS]
     if kind == "gemma":
@@ -190,8 +200,9 @@ def llama_family(m, kind, window=None):
             g = m.p(pre + "mlp.gate_proj.weight", I, E)
             u = m.p(pre + "mlp.up_proj.weight", I, E)
         dn = m.p(pre + "mlp.down_proj.weight", E, I)
+        slides = window_from is None or i >= window_from
         a, w = attention(rms_norm(x, n1 + off, eps), wq, bq, wk, bk, wv, bv, wo, None, hkv,
-                         True, rot, window)
+                         True, rot, window if slides else None)
         x = x + a
         h = rms_norm(x, n2 + off, eps)
         x = x + linear(ACT[act](linear(h, g)) * linear(h, u), dn)
@@ -248,11 +259,11 @@ def bert_family(m, kind):
     return cfg, ws, hs
 
 
-def opt(m):
+def opt(m, remove_final=False):
     cfg = {"model_type": "opt", "hidden_size": E, "num_attention_heads": H,
            "num_hidden_layers": NL, "ffn_dim": I, "vocab_size": V, "max_position_embeddings": P,
            "do_layer_norm_before": True, "activation_function": "relu",
-           "word_embed_proj_dim": E}
+           "word_embed_proj_dim": E, "_remove_final_layer_norm": remove_final}
     root = "model.decoder."
     x = m.p(root + "embed_tokens.weight", V, E)[IDS] + m.p(root + "embed_positions.weight",
                                                            P + 2, E)[2:L + 2]
@@ -270,7 +281,8 @@ def opt(m):
         x = x + linear(ACT["relu"](linear(layer_norm(x, *ln2, 1e-5), *f1)), *f2)
         ws.append(w)
         hs.append(x)
-    hs[-1] = layer_norm(x, *m.norm_w(root + "final_layer_norm"), 1e-5)
+    if not remove_final:  # OPTDecoder: final_layer_norm unless _remove_final_layer_norm
+        hs[-1] = layer_norm(x, *m.norm_w(root + "final_layer_norm"), 1e-5)
     return cfg, ws, hs
 
 
@@ -334,16 +346,16 @@ def gptj(m):
 
 
 ARCHS = {
-    "gpt2": gpt2,
+    "gpt2": lambda m, **kw: gpt2(m, **kw),
     "llama": lambda m: llama_family(m, "llama"),
     "bert": lambda m: bert_family(m, "bert"),
     "gpt_neox": gpt_neox,
     "gptj": gptj,
     "mistral": lambda m, **kw: llama_family(m, "mistral", **kw),
-    "qwen2": lambda m: llama_family(m, "qwen2"),
-    "gemma": lambda m: llama_family(m, "gemma"),
+    "qwen2": lambda m, **kw: llama_family(m, "qwen2", **kw),
+    "gemma": lambda m, **kw: llama_family(m, "gemma", **kw),
     "phi3": lambda m: llama_family(m, "phi3"),
-    "opt": opt,
+    "opt": lambda m, **kw: opt(m, **kw),
     "roberta": lambda m: bert_family(m, "roberta"),
     "distilbert": lambda m: bert_family(m, "distilbert"),
 }
@@ -421,6 +433,51 @@ def _neox_sequential():
 @test("forward mistral sliding window shorter than the tokens")
 def _mistral_window():
     compare("mistral", window=3)
+
+
+@test("forward gpt2 unscaled scores divided by layer + 1")
+def _gpt2_scaling():
+    compare("gpt2", scale_weights=False, inverse_layer=True)
+
+
+@test("forward gemma takes hidden_activation, never hidden_act")
+def _gemma_act():
+    compare("gemma", gemma_act_key=False)
+
+
+@test("forward qwen2 sliding window on layers from max_window_layers")
+def _qwen2_window():
+    compare("qwen2", window=3, window_from=1)
+
+
+@test("forward opt without final layer norm")
+def _opt_no_final():
+    compare("opt", remove_final=True)
+
+
+@test("config defaults of the model's code: gemma head_dim 256, gptj rotary_dim 64")
+def _config_defaults():
+    folder, _, _, _, cfg = build("gemma")
+    del cfg["head_dim"]
+    json.dump(cfg, open(os.path.join(folder, "config.json"), "w"))
+    _err(["compute", "--params", folder, "--token-ids", path("ids.json")],
+         r"q_proj.weight: expected shape \[1024, 16\], got \[16, 16\]")
+    folder, _, _, _, cfg = build("gptj")
+    del cfg["rotary_dim"]
+    json.dump(cfg, open(os.path.join(folder, "config.json"), "w"))
+    _err(["compute", "--params", folder, "--token-ids", path("ids.json")], r"rope.dim.*64")
+
+
+@test("config switches the code does not compute are refused")
+def _unsupported_switches():
+    for arch, key, value, pattern in (
+            ("bert", "position_embedding_type", "relative_key", r"position_embedding_type "
+             r"'relative_key' is not supported"),
+            ("opt", "layer_norm_elementwise_affine", False, r"layer_norm_elementwise_affine")):
+        folder, _, _, _, cfg = build(arch)
+        cfg[key] = value
+        json.dump(cfg, open(os.path.join(folder, "config.json"), "w"))
+        _err(["compute", "--params", folder, "--token-ids", path("ids.json")], pattern)
 
 
 @test("forward llama sharded with index")

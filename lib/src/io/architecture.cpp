@@ -9,6 +9,7 @@
 #include "attn/io/json_text.hpp"
 #include "attn/io/number_text.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -136,6 +137,7 @@ std::vector<Architecture> make_table() {
         a.default_activation = "gelu_new";
         a.rope = true;
         a.rope_style = RopeStyle::interleaved;
+        a.default_rotary_dim = 64; // GPTJConfig(rotary_dim=64)
         t.push_back(a);
     }
     t.push_back(llama_like("llama"));
@@ -145,8 +147,9 @@ std::vector<Architecture> make_table() {
         Architecture a = llama_like("gemma");
         a.norm_weight_offset = 1.0;
         a.embed_scale_sqrt = true;
-        a.activation_key = "hidden_activation";
+        a.activation_key = "hidden_activation"; // hidden_act is ignored (GemmaMLP)
         a.default_activation = "gelu_pytorch_tanh";
+        a.default_head_dim = 256; // GemmaConfig(head_dim=256)
         t.push_back(a);
     }
     { // modeling_phi3.py: fused qkv_proj and gate_up_proj.
@@ -240,6 +243,110 @@ std::size_t needed(const std::optional<HfValue<std::size_t>>& v,
     }
     origins.push_back({what, std::to_string(v->value), "config.json: " + v->key});
     return v->value;
+}
+
+/// A string value when present and not null.
+std::optional<std::string> text(const json& doc, const std::string& key, const std::string& file) {
+    const json* v = value_of(doc, key);
+    if (v == nullptr) {
+        return std::nullopt;
+    }
+    if (!v->is_string()) {
+        throw InputError(file + ": " + key + ": expected a string, got " + got(*v));
+    }
+    return v->get<std::string>();
+}
+
+/// The config's switches that change what a layer computes, each as its model's code reads
+/// it: GPT-2's attention scaling, OPT's norms, BERT's position embedding type.
+void read_switches(ModelSpec& s,
+                   const json& doc,
+                   const std::string& type,
+                   const std::string& file) {
+    if (type == "gpt2") { // GPT2Attention._attn
+        s.scale_attn_weights = flag(doc, "scale_attn_weights", true, file);
+        s.scale_attn_by_inverse_layer_idx =
+            flag(doc, "scale_attn_by_inverse_layer_idx", false, file);
+        if (!s.scale_attn_weights || s.scale_attn_by_inverse_layer_idx) {
+            s.origins.push_back(
+                {"scores",
+                 std::string(s.scale_attn_weights ? "· 1/√D" : "unscaled") +
+                     (s.scale_attn_by_inverse_layer_idx ? ", / (layer + 1)" : ""),
+                 "config.json: scale_attn_weights, scale_attn_by_inverse_layer_idx"});
+        }
+    }
+    if (type == "opt") { // OPTDecoder.__init__
+        if (!flag(doc, "layer_norm_elementwise_affine", true, file)) {
+            throw InputError(file + ": layer_norm_elementwise_affine false (norms without "
+                                    "weights) is not supported");
+        }
+        if (flag(doc, "_remove_final_layer_norm", false, file)) {
+            s.arch.final_norm.clear();
+        }
+    }
+    if (type == "bert" || type == "roberta") { // BertSelfAttention: relative_key(_query)
+        const auto kind = text(doc, "position_embedding_type", file);
+        if (kind && *kind != "absolute") {
+            throw InputError(file + ": position_embedding_type '" + message_text(*kind, 40) +
+                             "' is not supported (only absolute)");
+        }
+    }
+}
+
+/// Mistral's and Phi-3's sliding_window (MistralConfig's default 4096 when the key is
+/// absent, none when null); Qwen2's with use_sliding_window, on its layer_types'
+/// sliding layers (Qwen2Config: from max_window_layers on).
+void read_sliding_window(ModelSpec& s,
+                         const json& doc,
+                         const std::string& type,
+                         const std::string& file) {
+    const bool qwen2 = type == "qwen2" && flag(doc, "use_sliding_window", false, file);
+    if (type != "mistral" && type != "phi3" && !qwen2) {
+        return;
+    }
+    const auto it = doc.find("sliding_window");
+    if (it == doc.end()) {
+        if (type != "phi3") {
+            s.sliding_window = 4096; // MistralConfig, Qwen2Config
+        }
+    } else if (!it->is_null()) {
+        if (!it->is_number_unsigned() || it->get<std::size_t>() == 0) {
+            throw InputError(file + ": sliding_window: expected a positive integer, got " +
+                             got(*it));
+        }
+        s.sliding_window = it->get<std::size_t>();
+    }
+    if (!qwen2 || !s.sliding_window) {
+        return;
+    }
+    s.sliding_layers.assign(s.layers, false);
+    if (const json* types = value_of(doc, "layer_types")) {
+        if (!types->is_array() || types->size() != s.layers) {
+            throw InputError(file + ": layer_types: expected a list of " +
+                             std::to_string(s.layers) + " strings, got " + got(*types));
+        }
+        for (std::size_t l = 0; l < s.layers; ++l) {
+            const json& t = (*types)[l];
+            if (t != "sliding_attention" && t != "full_attention") {
+                throw InputError(file + ": layer_types[" + std::to_string(l) +
+                                 "]: expected \"sliding_attention\" or \"full_attention\", got " +
+                                 got(t));
+            }
+            s.sliding_layers[l] = t == "sliding_attention";
+        }
+        return;
+    }
+    std::size_t from = 28; // Qwen2Config(max_window_layers=28)
+    if (const json* m = value_of(doc, "max_window_layers")) {
+        if (!m->is_number_unsigned()) {
+            throw InputError(file + ": max_window_layers: expected an integer >= 0, got " +
+                             got(*m));
+        }
+        from = m->get<std::size_t>();
+    }
+    for (std::size_t l = from; l < s.layers; ++l) {
+        s.sliding_layers[l] = true;
+    }
 }
 
 } // namespace
@@ -344,10 +451,15 @@ ModelSpec model_spec(std::string_view text,
         throw InputError(file + ": num_key_value_heads " + std::to_string(s.kv_heads) +
                          " does not divide the " + std::to_string(s.heads) + " heads");
     }
-    s.head_dim = *hf_head_dim(c);
-    o.push_back({"head dim",
-                 std::to_string(s.head_dim),
-                 c.head_dim ? "config.json: head_dim" : "hidden size / heads"});
+    if (!c.head_dim && a.default_head_dim != 0) {
+        s.head_dim = a.default_head_dim;
+        o.push_back({"head dim", std::to_string(s.head_dim), "the " + type + " config's default"});
+    } else {
+        s.head_dim = *hf_head_dim(c);
+        o.push_back({"head dim",
+                     std::to_string(s.head_dim),
+                     c.head_dim ? "config.json: head_dim" : "hidden size / heads"});
+    }
     s.norm_eps = a.default_norm_eps;
     std::string eps_from = "the " + type + " code";
     if (c.norm_eps && !a.fixed_norm_eps) {
@@ -405,8 +517,8 @@ ModelSpec model_spec(std::string_view text,
             r.dim = static_cast<std::size_t>(static_cast<double>(s.head_dim) *
                                              a.default_partial_rotary);
         }
-        if (type == "gptj" && !c.rotary_dim) {
-            r.dim = 0;
+        if (!c.rotary_dim && a.default_rotary_dim != 0) {
+            r.dim = a.default_rotary_dim;
         }
         check_rope(r, s.head_dim);
         s.rope = r;
@@ -434,21 +546,22 @@ ModelSpec model_spec(std::string_view text,
             s.pad_token_id = v->get<std::int64_t>();
         }
     }
-    const bool slides = type == "mistral" || type == "phi3" ||
-                        (type == "qwen2" && flag(doc, "use_sliding_window", false, file));
-    if (const json* w = value_of(doc, "sliding_window"); slides && w != nullptr) {
-        if (!w->is_number_unsigned() || w->get<std::size_t>() == 0) {
-            throw InputError(file + ": sliding_window: expected a positive integer, got " +
-                             got(*w));
+    read_switches(s, doc, type, file);
+    read_sliding_window(s, doc, type, file);
+    std::string window;
+    if (s.sliding_window) {
+        window = ", sliding window " + std::to_string(*s.sliding_window);
+        if (!s.sliding_layers.empty()) {
+            const auto n = std::count(s.sliding_layers.begin(), s.sliding_layers.end(), true);
+            window += " on " + std::to_string(n) + " of " + std::to_string(s.layers) + " layers";
         }
-        s.sliding_window = w->get<std::size_t>();
-        s.sliding_window_per_layer = type == "qwen2";
     }
     o.push_back({"attention",
-                 std::string(a.causal ? "causal" : "bidirectional") +
-                     (s.sliding_window ? ", sliding window " + std::to_string(*s.sliding_window)
-                                       : std::string()),
-                 s.sliding_window ? "config.json: sliding_window" : "the " + type + " code"});
+                 std::string(a.causal ? "causal" : "bidirectional") + window,
+                 s.sliding_window
+                     ? (doc.contains("sliding_window") ? "config.json: sliding_window"
+                                                       : "the " + type + " config's default")
+                     : "the " + type + " code"});
     return s;
 }
 

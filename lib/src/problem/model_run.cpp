@@ -128,6 +128,31 @@ BasicTensor3<T> embed_tokens(const ModelRun& run, const BasicEmbeddings<T>& tabl
     return tables.norm ? apply_norm(x, *tables.norm) : x;
 }
 
+/// Layer l's own attention settings: the model's sliding window on its sliding layers
+/// (when the tokens outrun it and no window was given), GPT-2's scale_attn_weights and
+/// scale_attn_by_inverse_layer_idx.
+template <class T>
+void layer_attention(BasicAttentionSpec<T>& a,
+                     const io::ModelSpec& spec,
+                     std::size_t layer,
+                     std::size_t tokens) {
+    const bool slides = spec.sliding_layers.empty() || spec.sliding_layers[layer];
+    if (spec.sliding_window && slides && tokens > *spec.sliding_window && !a.window.bounded()) {
+        a.window.left = static_cast<std::int64_t>(*spec.sliding_window) - 1; // i - W < j <= i
+    }
+    if (!spec.scale_attn_weights || spec.scale_attn_by_inverse_layer_idx) {
+        double scale =
+            spec.scale_attn_weights ? 1.0 / std::sqrt(static_cast<double>(spec.head_dim)) : 1.0;
+        if (a.scale) {
+            scale = static_cast<double>(*a.scale);
+        }
+        if (spec.scale_attn_by_inverse_layer_idx) {
+            scale /= static_cast<double>(layer + 1);
+        }
+        a.scale = static_cast<T>(scale);
+    }
+}
+
 template <class T> Solution run_in(const ModelRun& run, const SolveOptions& options) {
     const io::ModelSpec& spec = run.spec;
     const Problem& p = run.stack.first;
@@ -144,17 +169,6 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
         ls.attention.causal = Causal::top_left; // the decoder's own mask
     }
     ls.rope = spec.rope ? &*spec.rope : nullptr;
-    if (spec.sliding_window && run.ids.shape()[1] > *spec.sliding_window) {
-        if (spec.sliding_window_per_layer) {
-            throw InputError("token_ids: " + std::to_string(run.ids.shape()[1]) +
-                             " tokens exceed the model's sliding_window " +
-                             std::to_string(*spec.sliding_window) +
-                             ", which only some of its layers apply: not supported");
-        }
-        if (!ls.attention.window.bounded()) { // HF: key j seen iff i - W < j <= i
-            ls.attention.window.left = static_cast<std::int64_t>(*spec.sliding_window) - 1;
-        }
-    }
     const BlockSpec block{spec.residual, spec.activation};
 
     BasicTensor3<T> x = embed_tokens(run, io::load_model_embeddings<T>(*run.folder, spec));
@@ -166,6 +180,7 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
     for (std::size_t l = 0; l <= last; ++l) {
         const bool keep = std::find(selected.begin(), selected.end(), l) != selected.end();
         BasicLayerSpec<T> layer = ls;
+        layer_attention(layer.attention, spec, l, run.ids.shape()[1]);
         if (!keep) { // the attention output only
             layer.attention.want_weights = false;
             layer.attention.want_lse = layer.attention.want_entropy = false;

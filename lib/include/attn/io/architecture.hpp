@@ -69,6 +69,8 @@ struct Architecture {
     double default_norm_eps = 1e-5;      ///< when the config does not say
     double default_partial_rotary = 1.0; ///< GPT-NeoX's rotary_pct default 0.25
     std::size_t position_offset = 0;     ///< OPT: 2
+    std::size_t default_head_dim = 0;    ///< GemmaConfig's head_dim 256; 0: hidden / heads
+    std::size_t default_rotary_dim = 0;  ///< GPTJConfig's rotary_dim 64; 0: the head dim
     // Kinds.
     QkvLayout qkv = QkvLayout::separate;
     MlpLayout mlp = MlpLayout::plain;
@@ -99,15 +101,19 @@ struct ModelSpec {
     /// (what, value, source) for explain and info: "heads", "12", "config.json: n_head".
     std::vector<std::vector<std::string>> origins;
     std::optional<RopeSpec> rope;
-    /// Mistral/Phi-3 `sliding_window` (query i sees keys i − W < j <= i); Qwen2's only with
-    /// use_sliding_window (then refused past the window: its layers differ).
+    /// Mistral/Phi-3 `sliding_window` (query i sees keys i − W < j <= i, masking_utils'
+    /// sliding_window_overlay); Qwen2's only with use_sliding_window, on its layer_types'
+    /// "sliding_attention" layers (from max_window_layers on when the config lists none).
     std::optional<std::size_t> sliding_window;
+    /// The layers the window applies to (sliding_layers[l]); empty: every layer.
+    std::vector<bool> sliding_layers;
     std::size_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0;
     double norm_eps = 1e-5;
     std::int64_t pad_token_id = 1; ///< RoBERTa positions
     Activation activation = Activation::gelu_erf;
     Residual residual = Residual::pre_norm;
-    bool sliding_window_per_layer = false; ///< Qwen2: some layers slide, some do not
+    bool scale_attn_weights = true; ///< GPT-2 scale_attn_weights: scores · 1/√D (else · 1)
+    bool scale_attn_by_inverse_layer_idx = false; ///< GPT-2: layer l's scores / (l + 1)
 };
 
 /// The ACT2FN names attn computes: gelu, gelu_new, gelu_pytorch_tanh, relu, silu, swish.

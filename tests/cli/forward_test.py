@@ -75,7 +75,7 @@ def rope(x, rd, style, theta=10000.0):
 
 
 def attention(x, wq, bq, wk, bk, wv, bv, wo, bo, hkv, causal, rot=None, window=None,
-              scale=None):
+              scale=None, keep=None):
     q = linear(x, wq, bq).reshape(L, H, D).transpose(1, 0, 2)
     k = linear(x, wk, bk).reshape(L, hkv, D).transpose(1, 0, 2)
     v = linear(x, wv, bv).reshape(L, hkv, D).transpose(1, 0, 2)
@@ -88,8 +88,12 @@ def attention(x, wq, bq, wk, bk, wv, bv, wo, bo, hkv, causal, rot=None, window=N
         s = np.where(np.tril(np.ones((L, L), bool)), s, -np.inf)
     if window:  # masking_utils.sliding_window_overlay: key j seen iff i - window < j
         s = np.where(np.arange(L)[None, :] > np.arange(L)[:, None] - window, s, -np.inf)
+    if keep is not None:  # the attention mask over keys (1 = real token)
+        s = np.where(np.asarray(keep, bool)[None, None, :], s, -np.inf)
+    seen = np.isfinite(s).any(-1, keepdims=True)  # rows that see no key: zeros (attn's rule)
+    s = np.where(seen, s, 0.0)
     w = np.exp(s - s.max(-1, keepdims=True))
-    w /= w.sum(-1, keepdims=True)
+    w = np.where(seen, w / w.sum(-1, keepdims=True), 0.0)
     o = (w @ v).transpose(1, 0, 2).reshape(L, H * D)
     return linear(o, wo, bo), w
 
@@ -213,7 +217,7 @@ def llama_family(m, kind, window=None, window_from=None, gemma_act_key=True):
     return cfg, ws, hs
 
 
-def bert_family(m, kind):
+def bert_family(m, kind, ids=IDS, keep=None):
     eps = 1e-12
     root = kind + "."
     if kind == "distilbert":
@@ -224,10 +228,10 @@ def bert_family(m, kind):
                "num_hidden_layers": NL, "intermediate_size": I, "vocab_size": V,
                "max_position_embeddings": P, "layer_norm_eps": eps, "hidden_act": "gelu",
                "type_vocab_size": 2, "pad_token_id": 1}
-    x = m.p(root + "embeddings.word_embeddings.weight", V, E)[IDS]
+    x = m.p(root + "embeddings.word_embeddings.weight", V, E)[ids]
     pos = m.p(root + "embeddings.position_embeddings.weight", P, E)
     if kind == "roberta":  # create_position_ids_from_input_ids, padding_idx 1
-        mask = np.array(IDS) != 1
+        mask = np.array(ids) != 1
         x = x + pos[np.cumsum(mask) * mask + 1]
     else:
         x = x + pos[:L]
@@ -251,7 +255,7 @@ def bert_family(m, kind):
         up = (m.p(pre + names[5] + ".weight", I, E), m.p(pre + names[5] + ".bias", I))
         dn = (m.p(pre + names[6] + ".weight", E, I), m.p(pre + names[6] + ".bias", E))
         ln2 = m.norm_w(pre + names[7])
-        a, w = attention(x, *proj[0], *proj[1], *proj[2], *proj[3], H, False)
+        a, w = attention(x, *proj[0], *proj[1], *proj[2], *proj[3], H, False, keep=keep)
         x = layer_norm(x + a, *ln1, eps)
         x = layer_norm(x + linear(ACT["gelu"](linear(x, *up)), *dn), *ln2, eps)
         ws.append(w)
@@ -259,14 +263,17 @@ def bert_family(m, kind):
     return cfg, ws, hs
 
 
-def opt(m, remove_final=False):
+def opt(m, remove_final=False, ids=IDS, keep=None):
     cfg = {"model_type": "opt", "hidden_size": E, "num_attention_heads": H,
            "num_hidden_layers": NL, "ffn_dim": I, "vocab_size": V, "max_position_embeddings": P,
            "do_layer_norm_before": True, "activation_function": "relu",
            "word_embed_proj_dim": E, "_remove_final_layer_norm": remove_final}
     root = "model.decoder."
-    x = m.p(root + "embed_tokens.weight", V, E)[IDS] + m.p(root + "embed_positions.weight",
-                                                           P + 2, E)[2:L + 2]
+    # OPTDecoder.forward: positions cumsum(attention_mask) * mask - 1, table row + 2
+    mask = np.ones(L, int) if keep is None else np.asarray(keep, int)
+    at = np.cumsum(mask) * mask - 1 + 2
+    x = m.p(root + "embed_tokens.weight", V, E)[ids] + m.p(root + "embed_positions.weight",
+                                                           P + 2, E)[at]
     hs, ws = [x], []
     for i in range(NL):
         pre = root + "layers.%d." % i
@@ -276,7 +283,8 @@ def opt(m, remove_final=False):
         ln2 = m.norm_w(pre + "final_layer_norm")
         f1 = (m.p(pre + "fc1.weight", I, E), m.p(pre + "fc1.bias", I))
         f2 = (m.p(pre + "fc2.weight", E, I), m.p(pre + "fc2.bias", E))
-        a, w = attention(layer_norm(x, *ln1, 1e-5), *proj[0], *proj[1], *proj[2], *proj[3], H, True)
+        a, w = attention(layer_norm(x, *ln1, 1e-5), *proj[0], *proj[1], *proj[2], *proj[3], H,
+                         True, keep=keep)
         x = x + a
         x = x + linear(ACT["relu"](linear(layer_norm(x, *ln2, 1e-5), *f1)), *f2)
         ws.append(w)
@@ -356,7 +364,7 @@ ARCHS = {
     "gemma": lambda m, **kw: llama_family(m, "gemma", **kw),
     "phi3": lambda m: llama_family(m, "phi3"),
     "opt": lambda m, **kw: opt(m, **kw),
-    "roberta": lambda m: bert_family(m, "roberta"),
+    "roberta": lambda m, **kw: bert_family(m, "roberta", **kw),
     "distilbert": lambda m: bert_family(m, "distilbert"),
 }
 
@@ -478,6 +486,50 @@ def _unsupported_switches():
         cfg[key] = value
         json.dump(cfg, open(os.path.join(folder, "config.json"), "w"))
         _err(["compute", "--params", folder, "--token-ids", path("ids.json")], pattern)
+
+
+def compare_padded(arch, rows, keeps, real_queries_only):
+    """Two sequences in one batch with a key padding mask: each row as the oracle computes
+    it alone with that row's attention mask (the same random weights: the same seed)."""
+    want = [ARCHS[arch](Model(7), ids=r, keep=k) for r, k in zip(rows, keeps)]
+    folder = path("model-" + arch + "-padded")
+    m = Model(7)
+    ARCHS[arch](m)
+    write_model(folder, want[0][0], m.t)
+    with open(path("ids2.json"), "w") as f:
+        json.dump(rows, f)
+    with open(path("keep2.json"), "w") as f:
+        json.dump(keeps, f)
+    code, out, err = run(["compute", "--params", folder, "--token-ids", path("ids2.json"),
+                          "--key-padding", path("keep2.json"), "--return", "hidden_states",
+                          "--precision", "f64"])
+    check(arch + " exit 0", code == 0, err)
+    if code != 0:
+        return
+    doc = json.loads(out)
+    got_w = np.array(doc["weights"], dtype=np.float64)  # [layers, B, H, L, L]
+    got_h = np.array(doc["hidden_states"], dtype=np.float64)  # [layers + 1, B, L, E]
+    for b, (_, ws, hs) in enumerate(want):
+        rows_ = np.flatnonzero(keeps[b]) if real_queries_only else np.arange(L)
+        ws, hs = np.array(ws), np.array(hs)
+        check("%s row %d weights" % (arch, b),
+              np.allclose(got_w[:, b][:, :, rows_], ws[:, :, rows_], atol=1e-10),
+              "max err %g" % np.abs(got_w[:, b][:, :, rows_] - ws[:, :, rows_]).max())
+        check("%s row %d hidden states" % (arch, b),
+              np.allclose(got_h[:, b][:, rows_], hs[:, rows_], atol=1e-10),
+              "max err %g" % np.abs(got_h[:, b][:, rows_] - hs[:, rows_]).max())
+
+
+@test("forward opt left padding: positions count the attention mask")
+def _opt_left_padding():
+    # Hugging Face gives a pad query that sees no key uniform weights; attn gives zeros
+    # (the contract's rule): only the real tokens' rows are compared.
+    compare_padded("opt", [IDS, [1, 1] + IDS[:L - 2]], [[1] * L, [0, 0] + [1] * (L - 2)], True)
+
+
+@test("forward roberta right padding: positions from the pad ids")
+def _roberta_right_padding():
+    compare_padded("roberta", [IDS, [0, 17, 5, 42, 2, 1, 1]], [[1] * L, [1] * 5 + [0, 0]], False)
 
 
 @test("forward llama sharded with index")

@@ -183,7 +183,7 @@ std::vector<Architecture> make_table() {
         a.fixed_norm_eps = true; // nn.LayerNorm's default 1e-5
         a.activation_key = "activation_function";
         a.default_activation = "relu";
-        a.positions = PositionScheme::learned;
+        a.positions = PositionScheme::attention_mask;
         a.position_offset = 2;
         t.push_back(a);
     }
@@ -529,14 +529,14 @@ ModelSpec model_spec(std::string_view text,
                          " of " + std::to_string(s.head_dim) + " dims",
                      c.rope_theta ? "config.json: " + c.rope_theta->key : "default theta"});
     } else if (a.positions != PositionScheme::none) {
-        o.push_back(
-            {"positions",
-             a.positions == PositionScheme::roberta
-                 ? "learned, from padding_idx + 1 (RoBERTa)"
-                 : "learned absolute" + (a.position_offset != 0
-                                             ? " at offset " + std::to_string(a.position_offset)
-                                             : std::string()),
-             "the " + type + " code"});
+        o.push_back({"positions",
+                     a.positions == PositionScheme::roberta
+                         ? "learned, from padding_idx + 1 (RoBERTa)"
+                     : a.positions == PositionScheme::attention_mask
+                         ? "learned, counting the attention mask's tokens, at offset " +
+                               std::to_string(a.position_offset)
+                         : "learned absolute",
+                     "the " + type + " code"});
     }
     if (a.positions == PositionScheme::roberta) {
         if (const json* v = value_of(doc, "pad_token_id")) {

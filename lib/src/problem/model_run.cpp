@@ -95,11 +95,32 @@ std::vector<std::int64_t> roberta_positions(const TokenIds& ids, std::int64_t pa
     return out;
 }
 
+/// OPT's positions (OPTDecoder.forward): cumsum(attention_mask) · mask − 1 + offset, the
+/// mask being the key padding (all ones without one): left padding shifts the real tokens
+/// back to offset, offset + 1, ...; pad tokens sit at offset − 1.
+std::vector<std::int64_t>
+mask_positions(const TokenIds& ids, const std::optional<Mask>& padding, std::size_t offset) {
+    const std::size_t b = ids.shape()[0];
+    const std::size_t l = ids.shape()[1];
+    std::vector<std::int64_t> out(b * l);
+    for (std::size_t r = 0; r < b; ++r) {
+        const std::size_t pr = padding && padding->shape()[0] > 1 ? r : 0;
+        std::int64_t count = 0;
+        for (std::size_t i = 0; i < l; ++i) {
+            const bool real = !padding || (*padding)(pr, 0, 0, i) != 0;
+            count += real ? 1 : 0;
+            out[r * l + i] = (real ? count : 0) - 1 + static_cast<std::int64_t>(offset);
+        }
+    }
+    return out;
+}
+
 /// The model's input: token (+ type) (+ positions) embeddings, normed, scaled.
 template <class T>
 BasicTensor3<T> embed_tokens(const ModelRun& run, const BasicEmbeddings<T>& tables) {
     const io::Architecture& a = run.spec.arch;
-    if (a.positions != io::PositionScheme::roberta) {
+    if (a.positions != io::PositionScheme::roberta &&
+        a.positions != io::PositionScheme::attention_mask) {
         BasicTensor3<T> x = embed(run.ids, tables, a.position_offset);
         if (a.embed_scale_sqrt) { // Gemma: the normalizer in the model's dtype
             const T scale = static_cast<T>(std::sqrt(static_cast<double>(run.spec.hidden)));
@@ -109,12 +130,16 @@ BasicTensor3<T> embed_tokens(const ModelRun& run, const BasicEmbeddings<T>& tabl
         }
         return x;
     }
+    // Per-token positions: the rows of the position table each token adds.
     BasicEmbeddings<T> plain = tables;
     plain.position.reset();
     plain.norm.reset();
     BasicTensor3<T> x = embed(run.ids, plain, 0);
     const auto& pos = *tables.position;
-    const std::vector<std::int64_t> at = roberta_positions(run.ids, run.spec.pad_token_id);
+    const std::vector<std::int64_t> at =
+        a.positions == io::PositionScheme::roberta
+            ? roberta_positions(run.ids, run.spec.pad_token_id)
+            : mask_positions(run.ids, run.stack.first.key_padding, a.position_offset);
     const std::size_t e = run.spec.hidden;
     for (std::size_t i = 0; i < at.size(); ++i) {
         if (at[i] < 0 || static_cast<std::size_t>(at[i]) >= pos.shape()[0]) {

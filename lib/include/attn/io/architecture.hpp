@@ -44,6 +44,10 @@ enum class PositionScheme {
     learned, ///< a learned table: row position_offset + l (GPT-2, BERT, OPT's offset 2)
     roberta, ///< a learned table at padding_idx + 1 + (count of non-pad tokens so far);
              ///< pad tokens at padding_idx (create_position_ids_from_input_ids)
+    /// OPT: a learned table at position_offset + (count of real tokens so far) − 1, from
+    /// the attention mask (OPTDecoder.forward: cumsum(attention_mask) · mask − 1); padding
+    /// at position_offset − 1
+    attention_mask,
 };
 
 /// One architecture: names and structure. Empty names are absent parts. (Names first,

@@ -116,8 +116,7 @@ mask_positions(const TokenIds& ids, const std::optional<Mask>& padding, std::siz
 }
 
 /// The model's input: token (+ type) (+ positions) embeddings, normed, scaled.
-template <class T>
-BasicTensor3<T> embed_tokens(const ModelRun& run, const BasicEmbeddings<T>& tables) {
+template <class T> BasicTensor3<T> embed_tokens(const ModelRun& run, BasicEmbeddings<T> tables) {
     const io::Architecture& a = run.spec.arch;
     if (a.positions != io::PositionScheme::roberta &&
         a.positions != io::PositionScheme::attention_mask) {
@@ -131,11 +130,11 @@ BasicTensor3<T> embed_tokens(const ModelRun& run, const BasicEmbeddings<T>& tabl
         return x;
     }
     // Per-token positions: the rows of the position table each token adds.
-    BasicEmbeddings<T> plain = tables;
-    plain.position.reset();
-    plain.norm.reset();
-    BasicTensor3<T> x = embed(run.ids, plain, 0);
-    const auto& pos = *tables.position;
+    const BasicMatrix<T> pos = std::move(*tables.position); // the tables are not copied
+    const std::optional<BasicNorm<T>> norm = std::move(tables.norm);
+    tables.position.reset();
+    tables.norm.reset();
+    BasicTensor3<T> x = embed(run.ids, tables, 0);
     const std::vector<std::int64_t> at =
         a.positions == io::PositionScheme::roberta
             ? roberta_positions(run.ids, run.spec.pad_token_id)
@@ -150,7 +149,7 @@ BasicTensor3<T> embed_tokens(const ModelRun& run, const BasicEmbeddings<T>& tabl
             x.data()[i * e + j] = static_cast<T>(x.data()[i * e + j] + pos(at[i], j));
         }
     }
-    return tables.norm ? apply_norm(x, *tables.norm) : x;
+    return norm ? apply_norm(x, *norm) : x;
 }
 
 /// Layer l's own attention settings: the model's sliding window on its sliding layers
@@ -370,6 +369,7 @@ ModelRun decode_model_run(const json& doc, const fs::path& base, ArrayValues giv
 }
 
 Solution solve_model_run(const ModelRun& run, const SolveOptions& options) {
+    check_model_memory(run, options);
     return run.stack.first.precision == Precision::f64 ? run_in<double>(run, options)
                                                        : run_in<float>(run, options);
 }

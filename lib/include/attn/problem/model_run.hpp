@@ -10,6 +10,7 @@
 #include "attn/problem/layers.hpp"
 #include "attn/problem/solve.hpp"
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -39,6 +40,23 @@ ModelRun decode_model_run(const nlohmann::json& doc,
 /// Runs the forward pass through every layer up to the last selected one (all of them
 /// with hidden_states) and stacks the selected layers' results as solve_layer_stack().
 Solution solve_model_run(const ModelRun& run, const SolveOptions& options);
+
+/// A model run's memory, in bytes, by what holds it (model_memory.cpp).
+struct ModelMemory {
+    std::uint64_t embeddings = 0;    ///< the embedding tables
+    std::uint64_t layer_weights = 0; ///< one layer's weights (one layer lives at a time)
+    std::uint64_t activations = 0;   ///< one layer's activations (residual, Q/K/V, MLP)
+    std::uint64_t attention = 0;     ///< one layer's attention: its weights, kernel scratch
+    std::uint64_t results = 0;       ///< every kept result: layers' arrays, hidden states
+    std::uint64_t total = 0;
+};
+
+/// What a model run would need with these options: shapes only, nothing read.
+ModelMemory estimate_model_memory(const ModelRun& run, const SolveOptions& options);
+
+/// Refuses (InputError "--max-memory: this model run needs about ...") a run whose
+/// estimate exceeds options.max_memory (0: io::memory_limit()), before anything is read.
+void check_model_memory(const ModelRun& run, const SolveOptions& options);
 
 /// The per-layer plan, one line each, for explain.
 std::vector<std::string> model_run_plan(const ModelRun& run);

@@ -1,0 +1,135 @@
+// A whole model's memory estimate, checked before the forward pass allocates anything:
+// the embedding tables, one layer's weights, one layer's activations and attention, and
+// every result kept (the selected layers' arrays, the hidden states). Shapes only.
+#include "attn/error.hpp"
+#include "attn/io/limits.hpp"
+#include "attn/io/model_weights.hpp"
+#include "attn/problem/checks.hpp"
+#include "attn/problem/model_run.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace attn::problem {
+
+namespace {
+
+using io::saturating_add;
+using io::saturating_mul;
+using io::saturating_product;
+
+std::uint64_t elements(const io::SafetensorsEntry& e) {
+    std::uint64_t n = 1;
+    for (const std::size_t d : e.shape) {
+        n = saturating_mul(n, d);
+    }
+    return n;
+}
+
+/// Values of the tensors whose names start with `prefix`, and the largest dim among them
+/// (the MLP's width, for the activations).
+std::pair<std::uint64_t, std::uint64_t> tensors_under(const io::ModelFolder& f,
+                                                      const std::string& prefix) {
+    std::uint64_t values = 0;
+    std::uint64_t widest = 0;
+    for (const std::string& name : f.names()) {
+        if (name.compare(0, prefix.size(), prefix) != 0) {
+            continue;
+        }
+        if (const io::SafetensorsEntry* e = f.find(name)) {
+            values = saturating_add(values, elements(*e));
+            for (const std::size_t d : e->shape) {
+                widest = std::max<std::uint64_t>(widest, d);
+            }
+        }
+    }
+    return {values, widest};
+}
+
+std::uint64_t table_values(const io::ModelFolder& f, const io::ModelSpec& s, const std::string& n) {
+    const io::SafetensorsEntry* e = n.empty() ? nullptr : f.find(s.root + n);
+    return e == nullptr ? 0 : elements(*e);
+}
+
+} // namespace
+
+ModelMemory estimate_model_memory(const ModelRun& run, const SolveOptions& options) {
+    const io::ModelSpec& s = run.spec;
+    const Problem& p = run.stack.first;
+    const bool f64 = p.precision == Precision::f64;
+    const std::uint64_t t = f64 ? 8 : 4;       // a value computed with
+    const std::uint64_t kept = f64 ? 12 : 4;   // a result value: float32 (+ float64)
+    const std::uint64_t encoded = 12;          // and its text in the result document
+    const std::uint64_t rows = run.ids.size(); // B · L
+    const std::uint64_t n = run.stack.layers.size();
+    ModelMemory m;
+
+    // The tables (read as float32, then held in T), one layer's weights (read as float32,
+    // held in T, fused ones split into copies).
+    const io::Architecture& a = s.arch;
+    const std::uint64_t tables =
+        saturating_add(table_values(*run.folder, s, a.token_embedding),
+                       saturating_add(table_values(*run.folder, s, a.position_embedding),
+                                      table_values(*run.folder, s, a.token_type_embedding)));
+    m.embeddings = saturating_mul(tables, 4 + t);
+    const auto [layer_values, widest] = tensors_under(*run.folder, io::layer_prefix(s, 0));
+    m.layer_weights = saturating_mul(layer_values, 4 + 2 * t);
+
+    // One layer's activations per token: the residual stream and its norms and sums (8 E),
+    // Q, K, V and their head-split (and rotated) copies, merged heads, the MLP's up, gate
+    // and activated rows.
+    const std::uint64_t qkv = (s.heads + 2 * s.kv_heads) * s.head_dim;
+    const std::uint64_t per_token = saturating_add(
+        saturating_add(saturating_mul(8, s.hidden), saturating_mul(3, qkv)),
+        saturating_add(saturating_mul(2, s.heads * s.head_dim), saturating_mul(3, widest)));
+    m.activations = saturating_product({t, rows, per_token});
+
+    // One layer's attention (its weights when kept, the kernel's scratch) from the shared
+    // problem's estimate; every kept layer's weights and diagnostics again in the stacked
+    // result, and the stack's copy while it is built.
+    const MemoryEstimate one = estimate_memory(p, options.want_weights, options.threads);
+    const std::uint64_t weights_values = options.want_weights ? one.weights / (f64 ? 32 : 16) : 0;
+    m.attention = saturating_add(one.intermediates, one.weights);
+    const std::uint64_t diag_values =
+        saturating_product({rows, s.heads, 3 + 2 * static_cast<std::uint64_t>(p.top_k)});
+    const std::uint64_t per_layer =
+        saturating_add(saturating_mul(2 * kept + encoded, weights_values),
+                       saturating_add(saturating_mul(2 * kept + encoded, diag_values),
+                                      saturating_product({2 * kept + encoded, rows, s.hidden})));
+    m.results = saturating_mul(n, per_layer);
+    if (run.want_hidden_states) {
+        m.results = saturating_add(
+            m.results, saturating_product({t + kept + encoded, s.layers + 1, rows, s.hidden}));
+    }
+    m.total = saturating_add(saturating_add(saturating_add(m.embeddings, m.layer_weights),
+                                            saturating_add(m.activations, m.attention)),
+                             m.results);
+    return m;
+}
+
+void check_model_memory(const ModelRun& run, const SolveOptions& options) {
+    const std::uint64_t limit = options.max_memory != 0 ? options.max_memory : io::memory_limit();
+    const ModelMemory m = estimate_model_memory(run, options);
+    if (m.total <= limit) {
+        return;
+    }
+    std::string message =
+        "--max-memory: this model run needs about " + io::format_size(m.total) + " (embeddings " +
+        io::format_size(m.embeddings) + ", one layer's weights " +
+        io::format_size(m.layer_weights) + ", activations " +
+        io::format_size(saturating_add(m.activations, m.attention)) + ", results of " +
+        std::to_string(run.stack.layers.size()) + " layers " + io::format_size(m.results) +
+        "), more than the limit of " + io::format_size(limit);
+    if (options.want_weights) {
+        SolveOptions lean = options;
+        lean.want_weights = false;
+        const ModelMemory without = estimate_model_memory(run, lean);
+        if (without.total <= limit) {
+            message += "; without weights (--no-weights) it needs " +
+                       io::format_size(without.total) + ", which fits";
+        }
+    }
+    throw InputError(message);
+}
+
+} // namespace attn::problem

@@ -8,6 +8,7 @@
 #include "attn/io/limits.hpp"
 #include "attn/io/line_pipeline.hpp"
 #include "attn/problem/checks.hpp"
+#include "attn/problem/model_run.hpp"
 #include "attn/problem/problem.hpp"
 #include "attn/problem/solve.hpp"
 #include "cli.hpp"
@@ -69,6 +70,15 @@ process_line(const std::string& line, std::uint64_t line_no, const LineContext& 
                     doc[field] = value;
                 }
             }
+        }
+        if (problem::is_model_run(doc, ctx.base)) { // a whole model from token ids
+            const problem::ModelRun run = problem::decode_model_run(doc, ctx.base);
+            const problem::Solution s = problem::solve_model_run(run, ctx.solve);
+            return {problem::stack_result_document(run.stack, s) + "\n",
+                    line_no,
+                    false,
+                    s.rows_fully_masked > 0,
+                    run.stack.first.warnings};
         }
         const problem::Problem prob = problem::decode_problem(doc, ctx.base);
         if (ctx.check_finite) {

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Whole-model runs beyond the forward's numbers: the memory estimate refuses a run that
+cannot fit before anything is read; --no-weights with lse/entropy/top_k holds no L×L matrix
+(peak RSS measured); `attn batch` lines naming a model folder run as `attn compute` does.
+
+/usr/bin/python3 tests/cli/model_run_test.py PATH/TO/attn [--case NAME] | --list
+"""
+import json
+import os
+import subprocess
+
+import numpy as np
+
+from forward_oracle import H, IDS, NL, V, build
+from harness import ATTN, TMP, check, expect, main, path, run, test
+
+# Under AddressSanitizer (the asan preset's ctest sets ASAN_OPTIONS) freed memory waits in a
+# quarantine and shadow memory comes on top: peak RSS says nothing about attn there.
+SANITIZED = "ASAN_OPTIONS" in os.environ
+
+
+def peak_rss_kib(args):
+    """Runs attn ARGS; returns (exit code, stderr, peak RSS in KiB from wait4's rusage)."""
+    p = subprocess.Popen([ATTN] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         cwd=TMP)
+    err = p.stderr.read().decode()
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return p.returncode, err, usage.ru_maxrss
+
+
+def long_ids(n):
+    ids = np.random.default_rng(5).integers(0, V, n).tolist()
+    name = path("ids%d.json" % n)
+    with open(name, "w") as f:
+        json.dump(ids, f)
+    return name
+
+
+@test("max-memory refuses a model run before reading it, naming what fits")
+def _refused():
+    folder, *_ = build("llama")
+    ids = long_ids(1024)
+    # Weights: 2 layers x 4 heads x 1024 x 1024 values, far more than 8 MiB.
+    expect(["compute", "--params", folder, "--token-ids", ids, "--max-memory", "8M",
+            "--output", path("never.npz")],
+           code=2, err=r"--max-memory: this model run needs about .* results of 2 layers .*"
+                       r"more than the limit of 8\.0 MiB")
+    check("nothing written", not os.path.exists(path("never.npz")), "")
+    expect(["compute", "--params", folder, "--token-ids", ids, "--max-memory", "24M",
+            "--output", path("never.npz")],
+           code=2, err=r"without weights \(--no-weights\) it needs .*, which fits")
+
+
+@test("no-weights with lse, entropy and top_k holds no L x L matrix")
+def _streaming():
+    folder, *_ = build("llama")
+    n = 2048
+    one_layer = H * n * n * 4  # bytes of one layer's float32 weights: 64 MiB
+    args = ["compute", "--params", folder, "--token-ids", long_ids(n), "--no-weights",
+            "--return", "lse,entropy,top_k", "--top-k", "3", "--output", path("diag.npz")]
+    # A limit that one layer's L x L weights alone exceed.
+    code, err, rss = peak_rss_kib(args + ["--max-memory", "32M"])
+    check("runs under a limit below one L x L matrix", code == 0, err)
+    if code != 0:
+        return
+    z = np.load(path("diag.npz"))
+    check("members", sorted(z.files) == ["entropy", "lse", "output", "token_ids",
+                                         "top_k_indices", "top_k_values"], str(z.files))
+    check("lse [layers, H, L]", z["lse"].shape == (NL, H, n), str(z["lse"].shape))
+    check("top_k [layers, H, L, 3]", z["top_k_indices"].shape == (NL, H, n, 3),
+          str(z["top_k_indices"].shape))
+    if SANITIZED:
+        print("skip: peak RSS bound (ASan build)")
+        return
+    _, _, base = peak_rss_kib(args[:4] + [long_ids(64)] + args[5:])
+    check("peak RSS grows by less than half an L x L matrix over L = 64",
+          (rss - base) * 1024 < one_layer // 2, "peak %d KiB, at L = 64 %d KiB" % (rss, base))
+
+
+@test("batch lines naming a model folder run the forward pass")
+def _batch():
+    folder, ws, hs, _, _ = build("gpt2")
+    lines = [
+        {"id": "a", "params": folder, "token_ids": IDS, "precision": "f64",
+         "return": ["hidden_states"]},
+        {"id": "b", "params": folder, "token_ids": path("ids.json"), "layers": [1],
+         "precision": "f64"},
+        {"id": "c", "params": folder, "token_ids": [[3, 99]]},
+    ]
+    code, out, err = run(["batch"], stdin="\n".join(json.dumps(x) for x in lines).encode())
+    check("exit 1 (one bad line)", code == 1, err)
+    got = [json.loads(x) for x in out.decode().splitlines()]
+    check("three lines in order", [g.get("id") for g in got] == ["a", "b", "c"], out[:300])
+    if len(got) != 3:
+        return
+    a, b, c = got
+    check("line a: every layer's weights", np.allclose(np.array(a["weights"], float), ws,
+                                                        atol=1e-10), "")
+    check("line a: hidden_states", np.allclose(np.array(a["hidden_states"], float), hs,
+                                               atol=1e-10), "")
+    check("line a: layers echoed", a.get("layers") == list(range(NL)), str(a.get("layers")))
+    check("line b: layer 1 only", np.allclose(np.array(b["weights"], float), ws[1:],
+                                              atol=1e-10) and b.get("layers") == [1], "")
+    check("line c: the bad id is its error", "outside the vocabulary" in c.get("error", ""),
+          str(c))
+
+
+main()

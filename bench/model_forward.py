@@ -2,10 +2,11 @@
 """A whole model's forward pass, attn against PyTorch eager: a GPT-2-small-shaped random
 checkpoint (12 layers, E 768, 12 heads, vocab 50257 by default) in a Hugging Face folder,
 L token ids, every layer's attention weights written to one .npy. Not a test: a
-measurement to quote (wall time and peak RSS of each process, 1 and 2 threads).
+measurement to quote (wall time and peak RSS of each process, 1 and 2 threads; each
+figure the median of --repeat runs, one process per run).
 
     /usr/bin/python3 bench/model_forward.py build/release/app/attn [--seq 1024]
-        [--layers 12] [--threads 1,2] [--dir /tmp/attn-bench-gpt2]
+        [--layers 12] [--threads 1,2] [--repeat 3] [--dir /tmp/attn-bench-gpt2]
 
 The torch side is GPT-2 written here in torch 1.13 (transformers is not installed):
 wte + wpe, per layer ln_1, Conv1D c_attn, causal softmax (the weights kept, as
@@ -133,6 +134,7 @@ def main():
     ap.add_argument("--heads", type=int, default=12)
     ap.add_argument("--vocab", type=int, default=50257)
     ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", default="/tmp/attn-bench-gpt2")
     a = ap.parse_args()
     folder = os.path.join(a.dir, "model")
@@ -141,7 +143,10 @@ def main():
     ids = os.path.join(a.dir, "ids.npy")
     np.save(ids, np.random.default_rng(1).integers(0, a.vocab, a.seq))
     ckpt = os.path.getsize(os.path.join(folder, "model.safetensors")) / 2 ** 20
-    print("checkpoint %.0f MiB, L %d, load average %.1f" % (ckpt, a.seq, os.getloadavg()[0]))
+    cpu = [ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo")
+           if ln.startswith("model name")][:1]
+    print("CPU %s; checkpoint %.0f MiB, L %d, load average %.1f"
+          % (cpu[0] if cpu else "?", ckpt, a.seq, os.getloadavg()[0]))
     w_attn, w_torch = os.path.join(a.dir, "attn_w.npy"), os.path.join(a.dir, "torch_w.npy")
     for threads in [int(t) for t in a.threads.split(",")]:
         attn_argv = [os.path.abspath(a.attn), "compute", "--params", folder, "--token-ids", ids,
@@ -149,12 +154,19 @@ def main():
                      "--threads", str(threads), "--quiet", "--max-memory", "none"]
         torch_argv = [sys.executable, os.path.abspath(__file__), "--torch-child", folder, ids,
                       w_torch, str(threads)]
-        ta, ra = timed(attn_argv, {"OPENBLAS_NUM_THREADS": "1"})
-        tt, rt = timed(torch_argv)
+        runs_a, runs_t = [], []
+        for _ in range(a.repeat):  # interleaved, so a busy spell hits both alike
+            runs_a.append(timed(attn_argv, {"OPENBLAS_NUM_THREADS": "1"}))
+            runs_t.append(timed(torch_argv))
+        ta, ra = (float(np.median([r[i] for r in runs_a])) for i in (0, 1))
+        tt, rt = (float(np.median([r[i] for r in runs_t])) for i in (0, 1))
         err = np.abs(np.load(w_attn, mmap_mode="r") - np.load(w_torch, mmap_mode="r")).max()
-        print("threads %d: attn %.2f s, peak RSS %.0f MiB | torch eager %.2f s, peak RSS "
-              "%.0f MiB | speed-up %.2fx | max |weights difference| %.2g"
-              % (threads, ta, ra, tt, rt, tt / ta, err))
+        print("threads %d (median of %d): attn %.2f s, peak RSS %.0f MiB | torch eager %.2f s, "
+              "peak RSS %.0f MiB | speed-up %.2fx | max |weights difference| %.2g"
+              % (threads, a.repeat, ta, ra, tt, rt, tt / ta, err))
+        print("  attn runs: %s; torch runs: %s"
+              % (", ".join("%.2f s" % r[0] for r in runs_a),
+                 ", ".join("%.2f s" % r[0] for r in runs_t)))
 
 
 if __name__ == "__main__":

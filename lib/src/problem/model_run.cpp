@@ -266,7 +266,20 @@ bool is_model_run(const json& doc, const fs::path& base) {
     return !file.empty() && io::is_model_folder(resolve(file, base));
 }
 
-ModelRun decode_model_run(const json& doc, const fs::path& base, ArrayValues given) {
+ModelRun decode_model_run(const json& document, const fs::path& base, ArrayValues given) {
+    // "text": tokenized first by the folder's tokenizer into token_ids (a list: with its
+    // key padding), as decode_problem() does for one layer.
+    json doc = document;
+    Problem text;
+    if (doc.contains("text") && !doc["text"].is_null()) {
+        detail::DecodeContext cx;
+        cx.doc = doc;
+        cx.base = base;
+        detail::decode_text(cx, text);
+        doc = std::move(cx.doc);
+        doc.erase("text");
+        doc.erase("special_tokens");
+    }
     for (const char* field : kModelFields) {
         if ((doc.contains(field) && !doc[field].is_null()) || given.count(field) != 0) {
             throw InputError(std::string("params: a model folder computes ") + field +
@@ -365,6 +378,13 @@ ModelRun decode_model_run(const json& doc, const fs::path& base, ArrayValues giv
         run.stack.first.sources.push_back(std::move(s));
     }
     run.stack.first.num_kv_heads = run.spec.kv_heads;
+    if (text.text_tokens) {
+        run.stack.first.text_tokens = std::move(text.text_tokens);
+        run.stack.first.text_batched = text.text_batched;
+        for (Setting& st : text.settings) {
+            run.stack.first.settings.push_back(std::move(st));
+        }
+    }
     return run;
 }
 

@@ -44,6 +44,7 @@ ACT = {
     "silu": lambda x: x / (1 + np.exp(-x)),
 }
 ACT["gelu_pytorch_tanh"] = ACT["gelu_new"]
+ACT["gelu_python"] = ACT["gelu"]
 
 
 def linear(x, w, b=None):

@@ -68,6 +68,11 @@ def _gpt2_scaling():
     compare("gpt2", scale_weights=False, inverse_layer=True)
 
 
+@test("forward gpt2 with the erf gelu (gelu_python)")
+def _gpt2_gelu_python():
+    compare("gpt2", act="gelu_python")
+
+
 @test("forward gemma takes hidden_activation, never hidden_act")
 def _gemma_act():
     compare("gemma", gemma_act_key=False)

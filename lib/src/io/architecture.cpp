@@ -374,7 +374,7 @@ std::string architecture_names() {
 }
 
 Activation parse_activation(std::string_view name, std::string_view where) {
-    if (name == "gelu") {
+    if (name == "gelu" || name == "gelu_python") { // ACT2FN: both the erf form
         return Activation::gelu_erf;
     }
     if (name == "gelu_new" || name == "gelu_pytorch_tanh") {
@@ -386,9 +386,10 @@ Activation parse_activation(std::string_view name, std::string_view where) {
     if (name == "silu" || name == "swish") {
         return Activation::silu;
     }
-    throw InputError(std::string(where) + ": activation '" + message_text(name, 40) +
-                     "' is not supported (supported: gelu, gelu_new, gelu_pytorch_tanh, relu, "
-                     "silu, swish)");
+    throw InputError(
+        std::string(where) + ": activation '" + message_text(name, 40) +
+        "' is not supported (supported: gelu, gelu_python, gelu_new, gelu_pytorch_tanh, "
+        "relu, silu, swish)");
 }
 
 ModelSpec model_spec(const fs::path& config,

@@ -120,7 +120,8 @@ struct ModelSpec {
     bool scale_attn_by_inverse_layer_idx = false; ///< GPT-2: layer l's scores / (l + 1)
 };
 
-/// The ACT2FN names attn computes: gelu, gelu_new, gelu_pytorch_tanh, relu, silu, swish.
+/// The ACT2FN names attn computes: gelu, gelu_python, gelu_new, gelu_pytorch_tanh, relu,
+/// silu, swish.
 /// Throws InputError("WHERE: activation 'X' is not supported (supported: ...)").
 Activation parse_activation(std::string_view name, std::string_view where);
 

@@ -12,7 +12,7 @@ import subprocess
 import numpy as np
 
 from forward_oracle import H, IDS, NL, V, build
-from harness import ATTN, TMP, check, expect, main, path, run, test
+from harness import ATTN, ROOT, TMP, check, expect, main, path, run, test
 
 # Under AddressSanitizer (the asan preset's ctest sets ASAN_OPTIONS) freed memory waits in a
 # quarantine and shadow memory comes on top: peak RSS says nothing about attn there.
@@ -87,14 +87,16 @@ def _batch():
         {"id": "b", "params": folder, "token_ids": path("ids.json"), "layers": [1],
          "precision": "f64"},
         {"id": "c", "params": folder, "token_ids": [[3, 99]]},
+        {"id": "d", "params": os.path.join(ROOT, "samples", "tiny-gpt2"), "text": "the cat",
+         "layers": [3]},
     ]
     code, out, err = run(["batch"], stdin="\n".join(json.dumps(x) for x in lines).encode())
     check("exit 1 (one bad line)", code == 1, err)
     got = [json.loads(x) for x in out.decode().splitlines()]
-    check("three lines in order", [g.get("id") for g in got] == ["a", "b", "c"], out[:300])
-    if len(got) != 3:
+    check("four lines in order", [g.get("id") for g in got] == ["a", "b", "c", "d"], out[:300])
+    if len(got) != 4:
         return
-    a, b, c = got
+    a, b, c, d = got
     check("line a: every layer's weights", np.allclose(np.array(a["weights"], float), ws,
                                                         atol=1e-10), "")
     check("line a: hidden_states", np.allclose(np.array(a["hidden_states"], float), hs,
@@ -104,6 +106,9 @@ def _batch():
                                               atol=1e-10) and b.get("layers") == [1], "")
     check("line c: the bad id is its error", "outside the vocabulary" in c.get("error", ""),
           str(c))
+    check("line d: text tokenized by the folder's tokenizer",
+          d.get("tokens") == ["the", "Ġcat"] and np.array(d["weights"]).shape == (1, 4, 2, 2),
+          str({k: v for k, v in d.items() if k != "output"})[:300])
 
 
 main()

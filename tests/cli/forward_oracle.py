@@ -152,7 +152,8 @@ def gpt2(m, act="gelu_new", scale_weights=True, inverse_layer=False):
     return cfg, ws, hs
 
 
-def llama_family(m, kind, window=None, window_from=None, gemma_act_key=True):
+def llama_family(m, kind, window=None, window_from=None, gemma_act_key=True,
+                 layer_types=False):
     hkv = 2
     eps = 1e-6
     cfg = {"model_type": kind, "hidden_size": E, "num_attention_heads": H,
@@ -165,6 +166,10 @@ def llama_family(m, kind, window=None, window_from=None, gemma_act_key=True):
         cfg["sliding_window"] = window
     if window_from is not None:  # Qwen2: sliding layers from max_window_layers on
         cfg.update(use_sliding_window=True, max_window_layers=window_from)
+        if layer_types:  # or as the config lists them (then max_window_layers is not read)
+            cfg.update(max_window_layers=0, layer_types=[
+                "sliding_attention" if i >= window_from else "full_attention"
+                for i in range(NL)])
     if kind == "gemma":  # GemmaMLP: hidden_activation, hidden_act ignored
         cfg.update(head_dim=D, hidden_act="gelu")
         if gemma_act_key:

@@ -83,6 +83,11 @@ def _qwen2_window():
     compare("qwen2", window=3, window_from=1)
 
 
+@test("forward qwen2 sliding window on the layers layer_types names")
+def _qwen2_layer_types():
+    compare("qwen2", window=3, window_from=1, layer_types=True)
+
+
 @test("forward opt without final layer norm")
 def _opt_no_final():
     compare("opt", remove_final=True)

@@ -327,12 +327,13 @@ void read_sliding_window(ModelSpec& s,
         }
         for (std::size_t l = 0; l < s.layers; ++l) {
             const json& t = (*types)[l];
-            if (t != "sliding_attention" && t != "full_attention") {
+            const std::string kind = t.is_string() ? t.get<std::string>() : std::string();
+            if (kind != "sliding_attention" && kind != "full_attention") {
                 throw InputError(file + ": layer_types[" + std::to_string(l) +
                                  "]: expected \"sliding_attention\" or \"full_attention\", got " +
                                  got(t));
             }
-            s.sliding_layers[l] = t == "sliding_attention";
+            s.sliding_layers[l] = kind == "sliding_attention";
         }
         return;
     }

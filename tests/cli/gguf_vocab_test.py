@@ -111,6 +111,75 @@ def _():
             tokenize(os.path.join(VOCAB, "spm.model"), TEXTS), TEXTS)
 
 
+def tiny_hf_folder():
+    """fixtures/gguf/models/llama as a Hugging Face folder (config.json, model.safetensors
+    from llama_hf.npz) with TINY_SPM of gguf_vocab_fixtures.py as a llama-2 style
+    tokenizer.json (Prepend + Replace normalizer, BPE with byte fallback, BOS template)."""
+    import numpy as np
+    sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
+    import reference as ref
+    models = os.path.join(ROOT, "tests", "unit", "fixtures", "gguf", "models")
+    folder = path("hf-llama")
+    os.makedirs(folder, exist_ok=True)
+    shutil.copy(os.path.join(models, "llama_config.json"), os.path.join(folder, "config.json"))
+    t = np.load(os.path.join(models, "llama_hf.npz"))
+    ref.write_safetensors(os.path.join(folder, "model.safetensors"),
+                          [(k, "F32", t[k]) for k in sorted(t.files)])
+    meta = "\u2581"
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, meta: 3, "a": 4, "b": 5, meta + "a": 6,
+             meta + "b": 7}
+    added = [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True}
+             for i, c in enumerate(["<unk>", "<s>", "</s>"])]
+    doc = {"version": "1.0", "added_tokens": added,
+           "normalizer": {"type": "Sequence", "normalizers": [
+               {"type": "Prepend", "prepend": meta},
+               {"type": "Replace", "pattern": {"String": " "}, "content": meta}]},
+           "pre_tokenizer": None,
+           "post_processor": {"type": "TemplateProcessing",
+                              "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                         {"Sequence": {"id": "A", "type_id": 0}}],
+                              "pair": [], "special_tokens": {
+                                  "<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+           "model": {"type": "BPE", "unk_token": "<unk>", "fuse_unk": True,
+                     "byte_fallback": True, "vocab": vocab,
+                     "merges": [[meta, "a"], [meta, "b"]]}}
+    with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(doc, f)
+    return folder
+
+
+@test("--text through a whole model: GGUF with its vocabulary vs the Hugging Face folder")
+def _():
+    import numpy as np
+    folder = tiny_hf_folder()
+    gguf = os.path.join(VOCAB, "llama_vocab.gguf")
+    texts = ["a b ab ba", "ba a"]
+    for label, extra in (("one text", ["--text", texts[0]]),
+                         ("two texts", ["--text", texts[0], "--text", texts[1]])):
+        docs = []
+        for params in (folder, gguf):
+            rc, so, se = run(["compute", "--params", params, "--return", "hidden_states"]
+                             + extra)
+            check(f"{label}: {os.path.basename(params)} exit 0", rc == 0, se)
+            if rc != 0:
+                return
+            docs.append(json.loads(so))
+        hf, gg = docs
+        check(f"{label}: the same labels", hf["key_tokens"] == gg["key_tokens"],
+              f"{hf['key_tokens']} != {gg['key_tokens']}")
+        for key in ("weights", "hidden_states"):
+            a, b = np.array(hf[key], dtype=np.float64), np.array(gg[key], dtype=np.float64)
+            # float32 tensors on both sides, the same forward pass: equal but for the
+            # order of float32 sums.
+            err = float(np.abs(a - b).max()) if a.shape == b.shape else float("inf")
+            check(f"{label}: {key} agree (max |diff| {err:.2g} <= 1e-5)", err <= 1e-5,
+                  f"shapes {a.shape} {b.shape}")
+    ids = tokenize(gguf, texts)
+    check("the GGUF's ids for the texts", [d["token_ids"] for d in ids] ==
+          [[1, 6, 7, 6, 5, 7, 4], [1, 7, 4, 6]], ids)
+
+
 # ---- hostile vocabulary metadata -------------------------------------------------------
 
 def gguf_string(s):

@@ -17,6 +17,9 @@ gguf-py is read from the given folder and never committed. Written:
       _create_vocab_sentencepiece writes it (pieces, scores, token types; BOS/EOS/unk ids;
       add_bos_token; spm_eos.gguf: add_bos_token false, add_eos_token true)
   spm_expected.json      python3-sentencepiece's ids for every text of tests/tokenizer/texts.py
+  llama_vocab.gguf       fixtures/gguf/models/llama.gguf (its metadata and float32 tensors,
+      copied by gguf-py's GGUFReader) with an 8-token SentencePiece-style vocabulary
+      (TINY_SPM below) that fits its 8 embedding rows, for --text through a whole model
 """
 import json
 import os
@@ -196,6 +199,41 @@ def write_spm(gguf, out):
         json.dump(expected, f)
 
 
+# (token, score, type) of a vocabulary that fits the tiny llama's 8 embedding rows.
+TINY_SPM = [("<unk>", 0.0, 2), ("<s>", 0.0, 3), ("</s>", 0.0, 3), ("\u2581", -3.0, 1),
+            ("a", -4.0, 1), ("b", -5.0, 1), ("\u2581a", -1.0, 1), ("\u2581b", -2.0, 1)]
+
+
+def write_model_with_vocab(gguf, out):
+    src = os.path.join(HERE, "fixtures", "gguf", "models", "llama.gguf")
+    r = gguf.GGUFReader(src)
+    w = gguf.GGUFWriter(os.path.join(out, "llama_vocab.gguf"), "llama")
+    for key, field in r.fields.items():
+        if key.startswith("GGUF.") or key == "general.architecture":
+            continue
+        kind = field.types[0]
+        val = field.parts[field.data[0]]
+        if kind == gguf.GGUFValueType.STRING:
+            w.add_string(key, bytes(val).decode())
+        elif kind == gguf.GGUFValueType.UINT32:
+            w.add_uint32(key, int(val[0]))
+        elif kind == gguf.GGUFValueType.FLOAT32:
+            w.add_float32(key, float(val[0]))
+        else:
+            raise SystemExit(f"{key}: type {kind} not copied")
+    w.add_tokenizer_model("llama")
+    w.add_token_list([t for t, _, _ in TINY_SPM])
+    w.add_token_scores([s for _, s, _ in TINY_SPM])
+    w.add_token_types([k for _, _, k in TINY_SPM])
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+    w.add_add_bos_token(True)
+    for t in r.tensors:
+        w.add_tensor(t.name, t.data, raw_dtype=t.tensor_type)
+    finish(w)
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -206,6 +244,7 @@ def main():
     tokens, merges = byte_level_vocab()
     write_bpe(gguf, out, tokens, merges)
     write_spm(gguf, out)
+    write_model_with_vocab(gguf, out)
 
 
 if __name__ == "__main__":

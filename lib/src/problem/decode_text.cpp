@@ -150,4 +150,18 @@ void decode_text(DecodeContext& cx, Problem& p) {
                           "text"});
 }
 
+void text_to_token_ids(json& doc, const fs::path& base) {
+    if (!doc.is_object() || !doc.contains("text") || doc["text"].is_null()) {
+        return;
+    }
+    DecodeContext cx;
+    cx.doc = doc;
+    cx.base = base;
+    Problem p;
+    decode_text(cx, p);
+    cx.doc.erase("text");
+    cx.doc.erase("special_tokens");
+    doc = std::move(cx.doc);
+}
+
 } // namespace attn::problem::detail

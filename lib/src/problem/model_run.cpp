@@ -227,7 +227,9 @@ bool is_model_run(const json& doc, const fs::path& base) {
     return !file.empty() && io::is_model_folder(resolve(file, base));
 }
 
-ModelRun decode_model_run(const json& doc, const fs::path& base, ArrayValues given) {
+ModelRun decode_model_run(const json& doc_in, const fs::path& base, ArrayValues given) {
+    json doc = doc_in;
+    detail::text_to_token_ids(doc, base); // "text": the model's own tokenizer's ids
     for (const char* field : kModelFields) {
         if ((doc.contains(field) && !doc[field].is_null()) || given.count(field) != 0) {
             throw InputError(std::string("params: a model folder computes ") + field +

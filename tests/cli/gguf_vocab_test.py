@@ -27,6 +27,8 @@ VOCAB = os.path.join(ROOT, "tests", "unit", "fixtures", "gguf", "vocab")
 ORACLE_DIR = os.path.join(ROOT, "tests", "tokenizer")
 sys.path.insert(0, ORACLE_DIR)
 from texts import SPECIAL_TEXTS, TEXTS  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tests", "unit"))
+from gguf_vocab_fixtures import tiny_tokenizer_json  # noqa: E402
 
 ALL_TEXTS = TEXTS + SPECIAL_TEXTS
 
@@ -125,27 +127,8 @@ def tiny_hf_folder():
     t = np.load(os.path.join(models, "llama_hf.npz"))
     ref.write_safetensors(os.path.join(folder, "model.safetensors"),
                           [(k, "F32", t[k]) for k in sorted(t.files)])
-    meta = "\u2581"
-    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, meta: 3, "a": 4, "b": 5, meta + "a": 6,
-             meta + "b": 7}
-    added = [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
-              "normalized": False, "special": True}
-             for i, c in enumerate(["<unk>", "<s>", "</s>"])]
-    doc = {"version": "1.0", "added_tokens": added,
-           "normalizer": {"type": "Sequence", "normalizers": [
-               {"type": "Prepend", "prepend": meta},
-               {"type": "Replace", "pattern": {"String": " "}, "content": meta}]},
-           "pre_tokenizer": None,
-           "post_processor": {"type": "TemplateProcessing",
-                              "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
-                                         {"Sequence": {"id": "A", "type_id": 0}}],
-                              "pair": [], "special_tokens": {
-                                  "<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
-           "model": {"type": "BPE", "unk_token": "<unk>", "fuse_unk": True,
-                     "byte_fallback": True, "vocab": vocab,
-                     "merges": [[meta, "a"], [meta, "b"]]}}
     with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
-        json.dump(doc, f)
+        json.dump(tiny_tokenizer_json(), f)
     return folder
 
 

@@ -204,6 +204,30 @@ TINY_SPM = [("<unk>", 0.0, 2), ("<s>", 0.0, 3), ("</s>", 0.0, 3), ("\u2581", -3.
             ("a", -4.0, 1), ("b", -5.0, 1), ("\u2581a", -1.0, 1), ("\u2581b", -2.0, 1)]
 
 
+def tiny_tokenizer_json():
+    """TINY_SPM as the tokenizer.json a llama-2 style Hugging Face folder carries (Prepend +
+    Replace normalizer, BPE with byte fallback and merges by score, BOS template)."""
+    meta = "\u2581"
+    vocab = {t: i for i, (t, _, _) in enumerate(TINY_SPM)}
+    merged = sorted(((s, t) for t, s, k in TINY_SPM if k == 1 and len(t) > 1), reverse=True)
+    added = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True}
+             for i, (t, _, k) in enumerate(TINY_SPM) if k in (2, 3)]
+    return {"version": "1.0", "added_tokens": added,
+            "normalizer": {"type": "Sequence", "normalizers": [
+                {"type": "Prepend", "prepend": meta},
+                {"type": "Replace", "pattern": {"String": " "}, "content": meta}]},
+            "pre_tokenizer": None,
+            "post_processor": {"type": "TemplateProcessing",
+                               "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                          {"Sequence": {"id": "A", "type_id": 0}}],
+                               "pair": [], "special_tokens": {
+                                   "<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+            "model": {"type": "BPE", "unk_token": "<unk>", "fuse_unk": True,
+                      "byte_fallback": True, "vocab": vocab,
+                      "merges": [[t[0], t[1:]] for _, t in merged]}}
+
+
 def write_model_with_vocab(gguf, out):
     src = os.path.join(HERE, "fixtures", "gguf", "models", "llama.gguf")
     r = gguf.GGUFReader(src)

@@ -109,9 +109,15 @@ std::uint32_t u32_at(const std::uint8_t* p) {
 void block_q4_0(const std::uint8_t* __restrict b, float* __restrict y, const float* f16) {
     const float d = f16_at(f16, b);
     const std::uint8_t* qs = b + 2;
+    // ggml's (float)(x - 8) * d, the nibbles unpacked to bytes first: a form GCC
+    // vectorizes whole.
+    std::array<std::int8_t, 32> v{};
     for (int j = 0; j < 16; ++j) {
-        y[j] = static_cast<float>((qs[j] & 0x0F) - 8) * d;
-        y[j + 16] = static_cast<float>((qs[j] >> 4) - 8) * d;
+        v[static_cast<std::size_t>(j)] = static_cast<std::int8_t>((qs[j] & 0x0F) - 8);
+        v[static_cast<std::size_t>(j) + 16] = static_cast<std::int8_t>((qs[j] >> 4) - 8);
+    }
+    for (std::size_t j = 0; j < 32; ++j) {
+        y[j] = static_cast<float>(v[j]) * d;
     }
 }
 

@@ -42,7 +42,7 @@ bool reproduces(const Llama3& p, const std::vector<double>& w, std::span<const f
     }
     for (std::size_t i = 0; i < w.size(); ++i) {
         // float32 frequencies in the converter: agreement to float32's precision, loosely.
-        const double want = f[i];
+        const auto want = static_cast<double>(f[i]);
         if (std::abs(divisor(p, w[i]) - want) > 1e-5 * std::max(1.0, want)) {
             return false;
         }
@@ -105,7 +105,7 @@ nlohmann::json gguf_llama3_rope_scaling(std::span<const float> factors,
                              " (llama 3's scaling divides by factors of 1 or more)");
         }
     }
-    const double factor = *std::max_element(factors.begin(), factors.end());
+    const auto factor = static_cast<double>(*std::max_element(factors.begin(), factors.end()));
     if (factor == 1.0) {
         return nullptr; // every frequency as it is
     }
@@ -113,7 +113,7 @@ nlohmann::json gguf_llama3_rope_scaling(std::span<const float> factors,
     double low_w = w.back() / 2;   // the low band's highest frequency
     double high_w = w.front() * 2; // the high band's lowest
     for (std::size_t i = 0; i < w.size(); ++i) {
-        const double f = factors[i];
+        const auto f = static_cast<double>(factors[i]);
         if (std::abs(f - factor) <= 1e-6 * factor) {
             low_w = std::max(low_w, w[i]);
         } else if (std::abs(f - 1) <= 1e-6) {

@@ -45,7 +45,7 @@ fs::path tokenizer_folder(DecodeContext& cx) {
                          type_name(*file));
     }
     const fs::path given(file->get<std::string>());
-    const fs::path path = given.is_absolute() ? given : cx.base / given;
+    fs::path path = given.is_absolute() ? given : cx.base / given;
     if (io::is_gguf_path(path.string())) { // a GGUF carries its own vocabulary
         return path;
     }

@@ -173,7 +173,7 @@ void run_info_safetensors(const InfoArgs& a) {
 /// the model maps to (io::gguf_summary).
 void run_info_gguf(const InfoArgs& a) {
     const io::GgufFile file(a.file);
-    nlohmann::json j = io::gguf_summary(file.header(), file.shown());
+    nlohmann::json j = io::gguf_summary(file.header(), file.shown(), &file);
     const auto dump = [](const nlohmann::json& v) {
         return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     };

@@ -24,8 +24,10 @@ struct TokenizeArgs {
 };
 
 void tokenize_options(CLI::App& cmd, TokenizeArgs& a) {
-    cmd.add_option(
-           "MODEL", a.model, "a model folder (its tokenizer.json or tokenizer.model) or the file")
+    cmd.add_option("MODEL",
+                   a.model,
+                   "a model folder (its tokenizer.json or tokenizer.model), the file, or a .gguf "
+                   "(its own vocabulary)")
         ->required();
     cmd.add_option("--text", a.texts, "a text to tokenize (repeat for several)")
         ->allow_extra_args(false);

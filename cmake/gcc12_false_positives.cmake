@@ -22,11 +22,13 @@ set(attn_gcc12_restrict
     lib/src/render/terminal.cpp lib/src/io/gguf.cpp lib/src/io/gguf_file.cpp
     lib/src/io/gguf_model.cpp lib/src/io/model_folder.cpp lib/src/io/tokenizer.cpp
     lib/src/io/tokenizer_bpe.cpp lib/src/io/tokenizer_normalizers.cpp
-    lib/src/io/tokenizer_pretokenizers.cpp lib/src/io/tokenizer_wordpiece.cpp)
+    lib/src/io/tokenizer_pretokenizers.cpp lib/src/io/tokenizer_wordpiece.cpp
+    lib/src/io/gguf_vocab.cpp)
 set(attn_gcc12_array_bounds
     lib/src/io/json_lines.cpp lib/src/io/json_text.cpp lib/src/io/rope_field.cpp
     lib/src/io/safetensors.cpp lib/src/problem/decode_fields.cpp lib/src/problem/solve.cpp
-    app/compute_options.cpp lib/src/io/gguf_info.cpp app/cmd_tokenize.cpp)
+    app/compute_options.cpp lib/src/io/gguf_info.cpp app/cmd_tokenize.cpp
+    lib/src/io/gguf_rope.cpp lib/src/io/gguf_vocab.cpp)
 # -Wnull-dereference in CPython's object.h (Py_INCREF) and libstdc++'s stl_construct.h after
 # pybind11's casters are inlined into the module's files.
 set(attn_gcc12_null_dereference python/arrays.cpp python/figures.cpp)

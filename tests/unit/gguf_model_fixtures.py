@@ -13,6 +13,8 @@ tensors bit for bit. Written per model type T:
   T.gguf          the converted model
   T_hf.npz        the Hugging Face tensors by their Hugging Face names (np.savez)
   T_config.json   the config.json the converter was given
+for T in llama, qwen2, gemma, phi3, gpt2 and llama3 (llama with Llama 3's RoPE scaling, for
+which the converter's generate_extra_tensors adds rope_freqs.weight).
 """
 
 import json
@@ -79,6 +81,15 @@ def configs():
         "gpt2": ("GPT2Model", {"model_type": "gpt2", "n_embd": E, "n_head": H, "n_layer": L,
                                "n_ctx": 32, "n_positions": 32, "vocab_size": V,
                                "layer_norm_epsilon": 1e-5}, None),
+        # Llama 3's RoPE scaling: the converter writes rope_freqs.weight. An original context
+        # of 16 puts the tiny heads' two frequencies in the blended and the divided band (the
+        # converter reads it from the top level, Hugging Face from rope_scaling: both given).
+        "llama3": ("LlamaModel", dict(base, model_type="llama", architectures=["LlamaForCausalLM"],
+                                      rope_theta=500000.0, original_max_position_embeddings=16,
+                                      rope_scaling={
+                                          "rope_type": "llama3", "factor": 8.0,
+                                          "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                          "original_max_position_embeddings": 16}), dict()),
     }
 
 
@@ -116,6 +127,8 @@ def main():
             bid = int(name.split(".")[2 if name.startswith("model.") else 2]) if ".layers." in name or ".h." in name else None
             for new_name, new_data in model.modify_tensors(torch.from_numpy(data.copy()), name, bid):
                 model.gguf_writer.add_tensor(new_name, new_data.numpy().astype(np.float32))
+        for new_name, new_data in model.generate_extra_tensors():  # rope_freqs (llama3)
+            model.gguf_writer.add_tensor(new_name, new_data.numpy().astype(np.float32))
         model.gguf_writer.write_header_to_file()
         model.gguf_writer.write_kv_data_to_file()
         model.gguf_writer.write_tensors_to_file()

@@ -42,7 +42,7 @@ nlohmann::json gguf_value_json(const GgufValue& v, std::size_t max_items) {
     return static_cast<std::int64_t>(*v.as_double()); // a negative integer: exact in int64
 }
 
-nlohmann::json gguf_summary(const GgufHeader& h, std::string_view name) {
+nlohmann::json gguf_summary(const GgufHeader& h, std::string_view name, const GgufFile* data) {
     nlohmann::json j = {{"format", "gguf"}, {"version", h.version}, {"alignment", h.alignment}};
     const GgufValue* arch = h.find_value("general.architecture");
     const std::string arch_name =
@@ -77,7 +77,7 @@ nlohmann::json gguf_summary(const GgufHeader& h, std::string_view name) {
     }
     j["data_bytes"] = total;
     try {
-        j["config"] = gguf_hf_config(h, name);
+        j["config"] = gguf_hf_config(h, name, data);
     } catch (const InputError& e) {
         j["config_error"] = e.what();
     }

@@ -121,6 +121,7 @@ struct Meta {
     const GgufHeader& h;
     std::string name;
     std::string arch;
+    const GgufFile* data = nullptr;
 
     const GgufValue* find(std::string_view key) const { return h.find_value(key); }
 
@@ -173,6 +174,31 @@ struct Meta {
     }
 };
 
+constexpr std::string_view kRopeFreqs = "rope_freqs.weight";
+
+/// Llama 3's per-frequency divisors as config.json's rope_scaling (gguf_llama3_rope_scaling).
+void add_rope_freqs(const Meta& m,
+                    std::size_t head_dim,
+                    const std::string& type,
+                    nlohmann::json& c) {
+    const std::string what = m.name + ": tensor 'rope_freqs.weight'";
+    if (type != "none") {
+        throw InputError(what + " and rope scaling " + quote_name(type) +
+                         " both scale RoPE (not supported together)");
+    }
+    if (m.data == nullptr) {
+        throw InputError(what + ": llama 3's RoPE factors need the file's data");
+    }
+    const Array f = m.data->read(kRopeFreqs);
+    const std::size_t dim = static_cast<std::size_t>(c.value("partial_rotary_factor", 1.0) *
+                                                     static_cast<double>(head_dim));
+    const nlohmann::json scaling =
+        gguf_llama3_rope_scaling(f.values, c.value("rope_theta", 10000.0), dim, what);
+    if (!scaling.is_null()) {
+        c["rope_scaling"] = scaling;
+    }
+}
+
 void add_rope(const Meta& m, std::size_t head_dim, nlohmann::json& c) {
     const std::string p = m.arch + ".rope.";
     if (const auto base = m.real(p + "freq_base")) {
@@ -188,11 +214,11 @@ void add_rope(const Meta& m, std::size_t head_dim, nlohmann::json& c) {
             c["partial_rotary_factor"] = static_cast<double>(*dims) / static_cast<double>(head_dim);
         }
     }
-    if (m.h.find("rope_freqs.weight") != nullptr) {
-        throw InputError(m.name + ": tensor 'rope_freqs.weight': per-frequency RoPE factors "
-                                  "(llama 3's rope scaling) are not supported yet");
-    }
     const std::string type = m.text(p + "scaling.type").value_or("none");
+    if (m.h.find(kRopeFreqs) != nullptr) {
+        add_rope_freqs(m, head_dim, type, c);
+        return;
+    }
     if (type == "none") {
         return;
     }
@@ -255,8 +281,8 @@ std::optional<std::pair<std::string, GgufSource>> gguf_to_hf(std::string_view ar
     return std::pair(hf + std::string(suffix), GgufSource{std::string(gguf_name), fix});
 }
 
-nlohmann::json gguf_hf_config(const GgufHeader& h, std::string_view name_in) {
-    Meta m{h, std::string(name_in), ""};
+nlohmann::json gguf_hf_config(const GgufHeader& h, std::string_view name_in, const GgufFile* data) {
+    Meta m{h, std::string(name_in), "", data};
     const auto arch = m.text("general.architecture");
     if (!arch) {
         throw InputError(m.name + ": metadata 'general.architecture' is missing");
@@ -356,9 +382,12 @@ void unpermute_rows(Array& w, std::size_t n_head, std::string_view what) {
 
 GgufModel::GgufModel(const std::filesystem::path& path) : file_(path) {
     const GgufHeader& h = file_.header();
-    config_ = gguf_hf_config(h, file_.shown());
+    config_ = gguf_hf_config(h, file_.shown(), &file_);
     arch_ = config_["model_type"].get<std::string>();
     for (const GgufTensor& t : h.tensors) {
+        if (t.name == kRopeFreqs) { // read into the config's rope_scaling
+            continue;
+        }
         auto mapped = gguf_to_hf(arch_, t.name);
         if (!mapped) {
             throw InputError(file_.shown() + ": tensor " + quote_name(t.name) +

@@ -6,6 +6,7 @@
 
 #include "attn/error.hpp"
 #include "attn/io/file_read.hpp"
+#include "attn/io/gguf.hpp"
 #include "attn/io/json_text.hpp"
 #include "attn/io/number_text.hpp"
 #include "tokenizer_detail.hpp"
@@ -89,6 +90,10 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& path) {
         if (file.empty()) {
             throw InputError::at(path, "no tokenizer.json or tokenizer.model in this folder");
         }
+    }
+    if (is_gguf_path(file.string())) { // mapped: only the header is read
+        const GgufFile gguf(file);
+        return parse_gguf_vocab(gguf.header(), gguf.shown());
     }
     const std::vector<std::uint8_t> bytes = read_file(file);
     const std::string_view text = as_text(bytes);

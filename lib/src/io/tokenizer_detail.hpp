@@ -121,6 +121,9 @@ class Model {
 std::vector<std::pair<std::string, std::int64_t>> read_vocab(const nlohmann::json& j,
                                                              const std::string& what);
 
+/// A tokenizer.json document already parsed (a GGUF's vocabulary is built as one).
+std::unique_ptr<Tokenizer> make_json_tokenizer(const nlohmann::json& doc, const std::string& name);
+
 std::unique_ptr<Model> make_bpe(const nlohmann::json& j, const std::string& name);
 std::unique_ptr<Model> make_wordpiece(const nlohmann::json& j, const std::string& name);
 

@@ -324,4 +324,9 @@ std::unique_ptr<Tokenizer> parse_tokenizer_json(std::string_view text, std::stri
     return std::make_unique<JsonTokenizer>(doc, std::string(name));
 }
 
+std::unique_ptr<Tokenizer> detail::make_json_tokenizer(const nlohmann::json& doc,
+                                                       const std::string& name) {
+    return std::make_unique<JsonTokenizer>(doc, name);
+}
+
 } // namespace attn::io

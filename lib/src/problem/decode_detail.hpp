@@ -114,6 +114,11 @@ void decode_config(DecodeContext& cx, Problem& p);
 void decode_token_ids(DecodeContext& cx, Problem& p);
 // decode_text.cpp: "text" tokenized into the document's token_ids (before the sources).
 void decode_text(DecodeContext& cx, Problem& p);
+/// A whole model's "text" (with "special_tokens"): tokenized as decode_text does and put
+/// in `doc` as "token_ids" (with "key_padding_mask" for a list of texts and "tokens" as
+/// labels) in their place; returns the decoded text part (tokens, settings). Nothing
+/// changes without "text".
+Problem text_to_token_ids(nlohmann::json& doc, const std::filesystem::path& base);
 void decode_model(DecodeContext& cx, Problem& p);
 /// The checkpoint a "params" value names, loaded once (cx.checkpoint).
 const io::CheckpointParams& checkpoint_params(DecodeContext& cx, Problem& p);

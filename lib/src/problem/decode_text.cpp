@@ -3,6 +3,7 @@
 // the folder of the checkpoint file it names) and handed on as the document's token_ids,
 // right-padded with its key_padding_mask, and its labels. From here on the problem is a
 // token_ids problem: this file adds nothing to how token_ids are computed with.
+#include "attn/io/gguf.hpp"
 #include "attn/io/number_text.hpp"
 #include "attn/io/tokenizer.hpp"
 #include "decode_detail.hpp"
@@ -28,7 +29,7 @@ std::shared_ptr<const io::Tokenizer> cached_tokenizer(const fs::path& folder) {
 }
 
 /// The folder whose tokenizer tokenizes the text: "params" as a folder, or the folder of
-/// the file it names ({"file": ...} or a path).
+/// the file it names ({"file": ...} or a path); a .gguf file itself (its own vocabulary).
 fs::path tokenizer_folder(DecodeContext& cx) {
     if (!cx.has("params")) {
         throw InputError("text: needs the model whose tokenizer to use (params: a model folder "
@@ -44,7 +45,10 @@ fs::path tokenizer_folder(DecodeContext& cx) {
                          type_name(*file));
     }
     const fs::path given(file->get<std::string>());
-    const fs::path path = given.is_absolute() ? given : cx.base / given;
+    fs::path path = given.is_absolute() ? given : cx.base / given;
+    if (io::is_gguf_path(path.string())) { // a GGUF carries its own vocabulary
+        return path;
+    }
     std::error_code ec;
     const fs::path folder = fs::is_directory(path, ec) ? path : path.parent_path();
     if (io::tokenizer_file_in(folder.empty() ? fs::path(".") : folder).empty()) {
@@ -144,6 +148,21 @@ void decode_text(DecodeContext& cx, Problem& p) {
                           std::to_string(length) + " tokens" +
                               (batched ? " (" + std::to_string(texts.size()) + " texts)" : ""),
                           "text"});
+}
+
+Problem text_to_token_ids(json& doc, const fs::path& base) {
+    Problem p;
+    if (!doc.is_object() || !doc.contains("text") || doc["text"].is_null()) {
+        return p;
+    }
+    DecodeContext cx;
+    cx.doc = doc;
+    cx.base = base;
+    decode_text(cx, p);
+    cx.doc.erase("text");
+    cx.doc.erase("special_tokens");
+    doc = std::move(cx.doc);
+    return p;
 }
 
 } // namespace attn::problem::detail

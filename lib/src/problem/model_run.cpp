@@ -266,20 +266,11 @@ bool is_model_run(const json& doc, const fs::path& base) {
     return !file.empty() && io::is_model_folder(resolve(file, base));
 }
 
-ModelRun decode_model_run(const json& document, const fs::path& base, ArrayValues given) {
-    // "text": tokenized first by the folder's tokenizer into token_ids (a list: with its
-    // key padding), as decode_problem() does for one layer.
-    json doc = document;
-    Problem text;
-    if (doc.contains("text") && !doc["text"].is_null()) {
-        detail::DecodeContext cx;
-        cx.doc = doc;
-        cx.base = base;
-        detail::decode_text(cx, text);
-        doc = std::move(cx.doc);
-        doc.erase("text");
-        doc.erase("special_tokens");
-    }
+ModelRun decode_model_run(const json& doc_in, const fs::path& base, ArrayValues given) {
+    json doc = doc_in;
+    // "text": the model's own tokenizer's ids (a list: with its key padding); the tokens
+    // stay with the run as labels.
+    Problem text = detail::text_to_token_ids(doc, base);
     for (const char* field : kModelFields) {
         if ((doc.contains(field) && !doc[field].is_null()) || given.count(field) != 0) {
             throw InputError(std::string("params: a model folder computes ") + field +

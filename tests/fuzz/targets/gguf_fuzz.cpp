@@ -1,13 +1,16 @@
 // Fuzz target: the GGUF reader (io::parse_gguf_header: magic, version, counts, metadata of
 // every type with nested arrays, tensor infos, alignment and offsets), then every tensor
-// dequantized (io::decode_gguf_tensor) from the bytes the header says it has.
+// dequantized (io::decode_gguf_tensor) from the bytes the header says it has, and the
+// metadata's vocabulary (io::parse_gguf_vocab) built and run on a short text.
 // Properties: nothing but InputError escapes, its message is one line; every tensor the
 // header accepts lies inside the input and fills its shape when decoded.
 #include "attn/io/gguf.hpp"
+#include "attn/io/tokenizer.hpp"
 #include "fuzz_common.hpp"
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 
 using namespace attn;
@@ -33,6 +36,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             fuzz::expect(a.values.size() == fuzz::element_count(a.shape) && a.shape == t.shape,
                          "tensor '" + t.name + "' does not fill its shape");
         }
+    }
+    std::unique_ptr<io::Tokenizer> tokenizer;
+    if (fuzz::only_input_errors("parse_gguf_vocab",
+                                [&] { tokenizer = io::parse_gguf_vocab(h, "fuzz.gguf"); })) {
+        (void)fuzz::only_input_errors("encode", [&] {
+            (void)tokenizer->encode("Hello world, I'm 12345 caf\xC3\xA9s <s>\n", true);
+        });
     }
     return 0;
 }

@@ -14,6 +14,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,8 +52,23 @@ std::optional<std::pair<std::string, GgufSource>> gguf_to_hf(std::string_view ar
 /// (io::parse_hf_config) and the architecture table. float32 metadata (eps, rope base) is
 /// read as the shortest decimal that gives the same float32, as the converter was given it.
 /// Throws InputError("NAME: KEY: ...") for a missing or ill-typed key, an architecture
-/// attn does not map, per-layer head counts, or RoPE scaling it cannot express.
-nlohmann::json gguf_hf_config(const GgufHeader& h, std::string_view name);
+/// attn does not map, per-layer head counts, or RoPE scaling it cannot express. `data`: the
+/// file, whose rope_freqs.weight (llama 3's RoPE scaling) becomes "rope_scaling"
+/// (gguf_llama3_rope_scaling); without it such a file is refused.
+nlohmann::json
+gguf_hf_config(const GgufHeader& h, std::string_view name, const GgufFile* data = nullptr);
+
+/// Llama 3's rope_freqs.weight (the divisor of each rotary frequency theta^(-2i/dim), as
+/// convert_hf_to_gguf.py's LlamaModel.generate_extra_tensors computes it from rope_scaling)
+/// as config.json's {"rope_type": "llama3", "factor", "low_freq_factor",
+/// "high_freq_factor", "original_max_position_embeddings"}: parameters whose divisors equal
+/// every factor (Llama 3.1's 1, 4, 8192 when they fit); null when every factor is 1.
+/// Throws InputError("WHAT: ...") for a count other than rotary_dim / 2, a factor below 1,
+/// or factors no such parameters give.
+nlohmann::json gguf_llama3_rope_scaling(std::span<const float> factors,
+                                        double theta,
+                                        std::size_t rotary_dim,
+                                        const std::string& what);
 
 /// A metadata value as JSON: numbers, bools, strings, arrays (nested too); an array of more
 /// than `max_items` elements as {"array": ELEMENT TYPE, "count": N} instead.
@@ -63,7 +79,8 @@ nlohmann::json gguf_value_json(const GgufValue& v, std::size_t max_items);
 /// merge counts, special ids: the tokenizer.ggml.* keys in short), "metadata" (every other
 /// key; long arrays summarised), "tensors" ([{name, type, shape, bytes}]), "data_bytes",
 /// and "config" (gguf_hf_config) or "config_error" (why the model cannot be mapped)}.
-nlohmann::json gguf_summary(const GgufHeader& h, std::string_view name);
+nlohmann::json
+gguf_summary(const GgufHeader& h, std::string_view name, const GgufFile* data = nullptr);
 
 /// Undoes LlamaModel.permute on w's rows ([rows] or [rows, cols]; rows = n_head · head dim):
 /// within each head, row 2i + j of the file is row j · (head dim / 2) + i of the model.

@@ -13,6 +13,8 @@
 
 namespace attn::io {
 
+struct GgufHeader;
+
 /// One text's tokens: ids and the vocabulary strings as Hugging Face's
 /// convert_ids_to_tokens gives them ("Ġworld", "▁the", "##ing", "<0xE6>").
 /// `labels` are the same tokens shown readably (readable_token), for heatmaps.
@@ -40,9 +42,9 @@ class Tokenizer {
 };
 
 /// Reads a tokenizer: `path` is a model folder (its tokenizer.json, else its
-/// tokenizer.model) or one of those files. Throws InputError naming the file: missing,
-/// not JSON, an unknown model/normalizer/pre-tokenizer type, merges naming tokens the
-/// vocabulary lacks, invalid UTF-8 in the vocabulary.
+/// tokenizer.model), one of those files, or a .gguf file (its own vocabulary). Throws InputError
+/// naming the file: missing, not JSON, an unknown model/normalizer/pre-tokenizer type, merges
+/// naming tokens the vocabulary lacks, invalid UTF-8 in the vocabulary.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& path);
 
 /// The tokenizer file a model folder holds (tokenizer.json first, then tokenizer.model),
@@ -59,6 +61,13 @@ std::unique_ptr<Tokenizer> parse_sentencepiece_model(std::string_view bytes,
                                                      std::string_view name,
                                                      bool add_bos = true,
                                                      bool add_eos = false);
+
+/// A GGUF's own vocabulary (tokenizer.ggml.*: the "gpt2" byte-level BPE with its merges and
+/// pre-tokenizer, or the "llama" SentencePiece-style vocabulary with scores and token types)
+/// tokenizing as llama.cpp does. Throws InputError("NAME: metadata 'KEY': ...") for a missing
+/// or ill-typed key, lengths that disagree, ids out of range, merges naming missing tokens,
+/// an unknown tokenizer model or pre-tokenizer.
+std::unique_ptr<Tokenizer> parse_gguf_vocab(const GgufHeader& header, std::string_view name);
 
 /// A vocabulary string shown readably as a label. `byte_level`: the token is byte-level
 /// BPE's alphabet (GPT-2's bytes_to_unicode), decoded to its bytes: shown as text when they

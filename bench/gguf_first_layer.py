@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""A 4-bit GGUF shaped like a 1B-parameter llama (Llama 3.2 1B: hidden 2048, 16 layers, 32
+heads, 8 kv heads of 64, MLP 8192, vocabulary 128256, tied embeddings; every matrix Q4_K,
+norms float32) filled with random blocks (finite fp16 scales), then the time to the first
+layer's attention and the peak RSS of `attn compute --params FILE --token-ids ... --layers 0`.
+
+    python3 bench/gguf_first_layer.py build/bench/app/attn [--tokens 128] [--keep FILE]
+
+The GGUF is written here with a small writer of its own (header, metadata, tensor infos,
+32-byte aligned data), no gguf-py needed. Goal (issue #22): peak RSS <= the file's size +
+one dequantized layer (float32).
+"""
+import argparse
+import json
+import os
+import re
+import struct
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+
+E, LAYERS, HEADS, KV, D, FF, VOCAB = 2048, 16, 32, 8, 64, 8192, 128256
+Q4_K, F32 = 12, 0
+BLOCK, BLOCK_BYTES = 256, 144
+
+
+def gguf_str(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def kv(key, kind, value):
+    out = gguf_str(key)
+    if kind == "str":
+        return out + struct.pack("<I", 8) + gguf_str(value)
+    if kind == "u32":
+        return out + struct.pack("<II", 4, value)
+    return out + struct.pack("<If", 6, value)
+
+
+def tensors():
+    """(name, numpy shape [rows, cols], type)."""
+    out = [("token_embd.weight", (VOCAB, E), Q4_K), ("output_norm.weight", (E,), F32)]
+    for n in range(LAYERS):
+        p = f"blk.{n}."
+        out += [(p + "attn_norm.weight", (E,), F32), (p + "ffn_norm.weight", (E,), F32),
+                (p + "attn_q.weight", (HEADS * D, E), Q4_K),
+                (p + "attn_k.weight", (KV * D, E), Q4_K),
+                (p + "attn_v.weight", (KV * D, E), Q4_K),
+                (p + "attn_output.weight", (E, HEADS * D), Q4_K),
+                (p + "ffn_gate.weight", (FF, E), Q4_K), (p + "ffn_up.weight", (FF, E), Q4_K),
+                (p + "ffn_down.weight", (E, FF), Q4_K)]
+    return out
+
+
+def nbytes(shape, kind):
+    n = int(np.prod(shape))
+    return n * 4 if kind == F32 else n // BLOCK * BLOCK_BYTES
+
+
+def write(path):
+    rng = np.random.default_rng(1)
+    meta = [kv("general.architecture", "str", "llama"), kv("llama.block_count", "u32", LAYERS),
+            kv("llama.context_length", "u32", 131072), kv("llama.embedding_length", "u32", E),
+            kv("llama.feed_forward_length", "u32", FF),
+            kv("llama.attention.head_count", "u32", HEADS),
+            kv("llama.attention.head_count_kv", "u32", KV),
+            kv("llama.rope.freq_base", "f32", 500000.0),
+            kv("llama.attention.layer_norm_rms_epsilon", "f32", 1e-5),
+            kv("llama.vocab_size", "u32", VOCAB)]
+    infos, offset = b"", 0
+    for name, shape, kind in tensors():
+        dims = list(reversed(shape))
+        infos += gguf_str(name) + struct.pack("<I", len(dims)) + struct.pack(
+            f"<{len(dims)}Q", *dims) + struct.pack("<IQ", kind, offset)
+        offset += (nbytes(shape, kind) + 31) // 32 * 32
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors()), len(meta)) + b"".join(meta) + infos
+    with open(path, "wb") as f:
+        f.write(head + b"\0" * ((-len(head)) % 32))
+        for name, shape, kind in tensors():
+            if kind == F32:
+                data = (1 + 0.1 * rng.standard_normal(shape)).astype(np.float32).tobytes()
+            else:
+                blocks = rng.integers(0, 256, (nbytes(shape, kind) // BLOCK_BYTES, BLOCK_BYTES),
+                                      dtype=np.uint8)
+                # d and dmin: fp16 in [2^-12, 2^-9): finite, weights of a few hundredths.
+                scales = (rng.integers(0, 0x0C00, (blocks.shape[0], 2)) + 0x0C00).astype("<u2")
+                blocks[:, :4] = scales.view(np.uint8).reshape(-1, 4)
+                data = blocks.tobytes()
+            f.write(data + b"\0" * ((-len(data)) % 32))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("attn")
+    ap.add_argument("--tokens", type=int, default=128)
+    ap.add_argument("--keep", help="write the GGUF here and keep it (default: a temp file)")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = a.keep or os.path.join(tmp, "llama-1b-q4k.gguf")
+        if not os.path.exists(path):
+            t0 = time.time()
+            write(path)
+            print(f"wrote {path}: {os.path.getsize(path) / 2**20:.0f} MiB in "
+                  f"{time.time() - t0:.1f} s")
+        ids = os.path.join(tmp, "ids.json")
+        with open(ids, "w") as f:
+            json.dump([int(i) for i in np.random.default_rng(2).integers(0, VOCAB, a.tokens)], f)
+        out = os.path.join(tmp, "out.npy")
+        t0 = time.time()
+        p = subprocess.run(["/usr/bin/time", "-v", a.attn, "compute", "--params", path,
+                            "--token-ids", ids, "--layers", "0", "--quiet", "-o", out],
+                           capture_output=True, text=True)
+        wall = time.time() - t0
+        if p.returncode != 0:
+            raise SystemExit(p.stderr[-2000:])
+        rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)[1])
+        size = os.path.getsize(path)
+        layer = sum(int(np.prod(s)) * 4 for n, s, _ in tensors() if n.startswith("blk.0."))
+        print(f"{a.tokens} tokens, layer 0: {wall:.2f} s, peak RSS {rss / 1024:.0f} MiB; "
+              f"file {size / 2**20:.0f} MiB + one float32 layer {layer / 2**20:.0f} MiB = "
+              f"{(size + layer) / 2**20:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

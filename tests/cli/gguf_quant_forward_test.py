@@ -1,0 +1,117 @@
+#!/usr/bin/python3
+"""Quantized GGUF models end to end: a tiny llama and a tiny qwen2 (hidden 256, 2 layers)
+whose weight matrices hold every type attn dequantizes (F32, F16, BF16, Q8_0, Q4_0, Q4_1,
+Q5_0, Q5_1, Q2_K..Q6_K; tests/unit/gguf_quant_model_fixtures.py: llama.cpp's converter,
+gguf-py's and ggml's own quantizers) run from token ids and from text to every layer's
+attention, against the Hugging Face folder of the float32 weights they were quantized from
+(drawn again here from the fixture's seed) with the equivalent tokenizer.json.
+
+The tolerance comes from the quantization error the fixture script measured with gguf-py's
+dequantizer (T_error.json, relative RMS error per tensor). Errors of different matrices add
+in quadrature: eps(layer n) = the root of the summed squares over the tensors that reach
+layer n's scores (the embedding, Q and K up to n, the other matrices before n). Scores
+s = q.k/sqrt(d) here have an RMS of about 1 (weights N(0, 1/256) on RMS-normed inputs), a
+relative error eps moves them by about eps * |s|, and a softmax weight moves by at most half
+its row's spread of score changes: the attention weights must agree within 2 * eps(n).
+The hidden states (every matrix, Q2_K's 0.30 included) must agree within a relative RMS of
+eps(all). Measured: weights 0.04-0.07 at layer 0 (bound 0.15), 0.11-0.17 at layer 1
+(bound 0.43); hidden states 0.11-0.17 (bound 0.37).
+The float32 GGUF (no quantization) of tests/cli/gguf_forward_test.py agrees to the bit.
+
+    /usr/bin/python3 tests/cli/gguf_quant_forward_test.py PATH/TO/attn [--case NAME] | --list
+"""
+import json
+import os
+import sys
+
+import numpy as np
+
+from harness import ROOT, check, main, path, run, test
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "unit"))
+import reference as ref  # noqa: E402
+from gguf_quant_model_fixtures import weights  # noqa: E402
+from gguf_vocab_fixtures import tiny_tokenizer_json  # noqa: E402
+
+FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures", "gguf", "quant_models")
+IDS = [[1, 6, 3, 7, 4, 5, 2, 6], [1, 7, 7, 4, 0, 3, 5, 6]]
+TEXT = "a b ab ba bb a"
+SLOPE = 2.0  # attention weight change per unit of relative score error
+
+
+def hf_folder(arch, info):
+    folder = path("hf-" + arch)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(info["config"], f)
+    t = weights(arch)
+    ref.write_safetensors(os.path.join(folder, "model.safetensors"),
+                          [(k, "F32", t[k]) for k in sorted(t)])
+    with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tiny_tokenizer_json(), f)
+    return folder
+
+
+def eps_of(info, layers):
+    """The quantization error reaching the scores of `layers` layers and beyond."""
+    names = ["model.embed_tokens.weight"]
+    for n in range(layers):
+        names += [f"model.layers.{n}.self_attn.{m}_proj.weight" for m in ("q", "k")]
+    for n in range(layers - 1):
+        names += [f"model.layers.{n}.{m}.weight" for m in
+                  ("self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj",
+                   "mlp.down_proj")]
+    return float(np.sqrt(sum(info["tensors"][n]["relative_rms_error"] ** 2 for n in names)))
+
+
+def forward(params, args):
+    rc, so, se = run(["compute", "--params", params, "--return", "hidden_states"] + args)
+    check(f"{os.path.basename(params)} {args[0]} exit 0", rc == 0, se)
+    return json.loads(so) if rc == 0 else None
+
+
+def compare(arch, label, args, info):
+    folder = hf_folder(arch, info)
+    hf = forward(folder, args)
+    gg = forward(os.path.join(FIXTURES, arch + ".gguf"), args)
+    if hf is None or gg is None:
+        return
+    w_hf = np.array(hf["weights"], dtype=np.float64)
+    w_gg = np.array(gg["weights"], dtype=np.float64)
+    check(f"{arch} {label}: shapes", w_hf.shape == w_gg.shape, f"{w_hf.shape} {w_gg.shape}")
+    layers = w_hf.shape[0]
+    for n in range(layers):
+        eps = eps_of(info, n + 1)
+        err = float(np.abs(w_hf[n] - w_gg[n]).max())
+        check(f"{arch} {label}: layer {n} weights within {SLOPE} * eps = "
+              f"{SLOPE * eps:.3f} (max |diff| {err:.4f})", err <= SLOPE * eps)
+        # Not the same numbers: the quantization is visible.
+        check(f"{arch} {label}: layer {n} weights differ from float32's", err > 1e-6)
+    h_hf = np.array(hf["hidden_states"], dtype=np.float64)
+    h_gg = np.array(gg["hidden_states"], dtype=np.float64)
+    eps = float(np.sqrt(sum(t["relative_rms_error"] ** 2 for t in info["tensors"].values())))
+    rel = float(np.sqrt(np.mean((h_hf - h_gg) ** 2) / np.mean(h_hf ** 2)))
+    check(f"{arch} {label}: hidden states within relative eps = {eps:.3f} "
+          f"(relative RMS {rel:.4f})", rel <= eps)
+    if "key_tokens" in hf:
+        check(f"{arch} {label}: the same tokens", hf["key_tokens"] == gg["key_tokens"],
+              f"{hf['key_tokens']} != {gg['key_tokens']}")
+
+
+def run_arch(arch):
+    with open(os.path.join(FIXTURES, arch + "_error.json")) as f:
+        info = json.load(f)
+    types = {t["type"] for t in info["tensors"].values()}
+    check(f"{arch}: every type in the file", len(types) == 13, sorted(types))
+    with open(path("ids.json"), "w") as f:
+        json.dump(IDS, f)
+    compare(arch, "token ids", ["--token-ids", path("ids.json")], info)
+    compare(arch, "text", ["--text", TEXT], info)
+
+
+for _arch in ("llama", "qwen2"):
+    test(f"quantized {_arch}: every type, from ids and text, vs the float32 folder")(
+        lambda a=_arch: run_arch(a))
+
+main()

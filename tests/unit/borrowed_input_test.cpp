@@ -87,16 +87,17 @@ TEST(BorrowedInput, Rank4QueryKeyValueAreReadInPlaceAndKeepTheirOwnerAlive) {
 }
 
 TEST(BorrowedInput, ArraysNotReadInPlaceAreCopiedAndEqual) {
-    // A rank-2 self-attention input with params and a float mask, all borrowed.
+    // A rank-2 self-attention input with params and a bias whose key dim broadcasts (it is
+    // grown in the array's own values), all borrowed.
     const auto x = std::make_shared<std::vector<float>>(ramp(12, 0.2f));
     const auto w = std::make_shared<std::vector<float>>(ramp(16, 0.05f));
-    const auto bias = std::make_shared<std::vector<float>>(ramp(9, 0.0f));
+    const auto bias = std::make_shared<std::vector<float>>(ramp(3, 0.0f));
     const json doc = {{"params", json::object()}, {"num_heads", 2}};
     problem::ArrayValues b, o;
     b["input"] = borrowed(x, {3, 4});
     o["input"] = owned(*x, {3, 4});
-    b["bias"] = borrowed(bias, {3, 3});
-    o["bias"] = owned(*bias, {3, 3});
+    b["bias"] = borrowed(bias, {3, 1});
+    o["bias"] = owned(*bias, {3, 1});
     for (const char* name : {"params.w_q", "params.w_k", "params.w_v"}) {
         b[name] = borrowed(w, {4, 4});
         o[name] = owned(*w, {4, 4});

@@ -113,10 +113,8 @@ ProblemIn problem_of(const py::object& problem, const py::dict& kwargs) {
         if (key == "params") {
             add_params(in, v, precision);
         } else if (is_array_field(key) && is_array_like(v)) {
-            // The sources are read in place when they can be (no copy); the rest is copied.
-            const bool source = key == "query" || key == "key" || key == "value" ||
-                                key == "input" || key == "context";
-            in.given[key] = array_in(v, key, precision, source);
+            // Borrowed: the library reads what it can in place and copies the rest.
+            in.given[key] = array_in(v, key, precision, true);
         } else {
             in.doc[key] = json_of(v, key);
         }
@@ -389,18 +387,20 @@ keyword (a keyword overrides the same field of `problem`):
   input, context         sources of projections: [L, E] or [B, L, E]
   params                 a dict of weights (w_q, w_k, w_v, w_o, b_q, ..., or an
                          nn.MultiheadAttention state dict: module.state_dict()), or a
-                         path (.json, .safetensors checkpoint)
+                         path (.json, .safetensors checkpoint; a model folder or .gguf
+                         runs the whole model: see attn.run_model)
   init                   {"seed": N, "dim": D}: random projections
   num_heads, num_kv_heads, scale, causal (False, True, "top-left", "bottom-right"),
   mask, bias, key_padding_mask (True = real token), window, window_align, softcap,
   alibi, sinks, returns (= "return": ["lse", "entropy", "argmax", "top_k"]), top_k,
-  average_heads, varlen, precision ("f32" or "f64"), rope, norm, token_ids,
-  hidden_states, layers, variant, mask_convention, tokens, query_tokens,
-  key_tokens, id.
+  average_heads, varlen, precision ("f32" or "f64"), rope, norm, token_ids, text,
+  special_tokens, hidden_states, layers, variant, mask_convention, tokens,
+  query_tokens, key_tokens, id.
 
 Arrays are anything numpy accepts (numpy arrays of any dtype NPY files hold, torch
-tensors, nested lists); they are read as a .npy file of the same data would be. A value
-of None is an absent field.
+tensors, nested lists); they are read as a .npy file of the same data would be; a
+float32 C-contiguous [B, H, L, D] query, key or value is read in place, not copied. A
+value of None is an absent field.
 
 Options (not problem fields):
   threads       worker threads (0: every core); results are identical for any count

@@ -26,8 +26,8 @@ bool is_array_like(py::handle obj);
 /// detached and moved to the CPU first; a non-contiguous array is made C-contiguous by numpy.
 /// With `borrow`, a float32 C-contiguous array (after that) with Precision::f32 is not
 /// copied: the Array borrows its memory (io::Array::borrowed), keeping the numpy array
-/// alive (for the problem's query, key, value, input and context, which the library reads
-/// in place or copies once). `name` (the field) prefixes every message. Throws InputError.
+/// alive (a problem's arrays: decode_problem reads what it can in place and copies the
+/// rest). `name` (the field) prefixes every message. Throws InputError.
 io::Array
 array_in(py::handle obj, const std::string& name, io::Precision precision, bool borrow = false);
 

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 
 namespace attn::problem {
 
@@ -224,8 +225,11 @@ Array DecodeContext::load(Problem& p,
     if (const auto it = given.find(field); it != given.end()) {
         Array a = handed_over(std::move(it->second),
                               kind == ArrayKind::numeric ? precision : Precision::f32);
-        if (rank4 == nullptr) {
-            a.copy_borrowed(); // only the query, key and value are read in place
+        // The sources become tensors through to_tensor3/to_tensor4, which read borrowed
+        // values (io::Array::floats: in place, or copied once); other fields own theirs.
+        const std::string_view f = field;
+        if (f != "query" && f != "key" && f != "value" && f != "input" && f != "context") {
+            a.copy_borrowed();
         }
         record_source(p.sources, field, {}, a, kind);
         return a;

@@ -46,8 +46,8 @@ struct DecodeContext {
     bool has(const char* field);
     /// An array field: handed over already read (stdin), or loaded from the document;
     /// records its source in p.sources. A borrowed array (io::Array::borrowed) stays
-    /// borrowed only for a caller that passes `rank4` (the query, key and value, which
-    /// to_tensor3/to_tensor4 read in place); other callers get its values copied.
+    /// borrowed for the sources (query, key, value, input, context: to_tensor4 reads it in
+    /// place, to_tensor3 copies it once); any other field gets its values copied.
     io::Array load(Problem& p, const char* field, io::ArrayKind kind, std::optional<Tensor>* rank4);
 };
 

@@ -17,8 +17,8 @@ py::dict encoding_dict(io::Encoding&& e) {
     const py::capsule owner(held,
                             [](void* p) { delete static_cast<std::vector<std::int64_t>*>(p); });
     py::dict out;
-    out["token_ids"] =
-        py::array_t<std::int64_t>({static_cast<py::ssize_t>(held->size())}, held->data(), owner);
+    const std::vector<py::ssize_t> shape = {static_cast<py::ssize_t>(held->size())};
+    out["token_ids"] = py::array_t<std::int64_t>(shape, held->data(), owner);
     out["tokens"] = py::cast(e.tokens);
     return out;
 }

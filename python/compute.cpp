@@ -159,7 +159,8 @@ struct Solved {
     problem::Solution solution;
     std::optional<std::vector<std::string>> query_tokens, key_tokens;
     std::optional<json> id;
-    std::optional<json> text_tokens; ///< a list, or a list per text (text_batched)
+    std::optional<std::vector<std::vector<std::string>>> text_tokens; ///< a list per text
+    bool text_batched = false; ///< "text" was a list: text_tokens stays a list of lists
     std::vector<std::size_t> layers;
     bool stacked = false;
     bool batched = false;
@@ -174,9 +175,8 @@ Solved solve_problem(ProblemIn& in, const problem::SolveOptions& options, bool c
         out.id = p.id;
         out.warnings = p.warnings;
         out.batched = p.batched;
-        if (p.text_tokens) {
-            out.text_tokens = p.text_batched ? json(*p.text_tokens) : json(p.text_tokens->front());
-        }
+        out.text_tokens = p.text_tokens;
+        out.text_batched = p.text_batched;
     };
     // The CLI's order (app/cmd_compute.cpp): a whole model, every layer, one problem.
     if (problem::is_model_run(in.doc, in.base)) {
@@ -256,12 +256,12 @@ Result compute(const py::object& problem,
     if (s.stacked) {
         r.layers = py::cast(s.layers);
     }
-    const py::object loads = py::module_::import("json").attr("loads");
     if (s.id) {
-        r.id = loads(s.id->dump());
+        r.id = py::module_::import("json").attr("loads")(s.id->dump());
     }
-    if (s.text_tokens) {
-        r.text_tokens = loads(s.text_tokens->dump());
+    if (s.text_tokens && !s.text_tokens->empty()) {
+        r.text_tokens =
+            s.text_batched ? py::cast(*s.text_tokens) : py::cast(s.text_tokens->front());
     }
     r.rows_fully_masked = s.solution.rows_fully_masked;
     r.warnings = std::move(s.warnings);

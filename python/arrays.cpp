@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -39,7 +40,7 @@ py::object plain(py::handle obj) {
 
 } // namespace
 
-io::Array array_in(py::handle obj, const std::string& name, io::Precision precision) {
+io::Array array_in(py::handle obj, const std::string& name, io::Precision precision, bool borrow) {
     // C order, as numpy gives it: the same array (no copy) when it already is one.
     py::array a;
     try {
@@ -49,6 +50,22 @@ io::Array array_in(py::handle obj, const std::string& name, io::Precision precis
     }
     const std::string descr = py::str(a.dtype().attr("str"));
     const std::vector<std::size_t> shape(a.shape(), a.shape() + a.ndim());
+    if (borrow && precision == io::Precision::f32 && descr == "<f4" &&
+        (a.flags() & py::array::c_style) != 0 &&
+        reinterpret_cast<std::uintptr_t>(a.data()) % alignof(float) == 0) {
+        // float32 in C order: read in place. The numpy array stays alive as long as the
+        // library holds the pointer; the last holder lets go of it under the GIL.
+        io::Array out;
+        out.shape = shape;
+        out.dtype = "float32";
+        auto* owner = new py::object(a);
+        out.borrowed = std::shared_ptr<const float>(static_cast<const float*>(a.data()),
+                                                    [owner](const float*) {
+                                                        const py::gil_scoped_acquire gil;
+                                                        delete owner;
+                                                    });
+        return out;
+    }
     const std::span<const std::uint8_t> payload(static_cast<const std::uint8_t*>(a.data()),
                                                 static_cast<std::size_t>(a.nbytes()));
     return io::decode_npy_values(payload, descr, shape, name, precision);
@@ -63,7 +80,11 @@ json json_of(py::handle obj, const std::string& name) {
     }
     if (py::isinstance<py::int_>(obj)) {
         try {
-            return obj.cast<std::int64_t>();
+            const auto i = obj.cast<std::int64_t>();
+            if (i >= 0) { // as a JSON parser reads a non-negative literal: unsigned
+                return static_cast<std::uint64_t>(i);
+            }
+            return i;
         } catch (const py::cast_error&) {
             throw InputError(name + ": the integer " + std::string(py::str(obj)) +
                              " is out of range");

@@ -31,11 +31,15 @@ class Result:
     @property
     def top_k_weights(self) -> Optional[np.ndarray]: ...
     @property
+    def hidden_states(self) -> Optional[np.ndarray]: ...
+    @property
+    def token_ids(self) -> Optional[np.ndarray]: ...
+    @property
     def query_tokens(self) -> Optional[list[str]]: ...
     @property
     def key_tokens(self) -> Optional[list[str]]: ...
     @property
-    def tokens(self) -> Optional[list[str]]: ...
+    def tokens(self) -> Union[list[str], list[list[str]], None]: ...
     @property
     def layers(self) -> Optional[list[int]]: ...
     @property
@@ -74,6 +78,32 @@ def compute(
     **fields: Any,
 ) -> Result:
     """Computes attention for one problem, as `attn compute` does (see help(attn.compute))."""
+
+def run_model(
+    path: Union[str, PathLike[str]],
+    text: Union[str, Sequence[str], None] = None,
+    token_ids: Optional[ArrayLike] = None,
+    layers: Optional[Sequence[int]] = None,
+    *,
+    threads: int = 0,
+    no_weights: bool = False,
+    simd: str = "best",
+    max_memory: int = 0,
+    returns: Optional[Sequence[str]] = None,
+    special_tokens: Optional[bool] = None,
+    key_padding_mask: Optional[ArrayLike] = None,
+    precision: Optional[str] = None,
+    **fields: Any,
+) -> Result:
+    """A whole model's forward pass, as `attn compute --params MODEL --text ...`."""
+
+def tokenize(
+    path: Union[str, PathLike[str]],
+    text: Union[str, Sequence[str]],
+    special_tokens: bool = True,
+) -> Union[dict[str, Any], list[dict[str, Any]]]:
+    """A model's own tokenizer, as `attn tokenize MODEL --text ...`: a dict with "token_ids"
+    (np.int64) and "tokens", or a list of them for a list of texts."""
 
 class Figure:
     """A heatmap's bytes, shown inline by Jupyter."""

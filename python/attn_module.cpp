@@ -32,4 +32,5 @@ PYBIND11_MODULE(attn, m) {
         });
     attn::python::register_compute(m);
     attn::python::register_figures(m);
+    attn::python::register_tokenize(m);
 }

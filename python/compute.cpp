@@ -8,14 +8,15 @@
 #include "attn/io/json_text.hpp"
 #include "attn/problem/checks.hpp"
 #include "attn/problem/layers.hpp"
+#include "attn/problem/model_run.hpp"
 #include "attn/problem/problem.hpp"
 #include "attn/problem/solve.hpp"
 #include "module.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -26,19 +27,10 @@ using nlohmann::json;
 
 namespace {
 
-/// The array fields of the problem document: an array-like value is handed over as memory.
-const std::set<std::string>& array_fields() {
-    static const std::set<std::string> fields = {"query",
-                                                 "key",
-                                                 "value",
-                                                 "input",
-                                                 "context",
-                                                 "mask",
-                                                 "bias",
-                                                 "key_padding_mask",
-                                                 "token_ids",
-                                                 "hidden_states"};
-    return fields;
+/// Whether an array-like value of `field` is handed over as memory (the library's list).
+bool is_array_field(const std::string& field) {
+    const std::vector<std::string>& fields = problem::array_fields();
+    return std::find(fields.begin(), fields.end(), field) != fields.end();
 }
 
 /// A problem as the library takes it: the document, its folder, the arrays handed over.
@@ -120,8 +112,9 @@ ProblemIn problem_of(const py::object& problem, const py::dict& kwargs) {
         }
         if (key == "params") {
             add_params(in, v, precision);
-        } else if (array_fields().count(key) != 0 && is_array_like(v)) {
-            in.given[key] = array_in(v, key, precision);
+        } else if (is_array_field(key) && is_array_like(v)) {
+            // Borrowed: the library reads what it can in place and copies the rest.
+            in.given[key] = array_in(v, key, precision, true);
         } else {
             in.doc[key] = json_of(v, key);
         }
@@ -132,15 +125,21 @@ ProblemIn problem_of(const py::object& problem, const py::dict& kwargs) {
 /// attn.Result: the solution's arrays as numpy, the labels and the warnings.
 struct Result {
     py::object output = py::none(), weights = py::none(), lse = py::none(), entropy = py::none(),
-               argmax = py::none(), top_k_indices = py::none(), top_k_weights = py::none();
+               argmax = py::none(), top_k_indices = py::none(), top_k_weights = py::none(),
+               hidden_states = py::none(), token_ids = py::none();
     py::object query_tokens = py::none(), key_tokens = py::none(), layers = py::none(),
                id = py::none();
+    py::object text_tokens = py::none(); ///< "text": the vocabulary strings (the CLI's "tokens")
     std::int64_t rows_fully_masked = 0;
     std::vector<std::string> warnings;
     bool batched = false; ///< the inputs had a batch dim: rank-3 weights are [B, Lq, Lk]
 
-    /// The labels of both axes when they are the same (self-attention), else None.
+    /// The CLI's "tokens" (the vocabulary strings of "text"), else the labels of both axes
+    /// when they are the same (self-attention), else None.
     py::object tokens() const {
+        if (!text_tokens.is_none()) {
+            return text_tokens;
+        }
         if (!query_tokens.is_none() && query_tokens.equal(key_tokens)) {
             return query_tokens;
         }
@@ -160,6 +159,8 @@ struct Solved {
     problem::Solution solution;
     std::optional<std::vector<std::string>> query_tokens, key_tokens;
     std::optional<json> id;
+    std::optional<std::vector<std::vector<std::string>>> text_tokens; ///< a list per text
+    bool text_batched = false; ///< "text" was a list: text_tokens stays a list of lists
     std::vector<std::size_t> layers;
     bool stacked = false;
     bool batched = false;
@@ -174,7 +175,22 @@ Solved solve_problem(ProblemIn& in, const problem::SolveOptions& options, bool c
         out.id = p.id;
         out.warnings = p.warnings;
         out.batched = p.batched;
+        out.text_tokens = p.text_tokens;
+        out.text_batched = p.text_batched;
     };
+    // The CLI's order (app/cmd_compute.cpp): a whole model, every layer, one problem.
+    if (problem::is_model_run(in.doc, in.base)) {
+        const problem::ModelRun run =
+            problem::decode_model_run(in.doc, in.base, std::move(in.given));
+        keep(run.stack.first);
+        out.solution = problem::solve_model_run(run, options);
+        out.layers = run.stack.layers;
+        out.stacked = true;
+        if (std::string w = problem::fully_masked_warning(out.solution, true); !w.empty()) {
+            out.warnings.push_back(std::move(w));
+        }
+        return out;
+    }
     if (in.given.count("hidden_states") != 0 && !in.doc.contains("hidden_states")) {
         // The every-layer document is recognised by its field; the array itself is given.
         in.doc["hidden_states"] = "<array>";
@@ -209,7 +225,7 @@ Result compute(const py::object& problem,
                bool check_finite,
                const std::string& simd,
                std::uint64_t max_memory,
-               const py::kwargs& kwargs) {
+               const py::dict& kwargs) {
     ProblemIn in = problem_of(problem, kwargs);
     problem::SolveOptions options;
     options.want_weights = !no_weights;
@@ -233,6 +249,8 @@ Result compute(const py::object& problem,
     r.argmax = optional_array(s.solution.argmax);
     r.top_k_indices = optional_array(s.solution.top_k_indices);
     r.top_k_weights = optional_array(s.solution.top_k_weights);
+    r.hidden_states = optional_array(s.solution.hidden_states);
+    r.token_ids = optional_array(s.solution.token_ids);
     r.query_tokens = string_list(s.query_tokens);
     r.key_tokens = string_list(s.key_tokens);
     if (s.stacked) {
@@ -241,10 +259,43 @@ Result compute(const py::object& problem,
     if (s.id) {
         r.id = py::module_::import("json").attr("loads")(s.id->dump());
     }
+    if (s.text_tokens && !s.text_tokens->empty()) {
+        r.text_tokens =
+            s.text_batched ? py::cast(*s.text_tokens) : py::cast(s.text_tokens->front());
+    }
     r.rows_fully_masked = s.solution.rows_fully_masked;
     r.warnings = std::move(s.warnings);
     r.batched = s.batched;
     return r;
+}
+
+/// attn.run_model: compute() of a whole model, params = path (the CLI's
+/// `attn compute --params MODEL --text ...`).
+Result run_model(const py::object& path,
+                 const py::object& text,
+                 const py::object& token_ids,
+                 const py::object& layers,
+                 unsigned threads,
+                 bool no_weights,
+                 const std::string& simd,
+                 std::uint64_t max_memory,
+                 const py::kwargs& kwargs) {
+    const std::string model = py::str(path);
+    if (!problem::is_model_run(json{{"params", model}}, ".")) {
+        throw InputError(model + ": not a model (a folder with config.json, or a .gguf file)");
+    }
+    if (text.is_none() == token_ids.is_none()) {
+        throw InputError("run_model: give text=... or token_ids=... (one of them)");
+    }
+    py::dict fields;
+    for (const auto& [k, v] : kwargs) {
+        fields[k] = v;
+    }
+    fields["params"] = model;
+    fields["text"] = text;
+    fields["token_ids"] = token_ids;
+    fields["layers"] = layers;
+    return compute(py::none(), threads, no_weights, false, simd, max_memory, fields);
 }
 
 std::string shape_text(const py::object& a) {
@@ -258,7 +309,8 @@ std::string repr(const Result& r) {
                                                                {"entropy", &r.entropy},
                                                                {"argmax", &r.argmax},
                                                                {"top_k_indices", &r.top_k_indices},
-                                                               {"top_k_weights", &r.top_k_weights}};
+                                                               {"top_k_weights", &r.top_k_weights},
+                                                               {"hidden_states", &r.hidden_states}};
     for (const auto& [name, a] : parts) {
         if (!a->is_none()) {
             out += std::string(", ") + name + "=" + shape_text(*a);
@@ -288,10 +340,16 @@ void register_compute(py::module_& m) {
         .def_readonly(
             "top_k_indices", &Result::top_k_indices, "top_k=K: the K largest weights' keys")
         .def_readonly("top_k_weights", &Result::top_k_weights, "top_k=K: their weights")
+        .def_readonly("hidden_states",
+                      &Result::hidden_states,
+                      "a whole model's returns=['hidden_states']: [layers + 1, B, L, E]")
+        .def_readonly("token_ids", &Result::token_ids, "a whole model's input ids, or None")
         .def_readonly("query_tokens", &Result::query_tokens, "the query labels, or None")
         .def_readonly("key_tokens", &Result::key_tokens, "the key labels, or None")
-        .def_property_readonly(
-            "tokens", &Result::tokens, "the labels when queries and keys share them")
+        .def_property_readonly("tokens",
+                               &Result::tokens,
+                               "text=...: the vocabulary strings (the CLI's \"tokens\"); else "
+                               "the labels when queries and keys share them")
         .def_readonly(
             "layers", &Result::layers, "the layers of an every-layer result's leading axis")
         .def_readonly("id", &Result::id, "the problem's id, or None")
@@ -301,16 +359,25 @@ void register_compute(py::module_& m) {
         .def_readonly("_rank3_is_batch", &Result::batched)
         .def("__repr__", &repr);
 
-    m.def("compute",
-          &compute,
-          py::arg("problem") = py::none(),
-          py::kw_only(),
-          py::arg("threads") = 0U,
-          py::arg("no_weights") = false,
-          py::arg("check_finite") = false,
-          py::arg("simd") = "best",
-          py::arg("max_memory") = std::uint64_t{0},
-          R"doc(Computes attention for one problem, as `attn compute` does.
+    m.def(
+        "compute",
+        [](const py::object& problem,
+           unsigned threads,
+           bool no_weights,
+           bool check_finite,
+           const std::string& simd,
+           std::uint64_t max_memory,
+           const py::kwargs& kwargs) {
+            return compute(problem, threads, no_weights, check_finite, simd, max_memory, kwargs);
+        },
+        py::arg("problem") = py::none(),
+        py::kw_only(),
+        py::arg("threads") = 0U,
+        py::arg("no_weights") = false,
+        py::arg("check_finite") = false,
+        py::arg("simd") = "best",
+        py::arg("max_memory") = std::uint64_t{0},
+        R"doc(Computes attention for one problem, as `attn compute` does.
 
 The problem is the CLI's JSON problem document: a dict of its fields, the path of a JSON
 problem file (relative paths in it start from its folder), and/or every field as a
@@ -320,18 +387,20 @@ keyword (a keyword overrides the same field of `problem`):
   input, context         sources of projections: [L, E] or [B, L, E]
   params                 a dict of weights (w_q, w_k, w_v, w_o, b_q, ..., or an
                          nn.MultiheadAttention state dict: module.state_dict()), or a
-                         path (.json, .safetensors checkpoint)
+                         path (.json, .safetensors checkpoint; a model folder or .gguf
+                         runs the whole model: see attn.run_model)
   init                   {"seed": N, "dim": D}: random projections
   num_heads, num_kv_heads, scale, causal (False, True, "top-left", "bottom-right"),
   mask, bias, key_padding_mask (True = real token), window, window_align, softcap,
   alibi, sinks, returns (= "return": ["lse", "entropy", "argmax", "top_k"]), top_k,
-  average_heads, varlen, precision ("f32" or "f64"), rope, norm, token_ids,
-  hidden_states, layers, variant, mask_convention, tokens, query_tokens,
-  key_tokens, id.
+  average_heads, varlen, precision ("f32" or "f64"), rope, norm, token_ids, text,
+  special_tokens, hidden_states, layers, variant, mask_convention, tokens,
+  query_tokens, key_tokens, id.
 
 Arrays are anything numpy accepts (numpy arrays of any dtype NPY files hold, torch
-tensors, nested lists); they are read as a .npy file of the same data would be. A value
-of None is an absent field.
+tensors, nested lists); they are read as a .npy file of the same data would be; a
+float32 C-contiguous [B, H, L, D] query, key or value is read in place, not copied. A
+value of None is an absent field.
 
 Options (not problem fields):
   threads       worker threads (0: every core); results are identical for any count
@@ -348,6 +417,39 @@ the problem is decoded and solved.
 Example:
   r = attn.compute(query=q, key=k, value=v, causal=True, returns=["lse"])
   r.output, r.weights, r.lse)doc");
+
+    m.def("run_model",
+          &run_model,
+          py::arg("path"),
+          py::arg("text") = py::none(),
+          py::arg("token_ids") = py::none(),
+          py::arg("layers") = py::none(),
+          py::kw_only(),
+          py::arg("threads") = 0U,
+          py::arg("no_weights") = false,
+          py::arg("simd") = "best",
+          py::arg("max_memory") = std::uint64_t{0},
+          R"doc(Runs a whole model's forward pass, as `attn compute --params MODEL --text ...`.
+
+  path       a model folder as Hugging Face writes it (config.json, model.safetensors or
+             its shards, tokenizer.json or tokenizer.model) or a .gguf file
+  text       a string, or a list of strings (one per batch row, padded on the right),
+             tokenized by the model's own tokenizer; or
+  token_ids  [L] or [B, L] integer ids
+  layers     which layers' attention to return (default all), e.g. [0, 5]
+
+Other problem fields as keywords: returns=["hidden_states"], special_tokens=False,
+key_padding_mask, precision, ...; threads, no_weights, simd and max_memory as for
+attn.compute.
+
+Returns an attn.Result: .weights [layers, B, H, L, L] (B dropped for one text), .output,
+.layers (the layers of the leading axis), .hidden_states [layers + 1, B, L, E] with
+returns=["hidden_states"], .token_ids, .tokens (the vocabulary strings of text) and
+.query_tokens (the same as readable labels, for heatmaps).
+
+Example:
+  r = attn.run_model("gpt2/", text="The cat sat", layers=[0, 11])
+  attn.heatmap(r.weights[0, 0], tokens=r.query_tokens))doc");
 }
 
 } // namespace attn::python

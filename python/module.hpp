@@ -24,8 +24,12 @@ bool is_array_like(py::handle obj);
 /// An array-like read as the .npy reader reads a file of the same data (io::decode_npy_values):
 /// every dtype NPY holds, float32 (and float64 with Precision::f64). A torch tensor is
 /// detached and moved to the CPU first; a non-contiguous array is made C-contiguous by numpy.
-/// `name` (the field) prefixes every message. Throws InputError.
-io::Array array_in(py::handle obj, const std::string& name, io::Precision precision);
+/// With `borrow`, a float32 C-contiguous array (after that) with Precision::f32 is not
+/// copied: the Array borrows its memory (io::Array::borrowed), keeping the numpy array
+/// alive (a problem's arrays: decode_problem reads what it can in place and copies the
+/// rest). `name` (the field) prefixes every message. Throws InputError.
+io::Array
+array_in(py::handle obj, const std::string& name, io::Precision precision, bool borrow = false);
 
 /// A Python value as JSON, the problem document's form: None, bool, int, float (non-finite
 /// as "inf"/"-inf"/"nan"), str, lists, tuples and mappings of them; numpy scalars and
@@ -42,6 +46,8 @@ py::object string_list(const std::optional<std::vector<std::string>>& v);
 
 /// Registers attn.compute and attn.Result (compute.cpp).
 void register_compute(py::module_& m);
+/// Registers attn.tokenize (tokenize.cpp).
+void register_tokenize(py::module_& m);
 /// Registers attn.heatmap, attn.view, attn.model_view and attn.Figure (figures.cpp).
 void register_figures(py::module_& m);
 

@@ -79,6 +79,12 @@ class Compare {
         EXPECT_EQ(attn::shape_of(f), attn::shape_of(d)) << field;
         values(field, f, d);
     }
+    void same(const std::string& field,
+              const attn::InputTensor& f,
+              const attn::BasicInputTensor<double>& d) {
+        EXPECT_EQ(attn::shape_of(f), attn::shape_of(d)) << field;
+        values(field, f, d);
+    }
     void same(const std::string& field, const std::vector<float>& f, const std::vector<double>& d) {
         values(field, f, d);
     }

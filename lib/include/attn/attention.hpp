@@ -119,12 +119,23 @@ using AttentionResult = BasicAttentionResult<float>;
 /// Example:
 ///   AttentionResult r;
 ///   for (const auto& [q, k, v] : batches) { attend_into(q, k, v, spec, r); use(r); }
+/// q, k and v are views (attn/tensor.hpp): a tensor converts to one, and an InputTensor
+/// reads its caller's memory in place.
+template <class T>
+void attend_into(BasicTensorView<T> q,
+                 BasicTensorView<T> k,
+                 BasicTensorView<T> v,
+                 const BasicAttentionSpec<T>& spec,
+                 BasicAttentionResult<T>& result);
+/// attend_into() of tensors (T deduced from them).
 template <class T>
 void attend_into(const BasicTensor<T>& q,
                  const BasicTensor<T>& k,
                  const BasicTensor<T>& v,
                  const BasicAttentionSpec<T>& spec,
-                 BasicAttentionResult<T>& result);
+                 BasicAttentionResult<T>& result) {
+    attend_into(BasicTensorView<T>(q), BasicTensorView<T>(k), BasicTensorView<T>(v), spec, result);
+}
 
 /// Scaled dot-product attention:
 ///   weights = softmax(Q·Kᵀ·scale + bias, masked) over keys, output = weights·V.
@@ -161,9 +172,17 @@ BasicAttentionResult<T> attend(const BasicTensor<T>& q,
 
 /// Throws InputError unless q, k, v and the spec's masks agree (see attend()).
 template <class T>
+void attend_check(BasicTensorView<T> q,
+                  BasicTensorView<T> k,
+                  BasicTensorView<T> v,
+                  const BasicAttentionSpec<T>& spec);
+/// attend_check() of tensors (T deduced from them).
+template <class T>
 void attend_check(const BasicTensor<T>& q,
                   const BasicTensor<T>& k,
                   const BasicTensor<T>& v,
-                  const BasicAttentionSpec<T>& spec);
+                  const BasicAttentionSpec<T>& spec) {
+    attend_check(BasicTensorView<T>(q), BasicTensorView<T>(k), BasicTensorView<T>(v), spec);
+}
 
 } // namespace attn

@@ -12,11 +12,20 @@ namespace attn {
 /// attend_materialized into a caller-owned result (see attend_into(): storage of the right
 /// shape is kept, every element overwritten). T is float or double.
 template <class T>
+void attend_materialized_into(BasicTensorView<T> q,
+                              BasicTensorView<T> k,
+                              BasicTensorView<T> v,
+                              const BasicAttentionSpec<T>& spec,
+                              BasicAttentionResult<T>& result);
+template <class T>
 void attend_materialized_into(const BasicTensor<T>& q,
                               const BasicTensor<T>& k,
                               const BasicTensor<T>& v,
                               const BasicAttentionSpec<T>& spec,
-                              BasicAttentionResult<T>& result);
+                              BasicAttentionResult<T>& result) {
+    attend_materialized_into(
+        BasicTensorView<T>(q), BasicTensorView<T>(k), BasicTensorView<T>(v), spec, result);
+}
 
 /// Scores a block of 64 queries against all visible keys with blocked GEMMs (Q·Kᵀ, then
 /// P·V) and a vectorised softmax per row, and keeps the weights when spec.want_weights.
@@ -51,11 +60,8 @@ AttentionResult
 attend_streaming(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec);
 
 /// attend_streaming into a caller-owned result (see attend_into()).
-void attend_streaming_into(const Tensor& q,
-                           const Tensor& k,
-                           const Tensor& v,
-                           const AttentionSpec& spec,
-                           AttentionResult& result);
+void attend_streaming_into(
+    TensorView q, TensorView k, TensorView v, const AttentionSpec& spec, AttentionResult& result);
 
 /// The working memory a kernel allocates beyond its inputs and its result, in bytes
 /// (saturating at 2^64 - 1): the memory estimate adds it instead of knowing block sizes.

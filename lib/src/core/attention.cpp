@@ -29,9 +29,9 @@ void check_pair_operand(
 }
 
 template <class T>
-void check_all(const xt::xtensor<T, 4>& q,
-               const xt::xtensor<T, 4>& k,
-               const xt::xtensor<T, 4>& v,
+void check_all(BasicTensorView<T> q,
+               BasicTensorView<T> k,
+               BasicTensorView<T> v,
                const BasicAttentionSpec<T>& spec) {
     const auto [b, h, lq, d, bk, hkv, lk, dv] = detail::Dims(q, k, v);
     if ((bk != b && bk != 1) || k.shape()[3] != d) {
@@ -122,9 +122,9 @@ template Workspace
 attend_workspace(const Shape&, const Shape&, const Shape&, const BasicAttentionSpec<double>&);
 
 template <class T>
-void attend_check(const BasicTensor<T>& q,
-                  const BasicTensor<T>& k,
-                  const BasicTensor<T>& v,
+void attend_check(BasicTensorView<T> q,
+                  BasicTensorView<T> k,
+                  BasicTensorView<T> v,
                   const BasicAttentionSpec<T>& spec) {
     check_all(q, k, v, spec);
 }
@@ -150,9 +150,9 @@ template std::vector<float> alibi_default_slopes<float>(std::size_t);
 template std::vector<double> alibi_default_slopes<double>(std::size_t);
 
 template <class T>
-void attend_into(const BasicTensor<T>& q,
-                 const BasicTensor<T>& k,
-                 const BasicTensor<T>& v,
+void attend_into(BasicTensorView<T> q,
+                 BasicTensorView<T> k,
+                 BasicTensorView<T> v,
                  const BasicAttentionSpec<T>& spec,
                  BasicAttentionResult<T>& result) {
     attend_check(q, k, v, spec);
@@ -171,16 +171,16 @@ void attend_into(const BasicTensor<T>& q,
     attend_materialized_into(q, k, v, spec, result); // streams(spec) is false for double
 }
 
-template void attend_check(const Tensor&, const Tensor&, const Tensor&, const AttentionSpec&);
-template void attend_check(const BasicTensor<double>&,
-                           const BasicTensor<double>&,
-                           const BasicTensor<double>&,
+template void attend_check(TensorView, TensorView, TensorView, const AttentionSpec&);
+template void attend_check(BasicTensorView<double>,
+                           BasicTensorView<double>,
+                           BasicTensorView<double>,
                            const BasicAttentionSpec<double>&);
 template void
-attend_into(const Tensor&, const Tensor&, const Tensor&, const AttentionSpec&, AttentionResult&);
-template void attend_into(const BasicTensor<double>&,
-                          const BasicTensor<double>&,
-                          const BasicTensor<double>&,
+attend_into(TensorView, TensorView, TensorView, const AttentionSpec&, AttentionResult&);
+template void attend_into(BasicTensorView<double>,
+                          BasicTensorView<double>,
+                          BasicTensorView<double>,
                           const BasicAttentionSpec<double>&,
                           BasicAttentionResult<double>&);
 

@@ -37,8 +37,9 @@ struct Dims {
     std::size_t lk;
     std::size_t dv;
 
-    template <class T>
-    Dims(const xt::xtensor<T, 4>& q, const xt::xtensor<T, 4>& k, const xt::xtensor<T, 4>& v)
+    /// Of rank-4 tensors or views (anything with shape()).
+    template <class Q>
+    Dims(const Q& q, const Q& k, const Q& v)
         : b(q.shape()[0]), h(q.shape()[1]), lq(q.shape()[2]), d(q.shape()[3]), bk(k.shape()[0]),
           hkv(k.shape()[1]), lk(k.shape()[2]), dv(v.shape()[3]) {}
 

@@ -47,12 +47,12 @@ constexpr std::size_t kKeyPanel = 64;
 template <class T> struct MaterializedOps {
     static constexpr bool kFloat = std::is_same_v<T, float>;
     const detail::KernelOps* ops = nullptr; // float
-    const BasicTensor<T>& k;
+    BasicTensorView<T> k;
     std::size_t d;
     std::size_t lk;
     std::vector<T> kt; // float: the packed Kᵀ panels
 
-    MaterializedOps(const BasicTensor<T>& keys, const BasicAttentionSpec<T>& spec, unsigned threads)
+    MaterializedOps(BasicTensorView<T> keys, const BasicAttentionSpec<T>& spec, unsigned threads)
         : k(keys), d(keys.shape()[3]), lk(keys.shape()[2]) {
         if constexpr (kFloat) {
             ops = &detail::kernel_ops(spec.simd);
@@ -143,7 +143,7 @@ template <class T> struct MaterializedOps {
 /// back for the rows that see them. Heads without any keep V as it is (no copy).
 template <class T> class NonFiniteValues {
   public:
-    explicit NonFiniteValues(const xt::xtensor<T, 4>& v)
+    explicit NonFiniteValues(BasicTensorView<T> v)
         : lk_(v.shape()[2]), dv_(v.shape()[3]), keys_(v.shape()[0] * v.shape()[1]),
           clean_(keys_.size()) {
         for (std::size_t head = 0; head < keys_.size(); ++head) {
@@ -224,9 +224,9 @@ template Workspace
 materialized_workspace(const Shape&, const Shape&, const Shape&, const BasicAttentionSpec<double>&);
 
 template <class T>
-void attend_materialized_into(const BasicTensor<T>& q,
-                              const BasicTensor<T>& k,
-                              const BasicTensor<T>& v,
+void attend_materialized_into(BasicTensorView<T> q,
+                              BasicTensorView<T> k,
+                              BasicTensorView<T> v,
                               const BasicAttentionSpec<T>& spec,
                               BasicAttentionResult<T>& result) {
     const detail::Dims dims(q, k, v);
@@ -304,10 +304,10 @@ void attend_materialized_into(const BasicTensor<T>& q,
 }
 
 template void attend_materialized_into(
-    const Tensor&, const Tensor&, const Tensor&, const AttentionSpec&, AttentionResult&);
-template void attend_materialized_into(const BasicTensor<double>&,
-                                       const BasicTensor<double>&,
-                                       const BasicTensor<double>&,
+    TensorView, TensorView, TensorView, const AttentionSpec&, AttentionResult&);
+template void attend_materialized_into(BasicTensorView<double>,
+                                       BasicTensorView<double>,
+                                       BasicTensorView<double>,
                                        const BasicAttentionSpec<double>&,
                                        BasicAttentionResult<double>&);
 

@@ -64,11 +64,8 @@ Workspace streaming_workspace(const Shape& q, const Shape& k, const Shape& v) {
     return w;
 }
 
-void attend_streaming_into(const Tensor& q,
-                           const Tensor& k,
-                           const Tensor& v,
-                           const AttentionSpec& spec,
-                           AttentionResult& result) {
+void attend_streaming_into(
+    TensorView q, TensorView k, TensorView v, const AttentionSpec& spec, AttentionResult& result) {
     const detail::Dims dims(q, k, v);
     const std::size_t group = dims.group(); // G: query heads sharing one K/V head
     const float scale = detail::score_scale(spec, dims.d);

@@ -46,6 +46,25 @@ void refuse_foreign_formats(const std::filesystem::path& path,
     }
 }
 
+std::span<const float> Array::floats() const {
+    if (borrowed) {
+        std::size_t n = 1;
+        for (const std::size_t d : shape) {
+            n *= d;
+        }
+        return {borrowed.get(), n};
+    }
+    return values;
+}
+
+void Array::copy_borrowed() {
+    if (borrowed) {
+        const std::span<const float> v = floats();
+        values.assign(v.begin(), v.end());
+        borrowed.reset();
+    }
+}
+
 Array read_array_file(const std::filesystem::path& path, ArrayKind kind, Precision precision) {
     return read_array_file(path, kind, precision, ValueSink());
 }

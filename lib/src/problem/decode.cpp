@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 
 namespace attn::problem {
 
@@ -35,6 +36,20 @@ const std::vector<std::string>& problem_fields() {
                                                     "token_ids",     "average_heads",
                                                     "varlen",        "text",
                                                     "special_tokens"};
+    return fields;
+}
+
+const std::vector<std::string>& array_fields() {
+    static const std::vector<std::string> fields = {"query",
+                                                    "key",
+                                                    "value",
+                                                    "input",
+                                                    "context",
+                                                    "mask",
+                                                    "bias",
+                                                    "key_padding_mask",
+                                                    "token_ids",
+                                                    "hidden_states"};
     return fields;
 }
 
@@ -210,6 +225,12 @@ Array DecodeContext::load(Problem& p,
     if (const auto it = given.find(field); it != given.end()) {
         Array a = handed_over(std::move(it->second),
                               kind == ArrayKind::numeric ? precision : Precision::f32);
+        // The sources become tensors through to_tensor3/to_tensor4, which read borrowed
+        // values (io::Array::floats: in place, or copied once); other fields own theirs.
+        const std::string_view f = field;
+        if (f != "query" && f != "key" && f != "value" && f != "input" && f != "context") {
+            a.copy_borrowed();
+        }
         record_source(p.sources, field, {}, a, kind);
         return a;
     }
@@ -304,16 +325,12 @@ void decode_sources(DecodeContext& cx, Problem& p) {
 }
 
 void check_given(const DecodeContext& cx) {
-    static const std::vector<std::string> array_fields = {"query",
-                                                          "key",
-                                                          "value",
-                                                          "input",
-                                                          "context",
-                                                          "mask",
-                                                          "bias",
-                                                          "key_padding_mask",
-                                                          "token_ids"};
+    const std::vector<std::string>& array_fields = problem::array_fields();
     for (const auto& [field, array] : cx.given) {
+        if (field == "hidden_states") { // the every-layer problem: decode_layer_stack
+            throw InputError("hidden_states: gives every layer's input (an every-layer "
+                             "problem, not one layer's)");
+        }
         const bool param = field.rfind("params.", 0) == 0;
         if (param && (!cx.doc.contains("params") || !cx.doc["params"].is_object())) {
             throw InputError(field + ": a weight handed over needs params as an object");

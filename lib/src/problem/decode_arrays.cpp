@@ -25,6 +25,9 @@ namespace {
 /// problem never holds an input twice (the shape and the other precision's values stay).
 template <class T> void release_values(Array& a) {
     std::vector<T>().swap(values_in<T>(a));
+    if constexpr (std::is_same_v<T, float>) {
+        a.borrowed.reset();
+    }
 }
 
 } // namespace
@@ -57,7 +60,7 @@ void record_source(std::vector<ProblemSource>& sources,
                    const fs::path& path,
                    const Array& a,
                    ArrayKind kind) {
-    record_source(sources, name, path, a.shape, a.values, kind);
+    record_source(sources, name, path, a.shape, a.floats(), kind);
 }
 
 /// Loads an array field: a JSON literal, or a .npy/.json path relative to base_dir.
@@ -116,8 +119,9 @@ Array load_array(const json& j,
 }
 
 Array handed_over(Array a, Precision precision) {
-    if (precision == Precision::f64 && a.values64.size() != a.values.size()) {
-        a.values64.assign(a.values.begin(), a.values.end());
+    const std::span<const float> floats = a.floats();
+    if (precision == Precision::f64 && a.values64.size() != floats.size()) {
+        a.values64.assign(floats.begin(), floats.end());
     }
     return a;
 }
@@ -137,21 +141,27 @@ template <class T> BasicTensor3<T> to_tensor3(Array& a, const std::string& name,
     return t;
 }
 
-template <class T> BasicTensor<T> to_tensor4(Array& a, std::optional<Tensor>& sunk) {
+template <class T> BasicInputTensor<T> to_tensor4(Array& a, std::optional<Tensor>& sunk) {
+    const Shape shape{a.shape[0], a.shape[1], a.shape[2], a.shape[3]};
     if constexpr (std::is_same_v<T, float>) {
         if (sunk) {
             return std::move(*sunk);
         }
+        if (a.borrowed) { // read in place: no copy
+            InputTensor t = InputTensor::borrow(a.borrowed, shape);
+            a.borrowed.reset();
+            return t;
+        }
     }
-    auto t = array_tensor<BasicTensor<T>>(a, {a.shape[0], a.shape[1], a.shape[2], a.shape[3]});
+    BasicInputTensor<T> t = array_tensor<BasicTensor<T>>(a, shape);
     release_values<T>(a);
     return t;
 }
 
 template Tensor3 to_tensor3<float>(Array&, const std::string&, const char*);
 template BasicTensor3<double> to_tensor3<double>(Array&, const std::string&, const char*);
-template Tensor to_tensor4<float>(Array&, std::optional<Tensor>&);
-template BasicTensor<double> to_tensor4<double>(Array&, std::optional<Tensor>&);
+template InputTensor to_tensor4<float>(Array&, std::optional<Tensor>&);
+template BasicInputTensor<double> to_tensor4<double>(Array&, std::optional<Tensor>&);
 
 /// Repeats every value of `a` `n` times in place (a size-1 last dim grown to n), after
 /// checking the grown float32 (and float64) buffers against the memory limit.

@@ -45,7 +45,9 @@ struct DecodeContext {
     /// Whether a field is given (a JSON null counts as absent).
     bool has(const char* field);
     /// An array field: handed over already read (stdin), or loaded from the document;
-    /// records its source in p.sources.
+    /// records its source in p.sources. A borrowed array (io::Array::borrowed) stays
+    /// borrowed for the sources (query, key, value, input, context: to_tensor4 reads it in
+    /// place, to_tensor3 copies it once); any other field gets its values copied.
     io::Array load(Problem& p, const char* field, io::ArrayKind kind, std::optional<Tensor>* rank4);
 };
 
@@ -85,8 +87,9 @@ io::Array handed_over(io::Array a, Precision precision);
 template <class T>
 BasicTensor3<T> to_tensor3(io::Array& a, const std::string& name, const char* dims);
 /// [B, H, L, D] in T; `a`'s values in T are released. A float32 .npy input read straight
-/// into its tensor (`sunk`, load()'s rank4) is taken as it is.
-template <class T> BasicTensor<T> to_tensor4(io::Array& a, std::optional<Tensor>& sunk);
+/// into its tensor (`sunk`, load()'s rank4) is taken as it is, and a borrowed one
+/// (io::Array::borrowed) is read in place.
+template <class T> BasicInputTensor<T> to_tensor4(io::Array& a, std::optional<Tensor>& sunk);
 /// A mask's or bias's shape checked and broadcast against [B, H, Lq, Lk] (rank 3 is
 /// [B, Lq, Lk]); returns [B|1, H|1, Lq|1, Lk], growing a size-1 key dim of `a` to Lk.
 Shape pair_shape(io::Array& a,

@@ -259,6 +259,7 @@ decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in, Prob
         }
         j[key] = "<array>";
         given[key] = std::move(it->second);
+        given[key].copy_borrowed(); // weights are read into tensors of their own
         it = cx.given.erase(it);
     }
     if (j.is_string()) {

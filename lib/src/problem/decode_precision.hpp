@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <span>
 #include <type_traits>
 #include <vector>
 
@@ -44,7 +45,14 @@ template <class T, class Array> auto& values_in(Array& a) {
 /// A tensor of an array's values in the tensor's precision, in `shape`.
 template <class Tensor>
 Tensor array_tensor(const io::Array& a, const typename Tensor::shape_type& shape) {
-    const auto& values = values_in<typename Tensor::value_type>(a);
+    // float32: borrowed values or its own (io::Array::floats); float64: values64.
+    const auto values = [&] {
+        if constexpr (std::is_same_v<typename Tensor::value_type, float>) {
+            return a.floats();
+        } else {
+            return std::span<const double>(a.values64);
+        }
+    }();
     Tensor t = Tensor::from_shape(shape);
     ATTN_ASSERT(values.size() == t.size());
     std::copy(values.begin(), values.end(), t.begin());

@@ -220,6 +220,7 @@ LayerStack decode_layer_stack(const json& doc, const fs::path& base, ArrayValues
     std::vector<ProblemSource> sources;
     if (const auto it = given.find("hidden_states"); it != given.end()) {
         s.hidden_states = std::move(it->second);
+        s.hidden_states.copy_borrowed(); // sliced per layer below
         given.erase(it);
     } else {
         s.hidden_states = detail::load_array(doc["hidden_states"],

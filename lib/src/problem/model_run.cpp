@@ -308,6 +308,7 @@ ModelRun decode_model_run(const json& doc_in, const fs::path& base, ArrayValues 
     Array ids;
     if (const auto it = given.find("token_ids"); it != given.end()) {
         ids = std::move(it->second);
+        ids.copy_borrowed();
         given.erase(it);
     } else if (doc.contains("token_ids") && !doc["token_ids"].is_null()) {
         ids = detail::load_array(

@@ -149,11 +149,16 @@ template <class T> Solution solve_in(const Problem& p, const SolveOptions& optio
     }
     std::optional<BasicTensor<T>> q_rot, k_rot; // rotated copies ("rope")
     if (p.rope) {
-        q_rot = in.q4;
-        k_rot = in.k4;
+        q_rot = in.q4.copy();
+        k_rot = in.k4.copy();
         apply_rope(*q_rot, *k_rot, *p.rope, p.rope_positions);
     }
-    BasicAttentionResult<T> r = attend(q_rot ? *q_rot : in.q4, k_rot ? *k_rot : in.k4, in.v4, spec);
+    BasicAttentionResult<T> r;
+    attend_into(q_rot ? BasicTensorView<T>(*q_rot) : in.q4.view(),
+                k_rot ? BasicTensorView<T>(*k_rot) : in.k4.view(),
+                in.v4.view(),
+                spec,
+                r);
     Solution s;
     s.output = to_array(r.output, shape_of(r.output));
     s.rows_fully_masked = r.rows_fully_masked;

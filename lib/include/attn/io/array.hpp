@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <span>
 #include <string>
@@ -38,6 +39,18 @@ struct Array {
     std::vector<double> values64;
     std::string dtype;    ///< what the source held: "float32", "float16", "int64", "bool", ...
     bool is_bool = false; ///< the source was boolean (NPY b1, or JSON true/false)
+    /// Float32 values its caller owns, read in place instead of `values` (which is then
+    /// empty): product(shape) floats in C order, unchanged while any copy of the pointer
+    /// lives, whose owner it keeps alive (an aliasing shared_ptr). A numpy array handed
+    /// over by the Python module; decode_problem reads a rank-4 query, key or value
+    /// through it without a copy (problem.hpp, InputTensor).
+    std::shared_ptr<const float> borrowed;
+
+    /// The float32 values: the borrowed ones, or `values`.
+    std::span<const float> floats() const;
+    /// A borrowed array made an ordinary one: its values copied into `values`, its owner
+    /// let go. Does nothing to an array that owns its values.
+    void copy_borrowed();
 };
 
 /// What an array field may hold: numbers only, or numbers and booleans (masks).

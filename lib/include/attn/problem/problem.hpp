@@ -31,7 +31,9 @@ using io::ProblemSource;
 template <class T> struct BasicInputs {
     using value_type = T;
     BasicTensor3<T> query_src, key_src, value_src; ///< rank 2/3 sources, lifted to [B, L, E]
-    BasicTensor<T> q4, k4, v4;                     ///< rank-4 inputs (direct_heads)
+    /// Rank-4 inputs (direct_heads); a float32 one handed over borrowed
+    /// (io::Array::borrowed) is read in place.
+    BasicInputTensor<T> q4, k4, v4;
     std::optional<BasicProjections<T>> projections;
     std::optional<BasicTensor<T>> bias; ///< bias + additive masks, [B|1, H|1, Lq|1, Lk]
     std::optional<T> scale;
@@ -108,6 +110,12 @@ using ArrayValues = std::map<std::string, io::Array>;
 
 /// The fields a problem document may hold (the contract's names).
 const std::vector<std::string>& problem_fields();
+
+/// The fields an array may be handed over for, already read (decode_problem's `given`,
+/// a front end's arrays): query, key, value, input, context, mask, bias,
+/// key_padding_mask, token_ids, and hidden_states, which only decode_layer_stack takes
+/// (attn/problem/layers.hpp). Weights go as "params.NAME".
+const std::vector<std::string>& array_fields();
 
 /// Decodes a problem document. Relative array paths are resolved against `base_dir`
 /// (the problem file's folder, or the working folder for stdin). Applies the "variant"

@@ -8,7 +8,7 @@
 #include "attn/io/json_text.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/npz.hpp"
-#include "attn/io/png.hpp"
+#include "attn/render/png.hpp"
 #include "attn/render/html.hpp"
 #include "attn/visibility.hpp"
 #include "cli.hpp"

@@ -434,7 +434,7 @@ namespace {
 /// PROBLEM's bytes as JSON; an array file given where a problem is expected (the -q
 /// forgotten) is named as such.
 json problem_json(std::span<const std::uint8_t> bytes, const std::string& name) {
-    if (looks_like_npy(bytes)) {
+    if (io::looks_like_npy(bytes)) {
         throw InputError(name + ": this is an array (NPY), not a problem; did you mean -q " + name +
                          " (or -k, -v, -x)?");
     }
@@ -442,7 +442,7 @@ json problem_json(std::span<const std::uint8_t> bytes, const std::string& name) 
         throw InputError(name + ": this is a zip archive (.npz?), not a problem; did you mean -q " +
                          name + ":query (or -k, -v, -x)?");
     }
-    return io::parse_json_text(as_text(bytes), name);
+    return io::parse_json_text(io::as_text(bytes), name);
 }
 
 } // namespace
@@ -491,8 +491,8 @@ ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
         }
         if (*value == "-") {
             const auto bytes = read_stdin(flag);
-            in.arrays[field] =
-                parse_array_bytes(bytes, std::string(field) + ": <stdin>", kind, stdin_precision);
+            in.arrays[field] = io::parse_array_bytes(
+                bytes, std::string(field) + ": <stdin>", kind, stdin_precision);
             doc.erase(field);
         } else {
             doc[field] = flag_path(*value);
@@ -502,7 +502,7 @@ ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
     if (!a.params.empty()) {
         if (a.params == "-") {
             const auto bytes = read_stdin("--params");
-            doc["params"] = io::parse_json_text(as_text(bytes), "params: <stdin>");
+            doc["params"] = io::parse_json_text(io::as_text(bytes), "params: <stdin>");
         } else {
             doc["params"] = flag_path(a.params);
         }

@@ -257,8 +257,7 @@ std::int64_t flag_window_side(const std::string& s) {
         used = 0;
     }
     if (s.empty() || used != s.size() || x < -1) {
-        throw InputError("--window: expected L,R, integers >= -1 (-1 = unbounded), got '" + s +
-                         "'");
+        throw InputError::window("--window", "L,R", "'" + s + "'");
     }
     return x;
 }
@@ -352,8 +351,7 @@ void apply_feature_flags(const ProblemArgs& a, json& doc) {
     if (!a.window.empty()) {
         const auto sides = split_commas(a.window);
         if (sides.size() != 2) {
-            throw InputError("--window: expected L,R, integers >= -1 (-1 = unbounded), got '" +
-                             a.window + "'");
+            throw InputError::window("--window", "L,R", "'" + a.window + "'");
         }
         doc["window"] = {flag_window_side(sides[0]), flag_window_side(sides[1])};
     }

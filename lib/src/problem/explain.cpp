@@ -154,9 +154,8 @@ void grid(Explanation& r, const Problem& p, const Visibility& vis) {
     }
     // Fully masked rows over every batch and head (as compute would warn).
     if (const std::optional<std::size_t> empty = fully_masked_rows(p, vis); empty && *empty > 0) {
-        r.more(std::to_string(*empty) +
-               " query row(s) (over all batches and heads) see no key: their weights "
-               "and attention output are zeros");
+        r.more(fully_masked_text(std::to_string(*empty) +
+                                 " query row(s) (over all batches and heads)"));
     }
 }
 

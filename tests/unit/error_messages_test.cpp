@@ -41,8 +41,9 @@ TEST(ErrorMessages, OneWindowWordingForTheFieldAndTheCore) {
 }
 
 TEST(ErrorMessages, OneRankWordingForParamsFiles) {
-    const nlohmann::json doc = {{"input", {{1.0, 0.0}, {0.0, 1.0}}},
-                                {"params", {{"w_q", {1.0, 2.0}}}}};
+    const nlohmann::json doc = {
+        {"input", {{1.0, 0.0}, {0.0, 1.0}}},
+        {"params", {{"w_q", {1.0, 2.0}}, {"w_k", nullptr}, {"w_v", nullptr}}}};
     EXPECT_INPUT_ERROR(problem::decode_problem(doc, "."),
                        exactly("params.w_q: expected a rank-2 [out, in] weight, got shape [2]"));
 }

@@ -65,7 +65,9 @@ TEST(Explain, FullyMaskedRowsCountedOverBatchesAndHeads) {
     const Explanation e = explain(doc, "p", p);
     bool warned = false;
     for (const ExplainRow& r : e.rows) {
-        warned = warned || r.text.starts_with("4 query row(s) (over all batches and heads) can see no key (fully masked)");
+        warned = warned ||
+                 r.text.starts_with(
+                     "4 query row(s) (over all batches and heads) can see no key (fully masked)");
     }
     EXPECT_TRUE(warned);
 }

@@ -71,7 +71,7 @@ TEST(ReadResult, BareArrays) {
 }
 
 TEST(ReadResult, ADocumentWithItsLabelsAndLayers) {
-    const std::string doc = R"({"output": [[1, 2]], "weights": [[[[1]]], [[[1]]]],
+    const std::string doc = R"({"output": [[1, 2]], "weights": [[[[[1]]]], [[[[1]]]]],
         "layers": [0, 3], "tokens": ["a"], "key_tokens": ["k"]})";
     const ResultFile r = read_result_bytes(bytes_of(doc), "r.json");
     EXPECT_TRUE(r.document);

@@ -154,11 +154,8 @@ int run_batch(const BatchArgs& a) {
         }
     }
     if (!a.quiet && writer.noted() > 0) {
-        warn(std::to_string(writer.noted()) +
-             " problem(s) have query rows that can see no key (fully masked; the first on "
-             "line " +
-             std::to_string(writer.first_noted_line()) +
-             "): their weights are zeros and their attention output is zeros");
+        warn(fully_masked_text(std::to_string(writer.noted()) + " problem(s) have query rows that",
+                               "the first on line " + std::to_string(writer.first_noted_line())));
     }
     if (!a.quiet && writer.failed() > 0) {
         warn(std::to_string(writer.failed()) + " of " + std::to_string(writer.done()) +

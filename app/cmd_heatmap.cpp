@@ -5,6 +5,7 @@
 #include "attn/error.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/token_list.hpp"
+#include "attn/plot/hatch.hpp"
 #include "attn/render/heatmap.hpp"
 #include "attn/render/terminal.hpp"
 #include "cli.hpp"
@@ -133,29 +134,15 @@ void run_heatmap(const HeatmapArgs& a) {
     std::optional<io::Array> mask;
     if (!a.mask.empty()) {
         mask = read_array_arg(a.mask, io::ArrayKind::mask);
-        const std::vector<std::size_t> plane{d.lq, d.lk};
-        if (mask->shape != plane && mask->shape != l.weights.shape) {
-            throw InputError::shape(
-                "--mask " + a.mask + ": a keep-mask for " + l.name, l.weights.shape, mask->shape);
-        }
     }
     // In the terminal a blocked cell would print as a small weight ("0.00", a dark shade):
     // exact zeros, what masking leaves, are hatched there unless a mask says which are.
-    const bool masked_zero = a.masked_zero || (a.term && !mask);
-    if (mask || masked_zero) {
-        const std::size_t n = d.lq * d.lk;
-        for (const auto& r : refs) {
-            const std::size_t offset = r.offset(d);
-            std::vector<std::uint8_t> m(n, 0);
-            for (std::size_t i = 0; i < n; ++i) {
-                const bool by_mask =
-                    mask && mask->values[mask->shape.size() == 2 ? i : offset + i] == 0.0f;
-                const bool by_zero = masked_zero && l.weights.values[offset + i] == 0.0f;
-                m[i] = static_cast<std::uint8_t>(by_mask || by_zero);
-            }
-            data.masked.push_back(std::move(m));
-        }
-    }
+    data.masked = plot::hatched_cells(l.weights,
+                                      d,
+                                      refs,
+                                      mask ? &*mask : nullptr,
+                                      a.masked_zero || (a.term && !mask),
+                                      "--mask " + a.mask + ": a keep-mask for " + l.name);
     render::HeatmapInput in = make_input(l.weights, d, refs, data);
     std::vector<std::string> tokens;
     if (!a.tokens.empty()) {

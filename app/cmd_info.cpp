@@ -4,14 +4,12 @@
 #include "attn/error.hpp"
 #include "attn/io/architecture.hpp"
 #include "attn/io/array.hpp"
-#include "attn/io/checkpoint_layers.hpp"
-#include "attn/io/checkpoint_model.hpp"
 #include "attn/io/gguf_model.hpp"
-#include "attn/io/hf_config.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/model_folder.hpp"
 #include "attn/io/npz.hpp"
 #include "attn/io/safetensors.hpp"
+#include "attn/io/safetensors_summary.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
 
@@ -20,7 +18,6 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <utility>
 
 namespace attn::app {
@@ -44,53 +41,8 @@ bool is_safetensors(const std::string& file) {
     return tail == ext;
 }
 
-/// The (layout, prefix) pairs a checkpoint's names hold (io::attention_prefixes).
-std::set<std::pair<std::string, std::string>>
-recognised_layers(const std::vector<io::SafetensorsEntry>& tensors) {
-    std::vector<std::string> names;
-    names.reserve(tensors.size());
-    for (const io::SafetensorsEntry& t : tensors) {
-        names.push_back(t.name);
-    }
-    std::set<std::pair<std::string, std::string>> out;
-    for (const auto& [layout, prefix] : io::attention_prefixes(names)) {
-        out.insert({std::string(io::layout_name(layout)), prefix});
-    }
-    return out;
-}
-
 std::string human_bytes(std::uint64_t n) {
     return n < 1024 ? std::to_string(n) + " B" : io::format_size(n);
-}
-
-/// What the model view needs of a checkpoint: its main layout (the one with the most
-/// layers), the layer count, heads (config.json), kv heads, head dim, norm and RoPE.
-nlohmann::json model_summary(const std::string& file, const io::SafetensorsHeader& h) {
-    const std::optional<io::CheckpointLayers> layers = io::checkpoint_layers(h);
-    ATTN_ASSERT(layers.has_value());
-    const io::ParamsLayout layout = layers->layout;
-    nlohmann::json m = {{"layout", io::layout_name(layout)}, {"layers", layers->prefixes.size()}};
-    std::optional<io::HfConfig> config;
-    if (const auto path = io::hf_config_beside(file)) {
-        config = io::read_hf_config(*path);
-        m["config"] = path->string();
-    }
-    const auto value = [](const auto& v) {
-        return v ? nlohmann::json(v->value) : nlohmann::json();
-    };
-    m["heads"] = config ? value(config->num_heads) : nlohmann::json();
-    m["kv_heads"] = config && config->num_kv_heads ? value(config->num_kv_heads) : m["heads"];
-    const std::optional<std::size_t> head_dim = config ? io::hf_head_dim(*config) : std::nullopt;
-    m["head_dim"] = head_dim ? nlohmann::json(*head_dim) : nlohmann::json();
-    const auto kind = io::layout_norm_kind(layout);
-    const bool has_norm =
-        kind && h.find(io::block_prefix(layers->prefixes.front()) +
-                       std::string(io::layout_norm_name(layout)) + ".weight") != nullptr;
-    m["norm"] = !has_norm
-                    ? nlohmann::json()
-                    : nlohmann::json(*kind == NormKind::layer_norm ? "layer_norm" : "rms_norm");
-    m["rope"] = io::layout_uses_rope(layout);
-    return m;
 }
 
 /// A .safetensors file: its header (checked strictly; no tensor data is read), every
@@ -98,29 +50,11 @@ nlohmann::json model_summary(const std::string& file, const io::SafetensorsHeade
 void run_info_safetensors(const InfoArgs& a) {
     const io::SafetensorsFile file(a.file);
     const io::SafetensorsHeader& h = file.header();
-    const auto layers = recognised_layers(h.tensors);
-    const auto dump = [](const nlohmann::json& j) {
-        return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    const nlohmann::json j = io::safetensors_summary(a.file, h);
+    const auto dump = [](const nlohmann::json& v) {
+        return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     };
     if (a.json) {
-        nlohmann::json j = {{"file", a.file}, {"format", "safetensors"}};
-        j["tensors"] = nlohmann::json::array();
-        for (const io::SafetensorsEntry& t : h.tensors) {
-            j["tensors"].push_back({{"name", t.name},
-                                    {"dtype", t.dtype},
-                                    {"shape", t.shape},
-                                    {"bytes", t.end - t.begin}});
-        }
-        j["layers"] = nlohmann::json::array();
-        for (const auto& [layout, prefix] : layers) {
-            j["layers"].push_back({{"layout", layout}, {"prefix", prefix}});
-        }
-        if (!h.metadata.empty()) {
-            j["metadata"] = h.metadata;
-        }
-        if (!layers.empty()) {
-            j["model"] = model_summary(a.file, h);
-        }
         std::cout << dump(j) << '\n';
         return;
     }
@@ -142,17 +76,17 @@ void run_info_safetensors(const InfoArgs& a) {
                   << "  " << pad(shape_string(t.shape), shape_width) << "  "
                   << human_bytes(t.end - t.begin) << '\n';
     }
-    if (layers.empty()) {
+    if (j["layers"].empty()) {
         std::cout << "no attention layer attn recognises (layouts attn, torch-mha, gpt2, "
                      "llama, bert)\n";
     } else {
         std::cout << "attention layers (params: {\"file\", \"prefix\", \"layout\"}, or --params "
                      "FILE --prefix P --layout L):\n";
-        for (const auto& [layout, prefix] : layers) {
-            std::cout << "  " << pad(layout, 9) << "  prefix '" << io::message_text(prefix)
-                      << "'\n";
+        for (const auto& l : j["layers"]) {
+            std::cout << "  " << pad(l["layout"].get<std::string>(), 9) << "  prefix '"
+                      << io::message_text(l["prefix"].get<std::string>()) << "'\n";
         }
-        const nlohmann::json m = model_summary(a.file, h);
+        const nlohmann::json& m = j["model"];
         const auto text = [](const nlohmann::json& v) {
             return v.is_null() ? std::string("?") : v.dump();
         };

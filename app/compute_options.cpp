@@ -257,8 +257,7 @@ std::int64_t flag_window_side(const std::string& s) {
         used = 0;
     }
     if (s.empty() || used != s.size() || x < -1) {
-        throw InputError("--window: expected L,R, integers >= -1 (-1 = unbounded), got '" + s +
-                         "'");
+        throw InputError::window("--window", "L,R", "'" + s + "'");
     }
     return x;
 }
@@ -352,8 +351,7 @@ void apply_feature_flags(const ProblemArgs& a, json& doc) {
     if (!a.window.empty()) {
         const auto sides = split_commas(a.window);
         if (sides.size() != 2) {
-            throw InputError("--window: expected L,R, integers >= -1 (-1 = unbounded), got '" +
-                             a.window + "'");
+            throw InputError::window("--window", "L,R", "'" + a.window + "'");
         }
         doc["window"] = {flag_window_side(sides[0]), flag_window_side(sides[1])};
     }
@@ -434,7 +432,7 @@ namespace {
 /// PROBLEM's bytes as JSON; an array file given where a problem is expected (the -q
 /// forgotten) is named as such.
 json problem_json(std::span<const std::uint8_t> bytes, const std::string& name) {
-    if (looks_like_npy(bytes)) {
+    if (io::looks_like_npy(bytes)) {
         throw InputError(name + ": this is an array (NPY), not a problem; did you mean -q " + name +
                          " (or -k, -v, -x)?");
     }
@@ -442,7 +440,7 @@ json problem_json(std::span<const std::uint8_t> bytes, const std::string& name) 
         throw InputError(name + ": this is a zip archive (.npz?), not a problem; did you mean -q " +
                          name + ":query (or -k, -v, -x)?");
     }
-    return io::parse_json_text(as_text(bytes), name);
+    return io::parse_json_text(io::as_text(bytes), name);
 }
 
 } // namespace
@@ -491,8 +489,8 @@ ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
         }
         if (*value == "-") {
             const auto bytes = read_stdin(flag);
-            in.arrays[field] =
-                parse_array_bytes(bytes, std::string(field) + ": <stdin>", kind, stdin_precision);
+            in.arrays[field] = io::parse_array_bytes(
+                bytes, std::string(field) + ": <stdin>", kind, stdin_precision);
             doc.erase(field);
         } else {
             doc[field] = flag_path(*value);
@@ -502,7 +500,7 @@ ProblemInput problem_input(const ProblemArgs& a, std::string_view command) {
     if (!a.params.empty()) {
         if (a.params == "-") {
             const auto bytes = read_stdin("--params");
-            doc["params"] = io::parse_json_text(as_text(bytes), "params: <stdin>");
+            doc["params"] = io::parse_json_text(io::as_text(bytes), "params: <stdin>");
         } else {
             doc["params"] = flag_path(a.params);
         }

@@ -101,22 +101,8 @@ nlohmann::json parse_scale_flag(const std::string& s);
 /// once per process: a second call throws InputError naming both uses.
 std::vector<std::uint8_t> read_stdin(std::string_view what);
 
-/// Bytes read as text (for the JSON parser), without a copy.
-std::string_view as_text(std::span<const std::uint8_t> bytes);
-
-/// True when `bytes` start with the NPY magic "\x93NUMPY".
-bool looks_like_npy(std::span<const std::uint8_t> bytes);
-
-/// An array from bytes of unknown format: NPY when it has the NPY magic, else one JSON
-/// array literal. `name` prefixes every message. With Precision::f64 the values are also
-/// kept exactly in double (io::Array::values64). Throws InputError.
-io::Array parse_array_bytes(std::span<const std::uint8_t> bytes,
-                            std::string_view name,
-                            io::ArrayKind kind,
-                            io::Precision precision = io::Precision::f32);
-
 /// io::read_array_file, except that "-" reads stdin (format sniffed, see
-/// parse_array_bytes). Throws InputError naming the file ("<stdin>" for -).
+/// io::parse_array_bytes). Throws InputError naming the file ("<stdin>" for -).
 io::Array read_array_arg(const std::string& path, io::ArrayKind kind);
 
 // --- outputs ----------------------------------------------------------------------------------

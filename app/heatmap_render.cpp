@@ -8,8 +8,9 @@
 #include "attn/io/json_text.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/npz.hpp"
-#include "attn/io/png.hpp"
+#include "attn/problem/result_read.hpp"
 #include "attn/render/html.hpp"
+#include "attn/render/png.hpp"
 #include "attn/visibility.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
@@ -35,45 +36,6 @@ std::string lower_extension(const std::string& path) {
     return ext;
 }
 
-std::vector<std::string>
-token_list(const nlohmann::json& doc, const char* field, const std::string& name) {
-    std::vector<std::string> out;
-    if (!doc.contains(field) || doc[field].is_null()) {
-        return out;
-    }
-    const auto& v = doc[field];
-    if (!v.is_array()) {
-        throw InputError(name + ": " + field + ": expected a list of strings");
-    }
-    for (const auto& t : v) {
-        if (!t.is_string()) {
-            throw InputError(name + ": " + field + ": expected a list of strings, got " +
-                             std::string(t.type_name()));
-        }
-        out.push_back(t.get<std::string>());
-    }
-    return out;
-}
-
-/// A stacked result's "layers" (the layer numbers of its leading axis), or empty.
-std::vector<std::size_t> layer_list(const nlohmann::json& doc, const std::string& name) {
-    std::vector<std::size_t> out;
-    if (!doc.contains("layers") || doc["layers"].is_null()) {
-        return out;
-    }
-    if (!doc["layers"].is_array() || doc["layers"].empty()) {
-        throw InputError(name + ": layers: expected a list of layer numbers");
-    }
-    for (const auto& v : doc["layers"]) {
-        if (!v.is_number_unsigned()) {
-            throw InputError(name + ": layers: expected a list of layer numbers, got " +
-                             std::string(v.type_name()));
-        }
-        out.push_back(v.get<std::size_t>());
-    }
-    return out;
-}
-
 } // namespace
 
 Loaded load_weights(const std::string& path) {
@@ -93,36 +55,24 @@ Loaded load_weights(const std::string& path) {
     const std::string ext = lower_extension(path);
     const std::vector<std::uint8_t> bytes =
         path == "-" ? read_stdin("WEIGHTS") : io::read_file(path);
-    if (ext == ".npy" || (ext != ".json" && looks_like_npy(bytes))) {
-        l.weights = io::parse_npy(bytes, l.name);
+    // The extension decides when it names a format; else the bytes do (NPY's magic).
+    const std::optional<io::ArrayFormat> by_name =
+        ext == ".npy"    ? std::optional(io::ArrayFormat::npy)
+        : ext == ".json" ? std::optional(io::ArrayFormat::json)
+                         : std::nullopt;
+    problem::ResultFile r = problem::read_result_bytes(bytes, l.name, {}, by_name);
+    if (r.array) {
+        l.weights = std::move(*r.array);
         return l;
     }
-    const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-    const nlohmann::json doc = io::parse_json_text(text, l.name);
-    if (doc.is_object()) {
-        if (!doc.contains("weights")) {
-            throw InputError(l.name + ": a JSON object without \"weights\" (expected an array, or "
-                                      "a result of attn compute without --no-weights)");
-        }
-        l.weights = io::parse_json_array(
-            doc["weights"], l.name + ": weights", io::ArrayKind::numeric, io::Precision::f32, 5);
-        l.query_tokens = token_list(doc, "query_tokens", l.name);
-        l.layers = layer_list(doc, l.name);
-        l.key_tokens = token_list(doc, "key_tokens", l.name);
-        // A result of "text" holds its vocabulary strings in "tokens" (a list per text for
-        // a batch) beside the readable labels: the labels win.
-        if (doc.contains("tokens") && (l.query_tokens.empty() || l.key_tokens.empty())) {
-            const auto both = token_list(doc, "tokens", l.name);
-            if (l.query_tokens.empty()) {
-                l.query_tokens = both;
-            }
-            if (l.key_tokens.empty()) {
-                l.key_tokens = both;
-            }
-        }
-        return l;
+    if (!r.weights) {
+        throw InputError(l.name + ": a JSON object without \"weights\" (expected an array, or "
+                                  "a result of attn compute without --no-weights)");
     }
-    l.weights = io::parse_json_array(doc, l.name, io::ArrayKind::numeric);
+    l.weights = std::move(*r.weights);
+    l.query_tokens = std::move(r.query_tokens);
+    l.key_tokens = std::move(r.key_tokens);
+    l.layers = std::move(r.layers);
     return l;
 }
 

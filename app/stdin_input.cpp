@@ -1,4 +1,5 @@
-// "-" as stdin for every input: read once per process, format sniffed (NPY or JSON).
+// "-" as stdin for every input: read once per process, format sniffed by
+// io::parse_array_bytes (NPY or JSON).
 #include "attn/error.hpp"
 #include "attn/io/json_text.hpp"
 #include "attn/io/limits.hpp"
@@ -18,10 +19,6 @@ namespace attn::app {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::string_view as_text(std::span<const std::uint8_t> bytes) {
-    return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
-}
 
 // --- stdin ------------------------------------------------------------------------------------
 
@@ -57,26 +54,10 @@ std::vector<std::uint8_t> read_stdin(std::string_view what) {
     return out;
 }
 
-bool looks_like_npy(std::span<const std::uint8_t> bytes) {
-    static constexpr std::uint8_t magic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
-    return bytes.size() >= sizeof magic && std::memcmp(bytes.data(), magic, sizeof magic) == 0;
-}
-
-io::Array parse_array_bytes(std::span<const std::uint8_t> bytes,
-                            std::string_view name,
-                            io::ArrayKind kind,
-                            io::Precision precision) {
-    if (looks_like_npy(bytes)) {
-        return io::parse_npy(bytes, name, precision);
-    }
-    const json j = io::parse_json_text(as_text(bytes), name);
-    return io::parse_json_array(j, name, kind, precision);
-}
-
 io::Array read_array_arg(const std::string& path, io::ArrayKind kind) {
     if (path == "-") {
         const auto bytes = read_stdin("<stdin>");
-        return parse_array_bytes(bytes, "<stdin>", kind);
+        return io::parse_array_bytes(bytes, "<stdin>", kind);
     }
     return io::read_array_file(path, kind);
 }

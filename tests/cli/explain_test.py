@@ -138,7 +138,7 @@ def _():
          out=lambda so: grid_of(so) == ["##.", "###"] and b"j <= i + 1" in so)
     run_case("explain: fully masked rows counted", ["explain", "-"],
          stdin=json.dumps(dict(SEED, mask=[[0, 0, 0], [1, 1, 1]])).encode(),
-         out=lambda so: b"1 query row(s) (over all batches and heads) see no key" in so)
+         out=lambda so: b"1 query row(s) (over all batches and heads) can see no key" in so)
     run_case("explain: -inf bias blocks", ["explain", "-"],
          stdin=json.dumps(dict(SEED, bias=[["-inf", 0, 0], [0, 0, 1]])).encode(),
          out=lambda so: grid_of(so) == [".##", "###"])

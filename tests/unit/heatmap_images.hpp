@@ -3,8 +3,8 @@
 // #rrggbb, and the labelled 3x3 map.
 #pragma once
 
-#include "attn/io/png.hpp"
 #include "attn/render/heatmap.hpp"
+#include "attn/render/png.hpp"
 
 #include <cstdint>
 #include <cstdio>
@@ -34,7 +34,7 @@ inline Image decode_png(const std::vector<std::uint8_t>& bytes) {
 
 /// A figure as a PNG round trip: render, encode, decode.
 inline Image png_round_trip(const HeatmapFigure& hf) {
-    return decode_png(io::encode_png(rasterize(hf.figure)));
+    return decode_png(render::encode_png(rasterize(hf.figure)));
 }
 
 inline std::string hex(Rgb c) {

@@ -3,8 +3,8 @@
 // colorbar, masked hatching, max pooling), for ink under every label, and for bounded
 // sizes. The SVG is heatmap_svg_test.cpp, the terminal output terminal_test.cpp.
 #include "attn/error.hpp"
-#include "attn/io/png.hpp"
 #include "attn/render/heatmap.hpp"
+#include "attn/render/png.hpp"
 #include "attn/render/text.hpp"
 #include "unit/heatmap_images.hpp"
 
@@ -392,7 +392,7 @@ TEST(HeatmapText, EmbeddedFontDrawsHorizontalAndVerticalText) {
 TEST(HeatmapPng, EncodingIsDeterministicAndDecodable) {
     Image img(7, 5, {10, 20, 30});
     img.set(3, 2, {200, 100, 0});
-    const auto a = io::encode_png(img), b = io::encode_png(img);
+    const auto a = render::encode_png(img), b = render::encode_png(img);
     EXPECT_EQ(a, b);
     ASSERT_GT(a.size(), 8u);
     EXPECT_EQ(a[1], 'P');
@@ -400,7 +400,7 @@ TEST(HeatmapPng, EncodingIsDeterministicAndDecodable) {
     EXPECT_EQ(back.width, 7);
     EXPECT_EQ(back.height, 5);
     EXPECT_EQ(back.pixels, img.pixels);
-    EXPECT_THROW(io::encode_png(Image{}), InputError);
+    EXPECT_THROW(render::encode_png(Image{}), InputError);
 }
 
 } // namespace

@@ -5,6 +5,7 @@
 
 #include "attn/tensor.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -93,6 +94,12 @@ template <class T> struct BasicAttentionSpec {
     std::size_t top_k = 0;         ///< > 0: fill top_k_* (materialized kernel)
 };
 using AttentionSpec = BasicAttentionSpec<float>;
+
+/// The scale of the scores: spec.scale, else 1/sqrt(D) computed in T (1 when D = 0). The
+/// kernels and `explain` both ask this, so a float64 problem's default is its double.
+template <class T> T score_scale(const BasicAttentionSpec<T>& spec, std::size_t d) {
+    return spec.scale ? *spec.scale : (d > 0 ? T{1} / std::sqrt(static_cast<T>(d)) : T{1});
+}
 
 /// The standard ALiBi slopes for H heads (ggml, max_bias = 8): n = 2^floor(log2 H),
 /// m0 = 2^(-8/n), m1 = 2^(-4/n); head h < n gets m0^(h+1), else m1^(2(h-n)+1).

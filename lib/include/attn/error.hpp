@@ -1,6 +1,8 @@
 // attn's exception types. The library throws; only app/main.cpp turns them into exit
 // codes (InputError -> 2, everything else -> 1). Every what() is one line that names
-// the culprit (field, file or argument) and has no trailing newline.
+// the culprit (field, file or argument) and has no trailing newline. A rule that several
+// places check (a shape, a rank, a window, the fully-masked rows) has its one wording
+// built here, whoever checks it (a field, a flag, the core, a batch line).
 #pragma once
 
 #include <filesystem>
@@ -29,7 +31,21 @@ class InputError : public Error {
                             const std::vector<std::size_t>& got);
     /// "FILE: detail".
     static InputError at(const std::filesystem::path& file, std::string_view detail);
+    /// "what: expected a rank-N FORM, got shape [..]": an array of the wrong rank, e.g.
+    /// rank("params.w_q", 2, "[out, in] weight", {3}).
+    static InputError rank(std::string_view what,
+                           std::size_t rank,
+                           std::string_view form,
+                           const std::vector<std::size_t>& got);
+    /// "what: expected FORM, integers >= -1 (-1 = unbounded), got GOT": a sliding window,
+    /// as a field ("[left, right]"), a flag ("L,R") or a spec. `got` as the user wrote it.
+    static InputError window(std::string_view what, std::string_view form, std::string_view got);
 };
+
+/// The one wording of the fully-masked warning (no "warning:" prefix): "ROWS can see no key
+/// (fully masked[; NOTE]): their weights are zeros and their attention output is zeros".
+/// `rows` counts them: "3 query row(s) (over all batches and heads)".
+std::string fully_masked_text(std::string_view rows, std::string_view note = {});
 
 /// The environment failed (write, rename, out of space). CLI exit 1.
 class SystemError : public Error {

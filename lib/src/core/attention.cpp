@@ -76,9 +76,10 @@ void check_all(BasicTensorView<T> q,
         throw InputError("varlen: needs a key_padding_mask (each sequence's real keys)");
     }
     if (spec.window.left < -1 || spec.window.right < -1) {
-        throw InputError("window: expected [left, right] with each >= -1 (-1 = unbounded), got [" +
-                         std::to_string(spec.window.left) + ", " +
-                         std::to_string(spec.window.right) + "]");
+        throw InputError::window("window",
+                                 "[left, right]",
+                                 "[" + std::to_string(spec.window.left) + ", " +
+                                     std::to_string(spec.window.right) + "]");
     }
     if (spec.softcap && !(std::isfinite(*spec.softcap) && *spec.softcap > T(0))) {
         throw InputError("softcap: expected a finite number > 0");

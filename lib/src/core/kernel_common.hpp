@@ -112,11 +112,6 @@ void zero_empty_rows(T* o_blk,
     }
 }
 
-/// The scale of the scores: spec.scale, else 1/sqrt(D) computed in T (1 when D = 0).
-template <class T> T score_scale(const BasicAttentionSpec<T>& spec, std::size_t d) {
-    return spec.scale ? *spec.scale : (d > 0 ? T{1} / std::sqrt(static_cast<T>(d)) : T{1});
-}
-
 /// ALiBi's bias for query row i (diagonal key diag = i + s) and key j: -slope·|j - diag|,
 /// as FlashAttention's alibi_slopes and llama.cpp's ALiBi mask (for keys at or left of the
 /// diagonal, the paper's causal slope·(j - diag)).

@@ -231,7 +231,7 @@ void attend_materialized_into(BasicTensorView<T> q,
                               BasicAttentionResult<T>& result) {
     const detail::Dims dims(q, k, v);
     const std::size_t group = dims.group(); // query heads per key/value head
-    const T scale = detail::score_scale(spec, dims.d);
+    const T scale = score_scale(spec, dims.d);
 
     detail::fit_result(result, dims, spec, true); // storage of the right shape is kept
     const bool features = MaterializedOps<T>::features(spec);

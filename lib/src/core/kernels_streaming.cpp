@@ -68,7 +68,7 @@ void attend_streaming_into(
     TensorView q, TensorView k, TensorView v, const AttentionSpec& spec, AttentionResult& result) {
     const detail::Dims dims(q, k, v);
     const std::size_t group = dims.group(); // G: query heads sharing one K/V head
-    const float scale = detail::score_scale(spec, dims.d);
+    const float scale = score_scale(spec, dims.d);
     const detail::KernelOps& ops = detail::kernel_ops(spec.simd);
 
     // The output and the score features' lse and argmax, applied per score in pass 2

@@ -107,4 +107,24 @@ ArrayFormat array_format_for(const std::filesystem::path& path) {
     throw InputError(shown_path(path.string()) + ": unknown array format (expected .npy or .json)");
 }
 
+std::string_view as_text(std::span<const std::uint8_t> bytes) {
+    return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+bool looks_like_npy(std::span<const std::uint8_t> bytes) {
+    return bytes.size() >= npy_magic.size() &&
+           std::equal(npy_magic.begin(), npy_magic.end(), bytes.begin());
+}
+
+Array parse_array_bytes(std::span<const std::uint8_t> bytes,
+                        std::string_view name,
+                        ArrayKind kind,
+                        Precision precision) {
+    if (looks_like_npy(bytes)) {
+        return parse_npy(bytes, name, precision);
+    }
+    const nlohmann::json j = parse_json_text(as_text(bytes), name);
+    return parse_json_array(j, name, kind, precision);
+}
+
 } // namespace attn::io

@@ -80,9 +80,8 @@ Array read_tensor(const SafetensorsFile& file,
         throw InputError(std::string("params: ") + err.what());
     }
     if (a.shape.size() != rank) {
-        throw InputError("params: " + file.shown() + ": tensor " + quote_name(e.name) +
-                         ": expected rank " + std::to_string(rank) + ", got shape " +
-                         shape_string(a.shape));
+        throw InputError::rank(
+            "params: " + file.shown() + ": tensor " + quote_name(e.name), rank, "tensor", a.shape);
     }
     sources.push_back({"params." + e.name, {}, a.shape, std::nullopt, 0.0f});
     return a;

@@ -68,9 +68,11 @@ class LayerTensors {
 
     bool has(std::string_view key) const { return tensors_.count(std::string(key)) != 0; }
 
-    std::string where(std::string_view key) const {
-        return what_ + ": tensor " + quote_name(prefix_ + std::string(key)) + ": ";
+    /// "WHAT: tensor 'NAME'": the tensor in messages.
+    std::string where_name(std::string_view key) const {
+        return what_ + ": tensor " + quote_name(prefix_ + std::string(key));
     }
+    std::string where(std::string_view key) const { return where_name(key) + ": "; }
 
     [[noreturn]] void missing(std::string_view key, std::string_view layout) const {
         throw InputError(what_ + ": layout " + std::string(layout) + ": missing tensor " +
@@ -84,8 +86,8 @@ class LayerTensors {
             return std::nullopt;
         }
         if (it->second.shape.size() != 2) {
-            throw InputError(where(key) + "expected a rank-2 " + form + " weight, got shape " +
-                             shape_string(it->second.shape));
+            throw InputError::rank(
+                where_name(key), 2, std::string(form) + " weight", it->second.shape);
         }
         return as_matrix(it->second);
     }
@@ -96,8 +98,7 @@ class LayerTensors {
             return std::nullopt;
         }
         if (it->second.shape.size() != 1) {
-            throw InputError(where(key) + "expected a rank-1 [out] bias, got shape " +
-                             shape_string(it->second.shape));
+            throw InputError::rank(where_name(key), 1, "[out] bias", it->second.shape);
         }
         return as_vector(it->second);
     }

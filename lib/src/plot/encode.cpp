@@ -3,8 +3,8 @@
 #include "attn/plot/encode.hpp"
 
 #include "attn/io/fallback_font.hpp"
-#include "attn/io/png.hpp"
 #include "attn/render/html.hpp"
+#include "attn/render/png.hpp"
 #include "attn/render/text.hpp"
 
 #include <cstdio>
@@ -43,9 +43,9 @@ encode_figure(const render::HeatmapInput& in, const render::HeatmapOptions& o, F
         const render::HeatmapFigure hf = render::heatmap_figure(in, o);
         out.warnings = hf.label_notes;
         if (format == FileFormat::png) {
-            out.bytes = io::encode_png(render::rasterize(hf.figure));
+            out.bytes = render::encode_png(render::rasterize(hf.figure));
         } else {
-            const std::string svg = render::figure_svg(hf.figure, io::encode_png);
+            const std::string svg = render::figure_svg(hf.figure, render::encode_png);
             out.bytes.assign(svg.begin(), svg.end());
         }
     }

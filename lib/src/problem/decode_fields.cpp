@@ -44,8 +44,7 @@ Window decode_window(const json& j) {
                x.get<std::int64_t>() <= (std::int64_t{1} << 40);
     };
     if (!j.is_array() || j.size() != 2 || !side(j[0]) || !side(j[1])) {
-        throw InputError("window: expected [left, right], integers >= -1 (-1 = unbounded), got " +
-                         shown(j));
+        throw InputError::window("window", "[left, right]", shown(j));
     }
     return {.left = j[0].get<std::int64_t>(), .right = j[1].get<std::int64_t>()};
 }

@@ -65,10 +65,8 @@ std::optional<xt::xtensor<T, N>> param_tensor(const std::map<std::string, Array>
     }
     const Array& a = it->second;
     if (a.shape.size() != N) {
-        throw InputError(std::string("params.") + key +
-                         (N == 2 ? ": expected a rank-2 [out, in] weight, got shape "
-                                 : ": expected a rank-1 [out] bias, got shape ") +
-                         shape_string(a.shape));
+        throw InputError::rank(
+            std::string("params.") + key, N, N == 2 ? "[out, in] weight" : "[out] bias", a.shape);
     }
     typename xt::xtensor<T, N>::shape_type shape{};
     std::copy(a.shape.begin(), a.shape.end(), shape.begin());

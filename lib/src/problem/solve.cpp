@@ -210,10 +210,9 @@ std::string fully_masked_warning(const Solution& s, bool stacked) {
     if (s.rows_fully_masked <= 0) {
         return {};
     }
-    return std::to_string(s.rows_fully_masked) + " query row(s) (over all " +
-           (stacked ? "layers, " : "") +
-           "batches and heads) can see no key (fully masked): their weights are zeros and "
-           "their attention output is zeros (before any output projection)";
+    return fully_masked_text(std::to_string(s.rows_fully_masked) + " query row(s) (over all " +
+                             (stacked ? "layers, " : "") + "batches and heads)") +
+           " (before any output projection)";
 }
 
 std::string result_document(const Problem& p, const Solution& s, bool with_weights) {

@@ -24,53 +24,42 @@ constexpr double kMaxAnnotatedSide = 4000.0; // px: a forced --annotate may grow
 
 using namespace detail;
 
-HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
-    validate_heatmap(in, o);
-    const Colormap cmap = *find_colormap(o.colormap);
-    const double s = o.dpi / 100.0;
-    const double pt = o.dpi / 72.0;
-    const double f = o.font_size / 10.0; // 1 at the default 10 pt: matplotlib's sizes
-    const double fs_title = f * 12 * pt, fs_label = f * 10 * pt, fs_tick = f * 10 * pt,
-                 fs_note = f * 8 * pt;
-    const double lw = std::max(1.0, std::round(0.8 * pt));
-    const double tick_len = std::round(3.5 * pt), tick_pad = 3.5 * pt, label_pad = 4 * pt;
-    const double title_pad = 6 * pt;
-    const FontMetrics m_tick = font_metrics(fs_tick), m_label = font_metrics(fs_label);
+namespace {
 
-    const std::size_t n = in.panels.size();
-    // The model view fixes its columns (heads); else --cols, else about square.
-    const std::size_t ncols = in.grid_cols > 0 ? std::min(in.grid_cols, n)
-                              : o.columns > 0  ? std::min(o.columns, n)
-                                               : grid_columns(n);
-    const std::size_t nrows = ceil_div(n, ncols);
-    const double smallest = in.grid_cols > 0 ? 120.0 : 200.0; // a model view has many columns
-    const double target = std::floor(
-        (n == 1 ? 480.0 : std::clamp(1100.0 / static_cast<double>(ncols), smallest, 400.0)) * s);
+/// The figure's sizes in px: matplotlib's at 100 dpi (10 pt labels, 12 pt title, 0.8 pt
+/// lines, 3.5 pt ticks), scaled with the dpi and the font size.
+struct Sizes {
+    double s, pt, fs_title, fs_label, fs_tick, fs_note, lw, tick_len, tick_pad, label_pad,
+        title_pad;
+    FontMetrics m_tick, m_label;
+
+    explicit Sizes(const HeatmapOptions& o)
+        : s(o.dpi / 100.0), pt(o.dpi / 72.0), fs_title(o.font_size / 10.0 * 12 * pt),
+          fs_label(o.font_size / 10.0 * 10 * pt), fs_tick(o.font_size / 10.0 * 10 * pt),
+          fs_note(o.font_size / 10.0 * 8 * pt), lw(std::max(1.0, std::round(0.8 * pt))),
+          tick_len(std::round(3.5 * pt)), tick_pad(3.5 * pt), label_pad(4 * pt), title_pad(6 * pt),
+          m_tick(font_metrics(fs_tick)), m_label(font_metrics(fs_label)) {}
+};
+
+/// The cells' width and height: square, as large as fits `target` (at most 120 px at 100
+/// dpi); a short axis may grow its cells so that the map is at least 120 px long (a
+/// 1 x 4096 map is a visible strip); an axis with tokens grows to its budget when its
+/// labels need the pitch (cells stay square while both fit `grown`).
+std::pair<double, double> cell_size(const PreparedHeatmap& m,
+                                    const TokenPitch& token_need,
+                                    double target,
+                                    double grown,
+                                    double budget_x,
+                                    double budget_y,
+                                    double s) {
     const double max_cell = std::floor(120.0 * s), min_side = std::floor(120.0 * s);
-
-    // Every token is drawn: an axis with tokens may grow its map beyond `target` (up to
-    // `grown` px per panel) until each token has the pitch it needs.
-    const double grown =
-        std::max(target,
-                 std::floor(o.max_grown_side * 2.0 /
-                            static_cast<double>(std::max<std::size_t>(2, ncols)) * s));
-    const TokenPitch token_need = token_pitch(in, fs_tick);
-    const auto budget = [&](double pitch, std::size_t count) {
-        return std::clamp(pitch * static_cast<double>(count), target, grown);
-    };
-    const double budget_x = budget(token_need.x, in.cols), budget_y = budget(token_need.y, in.rows);
-
-    HeatmapFigure hf;
-    hf.map = prepare_heatmap(
-        in, o, static_cast<std::size_t>(budget_y), static_cast<std::size_t>(budget_x));
-    const PreparedHeatmap& m = hf.map;
     const bool pooled = m.pool_rows > 1 || m.pool_cols > 1;
-
     // Cell size: square, as large as fits (at most max_cell); a short axis may grow its
     // cells so that the map is at least min_side long (a 1 x 4096 map is a visible strip).
     const double square =
         std::min(max_cell, std::floor(target / static_cast<double>(std::max(m.rows, m.cols))));
-    double cw = std::max(1.0, square), ch = cw;
+    double cw = std::max(1.0, square);
+    double ch = cw;
     if (cw * static_cast<double>(m.cols) < min_side) {
         cw = std::max(cw, std::min(max_cell, std::floor(min_side / static_cast<double>(m.cols))));
     }
@@ -91,7 +80,20 @@ HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
         cw = ch = std::max(cw, ch);
     }
 
-    // Annotations: the widest value must fit its cell at 10 pt (or 8 pt).
+    return {cw, ch};
+}
+
+/// The annotations' font size: the widest value must fit its cell at 10 pt (or 8 pt); 0
+/// when annotations are off or do not fit. A forced --annotate grows the cells (cw, ch)
+/// instead, and refuses a pooled map or one that would grow too large.
+double annotation_size(const HeatmapInput& in,
+                       const HeatmapOptions& o,
+                       const PreparedHeatmap& m,
+                       double pt,
+                       double s,
+                       double& cw,
+                       double& ch) {
+    const bool pooled = m.pool_rows > 1 || m.pool_cols > 1;
     double fs_annot = 0.0;
     if (o.annotate != Annotate::off) {
         if (pooled && o.annotate == Annotate::on) {
@@ -101,7 +103,7 @@ HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
         if (!pooled) {
             std::string widest;
             double widest_w = 0.0;
-            for (std::size_t p = 0; p < n; ++p) {
+            for (std::size_t p = 0; p < in.panels.size(); ++p) {
                 for (float v : m.values[p]) {
                     if (std::isnan(v)) {
                         continue;
@@ -140,6 +142,170 @@ HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
             }
         }
     }
+    return fs_annot;
+}
+
+/// Panel i's cells (colours, masked and NaN states) in `box` of cw x ch cells, and their
+/// values as text when annotated (`fs_annot` > 0).
+FigureGrid panel_grid(Builder& b,
+                      const HeatmapOptions& o,
+                      const PreparedHeatmap& m,
+                      const Colormap& cmap,
+                      std::size_t i,
+                      const Box& box,
+                      double cw,
+                      double ch,
+                      double fs_annot) {
+    FigureGrid g;
+    g.id = "panel-" + std::to_string(i);
+    g.box = box;
+    g.rows = m.rows;
+    g.cols = m.cols;
+    g.colors.resize(m.rows * m.cols);
+    for (std::size_t k = 0; k < g.colors.size(); ++k) {
+        g.colors[k] = cmap(m.norm(static_cast<double>(m.values[i][k])));
+    }
+    if (m.any_masked || m.any_bad) {
+        g.states = m.states[i];
+    }
+    if (fs_annot > 0.0) {
+        const double cap = font_metrics(fs_annot).cap_height;
+        for (std::size_t r = 0; r < m.rows; ++r) {
+            for (std::size_t c = 0; c < m.cols; ++c) {
+                const std::size_t k = r * m.cols + c;
+                if (m.states[i][k] != CellState::value) {
+                    continue;
+                }
+                b.text(format_fixed(static_cast<double>(m.values[i][k]), o.decimals),
+                       box.x + (static_cast<double>(c) + 0.5) * cw,
+                       box.y + (static_cast<double>(r) + 0.5) * ch + cap / 2,
+                       fs_annot,
+                       Anchor::middle,
+                       false,
+                       contrast_text_color(g.colors[k]));
+            }
+        }
+    }
+    return g;
+}
+
+/// The colorbar's gradient, frame and ticks in `box`, and the masked/NaN swatch below it.
+void colorbar(
+    Builder& b, const Sizes& z, const Colormap& cmap, const PreparedHeatmap& m, const Box& box) {
+    const double s = z.s, lw = z.lw, tick_len = z.tick_len, tick_pad = z.tick_pad;
+    const double fs_tick = z.fs_tick;
+    const FontMetrics m_tick = z.m_tick;
+    const double cb_x = box.x, cb_y = box.y, cb_w = box.w, cb_h = box.h;
+    FigureGrid bar;
+    bar.id = "colorbar";
+    bar.box = box;
+    bar.rows = 256;
+    bar.cols = 1;
+    for (std::size_t k = 0; k < 256; ++k) {
+        bar.colors.push_back(cmap.entry(255 - k));
+    }
+    b.fig.grids.push_back(std::move(bar));
+    b.frame(box, lw);
+    const int max_ticks = std::clamp(static_cast<int>(cb_h / (2.5 * fs_tick)), 2, 9);
+    for (const auto& [v, label] : colorbar_ticks(m.norm, max_ticks)) {
+        const double ty = cb_y + cb_h * (1.0 - std::clamp(m.norm(v), 0.0, 1.0));
+        b.rect(cb_x + cb_w + lw, std::round(ty - lw / 2), tick_len, lw);
+        b.text(label, cb_x + cb_w + lw + tick_len + tick_pad, ty + m_tick.cap_height / 2, fs_tick);
+    }
+    if (m.any_masked || m.any_bad) {
+        FigureGrid g;
+        g.id = "masked-swatch";
+        g.box = {cb_x, cb_y + cb_h + lw + std::round(12 * s), cb_w, cb_w};
+        g.rows = g.cols = 1;
+        g.colors = {kHatchBackground};
+        g.states = {CellState::masked};
+        const std::string what = m.any_masked && m.any_bad ? "masked / NaN"
+                                 : m.any_masked            ? "masked"
+                                                           : "NaN";
+        b.text(
+            what, cb_x + cb_w + lw + tick_pad, g.box.y + cb_w / 2 + m_tick.cap_height / 2, fs_tick);
+        b.frame(g.box, lw);
+        b.fig.grids.push_back(std::move(g));
+    }
+}
+
+/// The notes (pooling, thinned labels) and the title, centred on the grid's width above
+/// everything placed so far.
+void title_and_notes(Builder& b,
+                     const Sizes& z,
+                     const HeatmapOptions& o,
+                     const std::vector<std::string>& map_notes,
+                     const std::vector<std::string>& label_notes,
+                     double grid_w) {
+    const double title_pad = z.title_pad, fs_note = z.fs_note, fs_title = z.fs_title;
+    double top = 1e300;
+    for (const auto& t : b.fig.texts) {
+        top = std::min(top, text_extent(t).y);
+    }
+    for (const auto& r : b.fig.rects) {
+        top = std::min(top, r.box.y);
+    }
+    if (!map_notes.empty() || !label_notes.empty()) {
+        std::string note;
+        std::vector<std::string> all = map_notes;
+        all.insert(all.end(), label_notes.begin(), label_notes.end());
+        for (const auto& s_note : all) {
+            note += (note.empty() ? "" : "  \u00B7  ") + s_note;
+        }
+        const FontMetrics mn = font_metrics(fs_note);
+        const double base = top - title_pad - mn.descent;
+        b.text(note, grid_w / 2, base, fs_note, Anchor::middle, false, {85, 85, 85});
+        top = base - mn.ascent;
+    }
+    if (!o.title.empty()) {
+        const double base = top - title_pad - font_metrics(fs_title).descent;
+        b.text(o.title, grid_w / 2, base, fs_title, Anchor::middle);
+    }
+}
+
+} // namespace
+
+HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
+    validate_heatmap(in, o);
+    const Colormap cmap = *find_colormap(o.colormap);
+    const Sizes z(o);
+    const double s = z.s, pt = z.pt, fs_label = z.fs_label, fs_tick = z.fs_tick, lw = z.lw;
+    const double tick_len = z.tick_len, tick_pad = z.tick_pad, label_pad = z.label_pad;
+    const double title_pad = z.title_pad;
+    const FontMetrics m_tick = z.m_tick, m_label = z.m_label;
+
+    const std::size_t n = in.panels.size();
+    // The model view fixes its columns (heads); else --cols, else about square.
+    const std::size_t ncols = in.grid_cols > 0 ? std::min(in.grid_cols, n)
+                              : o.columns > 0  ? std::min(o.columns, n)
+                                               : grid_columns(n);
+    const std::size_t nrows = ceil_div(n, ncols);
+    const double smallest = in.grid_cols > 0 ? 120.0 : 200.0; // a model view has many columns
+    const double target = std::floor(
+        (n == 1 ? 480.0 : std::clamp(1100.0 / static_cast<double>(ncols), smallest, 400.0)) * s);
+
+    // Every token is drawn: an axis with tokens may grow its map beyond `target` (up to
+    // `grown` px per panel) until each token has the pitch it needs.
+    const double grown =
+        std::max(target,
+                 std::floor(o.max_grown_side * 2.0 /
+                            static_cast<double>(std::max<std::size_t>(2, ncols)) * s));
+    const TokenPitch token_need = token_pitch(in, fs_tick);
+    const auto budget = [&](double pitch, std::size_t count) {
+        return std::clamp(pitch * static_cast<double>(count), target, grown);
+    };
+    const double budget_x = budget(token_need.x, in.cols), budget_y = budget(token_need.y, in.rows);
+
+    HeatmapFigure hf;
+    hf.map = prepare_heatmap(
+        in, o, static_cast<std::size_t>(budget_y), static_cast<std::size_t>(budget_x));
+    const PreparedHeatmap& m = hf.map;
+
+    // Cell size: square, as large as fits; token axes take the room their labels need.
+    auto [cw, ch] = cell_size(m, token_need, target, grown, budget_x, budget_y, s);
+
+    // Annotations: the widest value must fit its cell at 10 pt (or 8 pt).
+    const double fs_annot = annotation_size(in, o, m, pt, s, cw, ch);
     hf.annotated = fs_annot > 0.0;
 
     const double W = cw * static_cast<double>(m.cols), H = ch * static_cast<double>(m.rows);
@@ -190,37 +356,7 @@ HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
         const Box box{mx, my, W, H};
         hf.panels.push_back(box);
 
-        FigureGrid g;
-        g.id = "panel-" + std::to_string(i);
-        g.box = box;
-        g.rows = m.rows;
-        g.cols = m.cols;
-        g.colors.resize(m.rows * m.cols);
-        for (std::size_t k = 0; k < g.colors.size(); ++k) {
-            g.colors[k] = cmap(m.norm(static_cast<double>(m.values[i][k])));
-        }
-        if (m.any_masked || m.any_bad) {
-            g.states = m.states[i];
-        }
-        if (hf.annotated) {
-            const double cap = font_metrics(fs_annot).cap_height;
-            for (std::size_t r = 0; r < m.rows; ++r) {
-                for (std::size_t c = 0; c < m.cols; ++c) {
-                    const std::size_t k = r * m.cols + c;
-                    if (m.states[i][k] != CellState::value) {
-                        continue;
-                    }
-                    b.text(format_fixed(static_cast<double>(m.values[i][k]), o.decimals),
-                           mx + (static_cast<double>(c) + 0.5) * cw,
-                           my + (static_cast<double>(r) + 0.5) * ch + cap / 2,
-                           fs_annot,
-                           Anchor::middle,
-                           false,
-                           contrast_text_color(g.colors[k]));
-                }
-            }
-        }
-        b.fig.grids.push_back(std::move(g));
+        b.fig.grids.push_back(panel_grid(b, o, m, cmap, i, box, cw, ch, fs_annot));
         b.frame(box, lw);
 
         // Ticks on every panel; labels on the left column and the lowest panels.
@@ -273,65 +409,10 @@ HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
     const double cb_h = row_y.back() + H - cb_y;
     const double cb_w = std::round(std::clamp(cb_h / 20, 10 * s, 20 * s));
     hf.colorbar = {cb_x, cb_y, cb_w, cb_h};
-    {
-        FigureGrid g;
-        g.id = "colorbar";
-        g.box = hf.colorbar;
-        g.rows = 256;
-        g.cols = 1;
-        for (std::size_t k = 0; k < 256; ++k) {
-            g.colors.push_back(cmap.entry(255 - k));
-        }
-        b.fig.grids.push_back(std::move(g));
-        b.frame(hf.colorbar, lw);
-        const int max_ticks = std::clamp(static_cast<int>(cb_h / (2.5 * fs_tick)), 2, 9);
-        for (const auto& [v, label] : colorbar_ticks(m.norm, max_ticks)) {
-            const double ty = cb_y + cb_h * (1.0 - std::clamp(m.norm(v), 0.0, 1.0));
-            b.rect(cb_x + cb_w + lw, std::round(ty - lw / 2), tick_len, lw);
-            b.text(
-                label, cb_x + cb_w + lw + tick_len + tick_pad, ty + m_tick.cap_height / 2, fs_tick);
-        }
-    }
-    if (m.any_masked || m.any_bad) {
-        FigureGrid g;
-        g.id = "masked-swatch";
-        g.box = {cb_x, cb_y + cb_h + lw + std::round(12 * s), cb_w, cb_w};
-        g.rows = g.cols = 1;
-        g.colors = {kHatchBackground};
-        g.states = {CellState::masked};
-        const std::string what = m.any_masked && m.any_bad ? "masked / NaN"
-                                 : m.any_masked            ? "masked"
-                                                           : "NaN";
-        b.text(
-            what, cb_x + cb_w + lw + tick_pad, g.box.y + cb_w / 2 + m_tick.cap_height / 2, fs_tick);
-        b.frame(g.box, lw);
-        b.fig.grids.push_back(std::move(g));
-    }
+    colorbar(b, z, cmap, m, hf.colorbar);
 
     // Title and notes above everything placed so far.
-    double top = 1e300;
-    for (const auto& t : b.fig.texts) {
-        top = std::min(top, text_extent(t).y);
-    }
-    for (const auto& r : b.fig.rects) {
-        top = std::min(top, r.box.y);
-    }
-    if (!m.notes.empty() || !hf.label_notes.empty()) {
-        std::string note;
-        std::vector<std::string> all = m.notes;
-        all.insert(all.end(), hf.label_notes.begin(), hf.label_notes.end());
-        for (const auto& s_note : all) {
-            note += (note.empty() ? "" : "  \u00B7  ") + s_note;
-        }
-        const FontMetrics mn = font_metrics(fs_note);
-        const double base = top - title_pad - mn.descent;
-        b.text(note, grid_w / 2, base, fs_note, Anchor::middle, false, {85, 85, 85});
-        top = base - mn.ascent;
-    }
-    if (!o.title.empty()) {
-        const double base = top - title_pad - font_metrics(fs_title).descent;
-        b.text(o.title, grid_w / 2, base, fs_title, Anchor::middle);
-    }
+    title_and_notes(b, z, o, m.notes, hf.label_notes, grid_w);
 
     hf.figure = std::move(b.fig);
     std::vector<Box*> boxes;

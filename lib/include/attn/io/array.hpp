@@ -96,6 +96,21 @@ void refuse_foreign_formats(const std::filesystem::path& path,
 enum class ArrayFormat { npy, json };
 ArrayFormat array_format_for(const std::filesystem::path& path);
 
+/// Bytes read as text (for the JSON parser), without a copy.
+std::string_view as_text(std::span<const std::uint8_t> bytes);
+
+/// True when `bytes` start with the NPY magic "\x93NUMPY" (the reader's own constant):
+/// how input of no known name (stdin, a file without .npy/.json) is told apart.
+bool looks_like_npy(std::span<const std::uint8_t> bytes);
+
+/// An array from bytes of unknown format: NPY when it has the NPY magic, else one JSON
+/// array literal. `name` prefixes every message. With Precision::f64 the values are also
+/// kept exactly in double (Array::values64). Throws InputError.
+Array parse_array_bytes(std::span<const std::uint8_t> bytes,
+                        std::string_view name,
+                        ArrayKind kind,
+                        Precision precision = Precision::f32);
+
 } // namespace attn::io
 
 // The units that take and return Array (they include this header first).

@@ -49,7 +49,7 @@ struct Figure {
 /// Paints a figure. A pixel belongs to the grid cell (and rect) its centre falls in.
 Image rasterize(const Figure& figure);
 
-/// Encodes an Image as PNG (io::encode_png); used to embed large grids in SVG.
+/// Encodes an Image as PNG (render::encode_png); used to embed large grids in SVG.
 using PngEncoder = std::function<std::vector<std::uint8_t>(const Image&)>;
 
 /// The figure as a standalone SVG 1.1 document (UTF-8). Grids of at most

@@ -1,5 +1,5 @@
 // The pixel buffer every renderer draws into: RGB8, row-major, no alpha, no file I/O.
-// Encoding to PNG lives in attn/io/png.hpp; this header is shared by both so that a
+// Encoding to PNG lives in attn/render/png.hpp; this header is shared by both so that a
 // test can render and decode without touching the disk.
 #pragma once
 

@@ -1,12 +1,12 @@
 // encode_png: stb_image_write into a byte vector. stb's compression level is a
 // process-global; we never change it, so concurrent encoders agree.
-#include "attn/io/png.hpp"
+#include "attn/render/png.hpp"
 
 #include "attn/error.hpp"
 
 #include <stb_image_write.h>
 
-namespace attn::io {
+namespace attn::render {
 
 namespace {
 
@@ -18,7 +18,7 @@ void append(void* context, void* data, int size) {
 
 } // namespace
 
-std::vector<std::uint8_t> encode_png(const render::Image& image) {
+std::vector<std::uint8_t> encode_png(const Image& image) {
     if (image.width <= 0 || image.height <= 0 ||
         image.pixels.size() !=
             static_cast<std::size_t>(image.width) * static_cast<std::size_t>(image.height) * 3) {
@@ -33,4 +33,4 @@ std::vector<std::uint8_t> encode_png(const render::Image& image) {
     return out;
 }
 
-} // namespace attn::io
+} // namespace attn::render

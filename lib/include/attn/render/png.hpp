@@ -7,11 +7,11 @@
 #include <cstdint>
 #include <vector>
 
-namespace attn::io {
+namespace attn::render {
 
 /// An 8-bit RGB PNG of `image` (zlib level 8, stb's per-row filter choice). Deterministic:
 /// the same image always gives the same bytes. Throws SystemError if encoding fails
 /// (out of memory) and InputError for an empty image.
-std::vector<std::uint8_t> encode_png(const render::Image& image);
+std::vector<std::uint8_t> encode_png(const Image& image);
 
-} // namespace attn::io
+} // namespace attn::render

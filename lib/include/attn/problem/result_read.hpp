@@ -1,0 +1,53 @@
+// Reading back what attn wrote: a result document (result_document() in solve.hpp) or a
+// bare array (--output/--weights as .npy or .json). The one reader behind `attn diff`,
+// `attn heatmap WEIGHTS` and any other front end that takes a result as input.
+#pragma once
+
+#include "attn/io/array.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace attn::problem {
+
+/// A result file as read: a bare array, or the arrays and labels of a result document.
+struct ResultFile {
+    std::string name;                 ///< for messages: the path, or "<stdin>"
+    bool document = false;            ///< a result document (else `array` holds the bare array)
+    std::optional<io::Array> array;   ///< a bare array (NPY or a JSON array literal)
+    std::optional<io::Array> output;  ///< the document's "output"
+    std::optional<io::Array> weights; ///< the document's "weights" (rank <= 5: stacked)
+    /// The document's labels; "tokens" (the vocabulary strings of a "text" problem) fills
+    /// whichever of the two is absent.
+    std::vector<std::string> query_tokens, key_tokens;
+    std::vector<std::size_t> layers; ///< a stacked result's "layers": its leading axis
+};
+
+/// How to read the arrays: `kind` (mask also takes booleans) and `precision` (f64 keeps
+/// the values exactly as written, Array::values64).
+struct ResultReadOptions {
+    io::ArrayKind kind = io::ArrayKind::numeric;
+    io::Precision precision = io::Precision::f32;
+};
+
+/// Reads a result document already parsed as JSON (an object). Throws InputError naming
+/// `name`: an error document ("error"), a document with neither "output" nor "weights",
+/// token lists that are not lists of strings, "layers" that is not a list of layer numbers.
+ResultFile read_result_document(const nlohmann::json& doc,
+                                const std::string& name,
+                                const ResultReadOptions& options = {});
+
+/// Reads `bytes`: NPY (by its magic, or when `format` says npy), else JSON, which is an
+/// array literal or a result document. `format`: the format the file's name gives, if any
+/// (a .json file is read as JSON whatever it starts with). Throws InputError naming `name`.
+ResultFile read_result_bytes(std::span<const std::uint8_t> bytes,
+                             const std::string& name,
+                             const ResultReadOptions& options = {},
+                             std::optional<io::ArrayFormat> format = std::nullopt);
+
+} // namespace attn::problem

@@ -45,7 +45,7 @@ def weights(L, H, causal, path, layers):
 
 
 def run_timed(argv):
-    """Wall seconds and peak RSS (MB) of a child process."""
+    """Wall seconds, CPU seconds (user + system) and peak RSS (MB) of a child process."""
     t0 = time.monotonic()
     pid = os.fork()
     if pid == 0:
@@ -53,7 +53,7 @@ def run_timed(argv):
     _, status, ru = os.wait4(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"{argv} failed")
-    return time.monotonic() - t0, ru.ru_maxrss / 1024
+    return time.monotonic() - t0, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
 
 
 def main():
@@ -68,14 +68,14 @@ def main():
     tmp = tempfile.mkdtemp(prefix="attn-html-bench-")
     npy, html = os.path.join(tmp, "w.npy"), a.keep or os.path.join(tmp, "view.html")
     weights(a.L, a.H, a.causal, npy, a.layers)
-    t_write, rss = run_timed([os.path.abspath(a.attn), "heatmap", npy, "-o", html] +
+    t_write, cpu, rss = run_timed([os.path.abspath(a.attn), "heatmap", npy, "-o", html] +
                              (["--masked-zero"] if a.causal else []))
     size = os.path.getsize(html)
     cells = max(1, a.layers) * a.H * a.L * a.L
     print(f"L = {a.L}, H = {a.H}{f', {a.layers} layers' if a.layers else ''}"
           f"{', causal' if a.causal else ''}: {cells:,} cells "
           f"({cells * 4 / 1e6:.0f} MB of float32 weights)")
-    print(f"attn heatmap -o view.html: {t_write:.1f} s, peak RSS {rss:.0f} MB, "
+    print(f"attn heatmap -o view.html: {t_write:.1f} s ({cpu:.1f} s of CPU), peak RSS {rss:.0f} MB, "
           f"{size / 1e6:.1f} MB ({size / cells:.2f} bytes per cell)")
     with cdp.Browser(timeout=300) as b:
         t0 = time.monotonic()

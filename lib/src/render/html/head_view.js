@@ -7,7 +7,7 @@
 // 1/64 are not drawn; the rest are drawn in one path per head and opacity step.
 "use strict";
 window.attnHeadView = function (ctx) {
-  const { meta, panelData, weightOf, groupSize, groupOf } = ctx;
+  const { meta, panelData, groupSize, groupOf } = ctx;
   const $ = (id) => document.getElementById(id);
   const R = meta.rows, C = meta.cols, P = meta.panels.length;
   const W = 700, H = 720, TOP = 30, AREA = H - TOP - 10, XL = 190, XR = W - 190;
@@ -35,15 +35,22 @@ window.attnHeadView = function (ctx) {
     if (pooled.has(key)) return pooled.get(key);
     const d = await panelData(p);
     const out = new Float32Array(w.qb * w.kb);
+    const binOf = new Int32Array(w.k1 - w.k0);
+    for (let j = w.k0; j < w.k1; j++) binOf[j - w.k0] = Math.floor((j - w.k0) / w.kper);
+    // Without exact values the largest weight is the largest colour index (the colour
+    // scale only grows), so the loop compares bytes and looks the value up once a bin.
+    const best = d.exact ? null : new Int16Array(w.qb * w.kb).fill(-1);
     for (let i = w.q0; i < w.q1; i++) {
-      const a = Math.floor((i - w.q0) / w.qper) * w.kb, row = i * C;
-      for (let j = w.k0; j < w.k1; j++) {
+      const a = Math.floor((i - w.q0) / w.qper) * w.kb, row = i * C + w.k0;
+      for (let j = 0; j < w.k1 - w.k0; j++) {
         const k = row + j;
         if (d.state && d.state[k] !== 0) continue;
-        const v = weightOf(d, k), b = a + Math.floor((j - w.k0) / w.kper);
-        if (v > out[b]) out[b] = v;
+        const b = a + binOf[j];
+        if (best) { if (d.index[k] > best[b]) best[b] = d.index[k]; }
+        else if (d.exact[k] > out[b]) out[b] = d.exact[k];
       }
     }
+    if (best) for (let b = 0; b < out.length; b++) out[b] = best[b] < 0 ? 0 : ctx.binValue(best[b]);
     if (pooled.size > 64) pooled.delete(pooled.keys().next().value);
     pooled.set(key, out);
     return out;

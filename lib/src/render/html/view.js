@@ -16,6 +16,8 @@
   // float32 weights per cell i * C + j (state and exact may be null).
   let index = null, state = null, exact = null;
   const view = { panel: 0, r0: 0, c0: 0, nr: R, nc: C, row: -1, pool: meta.pool, tab: "map" };
+  // binValue[b]: the weight at the middle of colour bin b (what a cell without an exact
+  // value shows).
   let lut = null, layout = null, thumbs = null, binValue = null;
   const TW = meta.thumbW, TH = meta.thumbH;
 
@@ -49,8 +51,6 @@
     while (cache.size > 1 && cache.size * plane > CACHE_CELLS) cache.delete(cache.keys().next().value);
     return d;
   }
-  /// The weight a cell of panel data d shows: exact when stored, else its colour bin's middle.
-  function weightOf(d, k) { return d.exact ? d.exact[k] : binValue[d.index[k]]; }
 
   // ---- colours -------------------------------------------------------------------
   function setColormap(name, reversed) {
@@ -461,7 +461,7 @@
     binValue = new Float64Array(256);
     for (let b = 0; b < 256; b++) binValue[b] = unnorm((b + 0.5) / 256);
     setColormap(meta.cmap, meta.reversed);
-    headView = window.attnHeadView({ meta, panelData, weightOf, groupSize, groupOf, label, fmt, tok, setPanel: openPanel, fail });
+    headView = window.attnHeadView({ meta, panelData, binValue: (b) => binValue[b], groupSize, groupOf, label, fmt, tok, setPanel: openPanel, fail });
     install();
     drawThumbs();
     drawColorbar();

@@ -106,7 +106,7 @@ TEST(HtmlView, ThumbnailsPoolTheirBlockMaxAndMean) {
     // One 160 x 160 panel: 2 x 2 cells per thumbnail pixel; cell (i, j) has i + j.
     HeatmapInput in;
     in.rows = in.cols = 160;
-    std::vector<float> v(160 * 160);
+    std::vector<float> v(std::size_t{160} * 160);
     for (std::size_t i = 0; i < 160; ++i) {
         for (std::size_t j = 0; j < 160; ++j) {
             v[i * 160 + j] = static_cast<float>(i + j);

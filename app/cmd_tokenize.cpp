@@ -9,6 +9,8 @@
 
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 namespace attn::app {
 
@@ -58,14 +60,16 @@ void run_tokenize(const TokenizeArgs& a) {
     const std::unique_ptr<io::Tokenizer> tokenizer = io::load_tokenizer(a.model);
     nlohmann::json docs = nlohmann::json::array();
     for (const std::string& text : texts) {
-        const io::Encoding e = tokenizer->encode(text, !a.no_special_tokens);
         if (a.ids) {
-            for (std::size_t i = 0; i < e.ids.size(); ++i) {
-                std::cout << (i == 0 ? "" : " ") << e.ids[i];
+            const std::vector<std::int64_t> ids = tokenizer->encode_ids(text, !a.no_special_tokens);
+            std::string line; // one write: a stream insertion per id cost 6% of a 1 MB text
+            for (std::size_t i = 0; i < ids.size(); ++i) {
+                line += (i == 0 ? "" : " ") + std::to_string(ids[i]);
             }
-            std::cout << '\n';
+            std::cout << line << '\n';
             continue;
         }
+        const io::Encoding e = tokenizer->encode(text, !a.no_special_tokens);
         docs.push_back({{"token_ids", e.ids}, {"tokens", e.tokens}});
     }
     if (!a.ids) {

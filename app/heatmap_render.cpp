@@ -53,6 +53,11 @@ Loaded load_weights(const std::string& path) {
         return l;
     }
     const std::string ext = lower_extension(path);
+    if (ext == ".npy" && path != "-") {
+        // Header first, then the payload straight into the array: one copy of the weights.
+        l.weights = io::read_array_file(path, io::ArrayKind::numeric);
+        return l;
+    }
     const std::vector<std::uint8_t> bytes =
         path == "-" ? read_stdin("WEIGHTS") : io::read_file(path);
     // The extension decides when it names a format; else the bytes do (NPY's magic).

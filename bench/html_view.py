@@ -1,11 +1,14 @@
 #!/usr/bin/python3
-"""The HTML view at scale: writes an L x L, H-head view (default L = 4096, H = 8: the
-largest one page holds) with `attn heatmap`, reports its size and the time to write it,
-then opens it from file:// in headless chromium (tests/browser/cdp.py) and reports the
-time until the page is drawn and ready, and how long a head switch, a zoom and a hover
-take once it is (measured in the page with performance.now()). A benchmark, not a test:
+"""The HTML view at scale: writes an L x L, H-head view (default L = 4096, H = 8) or, with
+--layers N, a model view of N layers x H heads (`--layers 12 -H 12 -L 1024`: GPT-2 small
+at 1024 tokens, 151 M cells) with `attn heatmap`, reports its size, the time to write it
+and attn's peak RSS, then opens it from file:// in headless chromium
+(tests/browser/cdp.py) and reports the time until the page is drawn and ready, and how
+long a head switch, a zoom, a hover and the head view of one layer take once it is
+(measured in the page with performance.now()). A benchmark, not a test:
 
     /usr/bin/python3 bench/html_view.py --attn build/bench/app/attn [-L 4096] [-H 8] [--causal]
+    /usr/bin/python3 bench/html_view.py --attn build/bench/app/attn --layers 12 -H 12 -L 1024
 
 Weights are softmax rows of N(0, 1) scores (float32, .npy), like an untrained layer's;
 --causal zeroes and hatches the upper triangle (--masked-zero), as a decoder's are.
@@ -24,10 +27,12 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "browser"))
 import cdp  # noqa: E402
 
 
-def weights(L, H, causal, path):
+def weights(L, H, causal, path, layers):
     rng = np.random.default_rng(0)
-    out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(H, L, L))
-    for h in range(H):
+    shape = (layers, 1, H, L, L) if layers else (H, L, L)
+    mapped = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=shape)
+    out = mapped.reshape(-1, L, L)
+    for h in range(out.shape[0]):
         for r0 in range(0, L, 512):
             s = rng.standard_normal((min(512, L - r0), L), dtype=np.float32)
             if causal:
@@ -35,8 +40,20 @@ def weights(L, H, causal, path):
                 s[np.arange(L)[None, :] > rows] = -np.inf
             e = np.exp(s - s.max(-1, keepdims=True))
             out[h, r0:r0 + s.shape[0]] = e / e.sum(-1, keepdims=True)
-    out.flush()
-    del out
+    mapped.flush()
+    del out, mapped
+
+
+def run_timed(argv):
+    """Wall seconds, CPU seconds (user + system) and peak RSS (MB) of a child process."""
+    t0 = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        os.execv(argv[0], argv)
+    _, status, ru = os.wait4(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"{argv} failed")
+    return time.monotonic() - t0, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
 
 
 def main():
@@ -44,20 +61,22 @@ def main():
     ap.add_argument("--attn", required=True)
     ap.add_argument("-L", type=int, default=4096)
     ap.add_argument("-H", type=int, default=8)
+    ap.add_argument("--layers", type=int, default=0, help="a model view of this many layers")
     ap.add_argument("--causal", action="store_true")
     ap.add_argument("--keep", help="keep the page at this path")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="attn-html-bench-")
     npy, html = os.path.join(tmp, "w.npy"), a.keep or os.path.join(tmp, "view.html")
-    weights(a.L, a.H, a.causal, npy)
-    t0 = time.monotonic()
-    subprocess.run([a.attn, "heatmap", npy, "-o", html] + (["--masked-zero"] if a.causal else []),
-                   check=True)
-    t_write = time.monotonic() - t0
+    weights(a.L, a.H, a.causal, npy, a.layers)
+    t_write, cpu, rss = run_timed([os.path.abspath(a.attn), "heatmap", npy, "-o", html] +
+                             (["--masked-zero"] if a.causal else []))
     size = os.path.getsize(html)
-    print(f"L = {a.L}, H = {a.H}{', causal' if a.causal else ''}: {a.H * a.L * a.L:,} cells")
-    print(f"attn heatmap -o view.html: {t_write:.1f} s, {size / 1e6:.1f} MB "
-          f"({size / (a.H * a.L * a.L):.2f} bytes per cell)")
+    cells = max(1, a.layers) * a.H * a.L * a.L
+    print(f"L = {a.L}, H = {a.H}{f', {a.layers} layers' if a.layers else ''}"
+          f"{', causal' if a.causal else ''}: {cells:,} cells "
+          f"({cells * 4 / 1e6:.0f} MB of float32 weights)")
+    print(f"attn heatmap -o view.html: {t_write:.1f} s ({cpu:.1f} s of CPU), peak RSS {rss:.0f} MB, "
+          f"{size / 1e6:.1f} MB ({size / cells:.2f} bytes per cell)")
     with cdp.Browser(timeout=300) as b:
         t0 = time.monotonic()
         page = b.open("file://" + html)
@@ -65,22 +84,28 @@ def main():
                       poll=0.05)
         t_ready = time.monotonic() - t0
         in_page = page.eval("attnView.loadMs")
-        timing = page.eval("""(() => {
-            const t = (f) => { const t0 = performance.now(); f(); return performance.now() - t0; };
+        timing = page.eval("""(async () => {
+            const t = async (f) => { const t0 = performance.now(); await f(); return performance.now() - t0; };
             const c = attnView.cellCenter(100, 100);
             const move = new MouseEvent('mousemove', {clientX: c.x, clientY: c.y, bubbles: true});
+            const n = attnView.meta.panels.length;
             return {
-              head: t(() => attnView.setPanel(1)),
-              zoom: t(() => attnView.zoom(1 / 16, 2000, 2000)),
-              hover: t(() => document.getElementById('map').dispatchEvent(move)),
-              reset: t(() => attnView.reset()),
+              head: await t(() => attnView.setPanel(n - 1)),
+              zoom: await t(() => attnView.zoom(1 / 16, 200, 200)),
+              hover: await t(() => document.getElementById('map').dispatchEvent(move)),
+              reset: await t(() => attnView.reset()),
+              headview: await t(() => { attnView.view.tab = 'head'; return attnView.headView.draw(); }),
+              lines: attnView.headView.state.lines,
+              hvhover: await t(() => { attnView.headView.state.hover = {side: 'q', bin: 3, text: ''};
+                                       return attnView.headView.draw(); }),
             };
-        })()""")
+        })()""", timeout=600)
         errors, requests = page.errors(), page.requests()
     print(f"chromium: ready {t_ready:.1f} s after navigation ({in_page / 1000:.1f} s in the page: "
           "decode, inflate, thumbnails, first map)")
-    print("then: head switch {head:.0f} ms, zoom {zoom:.0f} ms, hover {hover:.1f} ms, "
-          "whole map {reset:.0f} ms".format(**timing))
+    print("then: switch to the last panel {head:.0f} ms (decoded on demand), zoom {zoom:.0f} ms, "
+          "hover {hover:.1f} ms, whole map {reset:.0f} ms; head view of its layer {headview:.0f} ms "
+          "({lines} lines), with a query hovered {hvhover:.0f} ms".format(**timing))
     print(f"console errors: {len(errors)}, network requests: {len(requests)}")
     if not a.keep:
         os.remove(html)

@@ -319,6 +319,13 @@ def sentencepiece():
         compare(f"{name} vs sentencepiece", path(name), TEXTS, theirs)
         compare(f"{name} file, --no-special-tokens", path(name + "/tokenizer.model"), TEXTS[:3],
                 [sp.encode(t) for t in TEXTS[:3]], special=False)
+        # --ids takes the tokenizer's ids-only path: the same ids, a line per text.
+        rc, so, se = run(["tokenize", path(name), "--ids"] +
+                         [a for t in TEXTS for a in ("--text", t)])
+        want = "".join(" ".join(str(i) for i in [sp.bos_id()] + sp.encode(t)) + "\n"
+                       for t in TEXTS)
+        check(f"{name} --ids: the same ids, a line per text", rc == 0 and so.decode() == want,
+              f"exit {rc}: {se}")
     # A tokenizer_config.json beside it says whether BOS/EOS are added (llama's flags).
     write("spm-bpe/tokenizer_config.json", {"add_bos_token": False, "add_eos_token": True})
     sp = train_sentencepiece("spm-bpe", "bpe", vocab_size=600, byte_fallback=True)

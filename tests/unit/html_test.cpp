@@ -1,11 +1,16 @@
 // The HTML view's data: the size limit, exact values only below their limit, and the
-// per-cell colour indices the page draws (the PNG's normalisation and index rule).
+// per-cell colour indices the page draws (the PNG's normalisation and index rule), one
+// compressed block per panel and the pooled thumbnails.
 #include "attn/error.hpp"
 #include "attn/render/html.hpp"
 
+#include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <gtest/gtest.h>
 #include <string>
 #include <vector>
+#include <zlib.h>
 
 namespace {
 
@@ -23,6 +28,104 @@ HeatmapInput two_panels(const std::vector<float>& v) {
         in.panels.push_back(panel);
     }
     return in;
+}
+
+/// The bytes of the page's element `id`: base64 (RFC 4648), then zlib, undone.
+std::vector<std::uint8_t> element_bytes(const std::string& page, const std::string& id) {
+    const std::string open = "id=\"" + id + "\">";
+    const std::size_t at = page.find(open);
+    EXPECT_NE(at, std::string::npos) << id;
+    if (at == std::string::npos) {
+        return {};
+    }
+    const std::size_t from = at + open.size(), to = page.find("</script>", from);
+    static const std::string alphabet =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::vector<std::uint8_t> z;
+    unsigned acc = 0;
+    int bits = 0;
+    for (std::size_t i = from; i < to && page[i] != '='; ++i) {
+        acc = (acc << 6) | static_cast<unsigned>(alphabet.find(page[i]));
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            z.push_back(static_cast<std::uint8_t>((acc >> bits) & 0xFF));
+        }
+    }
+    std::vector<std::uint8_t> out(1 << 16);
+    uLongf size = out.size();
+    EXPECT_EQ(uncompress(out.data(), &size, z.data(), static_cast<uLong>(z.size())), Z_OK);
+    out.resize(size);
+    return out;
+}
+
+/// matplotlib's colour index of v in [lo, hi]: floor(t * 256), clamped to 0..255.
+std::uint8_t colour_index(float v, double lo, double hi) {
+    const double t = (static_cast<double>(v) - lo) / (hi - lo);
+    return static_cast<std::uint8_t>(t <= 0 ? 0 : t * 256 >= 255 ? 255 : std::floor(t * 256));
+}
+
+TEST(HtmlView, EachPanelIsOneBlockOfColourIndicesStatesAndExactValues) {
+    const std::vector<float> v{0.1f, 0.9f, 0.5f, 0.5f, 0.2f, NAN, 0.3f, 0.7f};
+    const std::vector<std::uint8_t> mask{0, 0, 1, 0};
+    HeatmapInput in = two_panels(v);
+    in.panels[0].masked = mask;
+    const std::string page = attn::render::heatmap_html(in, HeatmapOptions{});
+    EXPECT_NE(page.find("\"hasState\":true"), std::string::npos);
+    for (std::size_t p = 0; p < 2; ++p) {
+        const std::vector<std::uint8_t> b = element_bytes(page, "p" + std::to_string(p));
+        ASSERT_EQ(b.size(), 4u * (1 + 1 + 4)) << p; // index, state, float32 per cell
+        for (std::size_t k = 0; k < 4; ++k) {
+            const float x = v[p * 4 + k];
+            const int state = p == 0 && mask[k] != 0 ? 1 : std::isnan(x) ? 2 : 0;
+            EXPECT_EQ(b[4 + k], state) << p << "," << k;
+            if (state == 0) {
+                EXPECT_EQ(b[k],
+                          colour_index(x, static_cast<double>(0.1f), static_cast<double>(0.9f)))
+                    << p << "," << k;
+            }
+            float exact = 0;
+            std::memcpy(&exact, b.data() + 8 + 4 * k, 4);
+            EXPECT_TRUE(std::memcmp(&exact, &x, 4) == 0) << p << "," << k;
+        }
+    }
+    // Thumbnails: 2 x 2 pixels of one cell each: max, mean, then 1 where nothing is shown.
+    const std::vector<std::uint8_t> t = element_bytes(page, "thumbs");
+    ASSERT_EQ(t.size(), 3u * 2 * 4);
+    const std::vector<std::uint8_t> block1 = element_bytes(page, "p1");
+    for (std::size_t k = 0; k < 4; ++k) {
+        EXPECT_EQ(t[4 + k], block1[k]);     // panel 1's max-pooled pixel
+        EXPECT_EQ(t[8 + 4 + k], block1[k]); // and mean-pooled
+    }
+    EXPECT_EQ(t[16 + 2], 1);     // panel 0's masked cell is hatched
+    EXPECT_EQ(t[16 + 4 + 1], 1); // panel 1's NaN cell
+    EXPECT_EQ(t[16 + 0], 0);
+}
+
+TEST(HtmlView, ThumbnailsPoolTheirBlockMaxAndMean) {
+    // One 160 x 160 panel: 2 x 2 cells per thumbnail pixel; cell (i, j) has i + j.
+    HeatmapInput in;
+    in.rows = in.cols = 160;
+    std::vector<float> v(std::size_t{160} * 160);
+    for (std::size_t i = 0; i < 160; ++i) {
+        for (std::size_t j = 0; j < 160; ++j) {
+            v[i * 160 + j] = static_cast<float>(i + j);
+        }
+    }
+    in.panels.push_back({"", v, {}});
+    const std::string page = attn::render::heatmap_html(in, HeatmapOptions{});
+    EXPECT_NE(page.find("\"thumbW\":80,\"thumbH\":80"), std::string::npos);
+    const std::vector<std::uint8_t> t = element_bytes(page, "thumbs");
+    ASSERT_EQ(t.size(), 2u * 80 * 80);
+    const auto index = [&](std::size_t i, std::size_t j) {
+        return colour_index(static_cast<float>(i + j), 0.0, 318.0);
+    };
+    for (const auto& [y, x] : {std::pair<std::size_t, std::size_t>{0, 0}, {10, 70}, {79, 79}}) {
+        const std::uint8_t a = index(2 * y, 2 * x), b = index(2 * y, 2 * x + 1),
+                           c = index(2 * y + 1, 2 * x), d = index(2 * y + 1, 2 * x + 1);
+        EXPECT_EQ(t[y * 80 + x], std::max({a, b, c, d})) << y << "," << x;
+        EXPECT_EQ(t[6400 + y * 80 + x], (2 * (a + b + c + d) + 4) / 8) << y << "," << x;
+    }
 }
 
 TEST(HtmlView, RefusesMoreCellsThanTheLimitNamingHeadAndPool) {
@@ -52,8 +155,9 @@ TEST(HtmlView, ExactValuesOnlyUpToTheirLimit) {
     const std::string without = attn::render::heatmap_html(two_panels(v), HeatmapOptions{}, limits);
     EXPECT_NE(with.find("\"exact\":true"), std::string::npos);
     EXPECT_NE(without.find("\"exact\":false"), std::string::npos);
-    EXPECT_NE(without.find("<script type=\"application/octet-stream\" id=\"exact\"></script>"),
-              std::string::npos);
+    // Panel blocks: a colour index per cell, and with exact values 4 bytes more.
+    EXPECT_EQ(element_bytes(with, "p1").size(), 4u * 5);
+    EXPECT_EQ(element_bytes(without, "p1").size(), 4u);
 }
 
 TEST(HtmlView, OneSelfContainedPageWithTheColourRangeOfThePng) {

@@ -165,28 +165,33 @@ class SentencePieceTokenizer final : public Tokenizer {
     }
 
     Encoding encode(std::string_view text, bool add_special_tokens) const override {
+        Encoding e;
+        e.ids = encode_ids(text, add_special_tokens);
+        for (const std::int64_t id : e.ids) {
+            e.tokens.push_back(sp_.IdToPiece(static_cast<int>(id)));
+            e.labels.push_back(readable_token(e.tokens.back(), false));
+        }
+        return e;
+    }
+
+    std::vector<std::int64_t> encode_ids(std::string_view text,
+                                         bool add_special_tokens) const override {
         detail::check_utf8(text, "text");
         std::vector<int> ids;
         const auto status = sp_.Encode(absl::string_view(text.data(), text.size()), &ids);
         if (!status.ok()) {
             throw InputError("text: SentencePiece: " + detail_of(status.ToString()));
         }
-        Encoding e;
-        const auto add = [&](int id) {
-            e.ids.push_back(id);
-            e.tokens.push_back(sp_.IdToPiece(id));
-            e.labels.push_back(readable_token(e.tokens.back(), false));
-        };
+        std::vector<std::int64_t> out;
+        out.reserve(ids.size() + 2);
         if (add_special_tokens && add_bos_ && sp_.bos_id() >= 0) {
-            add(sp_.bos_id());
+            out.push_back(sp_.bos_id());
         }
-        for (const int id : ids) {
-            add(id);
-        }
+        out.insert(out.end(), ids.begin(), ids.end());
         if (add_special_tokens && add_eos_ && sp_.eos_id() >= 0) {
-            add(sp_.eos_id());
+            out.push_back(sp_.eos_id());
         }
-        return e;
+        return out;
     }
 
   private:

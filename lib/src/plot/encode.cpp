@@ -37,8 +37,7 @@ encode_figure(const render::HeatmapInput& in, const render::HeatmapOptions& o, F
     (void)fallback_set;
     Encoded out;
     if (format == FileFormat::html) {
-        const std::string page = render::heatmap_html(in, o);
-        out.bytes.assign(page.begin(), page.end());
+        out.bytes = render::heatmap_html_bytes(in, o);
     } else {
         const render::HeatmapFigure hf = render::heatmap_figure(in, o);
         out.warnings = hf.label_notes;

@@ -170,34 +170,44 @@ void pool_panel(const HeatmapInput& in,
     }
 }
 
-void fix_range(const HeatmapOptions& o, PreparedHeatmap& out) {
+/// The colour range of the values `visit(f)` passes to f (finite ones count; log: positive
+/// ones), or vmin/vmax, or the clip quantiles; notes the clipping. Without --clip the values
+/// are not copied (a streamed map's range costs one pass).
+template <class Visit>
+ColorNorm range_of(const HeatmapOptions& o, Visit visit, std::vector<std::string>& notes) {
     const bool log = o.scale == ColorScale::log;
-    std::vector<float> data;
-    for (std::size_t p = 0; p < out.values.size(); ++p) {
-        for (std::size_t i = 0; i < out.values[p].size(); ++i) {
-            const float v = out.values[p][i];
-            if (out.states[p][i] == CellState::value && std::isfinite(v) && (!log || v > 0.0f)) {
+    double lo = log ? 1e-3 : 0.0, hi = 1.0;
+    const auto counted = [log](float v) { return std::isfinite(v) && (!log || v > 0.0f); };
+    if (o.clip) {
+        std::vector<float> data;
+        visit([&](float v) {
+            if (counted(v)) {
                 data.push_back(v);
             }
-        }
-    }
-    double lo = log ? 1e-3 : 0.0, hi = 1.0;
-    if (!data.empty()) {
-        if (o.clip) {
+        });
+        if (!data.empty()) {
             hi = quantile(data, *o.clip);
             lo = quantile(data, 1.0 - *o.clip);
-        } else {
-            const auto [mn, mx] = std::minmax_element(data.begin(), data.end());
-            lo = static_cast<double>(*mn);
-            hi = static_cast<double>(*mx);
         }
-        if (log && !o.vmin) {
-            lo = std::max(lo, hi * 1e-6); // at most 6 decades: one 1e-30 must not flatten all
+    } else {
+        float mn = std::numeric_limits<float>::infinity(), mx = -mn;
+        visit([&](float v) {
+            if (counted(v)) {
+                mn = std::min(mn, v);
+                mx = std::max(mx, v);
+            }
+        });
+        if (mn <= mx) {
+            lo = static_cast<double>(mn);
+            hi = static_cast<double>(mx);
         }
     }
+    if (log && !o.vmin && hi > 0.0) {
+        lo = std::max(lo, hi * 1e-6); // at most 6 decades: one 1e-30 must not flatten all
+    }
     if (o.clip && (!o.vmin || !o.vmax)) {
-        out.notes.push_back("colours clipped to the " + percent(1.0 - *o.clip) + "%–" +
-                            percent(*o.clip) + "% quantiles");
+        notes.push_back("colours clipped to the " + percent(1.0 - *o.clip) + "%–" +
+                        percent(*o.clip) + "% quantiles");
     }
     if (o.vmin) {
         lo = *o.vmin;
@@ -216,9 +226,44 @@ void fix_range(const HeatmapOptions& o, PreparedHeatmap& out) {
                          ": the colour range is empty (" + format_fixed(lo, 6) + " to " +
                          format_fixed(hi, 6) + "); give both --vmin and --vmax");
     }
-    out.norm = {lo, hi, o.scale};
+    return {lo, hi, o.scale};
+}
+
+void fix_range(const HeatmapOptions& o, PreparedHeatmap& out) {
+    out.norm = range_of(
+        o,
+        [&](const auto& f) {
+            for (std::size_t p = 0; p < out.values.size(); ++p) {
+                for (std::size_t i = 0; i < out.values[p].size(); ++i) {
+                    if (out.states[p][i] == CellState::value) {
+                        f(out.values[p][i]);
+                    }
+                }
+            }
+        },
+        out.notes);
 }
 } // namespace
+
+namespace detail {
+
+ColorNorm
+full_range(const HeatmapInput& in, const HeatmapOptions& o, std::vector<std::string>& notes) {
+    return range_of(
+        o,
+        [&](const auto& f) {
+            for (const HeatmapPanel& p : in.panels) {
+                for (std::size_t i = 0; i < p.values.size(); ++i) {
+                    if (p.masked.empty() || p.masked[i] == 0) {
+                        f(p.values[i]);
+                    }
+                }
+            }
+        },
+        notes);
+}
+
+} // namespace detail
 
 double ColorNorm::operator()(double v) const {
     if (scale == ColorScale::log) {

@@ -20,8 +20,9 @@
 namespace attn::render {
 
 namespace detail {
-extern const char kHtmlPageBytes[], kHtmlScriptBytes[], kHtmlStyleBytes[];
-extern const std::size_t kHtmlPageByteCount, kHtmlScriptByteCount, kHtmlStyleByteCount;
+extern const char kHtmlPageBytes[], kHtmlScriptBytes[], kHtmlHeadScriptBytes[], kHtmlStyleBytes[];
+extern const std::size_t kHtmlPageByteCount, kHtmlScriptByteCount, kHtmlHeadScriptByteCount,
+    kHtmlStyleByteCount;
 } // namespace detail
 
 namespace {
@@ -82,11 +83,9 @@ std::string json_strings(const std::vector<std::string>& v) {
 }
 
 /// zlib-wrapped deflate (what DecompressionStream("deflate") reads), then base64.
-std::string packed(const std::vector<std::uint8_t>& bytes) {
+std::string packed(const std::vector<std::uint8_t>& bytes, int level) {
     uLongf size = compressBound(static_cast<uLong>(bytes.size()));
     std::vector<std::uint8_t> z(size);
-    // Level 1 for large maps: the attention weights' runs compress nearly as well, 5x faster.
-    const int level = bytes.size() > (std::size_t{1} << 24) ? 1 : 6;
     if (compress2(z.data(), &size, bytes.data(), static_cast<uLong>(bytes.size()), level) != Z_OK) {
         throw SystemError("HTML view: zlib could not compress the weights");
     }
@@ -127,49 +126,8 @@ std::string html_text(std::string_view s) {
     return out;
 }
 
-} // namespace
-
-std::string
-heatmap_html(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLimits& limits) {
-    const std::size_t plane = in.rows * in.cols;
-    const std::size_t cells = plane * in.panels.size();
-    if (cells > limits.max_cells) {
-        throw InputError("HTML view: " + std::to_string(in.panels.size()) + " panels of " +
-                         std::to_string(in.rows) + "x" + std::to_string(in.cols) + " = " +
-                         grouped(cells) + " cells are too many for one page (at most " +
-                         grouped(limits.max_cells) +
-                         "); pick panels with --head N or --batch N, or draw a PNG (pooled "
-                         "with --pool max|mean)");
-    }
-    // Full resolution: the colour range from every cell, as an unpooled PNG has it.
-    const PreparedHeatmap m = prepare_heatmap(in, o, in.rows, in.cols);
-    const Colormap cmap = *find_colormap(o.colormap);
-
-    std::vector<std::uint8_t> index(cells);
-    std::vector<std::uint8_t> state;
-    if (m.any_masked || m.any_bad) {
-        state.resize(cells);
-    }
-    for (std::size_t p = 0; p < in.panels.size(); ++p) {
-        for (std::size_t k = 0; k < plane; ++k) {
-            const std::size_t at = p * plane + k;
-            index[at] = static_cast<std::uint8_t>(
-                Colormap::colormap_index(m.norm(static_cast<double>(m.values[p][k]))));
-            if (!state.empty()) {
-                state[at] = static_cast<std::uint8_t>(m.states[p][k]);
-            }
-        }
-    }
-    std::string exact;
-    if (cells <= limits.max_exact_cells) {
-        std::vector<std::uint8_t> raw(cells * 4);
-        for (std::size_t p = 0; p < in.panels.size(); ++p) {
-            static_assert(sizeof(float) == 4);
-            std::memcpy(raw.data() + p * plane * 4, in.panels[p].values.data(), plane * 4);
-        }
-        exact = packed(raw); // little-endian float32, as Float32Array reads it on x86/ARM
-    }
-
+/// The colormap tables as {"name": base64 RGB x 256, ...}.
+std::string json_tables() {
     std::string tables = "{";
     for (const auto& name : colormap_names()) {
         const Colormap c = *find_colormap(name);
@@ -181,13 +139,144 @@ heatmap_html(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLimits& 
         tables += (tables.size() > 1 ? "," : "") + json_string(name) + ":" +
                   json_string(base64_encode(rgb));
     }
-    tables += "}";
+    return tables + "}";
+}
+
+/// Whether any cell is masked or NaN (the page then carries a state per cell).
+bool has_states(const HeatmapInput& in) {
+    for (const HeatmapPanel& p : in.panels) {
+        if (std::find(p.masked.begin(), p.masked.end(), std::uint8_t{1}) != p.masked.end() ||
+            std::any_of(p.values.begin(), p.values.end(), [](float v) { return std::isnan(v); })) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/// One panel's cells as the page reads them: colour index per cell, then (with states)
+/// 0 value / 1 masked / 2 NaN per cell, then (exact) the float32 values.
+std::vector<std::uint8_t>
+panel_block(const HeatmapPanel& p, const ColorNorm& norm, bool states, bool exact) {
+    const std::size_t n = p.values.size();
+    std::vector<std::uint8_t> out(n * (std::size_t{1} + (states ? 1U : 0U) + (exact ? 4U : 0U)));
+    for (std::size_t k = 0; k < n; ++k) {
+        const float v = p.values[k];
+        const std::uint8_t st = (!p.masked.empty() && p.masked[k] != 0) ? 1 : std::isnan(v) ? 2 : 0;
+        out[k] =
+            st != 0
+                ? 0
+                : static_cast<std::uint8_t>(Colormap::colormap_index(norm(static_cast<double>(v))));
+        if (states) {
+            out[n + k] = st;
+        }
+    }
+    if (exact) {
+        static_assert(sizeof(float) == 4);
+        // little-endian float32, as Float32Array reads it on x86/ARM
+        std::memcpy(out.data() + n * (states ? 2 : 1), p.values.data(), n * 4);
+    }
+    return out;
+}
+
+/// Thumbnails of every panel, tw x th pixels each: the max-pooled colour index, the
+/// mean-pooled one, and (with states) 1 where a pixel's block has no value (hatched).
+struct Thumbs {
+    std::size_t w = 0, h = 0;
+    std::vector<std::uint8_t> max, mean, state;
+};
+
+/// Adds panel `block`'s thumbnail (rows x cols cells) to `t`. A pixel covers the cells the
+/// page's own pooling gives it: rows [floor(y R / h), floor((y + 1) R / h)), at least one.
+void add_thumb(const std::vector<std::uint8_t>& block,
+               std::size_t rows,
+               std::size_t cols,
+               bool states,
+               Thumbs& t) {
+    const std::size_t n = rows * cols;
+    std::vector<std::size_t> col_of(cols);
+    for (std::size_t j = 0; j < cols; ++j) {
+        col_of[j] = std::min(t.w - 1, j * t.w / cols);
+    }
+    std::vector<std::uint32_t> sum(t.w), count(t.w);
+    std::vector<std::uint8_t> best(t.w);
+    for (std::size_t y = 0; y < t.h; ++y) {
+        const std::size_t i0 = y * rows / t.h, i1 = std::max(i0 + 1, (y + 1) * rows / t.h);
+        std::fill(sum.begin(), sum.end(), 0);
+        std::fill(count.begin(), count.end(), 0);
+        std::fill(best.begin(), best.end(), 0);
+        for (std::size_t i = i0; i < i1; ++i) {
+            for (std::size_t j = 0; j < cols; ++j) {
+                const std::size_t k = i * cols + j;
+                if (states && block[n + k] != 0) {
+                    continue;
+                }
+                const std::size_t x = col_of[j];
+                sum[x] += block[k];
+                ++count[x];
+                best[x] = std::max(best[x], block[k]);
+            }
+        }
+        for (std::size_t x = 0; x < t.w; ++x) {
+            const std::uint32_t c = count[x];
+            t.max.push_back(best[x]);
+            t.mean.push_back(c == 0 ? 0 : static_cast<std::uint8_t>((2 * sum[x] + c) / (2 * c)));
+            if (states) {
+                t.state.push_back(c == 0 ? 1 : 0);
+            }
+        }
+    }
+}
+
+/// Appends one panel's data as the script element the page decodes when it shows it.
+void append_panel(std::vector<std::uint8_t>& page,
+                  std::size_t index,
+                  const std::vector<std::uint8_t>& block,
+                  int level) {
+    const std::string open =
+        "<script type=\"application/octet-stream\" id=\"p" + std::to_string(index) + "\">";
+    const std::string data = packed(block, level);
+    const std::string_view close = "</script>\n";
+    page.insert(page.end(), open.begin(), open.end());
+    page.insert(page.end(), data.begin(), data.end());
+    page.insert(page.end(), close.begin(), close.end());
+}
+
+void append(std::vector<std::uint8_t>& page, const std::string& s) {
+    page.insert(page.end(), s.begin(), s.end());
+}
+
+} // namespace
+
+std::vector<std::uint8_t>
+heatmap_html_bytes(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLimits& limits) {
+    const std::size_t plane = in.rows * in.cols;
+    const std::size_t cells = plane * in.panels.size();
+    if (cells > limits.max_cells) {
+        throw InputError("HTML view: " + std::to_string(in.panels.size()) + " panels of " +
+                         std::to_string(in.rows) + "x" + std::to_string(in.cols) + " = " +
+                         grouped(cells) + " cells are too many for one page (at most " +
+                         grouped(limits.max_cells) +
+                         "); pick panels with --head N or --batch N, or draw a PNG (pooled "
+                         "with --pool max|mean)");
+    }
+    detail::validate_heatmap(in, o);
+    // Full resolution: the colour range from every cell, as an unpooled PNG has it.
+    std::vector<std::string> notes;
+    const ColorNorm norm = detail::full_range(in, o, notes);
+    const Colormap cmap = *find_colormap(o.colormap);
+    const bool states = has_states(in);
+    const bool exact = cells <= limits.max_exact_cells;
+    // Level 1 for large maps: the attention weights' runs compress nearly as well, 5x faster.
+    const int level = cells > (std::size_t{1} << 24) ? 1 : 6;
 
     std::vector<std::string> titles;
     for (std::size_t p = 0; p < in.panels.size(); ++p) {
         titles.push_back(in.panels[p].title.empty() ? "panel " + std::to_string(p)
                                                     : in.panels[p].title);
     }
+    Thumbs thumbs;
+    thumbs.w = std::min<std::size_t>(80, in.cols);
+    thumbs.h = std::min<std::size_t>(80, in.rows);
     const std::string cmap_base =
         cmap.reversed ? cmap.name.substr(0, cmap.name.size() - 2) : cmap.name;
     const std::string meta =
@@ -196,25 +285,50 @@ heatmap_html(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLimits& 
         ",\"cols\":" + std::to_string(in.cols) + ",\"panels\":" + json_strings(titles) +
         ",\"rowLabels\":" + json_strings(in.row_labels) +
         ",\"colLabels\":" + json_strings(in.col_labels) + ",\"cmap\":" + json_string(cmap_base) +
-        ",\"reversed\":" + (cmap.reversed ? "true" : "false") + ",\"tables\":" + tables +
-        ",\"vmin\":" + json_number(m.norm.vmin) + ",\"vmax\":" + json_number(m.norm.vmax) +
+        ",\"reversed\":" + (cmap.reversed ? "true" : "false") + ",\"tables\":" + json_tables() +
+        ",\"vmin\":" + json_number(norm.vmin) + ",\"vmax\":" + json_number(norm.vmax) +
         ",\"scale\":" + json_string(o.scale == ColorScale::log ? "log" : "linear") +
-        ",\"ticks\":" + json_colorbar_ticks(m.norm, 240.0) +
+        ",\"ticks\":" + json_colorbar_ticks(norm, 240.0) +
         ",\"pool\":" + json_string(o.pool == PoolMode::mean ? "mean" : "max") +
-        ",\"decimals\":" + std::to_string(o.decimals) + ",\"notes\":" + json_strings(m.notes) +
-        ",\"exact\":" + (exact.empty() ? "false" : "true") +
+        ",\"decimals\":" + std::to_string(o.decimals) + ",\"notes\":" + json_strings(notes) +
+        ",\"exact\":" + (exact ? "true" : "false") +
         ",\"maxExactCells\":" + std::to_string(limits.max_exact_cells) +
-        ",\"hasState\":" + (state.empty() ? "false" : "true") + "}";
+        ",\"hasState\":" + (states ? "true" : "false") + ",\"thumbW\":" + std::to_string(thumbs.w) +
+        ",\"thumbH\":" + std::to_string(thumbs.h) + "}";
+    const std::vector<std::pair<std::string, std::string>> kv = {
+        {"TITLE", html_text(o.title.empty() ? "attention weights" : o.title)},
+        {"STYLE", std::string(detail::kHtmlStyleBytes, detail::kHtmlStyleByteCount)},
+        {"SCRIPT", std::string(detail::kHtmlScriptBytes, detail::kHtmlScriptByteCount)},
+        {"HEADSCRIPT", std::string(detail::kHtmlHeadScriptBytes, detail::kHtmlHeadScriptByteCount)},
+        {"META", meta}};
 
+    // The page up to the panels, each panel's block compressed as it is made (one panel's
+    // cells in memory at a time), the thumbnails, then the rest of the page.
     const std::string_view page(detail::kHtmlPageBytes, detail::kHtmlPageByteCount);
-    return fill(page,
-                {{"TITLE", html_text(o.title.empty() ? "attention weights" : o.title)},
-                 {"STYLE", std::string(detail::kHtmlStyleBytes, detail::kHtmlStyleByteCount)},
-                 {"SCRIPT", std::string(detail::kHtmlScriptBytes, detail::kHtmlScriptByteCount)},
-                 {"META", meta},
-                 {"INDEX", packed(index)},
-                 {"STATE", state.empty() ? std::string() : packed(state)},
-                 {"EXACT", exact}});
+    const std::size_t at_panels = page.find("{{PANELS}}");
+    const std::size_t at_thumbs = page.find("{{THUMBS}}");
+    ATTN_ASSERT(at_panels != std::string_view::npos && at_thumbs > at_panels);
+    std::vector<std::uint8_t> out;
+    out.reserve(cells / 2 + (std::size_t{1} << 20));
+    append(out, fill(page.substr(0, at_panels), kv));
+    for (std::size_t p = 0; p < in.panels.size(); ++p) {
+        const std::vector<std::uint8_t> block = panel_block(in.panels[p], norm, states, exact);
+        add_thumb(block, in.rows, in.cols, states, thumbs);
+        append_panel(out, p, block, level);
+    }
+    append(out, fill(page.substr(at_panels + 10, at_thumbs - at_panels - 10), kv));
+    std::vector<std::uint8_t> all = std::move(thumbs.max);
+    all.insert(all.end(), thumbs.mean.begin(), thumbs.mean.end());
+    all.insert(all.end(), thumbs.state.begin(), thumbs.state.end());
+    append(out, packed(all, 6));
+    append(out, fill(page.substr(at_thumbs + 10), kv));
+    return out;
+}
+
+std::string
+heatmap_html(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLimits& limits) {
+    const std::vector<std::uint8_t> bytes = heatmap_html_bytes(in, o, limits);
+    return {bytes.begin(), bytes.end()};
 }
 
 } // namespace attn::render

@@ -7,6 +7,7 @@
 // one line; the weights round-trip through the JSON and NPY writers.
 #include "attn/io/json_text.hpp"
 #include "attn/render/heatmap.hpp"
+#include "attn/render/html.hpp"
 #include "fuzz_common.hpp"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <iterator>
 #include <span>
+#include <string>
 #include <string_view>
 
 using namespace attn;
@@ -99,6 +101,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         fuzz::only_input_errors("prepare_heatmap", [&] {
             const render::PreparedHeatmap prepared = render::prepare_heatmap(in, options, 16, 16);
             fuzz::expect(prepared.rows <= 16 && prepared.cols <= 16, "pooled beyond the maximum");
+        });
+        // The HTML view's writer: full-resolution range, per-panel blocks, thumbnails.
+        fuzz::only_input_errors("heatmap_html", [&] {
+            const std::string page = render::heatmap_html(in, options);
+            fuzz::expect(page.rfind("<!DOCTYPE html>", 0) == 0, "not a page");
         });
     }
     return 0;

@@ -39,6 +39,13 @@ class Tokenizer {
     /// add_special_tokens: the post-processor's tokens ([CLS] … [SEP], llama's <s>), as
     /// Hugging Face's encode(text, add_special_tokens=...). An empty text gives only those.
     virtual Encoding encode(std::string_view text, bool add_special_tokens = true) const = 0;
+
+    /// encode()'s ids alone (`attn tokenize --ids`); a tokenizer may then skip making each
+    /// token's string and label.
+    virtual std::vector<std::int64_t> encode_ids(std::string_view text,
+                                                 bool add_special_tokens = true) const {
+        return encode(text, add_special_tokens).ids;
+    }
 };
 
 /// Reads a tokenizer: `path` is a model folder (its tokenizer.json, else its

@@ -3,21 +3,25 @@
 // colour indices computed here with the PNG's own normalisation and colormap index rule
 // (so a cell has the same RGB in the PNG and the page), masked/NaN states, the exact
 // float32 weights when the map is small enough, tokens and the colormap tables. The page
-// needs no network: the data is zlib-compressed, base64 in the page, and inflated by the
-// browser's DecompressionStream. Builds bytes; writes no files.
+// needs no network: each panel's data is zlib-compressed, base64 in its own element, and
+// inflated by the browser's DecompressionStream when the panel is first shown; pooled
+// thumbnails of every panel open at once. Builds bytes; writes no files.
 #pragma once
 
 #include "attn/render/heatmap.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace attn::render {
 
 struct HtmlLimits {
-    /// Cells (all panels) one page may hold: 8 heads of 4096 x 4096. Beyond this the
-    /// page would take minutes to open or exceed a browser's string limits.
-    std::size_t max_cells = std::size_t{1} << 27;
+    /// Cells (all panels) one page may hold: 16 heads of 4096 x 4096, or a model view of
+    /// 12 layers x 12 heads at 1024 tokens (151 M) with room to spare. The page decodes one
+    /// panel at a time, so this bounds the file's size, not the browser's memory.
+    std::size_t max_cells = std::size_t{1} << 28;
     /// Up to this many cells the page also holds every weight as float32 (hover shows
     /// the exact value); above, hover shows the 8-bit colour bin the value falls in.
     std::size_t max_exact_cells = std::size_t{1} << 22;
@@ -31,5 +35,12 @@ struct HtmlLimits {
 std::string heatmap_html(const HeatmapInput& input,
                          const HeatmapOptions& options,
                          const HtmlLimits& limits = {});
+
+/// heatmap_html() as bytes, built with one copy of the page: each panel's cells are
+/// coloured, pooled into its thumbnail and compressed in turn, so beside the input and the
+/// page only one panel's cells are held.
+std::vector<std::uint8_t> heatmap_html_bytes(const HeatmapInput& input,
+                                             const HeatmapOptions& options,
+                                             const HtmlLimits& limits = {});
 
 } // namespace attn::render

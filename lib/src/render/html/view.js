@@ -1,7 +1,9 @@
-// The attn HTML view: head thumbnails, one large map on <canvas> (pooled overview, zoom
-// into full resolution), hover details, and the selected query row as bars, top-k and
-// lines to the keys. Colours are the per-cell colormap indices attn computed (the PNG's
-// rule), looked up in matplotlib's tables; nothing is fetched from anywhere.
+// The attn HTML view: thumbnails of every panel (the model view: a row per layer), one
+// large map on <canvas> (pooled overview, zoom into full resolution), hover details, the
+// selected query row as bars and top-k, and BertViz's head view (head_view.js). Colours are
+// the per-cell colormap indices attn computed (the PNG's rule), looked up in matplotlib's
+// tables; nothing is fetched from anywhere. Each panel's cells are decoded from its own
+// element when first shown and kept in a small cache; the thumbnails come pooled.
 "use strict";
 (function () {
   const $ = (id) => document.getElementById(id);
@@ -10,9 +12,14 @@
   const MAP = 640, LEFT = 96, TOP = 96; // map area and label margins, CSS px
   const LABEL_MIN_PITCH = 11;           // px per cell at which every label is drawn
   const HATCH_BG = [242, 242, 242], HATCH_LINE = [150, 150, 150];
+  // The shown panel's cells: colour index, state (0 value, 1 masked, 2 NaN) and exact
+  // float32 weights per cell i * C + j (state and exact may be null).
   let index = null, state = null, exact = null;
-  const view = { panel: 0, r0: 0, c0: 0, nr: R, nc: C, row: -1, pool: meta.pool };
-  let lut = null, layout = null;
+  const view = { panel: 0, r0: 0, c0: 0, nr: R, nc: C, row: -1, pool: meta.pool, tab: "map" };
+  // binValue[b]: the weight at the middle of colour bin b (what a cell without an exact
+  // value shows).
+  let lut = null, layout = null, thumbs = null, binValue = null;
+  const TW = meta.thumbW, TH = meta.thumbH;
 
   function bytesOf(text) {
     const bin = atob(text.trim());
@@ -25,6 +32,24 @@
     if (text.trim() === "") return null;
     const stream = new Blob([bytesOf(text)]).stream().pipeThrough(new DecompressionStream("deflate"));
     return new Uint8Array(await new Response(stream).arrayBuffer());
+  }
+
+  // ---- panels, decoded on demand ---------------------------------------------------------
+  const CACHE_CELLS = 48 * 1024 * 1024; // decoded cells kept (LRU) before panels are dropped
+  const cache = new Map(); // panel -> {index, state, exact}
+  async function panelData(p) {
+    if (cache.has(p)) { const d = cache.get(p); cache.delete(p); cache.set(p, d); return d; }
+    const raw = await inflate("p" + p);
+    const n = (1 + (meta.hasState ? 1 : 0) + (meta.exact ? 4 : 0)) * plane;
+    if (!raw || raw.length !== n) throw new Error("attn view: the weights of panel " + p + " are damaged");
+    const d = { index: raw.subarray(0, plane), state: meta.hasState ? raw.subarray(plane, 2 * plane) : null, exact: null };
+    if (meta.exact) {
+      const o = (meta.hasState ? 2 : 1) * plane;
+      d.exact = new Float32Array(raw.buffer.slice(raw.byteOffset + o, raw.byteOffset + o + 4 * plane));
+    }
+    cache.set(p, d);
+    while (cache.size > 1 && cache.size * plane > CACHE_CELLS) cache.delete(cache.keys().next().value);
+    return d;
   }
 
   // ---- colours -------------------------------------------------------------------
@@ -69,9 +94,9 @@
   /// RGBA pixels for rows [r0, r0+nr) x cols [c0, c0+nc) of a panel drawn w x h px, each
   /// pixel the max (or mean) colour index of the cells whose block it shows; blocks whose
   /// cells are all masked are hatched as in the PNG.
-  function regionPixels(panel, r0, c0, nr, nc, w, h, pool) {
+  function regionPixels(r0, c0, nr, nc, w, h, pool) {
     const img = new ImageData(w, h);
-    const px = img.data, base = panel * plane;
+    const px = img.data, base = 0;
     const acc = new Float64Array(w), cnt = new Uint32Array(w), bad = new Uint8Array(w);
     const colOf = new Int32Array(nc);
     for (let j = 0; j < nc; j++) colOf[j] = Math.min(w - 1, Math.floor((j * w) / nc));
@@ -127,7 +152,7 @@
     if (layout.f === 1) {
       // Full resolution: one colour per cell, hatch per screen pixel.
       img = new ImageData(layout.w, layout.h);
-      const px = img.data, base = view.panel * plane, cell = layout.cell;
+      const px = img.data, base = 0, cell = layout.cell;
       for (let y = 0; y < layout.h; y++) {
         const i = view.r0 + Math.floor(y / cell);
         for (let x = 0; x < layout.w; x++) {
@@ -139,7 +164,7 @@
         }
       }
     } else {
-      img = regionPixels(view.panel, view.r0, view.c0, view.nr, view.nc, layout.w, layout.h, view.pool);
+      img = regionPixels(view.r0, view.c0, view.nr, view.nc, layout.w, layout.h, view.pool);
     }
     ctx.putImageData(img, LEFT, TOP);
     ctx.strokeStyle = "#000";
@@ -201,7 +226,7 @@
   const tok = (list, i) => (list.length ? JSON.stringify(list[i]) : "");
 
   function hoverText(b) {
-    const base = view.panel * plane;
+    const base = 0;
     if (b.i1 - b.i0 === 1 && b.j1 - b.j0 === 1) {
       const k = base + b.i0 * C + b.j0;
       const st = stateAt(k);
@@ -227,13 +252,11 @@
     g.fillStyle = "#fff"; g.fillRect(0, 0, bars.width, bars.height);
     const list = $("topk");
     list.textContent = "";
-    const hv = $("headview");
     if (view.row < 0) {
-      hv.height = 10;
       $("rowtitle").textContent = "Click a query row of the map to see its weights over the keys here.";
       return;
     }
-    const i = view.row, base = view.panel * plane + i * C;
+    const i = view.row, base = i * C;
     $("rowtitle").textContent = `query ${i} ${tok(meta.rowLabels, i)}: weights over ${C} keys` + (exact ? "" : " (8-bit colour bins)");
     const vals = new Float64Array(C);
     let top = 0;
@@ -260,32 +283,6 @@
       li.textContent = `key ${j} ${tok(meta.colLabels, j)}  ${valueText(base + j)}`;
       list.appendChild(li);
     }
-    drawHeadView(vals, top);
-  }
-
-  /// BertViz's head view for short sequences: lines from the query to each key, opacity = weight.
-  function drawHeadView(vals, top) {
-    const hv = $("headview");
-    if (Math.max(R, C) > 64) { hv.height = 10; return; }
-    const step = 16;
-    hv.height = step * Math.max(R, C) + 8;
-    const g = hv.getContext("2d");
-    g.fillStyle = "#fff"; g.fillRect(0, 0, hv.width, hv.height);
-    g.font = "11px system-ui, sans-serif"; g.textBaseline = "middle";
-    const xl = 130, xr = hv.width - 130;
-    for (let i = 0; i < R; i++) {
-      g.fillStyle = i === view.row ? "#d00" : "#222"; g.textAlign = "right";
-      g.fillText(label(meta.rowLabels, i), xl - 6, 4 + (i + 0.5) * step);
-    }
-    g.textAlign = "left"; g.fillStyle = "#222";
-    for (let j = 0; j < C; j++) g.fillText(label(meta.colLabels, j), xr + 6, 4 + (j + 0.5) * step);
-    g.strokeStyle = "rgb(40, 90, 200)"; g.lineWidth = 2;
-    for (let j = 0; j < C; j++) {
-      if (!(vals[j] > 0)) continue;
-      g.globalAlpha = Math.min(1, vals[j]);
-      g.beginPath(); g.moveTo(xl, 4 + (view.row + 0.5) * step); g.lineTo(xr, 4 + (j + 0.5) * step); g.stroke();
-    }
-    g.globalAlpha = 1;
   }
 
   // ---- thumbnails and colorbar -----------------------------------------------------------
@@ -299,15 +296,27 @@
         d.className = "thumb"; d.title = `${meta.panels[p]} (key ${p + 1 <= 9 ? p + 1 : "\u2190/\u2192"})`;
         const c = document.createElement("canvas");
         d.appendChild(c); d.appendChild(document.createTextNode(meta.panels[p]));
-        d.addEventListener("click", () => setPanel(p));
+        d.addEventListener("click", () => openPanel(p));
         box.appendChild(d);
       }
     }
-    const tw = Math.min(80, C), th = Math.min(80, R);
+    const n = TW * TH, from = view.pool === "mean" ? P * n : 0, st = 2 * P * n;
     for (let p = 0; p < P; p++) {
       const c = box.children[p].querySelector("canvas");
-      c.width = tw; c.height = th;
-      c.getContext("2d").putImageData(regionPixels(p, 0, 0, R, C, tw, th, view.pool), 0, 0);
+      c.width = TW; c.height = TH;
+      const img = new ImageData(TW, TH), px = img.data;
+      for (let q = 0; q < n; q++) {
+        const x = q % TW, y = (q - x) / TW, o = q * 4;
+        if (meta.hasState && thumbs[st + p * n + q]) {
+          const h = (x + y) % 6 < 1 ? HATCH_LINE : HATCH_BG;
+          px[o] = h[0]; px[o + 1] = h[1]; px[o + 2] = h[2];
+        } else {
+          const b = thumbs[from + p * n + q] * 3;
+          px[o] = lut[b]; px[o + 1] = lut[b + 1]; px[o + 2] = lut[b + 2];
+        }
+        px[o + 3] = 255;
+      }
+      c.getContext("2d").putImageData(img, 0, 0);
     }
   }
   function drawColorbar() {
@@ -327,10 +336,32 @@
     }
     if (meta.scale === "log") g.fillText("log scale", 20, h + 20);
   }
-  function redraw() { drawMap(); drawRow(); }
+  function redraw() {
+    if (view.tab === "head") { headView.draw(); return; }
+    drawMap(); drawRow();
+  }
 
   // ---- interaction -------------------------------------------------------------------------
-  function setPanel(p) { view.panel = (p + P) % P; redraw(); }
+  /// Shows panel p (decoding it first if needed); resolves once it is drawn.
+  async function setPanel(p) {
+    p = (p + P) % P;
+    const d = await panelData(p);
+    view.panel = p; index = d.index; state = d.state; exact = d.exact;
+    if (headView) headView.setGroup(groupOf(p));
+    redraw();
+  }
+  /// A thumbnail's click: the panel, large, in the tab shown.
+  function openPanel(p) { return setPanel(p).catch(fail); }
+  function setTab(tab) {
+    view.tab = tab;
+    $("mapbox").hidden = tab !== "map"; $("side").hidden = tab !== "map"; $("hvbox").hidden = tab !== "head";
+    document.querySelectorAll("#tabs button").forEach((b) => b.classList.toggle("on", b.dataset.tab === tab));
+    redraw();
+  }
+  // Panels in groups: a grid row of the model view is one layer's heads, else all panels.
+  const groupSize = meta.gridCols > 0 ? Math.min(meta.gridCols, P) : P;
+  const groupOf = (p) => Math.floor(p / groupSize);
+  let headView = null;
   function zoom(factor, ci, cj) {
     const nr = Math.max(1, Math.min(R, Math.round(view.nr * factor)));
     const nc = Math.max(1, Math.min(C, Math.round(view.nc * factor)));
@@ -352,6 +383,7 @@
     for (const name of Object.keys(meta.tables)) sel.add(new Option(name, name, false, name === meta.cmap));
     $("reversed").checked = meta.reversed;
     const recolor = () => { setColormap(sel.value, $("reversed").checked); drawThumbs(); drawColorbar(); redraw(); };
+    document.querySelectorAll("#tabs button").forEach((b) => b.addEventListener("click", () => setTab(b.dataset.tab)));
     sel.addEventListener("change", recolor);
     $("reversed").addEventListener("change", recolor);
     $("pool").value = view.pool;
@@ -389,18 +421,18 @@
       zoom(e.deltaY < 0 ? 0.5 : 2, b.i0, b.j0);
     }, { passive: false });
     document.addEventListener("keydown", (e) => {
-      if (e.target instanceof HTMLSelectElement) return;
+      if (e.target instanceof HTMLSelectElement || view.tab !== "map") return;
       const mid = [view.r0 + view.nr / 2, view.c0 + view.nc / 2];
       const step = Math.max(1, Math.floor(view.nr / 4));
       const keys = {
-        ArrowRight: () => setPanel(view.panel + 1), ArrowLeft: () => setPanel(view.panel - 1),
-        "]": () => setPanel(view.panel + 1), "[": () => setPanel(view.panel - 1),
+        ArrowRight: () => openPanel(view.panel + 1), ArrowLeft: () => openPanel(view.panel - 1),
+        "]": () => openPanel(view.panel + 1), "[": () => openPanel(view.panel - 1),
         "+": () => zoom(0.5, ...mid), "=": () => zoom(0.5, ...mid), "-": () => zoom(2, ...mid),
         "0": reset, w: () => pan(-step, 0), s: () => pan(step, 0), a: () => pan(0, -step), d: () => pan(0, step),
         ArrowDown: () => { view.row = Math.min(R - 1, view.row + 1); redraw(); },
         ArrowUp: () => { view.row = Math.max(0, view.row - 1); redraw(); },
       };
-      if (/^[1-9]$/.test(e.key) && Number(e.key) <= P) { setPanel(Number(e.key) - 1); e.preventDefault(); return; }
+      if (/^[1-9]$/.test(e.key) && Number(e.key) <= P) { openPanel(Number(e.key) - 1); e.preventDefault(); return; }
       if (keys[e.key]) { keys[e.key](); e.preventDefault(); }
     });
   }
@@ -412,8 +444,11 @@
       const r = map.getBoundingClientRect(), c = layout.cell;
       return { x: r.left + LEFT + (j - view.c0 + 0.5) * c, y: r.top + TOP + (i - view.r0 + 0.5) * c };
     },
-    setPanel, zoom, reset,
+    setPanel, zoom, reset, setTab,
+    cached: () => [...cache.keys()],
   };
+
+  function fail(e) { $("status").textContent = String(e); console.error(e); }
 
   async function main() {
     const t0 = performance.now();
@@ -421,19 +456,21 @@
     $("notes").textContent = meta.notes.join(" \u00b7 ") + (meta.notes.length ? " \u00b7 " : "") +
       `${P} panel${P === 1 ? "" : "s"} of ${R} queries \u00d7 ${C} keys; colour scale ${meta.scale} ${fmt(meta.vmin)}\u2013${fmt(meta.vmax)}` +
       (meta.exact ? "" : `; hover shows 8-bit colour bins (exact values are stored up to ${meta.maxExactCells} cells)`);
-    [index, state] = await Promise.all([inflate("index"), inflate("state")]);
-    const raw = meta.exact ? await inflate("exact") : null;
-    exact = raw ? new Float32Array(raw.buffer, raw.byteOffset, raw.byteLength / 4) : null;
-    if (!index || index.length !== P * plane) throw new Error("attn view: the weights are damaged");
+    thumbs = await inflate("thumbs");
+    if (!thumbs || thumbs.length !== (meta.hasState ? 3 : 2) * P * TW * TH) throw new Error("attn view: the thumbnails are damaged");
+    binValue = new Float64Array(256);
+    for (let b = 0; b < 256; b++) binValue[b] = unnorm((b + 0.5) / 256);
     setColormap(meta.cmap, meta.reversed);
+    headView = window.attnHeadView({ meta, panelData, binValue: (b) => binValue[b], groupSize, groupOf, label, fmt, tok, setPanel: openPanel, fail });
     install();
     drawThumbs();
     drawColorbar();
-    redraw();
+    await setPanel(0);
+    window.attnView.headView = headView;
     window.attnView.loadMs = performance.now() - t0;
     $("status").textContent = `ready in ${Math.round(window.attnView.loadMs)} ms`;
     window.attnView.ready = true;
     document.body.dataset.ready = "1";
   }
-  main().catch((e) => { $("status").textContent = String(e); console.error(e); });
+  main().catch(fail);
 })();

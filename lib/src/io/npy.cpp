@@ -467,4 +467,30 @@ void write_npy_file(const std::filesystem::path& path, const Array& a, bool f64)
     out.commit();
 }
 
+bool npy_mappable(const std::filesystem::path& path) {
+    const std::string shown = path.string();
+    return std::endian::native == std::endian::little && shown != "-" && !written_in_place(shown);
+}
+
+NpyFileMapping::NpyFileMapping(const std::filesystem::path& path,
+                               const std::vector<std::size_t>& shape)
+    : out_(path, true), count_(element_count(shape)) {
+    static_assert(sizeof(float) == 4);
+    const std::string head = npy_header_text(shape, false);
+    header_ = head.size();
+    const std::span<std::uint8_t> file = out_.map(header_ + count_ * sizeof(float));
+    std::copy(head.begin(), head.end(), file.begin());
+    // The header is a multiple of 64 bytes long: the values are aligned in the mapping.
+    values_ = reinterpret_cast<float*>(file.data() + header_);
+}
+
+void NpyFileMapping::release(std::size_t first, std::size_t count) noexcept {
+    out_.release(header_ + first * sizeof(float), count * sizeof(float));
+}
+
+void NpyFileMapping::commit() {
+    values_ = nullptr;
+    out_.commit();
+}
+
 } // namespace attn::io

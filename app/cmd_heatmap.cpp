@@ -150,13 +150,19 @@ void run_heatmap(const HeatmapArgs& a) {
             for (std::size_t i = 0; i < n; ++i) {
                 const bool by_mask =
                     mask && mask->values[mask->shape.size() == 2 ? i : offset + i] == 0.0f;
-                const bool by_zero = masked_zero && l.weights.values[offset + i] == 0.0f;
+                const bool by_zero = masked_zero && l.values()[offset + i] == 0.0f;
                 m[i] = static_cast<std::uint8_t>(by_mask || by_zero);
             }
             data.masked.push_back(std::move(m));
         }
     }
-    render::HeatmapInput in = make_input(l.weights, d, refs, data);
+    render::HeatmapInput in = make_input(l.values(), d, refs, data);
+    if (l.view) {
+        // Each panel's pages leave the process once pooled: memory bounded by the picture.
+        in.pooled = [&l, &refs, &d](std::size_t k) {
+            l.view->release(refs[k].offset(d), d.lq * d.lk);
+        };
+    }
     std::vector<std::string> tokens;
     if (!a.tokens.empty()) {
         tokens = io::parse_token_list(a.tokens, "--tokens");

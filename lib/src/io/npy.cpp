@@ -243,14 +243,20 @@ Array read_npy_file(int fd,
     if (precision == Precision::f64) {
         out.values64.resize(count);
     }
-    std::vector<std::uint8_t> chunk(std::min(payload, npy_chunk_bytes));
-    const std::size_t per_chunk = npy_chunk_bytes / header.item_size;
-    for (std::size_t first = 0; first < count; first += per_chunk) {
-        const std::size_t n = std::min(per_chunk, count - first);
-        read_exactly(fd, chunk.data(), n * header.item_size, shown);
-        decode_npy(chunk.data(), first, n, header, type, values);
-        if (precision == Precision::f64) {
-            decode_npy(chunk.data(), first, n, header, type, out.values64.data());
+    if (precision == Precision::f32 && header.descr == "<f4" && !header.fortran_order &&
+        std::endian::native == std::endian::little) {
+        // The payload is already the values: one read into their final place.
+        read_exactly(fd, reinterpret_cast<std::uint8_t*>(values), payload, shown);
+    } else {
+        std::vector<std::uint8_t> chunk(std::min(payload, npy_chunk_bytes));
+        const std::size_t per_chunk = npy_chunk_bytes / header.item_size;
+        for (std::size_t first = 0; first < count; first += per_chunk) {
+            const std::size_t n = std::min(per_chunk, count - first);
+            read_exactly(fd, chunk.data(), n * header.item_size, shown);
+            decode_npy(chunk.data(), first, n, header, type, values);
+            if (precision == Precision::f64) {
+                decode_npy(chunk.data(), first, n, header, type, out.values64.data());
+            }
         }
     }
     std::uint8_t extra = 0;

@@ -98,6 +98,32 @@ class NpyFileMapping {
     std::size_t count_ = 0;
 };
 
+/// A .npy file's values as float32, read in place: the file mapped read-only
+/// (MappedFile), its header checked as strictly as parse_npy checks it (and the payload's
+/// length exactly the shape's). A little-endian "<f4" C-order payload is not copied:
+/// values() points into the mapping; any other dtype or layout is decoded as parse_npy
+/// decodes it (from the mapping, without reading the file into memory first).
+/// Throws InputError naming `name`.
+class NpyView {
+  public:
+    NpyView(const std::filesystem::path& path, std::string_view name);
+
+    const std::vector<std::size_t>& shape() const { return shape_; }
+    const std::string& dtype() const { return dtype_; }
+    std::span<const float> values() const { return values_; }
+    /// Values [first, first + count) are no longer needed: a mapped payload's pages leave
+    /// the process (read again if touched later); nothing for a decoded one.
+    void release(std::size_t first, std::size_t count) const noexcept;
+
+  private:
+    MappedFile file_;
+    Array decoded_;
+    std::vector<std::size_t> shape_;
+    std::string dtype_;
+    std::span<const float> values_;
+    std::size_t offset_ = 0; ///< of the values in the file; 0 when decoded
+};
+
 /// True when NpyFileMapping can write `path`: a little-endian host, and a path that is not
 /// "-" (stdout) nor a device or FIFO (written_in_place).
 bool npy_mappable(const std::filesystem::path& path);

@@ -100,9 +100,9 @@ def main():
     png, png_old = os.path.join(d, "w.png"), os.path.join(d, "w_old.png")
     heat_runs, heat_old = [], []
     for _ in range(a.repeats):
-        heat_runs.append(timed([a.attn, "heatmap", w_attn, "-o", png])[:2])
+        heat_runs.append(timed([a.attn, "heatmap", w_attn, "-o", png, "--title", "w"])[:2])
         with open(w_attn, "rb") as f:
-            t, rss, out = timed([a.attn, "heatmap", "-", "-o", "-"], stdin=f)
+            t, rss, out = timed([a.attn, "heatmap", "-", "-o", "-", "--title", "w"], stdin=f)
         heat_old.append((t, rss))
         with open(png_old, "wb") as g:
             g.write(out)

@@ -215,9 +215,11 @@ map_weights_file(const problem::Problem& problem, const OutputOptions& o, std::s
         !problem::weights_direct(problem) || !io::npy_mappable(o.weights)) {
         return nullptr;
     }
-    std::vector<std::size_t> shape = problem::plan_problem(problem).weights;
+    const std::vector<std::size_t> one = problem::plan_problem(problem).weights;
+    std::vector<std::size_t> shape(one.size() + (layers > 0 ? 1 : 0));
+    std::copy(one.begin(), one.end(), shape.end() - static_cast<std::ptrdiff_t>(one.size()));
     if (layers > 0) {
-        shape.insert(shape.begin(), layers);
+        shape.front() = layers; // a stack: [layers, ...one layer's shape]
     }
     return std::make_unique<WeightsFile>(o.weights, shape);
 }

@@ -13,6 +13,7 @@
 #include "progress.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -28,6 +29,13 @@ struct ComputeArgs {
 void compute_options(CLI::App& cmd, ComputeArgs& a) {
     add_problem_options(cmd, a.problem);
     add_output_options(cmd, a.out);
+}
+
+/// The flags' solve options, with the kernel writing the weights into `weights` if any.
+problem::SolveOptions solve_options(const OutputOptions& o, const WeightsFile* weights) {
+    problem::SolveOptions s = o.solve_options();
+    s.weights_to = weights != nullptr ? &weights->to : nullptr;
+    return s;
 }
 
 void run_compute(const ComputeArgs& a) {
@@ -56,9 +64,12 @@ void run_compute(const ComputeArgs& a) {
             problem::decode_model_run(in.doc, in.base, std::move(in.arrays));
         print_warnings(run.stack.first);
         check_outputs(run.stack.first, a.problem, a.out, run.want_hidden_states);
-        const problem::Solution solution = problem::solve_model_run(run, a.out.solve_options());
+        const std::unique_ptr<WeightsFile> weights =
+            map_weights_file(run.stack.first, a.out, run.stack.layers.size());
+        const problem::Solution solution =
+            problem::solve_model_run(run, solve_options(a.out, weights.get()));
         spinner->stop();
-        emit_solution(run.stack.first, solution, a.out, &run.stack);
+        emit_solution(run.stack.first, solution, a.out, &run.stack, weights.get());
         return;
     }
     if (problem::is_layer_stack(in.doc)) {
@@ -70,10 +81,12 @@ void run_compute(const ComputeArgs& a) {
             problem::check_finite(stack.first);
         }
         check_outputs(stack.first, a.problem, a.out);
-        const problem::Solution solution =
-            problem::solve_layer_stack(stack, a.out.solve_options(), a.out.check_finite);
+        const std::unique_ptr<WeightsFile> weights =
+            map_weights_file(stack.first, a.out, stack.layers.size());
+        const problem::Solution solution = problem::solve_layer_stack(
+            stack, solve_options(a.out, weights.get()), a.out.check_finite);
         spinner->stop();
-        emit_solution(stack.first, solution, out, &stack);
+        emit_solution(stack.first, solution, out, &stack, weights.get());
         return;
     }
     const problem::Problem problem = problem::decode_problem(in.doc, in.base, std::move(in.arrays));
@@ -82,9 +95,10 @@ void run_compute(const ComputeArgs& a) {
         problem::check_finite(problem);
     }
     check_outputs(problem, a.problem, a.out); // before the work, so nothing is lost
-    const problem::Solution solution = problem::solve(problem, a.out.solve_options());
+    const std::unique_ptr<WeightsFile> weights = map_weights_file(problem, a.out);
+    const problem::Solution solution = problem::solve(problem, solve_options(a.out, weights.get()));
     spinner->stop();
-    emit_solution(problem, solution, out);
+    emit_solution(problem, solution, out, nullptr, weights.get());
 }
 
 } // namespace

@@ -137,13 +137,20 @@ void run_heatmap(const HeatmapArgs& a) {
     }
     // In the terminal a blocked cell would print as a small weight ("0.00", a dark shade):
     // exact zeros, what masking leaves, are hatched there unless a mask says which are.
-    data.masked = plot::hatched_cells(l.weights,
+    data.masked = plot::hatched_cells(l.weights.shape,
+                                      l.values(),
                                       d,
                                       refs,
                                       mask ? &*mask : nullptr,
                                       a.masked_zero || (a.term && !mask),
                                       "--mask " + a.mask + ": a keep-mask for " + l.name);
-    render::HeatmapInput in = make_input(l.weights, d, refs, data);
+    render::HeatmapInput in = make_input(l.values(), d, refs, data);
+    if (l.view) {
+        // Each panel's pages leave the process once pooled: memory bounded by the picture.
+        in.pooled = [&l, &refs, &d](std::size_t k) {
+            l.view->release(refs[k].offset(d), d.lq * d.lk);
+        };
+    }
     std::vector<std::string> tokens;
     if (!a.tokens.empty()) {
         tokens = io::parse_token_list(a.tokens, "--tokens");

@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -155,6 +156,24 @@ void check_outputs(const problem::Problem& problem,
                    const OutputOptions& o,
                    bool hidden_states = false);
 
+/// --weights FILE.npy written by the kernel itself, row block by row block, into the file's
+/// mapping (io::NpyFileMapping): the destination solve() gets (SolveOptions::weights_to)
+/// and the file emit_solution() commits.
+struct WeightsFile {
+    io::NpyFileMapping file;
+    WeightsDestination<float> to;
+    WeightsFile(const std::string& path, const std::vector<std::size_t>& shape);
+};
+
+/// The mapped --weights file for this problem's weights (`layers` > 0: a stack of that
+/// many layers' weights), or null where they take today's path: no --weights, a format
+/// other than float32 .npy, stdout or a device, --heatmap (which needs them in memory), a
+/// problem whose weights are not the kernel's as they are (problem::weights_direct).
+/// Call after check_outputs(). Throws SystemError when the file cannot be made (a full
+/// disk, RLIMIT_FSIZE): before any work.
+std::unique_ptr<WeightsFile>
+map_weights_file(const problem::Problem& problem, const OutputOptions& o, std::size_t layers = 0);
+
 /// Writes the requested files (atomically; "-" is stdout) or the result document on
 /// stdout, and warns about fully masked rows on stderr. At most one output may be "-";
 /// when one is, the result document is not printed. Throws InputError for conflicting
@@ -164,7 +183,8 @@ void check_outputs(const problem::Problem& problem,
 void emit_solution(const problem::Problem& problem,
                    const problem::Solution& solution,
                    const OutputOptions& o,
-                   const problem::LayerStack* stack = nullptr);
+                   const problem::LayerStack* stack = nullptr,
+                   WeightsFile* weights_file = nullptr);
 
 /// Renders weights [.., Lq, Lk] as a PNG, SVG or HTML heatmap at `path` with the
 /// problem's tokens and `options`' --font-size, --cols, --quiet (heatmap_render.cpp).

@@ -53,9 +53,12 @@ Loaded load_weights(const std::string& path) {
         return l;
     }
     const std::string ext = lower_extension(path);
-    if (ext == ".npy" && path != "-") {
-        // Header first, then the payload straight into the array: one copy of the weights.
-        l.weights = io::read_array_file(path, io::ArrayKind::numeric);
+    if (ext == ".npy" && path != "-" && io::is_regular_file(path)) {
+        // Mapped, not read: a large file costs the process no copy of its values.
+        auto view = std::make_shared<const io::NpyView>(path, l.name);
+        l.weights.shape = view->shape();
+        l.weights.dtype = view->dtype();
+        l.view = std::move(view);
         return l;
     }
     const std::vector<std::uint8_t> bytes =

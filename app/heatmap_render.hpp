@@ -14,6 +14,8 @@
 #include <CLI/CLI.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -33,7 +35,12 @@ using plot::picked_suffix;
 
 /// Weights as read, with the tokens a result document carried.
 struct Loaded {
-    io::Array weights;
+    io::Array weights; ///< its shape always; its values unless `view` holds them
+    /// A regular .npy file read in place (mapped): its values, not copied into `weights`.
+    std::shared_ptr<const io::NpyView> view;
+    std::span<const float> values() const {
+        return view ? view->values() : std::span<const float>(weights.values);
+    }
     std::vector<std::string> query_tokens, key_tokens;
     std::vector<std::size_t> layers; ///< a stacked result's "layers": its leading axis
     std::string name;                ///< for messages and the default title

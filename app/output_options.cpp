@@ -8,6 +8,7 @@
 #include "attn/io/number_text.hpp"
 #include "attn/kernels.hpp"
 #include "attn/problem/checks.hpp"
+#include "attn/problem/plan.hpp"
 #include "attn/problem/solve.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
@@ -202,10 +203,32 @@ encode_array(const std::string& path, const io::Array& a, const OutputOptions& o
 
 } // namespace
 
+WeightsFile::WeightsFile(const std::string& path, const std::vector<std::size_t>& shape)
+    : file(path, shape), to{.data = file.values(), .size = file.size()} {
+    to.written = [this](std::size_t first, std::size_t count) { file.release(first, count); };
+}
+
+std::unique_ptr<WeightsFile>
+map_weights_file(const problem::Problem& problem, const OutputOptions& o, std::size_t layers) {
+    if (o.weights.empty() || o.no_weights || !o.heatmap.empty() || o.dtype != "f32" ||
+        format_for(o.weights, o.format) != io::ArrayFormat::npy ||
+        !problem::weights_direct(problem) || !io::npy_mappable(o.weights)) {
+        return nullptr;
+    }
+    const std::vector<std::size_t> one = problem::plan_problem(problem).weights;
+    std::vector<std::size_t> shape(one.size() + (layers > 0 ? 1 : 0));
+    std::copy(one.begin(), one.end(), shape.end() - static_cast<std::ptrdiff_t>(one.size()));
+    if (layers > 0) {
+        shape.front() = layers; // a stack: [layers, ...one layer's shape]
+    }
+    return std::make_unique<WeightsFile>(o.weights, shape);
+}
+
 void emit_solution(const problem::Problem& problem,
                    const problem::Solution& s,
                    const OutputOptions& o,
-                   const problem::LayerStack* stack) {
+                   const problem::LayerStack* stack,
+                   WeightsFile* weights_file) {
     if (o.no_weights && (!o.weights.empty() || !o.heatmap.empty())) {
         throw InputError("--no-weights: cannot be combined with --weights or --heatmap");
     }
@@ -261,7 +284,9 @@ void emit_solution(const problem::Problem& problem,
     } else if (!o.output.empty()) {
         write_array(o.output, s.output);
     }
-    if (!o.weights.empty()) {
+    if (weights_file != nullptr) {
+        weights_file->file.commit(); // the kernel wrote them there
+    } else if (!o.weights.empty()) {
         write_array(o.weights, *s.weights);
     }
     if (!o.heatmap.empty()) {

@@ -329,4 +329,18 @@ def _no_config():
     _err(["compute", "--params", folder, "--token-ids", path("ids.json")], r"no config.json")
 
 
+@test("weights file of a model run: the encoder's bytes, selected layers in order")
+def _weights_file():
+    folder, ws, _, _, _ = build("gpt2")
+    args = ["compute", "--params", folder, "--token-ids", path("ids.json"), "--layers", "1,0"]
+    expect(args + ["--weights", path("wm.npy")])
+    code, out, err = run(args + ["--weights", "-", "--format", "npy"])
+    with open(path("wm.npy"), "rb") as f:
+        got = f.read()
+    check("same bytes as the encoder", code == 0 and got == out, err)
+    w = np.load(path("wm.npy"))
+    check("layers 1, 0 of numpy's weights", w.shape == ws[[1, 0]].shape and
+          np.allclose(w, ws[[1, 0]], rtol=2e-4, atol=2e-5), str(w.shape))
+
+
 main()

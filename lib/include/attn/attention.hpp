@@ -6,7 +6,9 @@
 #include "attn/tensor.hpp"
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -66,6 +68,17 @@ using RowDiagnostics = BasicRowDiagnostics<float>;
 /// duration of the call; null means "absent". T is the precision of the computation:
 /// float (AttentionSpec) or double (BasicAttentionSpec<double>, the `precision: f64` path); masks
 /// are uint8 keep-masks in both.
+/// Caller-owned storage for a call's weights [B, H, Lq, Lk] (C order), such as a view over
+/// an output file's mapping (io::MappedNpyWriter): the materialized kernel writes each block
+/// of query rows straight there instead of into the result (whose `weights` stays empty),
+/// then calls `written` (when set) with the elements [first, first + count) it finished, so
+/// that the owner may release their pages. `size` must be B·H·Lq·Lk.
+template <class T> struct WeightsDestination {
+    T* data = nullptr;
+    std::size_t size = 0;
+    std::function<void(std::size_t first, std::size_t count)> written{};
+};
+
 template <class T> struct BasicAttentionSpec {
     std::optional<T> scale{}; ///< empty: 1/sqrt(D)
     Causal causal = Causal::none;
@@ -75,8 +88,11 @@ template <class T> struct BasicAttentionSpec {
         nullptr;                       ///< [Bb, Hb, Lqb, Lk] as keep_mask, added to scaled scores
     const Mask* key_padding = nullptr; ///< [Bp, 1, 1, Lk], Bp in {1, B}; 1 = real token
     bool want_weights = true;          ///< false: streaming kernel, no [Lq, Lk] matrix
-    unsigned threads = 0;              ///< 0: all hardware threads
-    Simd simd = Simd::best;            ///< instruction set of the kernels
+    /// With want_weights: where the weights go instead of the result (borrowed; null: the
+    /// result's own tensor).
+    const WeightsDestination<T>* weights_to = nullptr;
+    unsigned threads = 0;   ///< 0: all hardware threads
+    Simd simd = Simd::best; ///< instruction set of the kernels
     // Score features. All default to "off"; the order of a score's treatment is
     //   s = Q·Kᵀ·scale -> softcap -> + bias + alibi -> masks (keep, padding, causal, window).
     Window window{};               ///< sliding window; {-1, -1}: none

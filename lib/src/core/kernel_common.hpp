@@ -6,6 +6,7 @@
 #pragma once
 
 #include "attn/attention.hpp"
+#include "attn/error.hpp"
 #include "attn/visibility.hpp"
 
 #include <algorithm>
@@ -85,12 +86,17 @@ query_block_task(std::size_t task, std::size_t blocks, std::size_t n_h, std::siz
 }
 
 /// Where a task's [rows, Lk] scores, then weights, live: rows from `first_row` on of the
-/// returned weights when there are any, else the worker's scratch (QB x Lk, reused).
+/// caller's destination (spec.weights_to) or of the returned weights when there are any,
+/// else the worker's scratch (QB x Lk, reused).
 template <class T>
 T* block_weights(std::optional<xt::xtensor<T, 4>>& weights,
+                 const WeightsDestination<T>* to,
                  std::vector<T>& scratch,
                  std::size_t first_row,
                  std::size_t lk) {
+    if (to != nullptr) {
+        return to->data + first_row * lk;
+    }
     if (weights) {
         return weights->data() + first_row * lk;
     }
@@ -162,8 +168,11 @@ void fit_result(BasicAttentionResult<T>& result,
                 bool whole_rows) {
     const std::array<std::size_t, 4> one{dims.b, dims.h, dims.lq, 1};
     fit_tensor(result.output, {dims.b, dims.h, dims.lq, dims.dv});
-    fit_optional(
-        result.weights, whole_rows && spec.want_weights, {dims.b, dims.h, dims.lq, dims.lk});
+    const bool to_caller = whole_rows && spec.want_weights && spec.weights_to != nullptr;
+    ATTN_ASSERT(!to_caller || spec.weights_to->size == dims.b * dims.h * dims.lq * dims.lk);
+    fit_optional(result.weights,
+                 whole_rows && spec.want_weights && !to_caller,
+                 {dims.b, dims.h, dims.lq, dims.lk});
     BasicRowDiagnostics<T>& diag = result.diagnostics;
     fit_optional(diag.lse, spec.want_lse, one);
     fit_optional(diag.argmax, spec.want_argmax, one);

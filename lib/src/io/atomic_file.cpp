@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -113,7 +114,8 @@ bool written_in_place(const std::string& path) {
     return ::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode);
 }
 
-AtomicWriter::AtomicWriter(const std::filesystem::path& path) : shown_(path.string()) {
+AtomicWriter::AtomicWriter(const std::filesystem::path& path, bool unnamed)
+    : shown_(path.string()) {
     struct stat st {};
     if (::stat(shown_.c_str(), &st) == 0) {
         if (S_ISDIR(st.st_mode)) {
@@ -138,11 +140,31 @@ AtomicWriter::AtomicWriter(const std::filesystem::path& path) : shown_(path.stri
         }
     }
     target_ = target.string();
-    // Cut long names so that the temp name stays within NAME_MAX when the target's does.
-    const std::string file_name = target.filename().string().substr(0, 200);
     const fs::path dir = target.parent_path();
     dir_ = dir.empty() ? std::string(".") : dir.string();
+    if (unnamed) {
+        // Mode 0666: the kernel applies the umask, as for a named temp below.
+        do {
+            fd_ = ::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0666);
+        } while (fd_ < 0 && errno == EINTR);
+        if (fd_ >= 0) {
+            unnamed_ = true;
+            return;
+        }
+        if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+            throw_write_error(shown_, errno);
+        }
+    }
+    open_named();
+}
 
+std::string AtomicWriter::temp_name() const {
+    // Cut long names so that the temp name stays within NAME_MAX when the target's does.
+    const std::string file_name = fs::path(target_).filename().string().substr(0, 200);
+    return (fs::path(dir_) / ("." + file_name + ".tmp." + temp_suffix())).string();
+}
+
+void AtomicWriter::open_named() {
     // A sibling temp file, created exclusively with mode 0666 so that the kernel applies
     // the umask (and any default ACL) itself: no racy umask() read-and-restore needed.
     // Its name is armed for the cleanup signals before the file exists: a signal taken by
@@ -151,10 +173,10 @@ AtomicWriter::AtomicWriter(const std::filesystem::path& path) : shown_(path.stri
     const CleanupSignalsBlocked blocked;
     std::string temp;
     for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
-        temp = (dir / ("." + file_name + ".tmp." + temp_suffix())).string();
+        temp = temp_name();
         slot_ = arm_temp(temp);
         do {
-            fd_ = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0666);
+            fd_ = ::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0666);
         } while (fd_ < 0 && errno == EINTR);
         if (fd_ < 0) {
             const int err = errno;
@@ -171,11 +193,42 @@ AtomicWriter::AtomicWriter(const std::filesystem::path& path) : shown_(path.stri
     temp_ = std::move(temp);
 }
 
+void AtomicWriter::link_unnamed() {
+    // The unnamed file gets a temp name first (linkat cannot replace), then the rename.
+    const std::string proc = "/proc/self/fd/" + std::to_string(fd_);
+    const CleanupSignalsBlocked blocked;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        std::string temp = temp_name();
+        slot_ = arm_temp(temp);
+        if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, temp.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+            temp_ = std::move(temp);
+            unnamed_ = false;
+            return;
+        }
+        const int err = errno;
+        disarm_temp(slot_);
+        slot_ = -1;
+        if (err != EEXIST) {
+            fail(err);
+        }
+    }
+    fail(EEXIST);
+}
+
 AtomicWriter::~AtomicWriter() {
     abandon();
 }
 
+void AtomicWriter::unmap() noexcept {
+    if (map_ != nullptr) {
+        ::munmap(map_, map_size_);
+        map_ = nullptr;
+        map_size_ = 0;
+    }
+}
+
 void AtomicWriter::abandon() noexcept {
+    unmap();
     if (fd_ >= 0) {
         ::close(fd_);
         fd_ = -1;
@@ -194,6 +247,41 @@ void AtomicWriter::fail(int err) {
     throw_write_error(shown_, err);
 }
 
+std::span<std::uint8_t> AtomicWriter::map(std::size_t size) {
+    if (fd_ < 0 || map_ != nullptr) {
+        throw SystemError(message_text(shown_, 4096) +
+                          ": cannot write: the file is already mapped, committed or abandoned");
+    }
+    if (size == 0) {
+        return {};
+    }
+    // posix_fallocate returns the error (EFBIG past RLIMIT_FSIZE, ENOSPC), not errno.
+    if (const int err = ::posix_fallocate(fd_, 0, static_cast<off_t>(size)); err != 0) {
+        fail(err);
+    }
+    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    if (p == MAP_FAILED) {
+        fail(errno);
+    }
+    map_ = static_cast<std::uint8_t*>(p);
+    map_size_ = size;
+    return {map_, size};
+}
+
+void AtomicWriter::release(std::size_t offset, std::size_t length) noexcept {
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    if (map_ == nullptr || offset >= map_size_ || page == 0) {
+        return;
+    }
+    const std::size_t end = std::min(map_size_, offset + length);
+    const std::size_t first = (offset + page - 1) / page * page;
+    const std::size_t last = end == map_size_ ? end : end / page * page;
+    if (first < last) {
+        // A shared mapping's dirty pages stay in the page cache: this only unmaps them.
+        ::madvise(map_ + first, last - first, MADV_DONTNEED);
+    }
+}
+
 void AtomicWriter::write(std::span<const std::uint8_t> bytes) {
     if (fd_ < 0) {
         throw SystemError(message_text(shown_, 4096) +
@@ -209,8 +297,12 @@ void AtomicWriter::commit() {
         throw SystemError(message_text(shown_, 4096) +
                           ": cannot write: the file is already committed or abandoned");
     }
+    unmap(); // its dirty pages go to the file's page cache, which fsync writes
     if (::fsync(fd_) != 0) {
         fail(errno);
+    }
+    if (unnamed_) {
+        link_unnamed();
     }
     const int closed = ::close(fd_);
     fd_ = -1; // closed even when close() fails: never close twice

@@ -6,8 +6,10 @@
 #include "attn/io/limits.hpp"
 #include "io_detail.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -82,6 +84,52 @@ void pread_exactly(
 } // namespace detail
 
 using namespace detail;
+
+bool is_regular_file(const std::filesystem::path& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+MappedFile::MappedFile(const std::filesystem::path& path) {
+    const std::string file = path.string();
+    const std::string shown = shown_path(file);
+    const Fd fd(open_for_reading(file));
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) {
+        throw InputError(shown + ": cannot read: " + errno_text(errno));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        throw InputError(shown + ": cannot read: not a regular file");
+    }
+    size_ = static_cast<std::size_t>(st.st_size);
+    if (size_ == 0) {
+        return;
+    }
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+    if (p == MAP_FAILED) {
+        throw InputError(shown + ": cannot read: " + errno_text(errno));
+    }
+    data_ = static_cast<const std::uint8_t*>(p);
+}
+
+MappedFile::~MappedFile() {
+    if (data_ != nullptr) {
+        ::munmap(const_cast<std::uint8_t*>(data_), size_);
+    }
+}
+
+void MappedFile::release(std::size_t offset, std::size_t length) const noexcept {
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    if (data_ == nullptr || offset >= size_ || page == 0) {
+        return;
+    }
+    const std::size_t end = std::min(size_, offset + length);
+    const std::size_t first = (offset + page - 1) / page * page;
+    const std::size_t last = end == size_ ? end : end / page * page;
+    if (first < last) {
+        ::madvise(const_cast<std::uint8_t*>(data_) + first, last - first, MADV_DONTNEED);
+    }
+}
 
 std::vector<std::uint8_t> read_file(const std::filesystem::path& path) {
     const std::string file = path.string();

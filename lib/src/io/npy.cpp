@@ -243,14 +243,20 @@ Array read_npy_file(int fd,
     if (precision == Precision::f64) {
         out.values64.resize(count);
     }
-    std::vector<std::uint8_t> chunk(std::min(payload, npy_chunk_bytes));
-    const std::size_t per_chunk = npy_chunk_bytes / header.item_size;
-    for (std::size_t first = 0; first < count; first += per_chunk) {
-        const std::size_t n = std::min(per_chunk, count - first);
-        read_exactly(fd, chunk.data(), n * header.item_size, shown);
-        decode_npy(chunk.data(), first, n, header, type, values);
-        if (precision == Precision::f64) {
-            decode_npy(chunk.data(), first, n, header, type, out.values64.data());
+    if (precision == Precision::f32 && header.descr == "<f4" && !header.fortran_order &&
+        std::endian::native == std::endian::little) {
+        // The payload is already the values: one read into their final place.
+        read_exactly(fd, reinterpret_cast<std::uint8_t*>(values), payload, shown);
+    } else {
+        std::vector<std::uint8_t> chunk(std::min(payload, npy_chunk_bytes));
+        const std::size_t per_chunk = npy_chunk_bytes / header.item_size;
+        for (std::size_t first = 0; first < count; first += per_chunk) {
+            const std::size_t n = std::min(per_chunk, count - first);
+            read_exactly(fd, chunk.data(), n * header.item_size, shown);
+            decode_npy(chunk.data(), first, n, header, type, values);
+            if (precision == Precision::f64) {
+                decode_npy(chunk.data(), first, n, header, type, out.values64.data());
+            }
         }
     }
     std::uint8_t extra = 0;
@@ -465,6 +471,32 @@ void write_npy_file(const std::filesystem::path& path, const Array& a, bool f64)
         write_npy_stream(out, a.shape, a.values.data(), f64);
     }
     out.commit();
+}
+
+bool npy_mappable(const std::filesystem::path& path) {
+    const std::string shown = path.string();
+    return std::endian::native == std::endian::little && shown != "-" && !written_in_place(shown);
+}
+
+NpyFileMapping::NpyFileMapping(const std::filesystem::path& path,
+                               const std::vector<std::size_t>& shape)
+    : out_(path, true), count_(element_count(shape)) {
+    static_assert(sizeof(float) == 4);
+    const std::string head = npy_header_text(shape, false);
+    header_ = head.size();
+    const std::span<std::uint8_t> file = out_.map(header_ + count_ * sizeof(float));
+    std::copy(head.begin(), head.end(), file.begin());
+    // The header is a multiple of 64 bytes long: the values are aligned in the mapping.
+    values_ = reinterpret_cast<float*>(file.data() + header_);
+}
+
+void NpyFileMapping::release(std::size_t first, std::size_t count) noexcept {
+    out_.release(header_ + first * sizeof(float), count * sizeof(float));
+}
+
+void NpyFileMapping::commit() {
+    values_ = nullptr;
+    out_.commit();
 }
 
 } // namespace attn::io

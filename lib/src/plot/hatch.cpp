@@ -9,7 +9,8 @@
 
 namespace attn::plot {
 
-std::vector<std::vector<std::uint8_t>> hatched_cells(const io::Array& weights,
+std::vector<std::vector<std::uint8_t>> hatched_cells(const std::vector<std::size_t>& shape,
+                                                     std::span<const float> values,
                                                      const Dims& d,
                                                      const std::vector<PanelRef>& refs,
                                                      const io::Array* mask,
@@ -17,8 +18,8 @@ std::vector<std::vector<std::uint8_t>> hatched_cells(const io::Array& weights,
                                                      const std::string& what) {
     std::vector<std::vector<std::uint8_t>> out;
     const bool plane = mask != nullptr && mask->shape == std::vector<std::size_t>{d.lq, d.lk};
-    if (mask != nullptr && !plane && mask->shape != weights.shape) {
-        throw InputError::shape(what, weights.shape, mask->shape);
+    if (mask != nullptr && !plane && mask->shape != shape) {
+        throw InputError::shape(what, shape, mask->shape);
     }
     if ((mask == nullptr && !zeros) || d.lk == 0) {
         return out;
@@ -40,12 +41,21 @@ std::vector<std::vector<std::uint8_t>> hatched_cells(const io::Array& weights,
         for (std::size_t c = 0; c < n; ++c) {
             const std::size_t at = plane ? c : offset + c;
             const bool by_mask = mask != nullptr && !vis.sees(0, 0, at / d.lk, at % d.lk);
-            const bool by_zero = zeros && weights.values[offset + c] == 0.0f;
+            const bool by_zero = zeros && values[offset + c] == 0.0f;
             m[c] = static_cast<std::uint8_t>(by_mask || by_zero);
         }
         out.push_back(std::move(m));
     }
     return out;
+}
+
+std::vector<std::vector<std::uint8_t>> hatched_cells(const io::Array& weights,
+                                                     const Dims& d,
+                                                     const std::vector<PanelRef>& refs,
+                                                     const io::Array* mask,
+                                                     bool zeros,
+                                                     const std::string& what) {
+    return hatched_cells(weights.shape, weights.values, d, refs, mask, zeros, what);
 }
 
 } // namespace attn::plot

@@ -76,6 +76,13 @@ std::string picked_suffix(const Dims& d, std::int64_t batch, std::int64_t head) 
 
 render::HeatmapInput
 make_input(const io::Array& w, const Dims& d, const std::vector<PanelRef>& refs, PanelData& data) {
+    return make_input(std::span<const float>(w.values), d, refs, data);
+}
+
+render::HeatmapInput make_input(std::span<const float> values,
+                                const Dims& d,
+                                const std::vector<PanelRef>& refs,
+                                PanelData& data) {
     render::HeatmapInput in;
     in.rows = d.lq;
     in.cols = d.lk;
@@ -84,7 +91,7 @@ make_input(const io::Array& w, const Dims& d, const std::vector<PanelRef>& refs,
         const std::size_t offset = refs[k].offset(d);
         render::HeatmapPanel p;
         p.title = refs[k].title;
-        p.values = std::span<const float>(w.values).subspan(offset, n);
+        p.values = values.subspan(offset, n);
         if (!data.masked.empty() && !data.masked[k].empty()) {
             p.masked = data.masked[k];
         }

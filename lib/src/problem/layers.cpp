@@ -284,13 +284,21 @@ Solution solve_layer_stack(const LayerStack& s, const SolveOptions& options, boo
     Solution out;
     std::optional<Array> output;
     const std::size_t n = s.layers.size();
-    for (const std::size_t l : s.layers) {
-        const Problem p = l == s.layers.front() ? Problem{} : decode_stack_layer(s, l);
-        const Problem& layer = l == s.layers.front() ? s.first : p;
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t l = s.layers[i];
+        const Problem p = i == 0 ? Problem{} : decode_stack_layer(s, l);
+        const Problem& layer = i == 0 ? s.first : p;
         if (finite_check) {
             check_finite(layer);
         }
-        const Solution r = solve(layer, options);
+        // Each layer's weights straight to their part of the caller's destination.
+        SolveOptions layer_options = options;
+        std::optional<WeightsDestination<float>> slot;
+        if (options.weights_to != nullptr) {
+            slot = weights_slot(*options.weights_to, i, n);
+            layer_options.weights_to = &*slot;
+        }
+        const Solution r = solve(layer, layer_options);
         append_solution(out, output, r, n);
     }
     out.output = std::move(*output);

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <type_traits>
 
 namespace attn::problem {
 
@@ -205,6 +207,16 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
         const bool keep = std::find(selected.begin(), selected.end(), l) != selected.end();
         BasicLayerSpec<T> layer = ls;
         layer_attention(layer.attention, spec, l, run.ids.shape()[1]);
+        std::optional<WeightsDestination<T>> slot; // this layer's part of the weights file
+        if constexpr (std::is_same_v<T, float>) {
+            layer.attention.weights_to = nullptr;
+            if (keep && options.weights_to != nullptr) {
+                const auto index = static_cast<std::size_t>(
+                    std::find(selected.begin(), selected.end(), l) - selected.begin());
+                slot = weights_slot(*options.weights_to, index, selected.size());
+                layer.attention.weights_to = &*slot;
+            }
+        }
         if (!keep) { // the attention output only
             layer.attention.want_weights = false;
             layer.attention.want_lse = layer.attention.want_entropy = false;

@@ -65,6 +65,17 @@ template <class T> BasicAttentionSpec<T> make_spec(const Problem& p, const Solve
             .top_k = p.top_k};
 }
 
+/// make_spec, with the caller's weights destination for a float32 problem.
+template <class T>
+BasicAttentionSpec<T> spec_with_destination(const Problem& p, const SolveOptions& options) {
+    BasicAttentionSpec<T> spec = make_spec<T>(p, options);
+    if constexpr (std::is_same_v<T, float>) {
+        ATTN_ASSERT(options.weights_to == nullptr || weights_direct(p));
+        spec.weights_to = options.weights_to;
+    }
+    return spec;
+}
+
 /// Weights [B, H, Lq, Lk] averaged over heads into [B, 1, Lq, Lk] (nn.MultiheadAttention's
 /// average_attn_weights=True), summed in double in head order: the same for any threads.
 template <class T> xt::xtensor<T, 4> average_heads(const xt::xtensor<T, 4>& w) {
@@ -135,7 +146,7 @@ void finish_solution(const Problem& p,
 /// Computes the problem in precision T, from its inputs in T.
 template <class T> Solution solve_in(const Problem& p, const SolveOptions& options) {
     const BasicInputs<T>& in = p.inputs<T>();
-    const BasicAttentionSpec<T> spec = make_spec<T>(p, options);
+    const BasicAttentionSpec<T> spec = spec_with_destination<T>(p, options);
     if (!p.direct_heads) {
         BasicLayerSpec<T> ls;
         ls.num_heads = p.num_heads;
@@ -170,7 +181,24 @@ template <class T> Solution solve_in(const Problem& p, const SolveOptions& optio
 
 template <class T>
 BasicAttentionSpec<T> attention_spec(const Problem& p, const SolveOptions& options) {
-    return make_spec<T>(p, options);
+    return spec_with_destination<T>(p, options);
+}
+
+bool weights_direct(const Problem& p) {
+    return p.precision == Precision::f32 && !p.average_heads;
+}
+
+WeightsDestination<float>
+weights_slot(const WeightsDestination<float>& all, std::size_t index, std::size_t count) {
+    const std::size_t size = all.size / count;
+    const std::size_t offset = index * size;
+    WeightsDestination<float> slot{.data = all.data + offset, .size = size};
+    if (all.written) {
+        slot.written = [written = all.written, offset](std::size_t first, std::size_t n) {
+            written(offset + first, n);
+        };
+    }
+    return slot;
 }
 
 template <class T> Solution layer_solution(const Problem& p, BasicLayerResult<T> r) {

@@ -299,6 +299,9 @@ PreparedHeatmap prepare_heatmap(const HeatmapInput& in,
     out.states.resize(in.panels.size());
     for (std::size_t p = 0; p < in.panels.size(); ++p) {
         pool_panel(in, in.panels[p], o.pool == PoolMode::mean, out, out.values[p], out.states[p]);
+        if (in.pooled) {
+            in.pooled(p);
+        }
     }
     if (out.pool_rows > 1 || out.pool_cols > 1) {
         out.notes.push_back(std::string(o.pool == PoolMode::max ? "max" : "mean") + "-pooled " +

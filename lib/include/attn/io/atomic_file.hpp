@@ -35,13 +35,26 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view text)
 ///     out.commit();
 class AtomicWriter {
   public:
-    explicit AtomicWriter(const std::filesystem::path& path);
+    /// `unnamed`: the temp file has no name until commit() (Linux's O_TMPFILE, where the
+    /// file system has it; else a named temp as without), so even a run killed by SIGKILL
+    /// leaves nothing behind.
+    explicit AtomicWriter(const std::filesystem::path& path, bool unnamed = false);
     AtomicWriter(const AtomicWriter&) = delete;
     AtomicWriter& operator=(const AtomicWriter&) = delete;
     ~AtomicWriter();
 
     void write(std::span<const std::uint8_t> bytes);
     void commit();
+
+    /// Sizes the file to `size` bytes, its blocks reserved now (a full disk or
+    /// RLIMIT_FSIZE fails here, with the usual message, never as SIGBUS on a later store),
+    /// and maps it writable: bytes written through the span are the file's (what write()
+    /// wrote first is kept). Once per writer; commit() unmaps it.
+    std::span<std::uint8_t> map(std::size_t size);
+    /// Drops the whole pages inside [offset, offset + length) of the mapping from this
+    /// process (they stay in the file and the page cache): a large output written in order
+    /// then costs no resident memory.
+    void release(std::size_t offset, std::size_t length) noexcept;
 
     /// The temp file being written (empty once committed or abandoned).
     const std::string& temp_path() const { return temp_; }
@@ -55,7 +68,15 @@ class AtomicWriter {
     std::string dir_;    ///< the folder, fsynced after the rename
     std::string temp_;
     int fd_ = -1;
-    int slot_ = -1; ///< signal-cleanup registration, -1 if none
+    int slot_ = -1;        ///< signal-cleanup registration, -1 if none
+    bool unnamed_ = false; ///< fd_ is an O_TMPFILE, linked into dir_ by commit()
+    std::uint8_t* map_ = nullptr;
+    std::size_t map_size_ = 0;
+
+    std::string temp_name() const;
+    void open_named();
+    void link_unnamed();
+    void unmap() noexcept;
 };
 
 /// Installs SIGINT, SIGTERM and SIGHUP handlers that remove the temp files of the

@@ -1,8 +1,10 @@
 // Reading a whole file within the memory limit.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -27,6 +29,31 @@ class Fd {
   private:
     int fd_ = -1;
 };
+
+/// A regular file mapped read-only, for reading a large input in place (no copy in the
+/// process's memory; pages come from the page cache as they are read). Not copyable.
+/// Throws InputError("PATH: cannot read: REASON"), also for anything but a regular file.
+/// The file must not shrink while mapped (as any reader of a mapping assumes).
+class MappedFile {
+  public:
+    explicit MappedFile(const std::filesystem::path& path);
+    MappedFile(const MappedFile&) = delete;
+    MappedFile& operator=(const MappedFile&) = delete;
+    ~MappedFile();
+
+    std::span<const std::uint8_t> bytes() const { return {data_, size_}; }
+    /// Drops the whole pages inside [offset, offset + length) from this process (read
+    /// again from the page cache if touched later): memory stays bounded by what is being
+    /// read, not by the file.
+    void release(std::size_t offset, std::size_t length) const noexcept;
+
+  private:
+    const std::uint8_t* data_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+/// True for an existing regular file (what MappedFile maps).
+bool is_regular_file(const std::filesystem::path& path);
 
 /// Reads all bytes of a file. A file larger than memory_limit() (attn/io/limits.hpp) is
 /// refused before anything is read: by its size for regular files, as the bytes arrive

@@ -68,4 +68,64 @@ std::vector<std::uint8_t> encode_npy_int64(const Array& a);
 /// Throws SystemError("PATH: cannot write: REASON").
 void write_npy_file(const std::filesystem::path& path, const Array& a, bool f64);
 
+/// An "<f4" NPY file of `shape` whose values are stored in place, through a writable
+/// mapping of the file: an unnamed temp file in the target's folder (AtomicWriter's
+/// `unnamed`), sized and reserved at construction (a full disk or RLIMIT_FSIZE fails
+/// here), renamed over `path` by commit(). The file's bytes are encode_npy(shape, values,
+/// false)'s, without the values ever being held in memory. Destroyed uncommitted, or if
+/// the process dies, nothing is left and `path` is untouched. A little-endian host and a
+/// regular file only (npy_mappable). Throws SystemError("PATH: cannot write: REASON").
+///
+/// Example:
+///     io::NpyFileMapping out("w.npy", {8, 4096, 4096});
+///     fill(out.values(), out.size());   // in any order, from any thread
+///     out.commit();
+class NpyFileMapping {
+  public:
+    NpyFileMapping(const std::filesystem::path& path, const std::vector<std::size_t>& shape);
+
+    float* values() const { return values_; }
+    std::size_t size() const { return count_; }
+    /// Elements [first, first + count) are final: their pages leave this process's memory
+    /// (they stay in the file).
+    void release(std::size_t first, std::size_t count) noexcept;
+    void commit();
+
+  private:
+    AtomicWriter out_;
+    std::size_t header_ = 0;
+    float* values_ = nullptr;
+    std::size_t count_ = 0;
+};
+
+/// A .npy file's values as float32, read in place: the file mapped read-only
+/// (MappedFile), its header checked as strictly as parse_npy checks it (and the payload's
+/// length exactly the shape's). A little-endian "<f4" C-order payload is not copied:
+/// values() points into the mapping; any other dtype or layout is decoded as parse_npy
+/// decodes it (from the mapping, without reading the file into memory first).
+/// Throws InputError naming `name`.
+class NpyView {
+  public:
+    NpyView(const std::filesystem::path& path, std::string_view name);
+
+    const std::vector<std::size_t>& shape() const { return shape_; }
+    const std::string& dtype() const { return dtype_; }
+    std::span<const float> values() const { return values_; }
+    /// Values [first, first + count) are no longer needed: a mapped payload's pages leave
+    /// the process (read again if touched later); nothing for a decoded one.
+    void release(std::size_t first, std::size_t count) const noexcept;
+
+  private:
+    MappedFile file_;
+    Array decoded_;
+    std::vector<std::size_t> shape_;
+    std::string dtype_;
+    std::span<const float> values_;
+    std::size_t offset_ = 0; ///< of the values in the file; 0 when decoded
+};
+
+/// True when NpyFileMapping can write `path`: a little-endian host, and a path that is not
+/// "-" (stdout) nor a device or FIFO (written_in_place).
+bool npy_mappable(const std::filesystem::path& path);
+
 } // namespace attn::io

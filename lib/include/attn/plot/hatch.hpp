@@ -8,6 +8,7 @@
 #include "attn/plot/panels.hpp"
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,14 @@ namespace attn::plot {
 /// (io::MaskConvention::keep: 0 = blocked, nonzero and NaN = kept) of [Lq, Lk], for every
 /// panel, or of the weights' own shape. Empty when there is neither mask nor `zeros`.
 /// Throws InputError::shape(what, ...) for a mask of another shape.
+std::vector<std::vector<std::uint8_t>> hatched_cells(const std::vector<std::size_t>& shape,
+                                                     std::span<const float> values,
+                                                     const Dims& d,
+                                                     const std::vector<PanelRef>& refs,
+                                                     const io::Array* mask,
+                                                     bool zeros,
+                                                     const std::string& what);
+/// The same for weights read into an array.
 std::vector<std::vector<std::uint8_t>> hatched_cells(const io::Array& weights,
                                                      const Dims& d,
                                                      const std::vector<PanelRef>& refs,

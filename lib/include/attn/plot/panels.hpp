@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,12 @@ struct PanelData {
 /// (layers) gets one grid row per layer.
 render::HeatmapInput
 make_input(const io::Array& w, const Dims& d, const std::vector<PanelRef>& refs, PanelData& data);
+/// The same from values held elsewhere (a mapped .npy file: io::NpyView), [layers?, B?, H?,
+/// Lq, Lk] in C order.
+render::HeatmapInput make_input(std::span<const float> values,
+                                const Dims& d,
+                                const std::vector<PanelRef>& refs,
+                                PanelData& data);
 
 /// Cells the problem blocks for (b, h) of [Lq, Lk] weights, by the core's one rule
 /// (attn::Visibility: causal, window, mask, key padding, -inf bias), 1 = blocked. Empty when

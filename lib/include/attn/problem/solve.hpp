@@ -20,7 +20,20 @@ struct SolveOptions {
     /// Refuse (InputError, before any allocation) a problem whose estimate_memory() exceeds
     /// this; 0: memory_limit() (attn/io/limits.hpp).
     std::uint64_t max_memory = 0;
+    /// Where the weights go instead of Solution::weights (left empty): a float32 problem
+    /// without average_heads only (weights_direct()). All of them in the contract's order;
+    /// for a layer stack or a model run, every selected layer's in turn ([layers, ...]).
+    const WeightsDestination<float>* weights_to = nullptr;
 };
+
+/// True when solve() can write p's weights to SolveOptions::weights_to: the kernel's
+/// weights are the contract's as they are (precision f32, no average_heads).
+bool weights_direct(const Problem& p);
+
+/// Layer `index` of `count`'s part of a destination for stacked weights: its elements and
+/// `written` offset by index · size / count.
+WeightsDestination<float>
+weights_slot(const WeightsDestination<float>& all, std::size_t index, std::size_t count);
 
 /// The result in the contract's shapes: output keeps the query source's leading dims;
 /// weights are [B, H, Lq, Lk] with B dropped for unbatched inputs and H for one head

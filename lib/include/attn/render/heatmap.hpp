@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -36,6 +37,10 @@ struct HeatmapInput {
     /// Panels per row of the grid; 0: automatic (one row up to 4, then about square). The
     /// model view sets it to the heads, so rows are layers and columns heads.
     std::size_t grid_cols = 0;
+    /// Called with a panel's index once its values are pooled (prepare_heatmap reads each
+    /// panel once, in order): a caller reading them from a mapped file (io::NpyView) drops
+    /// their pages, so memory stays bounded by the picture. May be empty.
+    std::function<void(std::size_t panel)> pooled{};
 };
 
 struct HeatmapOptions {

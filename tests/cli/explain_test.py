@@ -173,6 +173,21 @@ case("explain lists score transforms and extra returns", ["explain", "-"],
                            **{"return": ["lse", "top_k"]})).encode(),
      out=lambda so: b"scores       softcap 30" in so and b"ALiBi, 1 slopes" in so and
      b"attention sinks" in so and b"also returns lse, top_k (K = 2) per query row" in so)
+
+
+@test("explain: rank-4 inputs keep their single head, as compute's weights do")
+def _():
+    for name in ("q", "k", "v"):
+        write(f"{name}41.npy", np.array(rng.uniform(-1, 1, (2, 1, 3, 4)), dtype=np.float32))
+    args = ["-q", path("q41.npy"), "-k", path("k41.npy"), "-v", path("v41.npy")]
+    so = run_case("explain rank-4 H=1", ["explain"] + args)
+    rc, _, err = run(["compute"] + args + ["--weights", path("w41.json")])
+    got = list(np.array(json.load(open(path("w41.json")))).shape) if rc == 0 else err
+    check("explain rank-4 H=1: weights shape is compute's [2, 1, 3, 3]",
+          so is not None and shape_of(explain_rows(so).get("weights", "")) == got == [2, 1, 3, 3],
+          f"{so and explain_rows(so).get('weights')} vs {got}")
+
+
 case("explain help", ["explain", "--help"], out=lambda so: b"--query" in so)
 
 

@@ -38,8 +38,9 @@ ProblemPlan plan_problem(const Problem& p) {
                               p.projections ? &*p.projections : nullptr);
         plan.output = user_rank({plan.b, plan.lq, plan.eo}, p.batched);
     }
+    // The result's rule (solve.cpp's finish_solution): rank-4 inputs keep H whatever it is.
     plan.weights = {plan.b, plan.h, plan.lq, plan.lk};
-    if (plan.h == 1) {
+    if (plan.h == 1 && !p.direct_heads) {
         plan.weights.erase(plan.weights.begin() + 1);
     }
     plan.weights = user_rank(plan.weights, p.batched);

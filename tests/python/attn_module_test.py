@@ -475,22 +475,18 @@ def test_hidden_states_handed_over_and_refused_in_one_layer():
 # ----------------------------------------------------------------------------- models
 
 def tiny_model(arch, vocab=None):
-    """A tiny random Hugging Face folder written by tests/cli/forward_test.py's writer, with
+    """A tiny random Hugging Face folder written by tests/cli/forward_oracle.py's writer, with
     its float64 oracle (weights [layers, H, L, L], hidden states); `vocab`: also a
-    WordPiece tokenizer.json (tests/cli/tokenize_test.py's) and that many embeddings."""
+    WordPiece tokenizer.json (tests/cli/tokenizer_documents.py's) and that many embeddings."""
     sys.path.insert(0, os.path.join(ROOT, "tests", "cli"))
-    # Those scripts run their cases when imported; as `--list` they only list them.
-    import contextlib
-    import io
+    # harness (which those modules import) reads sys.argv: as `--list` it runs nothing.
     argv = sys.argv
     sys.argv = [argv[0], "--list"]
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            import forward_test as fw
-            import tokenize_test as tk
+        import forward_oracle as fo
+        import tokenizer_documents as tk
     finally:
         sys.argv = argv
-    fo = sys.modules["forward_oracle"]  # the models' writer forward_test imports
     doc = tk.wordpiece_document(True) if vocab else None
     if doc:
         fo.V = max(fo.V, len(doc["model"]["vocab"]))
@@ -498,7 +494,7 @@ def tiny_model(arch, vocab=None):
     if doc:
         with open(os.path.join(folder, "tokenizer.json"), "w") as f:
             json.dump(doc, f)
-    return folder, ws, hs, fw.IDS
+    return folder, ws, hs, fo.IDS
 
 
 def cli_json(*args):

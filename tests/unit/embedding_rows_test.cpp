@@ -63,7 +63,7 @@ TEST(ReadRows, FixedGgufTensorsToo) {
 class ReadRowsFolder : public TempDirTest {};
 
 TEST_F(ReadRowsFolder, SafetensorsRowsAreTheTensorsRows) {
-    std::vector<float> table(7 * 3);
+    std::vector<float> table(21); // [7, 3]
     for (std::size_t i = 0; i < table.size(); ++i) {
         table[i] = 0.25F * static_cast<float>(i) - 2.0F;
     }

@@ -65,10 +65,12 @@ template <class T> struct BasicBlockResult {
 /// The activation applied in place to `n` values (each computed in double, rounded once).
 template <class T> void activate(T* x, std::size_t n, Activation a);
 
-/// The MLP over x [B, L, E] -> [B, L, E] (BLAS GEMMs). Throws InputError naming the weight
+/// The MLP over x [B, L, E] -> [B, L, E] (BLAS GEMMs on `threads` threads, 0: every
+/// hardware thread; as linear()). Throws InputError naming the weight
 /// whose shape does not fit ("mlp.up: ...").
 template <class T>
-BasicTensor3<T> mlp_forward(const BasicTensor3<T>& x, const BasicMlp<T>& mlp, Activation a);
+BasicTensor3<T>
+mlp_forward(const BasicTensor3<T>& x, const BasicMlp<T>& mlp, Activation a, unsigned threads = 1);
 
 /// One block over x [B, L, E]: `layer` gives heads, the attention spec (causal, masks,
 /// threads, want_weights, diagnostics) and RoPE; its norm and projections are ignored

@@ -29,6 +29,11 @@ template <class T> struct BasicEmbeddings {
 };
 using Embeddings = BasicEmbeddings<float>;
 
+/// Checks every id against a vocabulary of `vocabulary` tokens. Throws InputError:
+/// "token_ids: id 50300 at [0, 3] is outside the vocabulary of 50257 tokens" (negative ids
+/// too). embed() checks this itself; a reader that fetches only the rows in use checks first.
+void check_token_ids(const TokenIds& ids, std::size_t vocabulary);
+
 /// out[b, l] = token[ids[b, l]] (+ token_type[0]) (+ position[position_offset + l]), summed
 /// in double, normed in double when e.norm is set, rounded once. Returns [B, L, E].
 /// Throws InputError: "token_ids: id 50300 at [0, 3] is outside the vocabulary of 50257

@@ -23,8 +23,14 @@ std::size_t linear_features(std::size_t in,
 std::size_t head_dim(std::size_t features, std::size_t num_heads, const char* what);
 
 /// y = x·wᵀ + b.  x: [B, L, in]   w: [out, in]   b: [out] or absent  ->  [B, L, out].
+/// `threads`: threads for the GEMM (0: every hardware thread), each a slab of rows (float32
+/// values may differ in the last bits with the count: BLAS picks its kernel by size).
 /// Throws InputError (naming `what`) when w's in-dimension or b's length disagree.
-Tensor3 linear(const Tensor3& x, const Matrix& w, const Vector* b, const char* what = "weight");
+Tensor3 linear(const Tensor3& x,
+               const Matrix& w,
+               const Vector* b,
+               const char* what = "weight",
+               unsigned threads = 1);
 
 /// [B, L, H·Dh] -> [B, H, L, Dh]. Throws InputError if the feature size is not
 /// divisible by num_heads.
@@ -37,7 +43,8 @@ Tensor3 merge_heads(const Tensor& y);
 BasicTensor3<double> linear(const BasicTensor3<double>& x,
                             const BasicMatrix<double>& w,
                             const BasicVector<double>* b,
-                            const char* what = "weight");
+                            const char* what = "weight",
+                            unsigned threads = 1);
 BasicTensor<double>
 split_heads(const BasicTensor3<double>& x, std::size_t num_heads, const char* what = "input");
 BasicTensor3<double> merge_heads(const BasicTensor<double>& y);

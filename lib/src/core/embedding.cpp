@@ -28,15 +28,7 @@ embed_impl(const TokenIds& ids, const BasicEmbeddings<T>& e, std::size_t positio
     if (e.token_type && (e.token_type->shape(1) != E || e.token_type->shape(0) == 0)) {
         throw InputError::shape("token type embeddings", {kAnyDim, E}, shape_of(*e.token_type));
     }
-    for (std::size_t b = 0; b < B; ++b) {
-        for (std::size_t l = 0; l < L; ++l) {
-            const std::int64_t id = ids(b, l);
-            if (id < 0 || static_cast<std::uint64_t>(id) >= V) {
-                throw InputError("token_ids: id " + std::to_string(id) + " at " + at(b, l) +
-                                 " is outside the vocabulary of " + std::to_string(V) + " tokens");
-            }
-        }
-    }
+    check_token_ids(ids, V);
     if (e.position && L > 0 && position_offset + L > e.position->shape(0)) {
         const std::size_t l =
             e.position->shape(0) >= position_offset ? e.position->shape(0) - position_offset : 0;
@@ -83,6 +75,19 @@ embed_impl(const TokenIds& ids, const BasicEmbeddings<T>& e, std::size_t positio
 }
 
 } // namespace
+
+void check_token_ids(const TokenIds& ids, std::size_t vocabulary) {
+    for (std::size_t b = 0; b < ids.shape(0); ++b) {
+        for (std::size_t l = 0; l < ids.shape(1); ++l) {
+            const std::int64_t id = ids(b, l);
+            if (id < 0 || static_cast<std::uint64_t>(id) >= vocabulary) {
+                throw InputError("token_ids: id " + std::to_string(id) + " at " + at(b, l) +
+                                 " is outside the vocabulary of " + std::to_string(vocabulary) +
+                                 " tokens");
+            }
+        }
+    }
+}
 
 Tensor3 embed(const TokenIds& ids, const Embeddings& e, std::size_t position_offset) {
     return embed_impl(ids, e, position_offset);

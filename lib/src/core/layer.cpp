@@ -92,9 +92,10 @@ xt::xtensor<T, 3> project(const xt::xtensor<T, 3>& x,
                           const std::optional<xt::xtensor<T, 2>>& w,
                           const std::optional<xt::xtensor<T, 1>>& b,
                           const char* w_name,
-                          const char* b_name) {
+                          const char* b_name,
+                          unsigned threads) {
     if (w) {
-        return linear(x, *w, b ? &*b : nullptr, w_name);
+        return linear(x, *w, b ? &*b : nullptr, w_name, threads);
     }
     if (b) {
         // A bias without a weight: identity projection plus the bias.
@@ -145,9 +146,10 @@ BasicLayerResult<T> attend_layer_impl(const xt::xtensor<T, 3>& query,
     const auto normed = [&spec](const xt::xtensor<T, 3>& x) {
         return spec.norm != nullptr ? apply_norm(x, *spec.norm) : x;
     };
-    const xt::xtensor<T, 3> q = project(normed(query), p.w_q, p.b_q, "w_q", "b_q");
-    const xt::xtensor<T, 3> k = project(normed(key), p.w_k, p.b_k, "w_k", "b_k");
-    const xt::xtensor<T, 3> v = project(normed(value), p.w_v, p.b_v, "w_v", "b_v");
+    const unsigned threads = spec.attention.threads; // the GEMMs' (the kernels' run after)
+    const xt::xtensor<T, 3> q = project(normed(query), p.w_q, p.b_q, "w_q", "b_q", threads);
+    const xt::xtensor<T, 3> k = project(normed(key), p.w_k, p.b_k, "w_k", "b_k", threads);
+    const xt::xtensor<T, 3> v = project(normed(value), p.w_v, p.b_v, "w_v", "b_v", threads);
     xt::xtensor<T, 4> qh = split_heads(q, plan.h);
     xt::xtensor<T, 4> kh = split_heads(k, plan.hkv);
     const xt::xtensor<T, 4> vh = split_heads(v, plan.hkv);
@@ -159,9 +161,9 @@ BasicLayerResult<T> attend_layer_impl(const xt::xtensor<T, 3>& query,
     BasicLayerResult<T> out;
     out.output = merge_heads(r.output);
     if (p.w_o) {
-        out.output = linear(out.output, *p.w_o, p.b_o ? &*p.b_o : nullptr, "w_o");
+        out.output = linear(out.output, *p.w_o, p.b_o ? &*p.b_o : nullptr, "w_o", threads);
     } else if (p.b_o) {
-        out.output = project<T>(out.output, std::nullopt, p.b_o, "w_o", "b_o");
+        out.output = project<T>(out.output, std::nullopt, p.b_o, "w_o", "b_o", threads);
     }
     out.weights = std::move(r.weights);
     out.rows_fully_masked = r.rows_fully_masked;

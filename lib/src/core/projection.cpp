@@ -4,7 +4,9 @@
 
 #include "attn/error.hpp"
 #include "blas.hpp"
+#include "parallel.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace attn {
@@ -41,11 +43,15 @@ std::size_t head_dim(std::size_t features, std::size_t num_heads, const char* wh
 
 namespace {
 
+/// The rows of a GEMM slab are a multiple of this (whole blocks of BLAS's kernels).
+constexpr std::size_t kSlab = 64;
+
 template <class T>
 xt::xtensor<T, 3> linear_impl(const xt::xtensor<T, 3>& x,
                               const xt::xtensor<T, 2>& w,
                               const xt::xtensor<T, 1>* b,
-                              const char* what) {
+                              const char* what,
+                              unsigned threads) {
     const std::size_t n_b = x.shape()[0];
     const std::size_t len = x.shape()[1];
     const std::size_t in = x.shape()[2];
@@ -54,8 +60,30 @@ xt::xtensor<T, 3> linear_impl(const xt::xtensor<T, 3>& x,
     const std::size_t out =
         linear_features(in, &w_shape, b != nullptr ? &b_size : nullptr, what, "");
     auto y = xt::xtensor<T, 3>::from_shape({n_b, len, out});
+    // One single-threaded GEMM per slab of rows, a slab per thread (attn's threads, not
+    // OpenBLAS's: its workers would still spin while the attention kernels run).
+    const std::size_t rows = n_b * len;
+    const unsigned n = detail::resolve_threads(threads, (rows + kSlab - 1) / kSlab);
+    const std::size_t per = ((rows + n - 1) / n + kSlab - 1) / kSlab * kSlab;
     detail::blas_single_threaded();
-    detail::gemm(n_b * len, out, in, T(1), x.data(), in, w.data(), in, true, T(0), y.data(), out);
+    detail::parallel_for(n, n, [&](unsigned, std::size_t t) {
+        const std::size_t r0 = t * per;
+        if (r0 < rows) {
+            const std::size_t m = std::min(per, rows - r0);
+            detail::gemm(m,
+                         out,
+                         in,
+                         T(1),
+                         x.data() + r0 * in,
+                         in,
+                         w.data(),
+                         in,
+                         true,
+                         T(0),
+                         y.data() + r0 * out,
+                         out);
+        }
+    });
     if (b != nullptr) {
         T* row = y.data();
         for (std::size_t r = 0; r < n_b * len; ++r, row += out) {
@@ -106,15 +134,17 @@ template <class T> xt::xtensor<T, 3> merge_heads_impl(const xt::xtensor<T, 4>& y
 
 } // namespace
 
-Tensor3 linear(const Tensor3& x, const Matrix& w, const Vector* b, const char* what) {
-    return linear_impl(x, w, b, what);
+Tensor3
+linear(const Tensor3& x, const Matrix& w, const Vector* b, const char* what, unsigned threads) {
+    return linear_impl(x, w, b, what, threads);
 }
 
 BasicTensor3<double> linear(const BasicTensor3<double>& x,
                             const BasicMatrix<double>& w,
                             const BasicVector<double>* b,
-                            const char* what) {
-    return linear_impl(x, w, b, what);
+                            const char* what,
+                            unsigned threads) {
+    return linear_impl(x, w, b, what, threads);
 }
 
 Tensor split_heads(const Tensor3& x, std::size_t num_heads, const char* what) {

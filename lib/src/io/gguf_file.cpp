@@ -100,6 +100,30 @@ Array GgufFile::read(const GgufTensor& t) const {
     return decode_gguf_tensor(t, raw(t), shown_);
 }
 
+Array GgufFile::read_rows(const GgufTensor& t, std::span<const std::size_t> rows) const {
+    const std::size_t columns =
+        detail::check_matrix_rows(t.shape, rows, shown_ + ": tensor " + quote_name(t.name) + ": ");
+    const GgmlTypeTraits* traits = ggml_type_traits(t.type);
+    ATTN_ASSERT(traits != nullptr); // parse_gguf_header refuses unknown types
+    // parse_gguf_header checked that the block size divides dims[0], the columns.
+    const std::uint64_t row_bytes =
+        static_cast<std::uint64_t>(columns / traits->block) * traits->block_bytes;
+    Array out;
+    out.shape = {rows.size(), columns};
+    out.dtype = "float32";
+    out.values.reserve(rows.size() * columns);
+    GgufTensor one = t; // a one-row tensor inside t's data: decode_gguf_tensor checks it
+    one.dims = {columns, 1};
+    one.shape = {1, columns};
+    one.bytes = row_bytes;
+    for (const std::size_t r : rows) {
+        one.offset = t.offset + r * row_bytes;
+        const Array row = decode_gguf_tensor(one, raw(one), shown_);
+        out.values.insert(out.values.end(), row.values.begin(), row.values.end());
+    }
+    return out;
+}
+
 Array GgufFile::read(std::string_view name) const {
     const GgufTensor* t = header_.find(name);
     if (t == nullptr) {

@@ -413,6 +413,25 @@ const GgufSource* GgufModel::find(std::string_view hf_name) const {
     return it == sources_.end() ? nullptr : &it->second;
 }
 
+Array GgufModel::read_rows(std::string_view hf_name, std::span<const std::size_t> rows) const {
+    const GgufSource* s = find(hf_name);
+    if (s != nullptr && s->fix == GgufFix::none) {
+        return file_.read_rows(*file_.header().find(s->gguf_name), rows);
+    }
+    const Array whole = read(hf_name);
+    const std::size_t columns = detail::check_matrix_rows(
+        whole.shape, rows, file_.shown() + ": tensor " + quote_name(hf_name) + ": ");
+    Array out;
+    out.shape = {rows.size(), columns};
+    out.dtype = whole.dtype;
+    out.values.reserve(rows.size() * columns);
+    for (const std::size_t r : rows) {
+        const auto begin = whole.values.begin() + static_cast<std::ptrdiff_t>(r * columns);
+        out.values.insert(out.values.end(), begin, begin + static_cast<std::ptrdiff_t>(columns));
+    }
+    return out;
+}
+
 Array GgufModel::read(std::string_view hf_name) const {
     const GgufSource* s = find(hf_name);
     if (s == nullptr) {

@@ -58,6 +58,23 @@ inline std::size_t element_count(const std::vector<std::size_t>& shape) {
     return count;
 }
 
+/// The columns of a matrix whose rows `rows` are asked for (read_rows). Throws
+/// InputError("WHERE: expected a matrix, got shape [..]") or ("WHERE: row R of N rows").
+inline std::size_t check_matrix_rows(const std::vector<std::size_t>& shape,
+                                     std::span<const std::size_t> rows,
+                                     const std::string& where) {
+    if (shape.size() != 2) {
+        throw InputError(where + "expected a matrix, got shape " + shape_string(shape));
+    }
+    for (const std::size_t r : rows) {
+        if (r >= shape[0]) {
+            throw InputError(where + "row " + std::to_string(r) + " of " +
+                             std::to_string(shape[0]) + " rows");
+        }
+    }
+    return shape[1];
+}
+
 /// The Python repr of a shape tuple, as numpy writes it: (), (3,), (2, 3).
 inline std::string python_shape(const std::vector<std::size_t>& shape) {
     std::string out = "(";

@@ -164,6 +164,17 @@ const SafetensorsEntry* ModelFolder::find(std::string_view name) const {
     return it == tensors_.end() ? nullptr : it->second.entry;
 }
 
+Array ModelFolder::read_rows(std::string_view name, std::span<const std::size_t> rows) const {
+    const auto it = tensors_.find(name);
+    if (it == tensors_.end()) {
+        throw InputError(path_.string() + ": no tensor " + quote_name(name));
+    }
+    if (gguf_ != nullptr) {
+        return gguf_->read_rows(name, rows);
+    }
+    return files_[it->second.file]->read_rows(*it->second.entry, rows);
+}
+
 Array ModelFolder::read(std::string_view name) const {
     const auto it = tensors_.find(name);
     if (it == tensors_.end()) {

@@ -5,6 +5,7 @@
 #include "attn/error.hpp"
 #include "attn/io/number_text.hpp"
 
+#include <algorithm>
 #include <vector>
 
 namespace attn::io {
@@ -35,8 +36,9 @@ template <class T> struct Reader {
 
     bool has(const std::string& name) const { return folder.find(prefix + name) != nullptr; }
 
-    /// The tensor, its shape checked against `want` (kAny: any size).
-    Array get(const std::string& name, const std::vector<std::size_t>& want) const {
+    /// The tensor's entry, its shape checked against `want` (kAny: any size).
+    const SafetensorsEntry& entry(const std::string& name,
+                                  const std::vector<std::size_t>& want) const {
         const std::string full = prefix + name;
         const SafetensorsEntry* e = folder.find(full);
         if (e == nullptr) {
@@ -51,7 +53,12 @@ template <class T> struct Reader {
             throw InputError(folder.path().string() + ": " + full + ": expected shape " +
                              shape_text(want) + ", got " + shape_text(e->shape) + note());
         }
-        return folder.read(full);
+        return *e;
+    }
+    /// The tensor, its shape checked against `want` (kAny: any size).
+    Array get(const std::string& name, const std::vector<std::size_t>& want) const {
+        entry(name, want);
+        return folder.read(prefix + name);
     }
 
     BasicMatrix<T> matrix(const std::string& name, std::size_t rows, std::size_t cols) const {
@@ -69,6 +76,15 @@ template <class T> struct Reader {
                 m(j, i) = static_cast<T>(a.values[i * a.shape[1] + j]);
             }
         }
+        return m;
+    }
+    /// Rows `rows` of a [*, cols] matrix, only those read.
+    BasicMatrix<T>
+    rows_of(const std::string& name, std::size_t cols, const std::vector<std::size_t>& rows) const {
+        entry(name, {kAny, cols});
+        const Array a = folder.read_rows(prefix + name, rows);
+        BasicMatrix<T> m = BasicMatrix<T>::from_shape({a.shape[0], a.shape[1]});
+        std::copy(a.values.begin(), a.values.end(), m.data());
         return m;
     }
     BasicVector<T> vector(const std::string& name, std::size_t n) const {
@@ -243,11 +259,22 @@ load_block(const ModelFolder& folder, const ModelSpec& spec, std::size_t layer) 
 }
 
 template <class T>
-BasicEmbeddings<T> load_model_embeddings(const ModelFolder& folder, const ModelSpec& spec) {
+ModelEmbeddings<T>
+load_model_embeddings(const ModelFolder& folder, const ModelSpec& spec, const TokenIds& ids) {
     const Reader<T> r{folder, spec, spec.root};
     const Architecture& a = spec.arch;
-    BasicEmbeddings<T> e;
-    e.token = r.matrix(a.token_embedding, kAny, spec.hidden);
+    // The ids in use, each once and in order: the rows read; the ids renumbered to them.
+    check_token_ids(ids, r.entry(a.token_embedding, {kAny, spec.hidden}).shape[0]);
+    std::vector<std::size_t> used(ids.begin(), ids.end());
+    std::sort(used.begin(), used.end());
+    used.erase(std::unique(used.begin(), used.end()), used.end());
+    ModelEmbeddings<T> out{{}, ids};
+    for (std::int64_t& id : out.ids) {
+        const auto at = std::lower_bound(used.begin(), used.end(), static_cast<std::size_t>(id));
+        id = static_cast<std::int64_t>(at - used.begin());
+    }
+    BasicEmbeddings<T>& e = out.tables;
+    e.token = r.rows_of(a.token_embedding, spec.hidden, used);
     if (!a.position_embedding.empty()) {
         e.position = r.matrix(a.position_embedding, kAny, spec.hidden);
     }
@@ -257,7 +284,7 @@ BasicEmbeddings<T> load_model_embeddings(const ModelFolder& folder, const ModelS
     if (!a.embedding_norm.empty()) {
         e.norm = r.norm(a.embedding_norm);
     }
-    return e;
+    return out;
 }
 
 template <class T>
@@ -284,9 +311,10 @@ template BasicBlockWeights<float>
 load_block<float>(const ModelFolder&, const ModelSpec&, std::size_t);
 template BasicBlockWeights<double>
 load_block<double>(const ModelFolder&, const ModelSpec&, std::size_t);
-template BasicEmbeddings<float> load_model_embeddings<float>(const ModelFolder&, const ModelSpec&);
-template BasicEmbeddings<double> load_model_embeddings<double>(const ModelFolder&,
-                                                               const ModelSpec&);
+template ModelEmbeddings<float>
+load_model_embeddings<float>(const ModelFolder&, const ModelSpec&, const TokenIds&);
+template ModelEmbeddings<double>
+load_model_embeddings<double>(const ModelFolder&, const ModelSpec&, const TokenIds&);
 template std::optional<BasicNorm<float>> load_final_norm<float>(const ModelFolder&,
                                                                 const ModelSpec&);
 template std::optional<BasicNorm<double>> load_final_norm<double>(const ModelFolder&,

@@ -471,4 +471,23 @@ Array SafetensorsFile::read(const SafetensorsEntry& e) const {
     return decode_safetensors_tensor(e, raw, shown_);
 }
 
+Array SafetensorsFile::read_rows(const SafetensorsEntry& e,
+                                 std::span<const std::size_t> rows) const {
+    const std::size_t columns = check_matrix_rows(e.shape, rows, tensor_where(shown_, e.name));
+    Array out;
+    out.shape = {rows.size(), columns};
+    out.values.reserve(rows.size() * columns);
+    SafetensorsEntry one = e; // a one-row tensor: read() checks and decodes it
+    one.shape = {1, columns};
+    const std::uint64_t row_bytes = static_cast<std::uint64_t>(columns) * e.item_size;
+    for (const std::size_t r : rows) {
+        one.begin = e.begin + r * row_bytes;
+        one.end = one.begin + row_bytes;
+        Array row = read(one);
+        out.dtype = row.dtype;
+        out.values.insert(out.values.end(), row.values.begin(), row.values.end());
+    }
+    return out;
+}
+
 } // namespace attn::io

@@ -1,5 +1,5 @@
 // A whole model's memory estimate, checked before the forward pass allocates anything:
-// the embedding tables, one layer's weights, one layer's activations and attention, and
+// the embedding rows in use, one layer's weights, one layer's activations and attention, and
 // every result kept (the selected layers' arrays, the hidden states). Shapes only.
 #include "attn/error.hpp"
 #include "attn/io/limits.hpp"
@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 namespace attn::problem {
 
@@ -64,11 +65,16 @@ ModelMemory estimate_model_memory(const ModelRun& run, const SolveOptions& optio
     const std::uint64_t n = run.stack.layers.size();
     ModelMemory m;
 
-    // The tables (read as float32, then held in T), one layer's weights (read as float32,
+    // The tables (read as float32, then held in T): of the token table only the rows of
+    // the distinct ids (io::load_model_embeddings); one layer's weights (read as float32,
     // held in T, fused ones split into copies).
     const io::Architecture& a = s.arch;
+    std::vector<std::int64_t> ids(run.ids.begin(), run.ids.end());
+    std::sort(ids.begin(), ids.end());
+    const auto distinct =
+        static_cast<std::uint64_t>(std::unique(ids.begin(), ids.end()) - ids.begin());
     const std::uint64_t tables =
-        saturating_add(table_values(*run.folder, s, a.token_embedding),
+        saturating_add(saturating_mul(distinct, s.hidden),
                        saturating_add(table_values(*run.folder, s, a.position_embedding),
                                       table_values(*run.folder, s, a.token_type_embedding)));
     m.embeddings = saturating_mul(tables, 4 + t);

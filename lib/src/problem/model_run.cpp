@@ -118,11 +118,13 @@ mask_positions(const TokenIds& ids, const std::optional<Mask>& padding, std::siz
 }
 
 /// The model's input: token (+ type) (+ positions) embeddings, normed, scaled.
-template <class T> BasicTensor3<T> embed_tokens(const ModelRun& run, BasicEmbeddings<T> tables) {
+/// `input`: the tables with the token rows in use and the ids renumbered to them.
+template <class T> BasicTensor3<T> embed_tokens(const ModelRun& run, io::ModelEmbeddings<T> input) {
     const io::Architecture& a = run.spec.arch;
+    BasicEmbeddings<T>& tables = input.tables;
     if (a.positions != io::PositionScheme::roberta &&
         a.positions != io::PositionScheme::attention_mask) {
-        BasicTensor3<T> x = embed(run.ids, tables, a.position_offset);
+        BasicTensor3<T> x = embed(input.ids, tables, a.position_offset);
         if (a.embed_scale_sqrt) { // Gemma: the normalizer in the model's dtype
             const T scale = static_cast<T>(std::sqrt(static_cast<double>(run.spec.hidden)));
             for (T& v : x) {
@@ -136,7 +138,7 @@ template <class T> BasicTensor3<T> embed_tokens(const ModelRun& run, BasicEmbedd
     const std::optional<BasicNorm<T>> norm = std::move(tables.norm);
     tables.position.reset();
     tables.norm.reset();
-    BasicTensor3<T> x = embed(run.ids, tables, 0);
+    BasicTensor3<T> x = embed(input.ids, tables, 0);
     const std::vector<std::int64_t> at =
         a.positions == io::PositionScheme::roberta
             ? roberta_positions(run.ids, run.spec.pad_token_id)
@@ -197,7 +199,7 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
     ls.rope = spec.rope ? &*spec.rope : nullptr;
     const BlockSpec block{spec.residual, spec.activation};
 
-    BasicTensor3<T> x = embed_tokens(run, io::load_model_embeddings<T>(*run.folder, spec));
+    BasicTensor3<T> x = embed_tokens(run, io::load_model_embeddings<T>(*run.folder, spec, run.ids));
     std::vector<BasicTensor3<T>> hidden;
     if (run.want_hidden_states) {
         hidden.push_back(x);

@@ -137,6 +137,11 @@ class GgufFile {
     Array read(const GgufTensor& tensor) const;
     /// read(*header().find(name)), or InputError naming the missing tensor.
     Array read(std::string_view name) const;
+    /// Rows `rows` (in that order, repeats allowed) of a matrix tensor as float32, shape
+    /// [rows.size(), columns]: only those rows' blocks are dequantized (a row is a whole
+    /// number of blocks). Throws InputError as read() does, and for a tensor that is not a
+    /// matrix or a row past its end.
+    Array read_rows(const GgufTensor& tensor, std::span<const std::size_t> rows) const;
 
   private:
     std::string shown_;

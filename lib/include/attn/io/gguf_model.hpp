@@ -106,6 +106,11 @@ class GgufModel {
     /// The tensor as float32 in Hugging Face's layout, dequantized now.
     /// Throws InputError("PATH: no tensor 'NAME'") when it is absent.
     Array read(std::string_view hf_name) const;
+    /// Rows `rows` of a matrix read() would give, shape [rows.size(), columns]: a tensor
+    /// stored as it is read (the token embedding) dequantizes only those rows' blocks; one
+    /// the reading must fix is read whole first. Throws InputError as read() and
+    /// GgufFile::read_rows do.
+    Array read_rows(std::string_view hf_name, std::span<const std::size_t> rows) const;
 
   private:
     GgufFile file_;

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,10 @@ class ModelFolder {
     /// The tensor as float32, read from its shard now. Throws InputError naming it (and
     /// "PATH: no tensor 'NAME'" when it is absent).
     Array read(std::string_view name) const;
+    /// Rows `rows` (in that order) of the matrix read(name) gives, shape [rows.size(),
+    /// columns], reading (or dequantizing) only those rows where the file allows: what a
+    /// token embedding of a large vocabulary costs is the tokens in use, not the table.
+    Array read_rows(std::string_view name, std::span<const std::size_t> rows) const;
     /// The shard files, as messages name them.
     std::vector<std::string> shards() const;
 

@@ -21,9 +21,19 @@ template <class T>
 BasicBlockWeights<T>
 load_block(const ModelFolder& folder, const ModelSpec& spec, std::size_t layer);
 
-/// The embedding tables (token, learned positions, token type, embedding norm).
+/// The embedding tables a run on token ids `ids` needs, and the ids that index them.
+template <class T> struct ModelEmbeddings {
+    BasicEmbeddings<T> tables; ///< token: only the rows of the ids in use, by increasing id
+    TokenIds ids;              ///< the run's ids renumbered to rows of tables.token
+};
+
+/// The embedding tables (token, learned positions, token type, embedding norm) for `ids`:
+/// every id is checked against the vocabulary (check_token_ids), then only the token
+/// table's rows in use are read (ModelFolder::read_rows: a GGUF dequantizes only their
+/// blocks), so a large vocabulary costs the tokens, not the table. The other tables whole.
 template <class T>
-BasicEmbeddings<T> load_model_embeddings(const ModelFolder& folder, const ModelSpec& spec);
+ModelEmbeddings<T>
+load_model_embeddings(const ModelFolder& folder, const ModelSpec& spec, const TokenIds& ids);
 
 /// The final norm, if the architecture has one.
 template <class T>

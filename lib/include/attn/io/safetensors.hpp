@@ -88,6 +88,10 @@ class SafetensorsFile {
     const std::string& shown() const { return shown_; }
     /// The tensor as float32 (decode_safetensors_tensor).
     Array read(const SafetensorsEntry& entry) const;
+    /// Rows `rows` (in that order, repeats allowed) of a matrix tensor as float32, shape
+    /// [rows.size(), columns]: only those rows' bytes are read. Throws InputError for a tensor
+    /// that is not a matrix, a row past its end, or what read() refuses.
+    Array read_rows(const SafetensorsEntry& entry, std::span<const std::size_t> rows) const;
 
   private:
     std::string shown_;

@@ -43,7 +43,7 @@ Solution solve_model_run(const ModelRun& run, const SolveOptions& options);
 
 /// A model run's memory, in bytes, by what holds it (model_memory.cpp).
 struct ModelMemory {
-    std::uint64_t embeddings = 0;    ///< the embedding tables
+    std::uint64_t embeddings = 0;    ///< the embedding tables (token rows in use only)
     std::uint64_t layer_weights = 0; ///< one layer's weights (one layer lives at a time)
     std::uint64_t activations = 0;   ///< one layer's activations (residual, Q/K/V, MLP)
     std::uint64_t attention = 0;     ///< one layer's attention: its weights, kernel scratch

@@ -23,8 +23,8 @@ std::size_t linear_features(std::size_t in,
 std::size_t head_dim(std::size_t features, std::size_t num_heads, const char* what);
 
 /// y = x·wᵀ + b.  x: [B, L, in]   w: [out, in]   b: [out] or absent  ->  [B, L, out].
-/// `threads`: threads for the GEMM (0: every hardware thread), each a slab of rows (float32
-/// values may differ in the last bits with the count: BLAS picks its kernel by size).
+/// `threads`: threads for the GEMM (0: every hardware thread), sharing fixed-size slabs of
+/// rows, so the result is bit-identical for any count.
 /// Throws InputError (naming `what`) when w's in-dimension or b's length disagree.
 Tensor3 linear(const Tensor3& x,
                const Matrix& w,

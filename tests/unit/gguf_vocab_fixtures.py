@@ -25,10 +25,10 @@ import json
 import os
 import re
 import sys
-from collections import Counter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tokenizer"))
+from bpe_training import learn_bpe  # noqa: E402
 from texts import TEXTS  # noqa: E402
 
 CORPUS = ("the cat sat on the mat and the dog sat on the log while the bird sang a song "
@@ -53,34 +53,6 @@ def bytes_to_unicode():
             cs.append(256 + n)
             n += 1
     return dict(zip(bs, map(chr, cs)))
-
-
-def learn_bpe(words, n_merges):
-    """Classic BPE training: the most frequent pair first (ties by the pair)."""
-    merges = []
-    counts = Counter(tuple(w) for w in words)
-    for _ in range(n_merges):
-        pairs = Counter()
-        for w, c in counts.items():
-            for a, b in zip(w, w[1:]):
-                pairs[(a, b)] += c
-        if not pairs:
-            break
-        best = min(pairs, key=lambda p: (-pairs[p], p))
-        merges.append(best)
-        merged = Counter()
-        for w, c in counts.items():
-            out, i = [], 0
-            while i < len(w):
-                if i + 1 < len(w) and (w[i], w[i + 1]) == best:
-                    out.append(w[i] + w[i + 1])
-                    i += 2
-                else:
-                    out.append(w[i])
-                    i += 1
-            merged[tuple(out)] += c
-        counts = merged
-    return merges
 
 
 def byte_level_vocab():

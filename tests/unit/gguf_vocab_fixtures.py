@@ -200,6 +200,19 @@ def tiny_tokenizer_json():
                       "merges": [[t[0], t[1:]] for _, t in merged]}}
 
 
+def add_tiny_spm(w):
+    """TINY_SPM as convert_hf_to_gguf.py's SentencePiece vocabulary writes it (unk 0,
+    BOS 1, EOS 2, BOS added)."""
+    w.add_tokenizer_model("llama")
+    w.add_token_list([t for t, _, _ in TINY_SPM])
+    w.add_token_scores([s for _, s, _ in TINY_SPM])
+    w.add_token_types([k for _, _, k in TINY_SPM])
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+    w.add_add_bos_token(True)
+
+
 def write_model_with_vocab(gguf, out):
     src = os.path.join(HERE, "fixtures", "gguf", "models", "llama.gguf")
     r = gguf.GGUFReader(src)
@@ -217,14 +230,7 @@ def write_model_with_vocab(gguf, out):
             w.add_float32(key, float(val[0]))
         else:
             raise SystemExit(f"{key}: type {kind} not copied")
-    w.add_tokenizer_model("llama")
-    w.add_token_list([t for t, _, _ in TINY_SPM])
-    w.add_token_scores([s for _, s, _ in TINY_SPM])
-    w.add_token_types([k for _, _, k in TINY_SPM])
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_unk_token_id(0)
-    w.add_add_bos_token(True)
+    add_tiny_spm(w)
     for t in r.tensors:
         w.add_tensor(t.name, t.data, raw_dtype=t.tensor_type)
     finish(w)

@@ -6,8 +6,7 @@
 #include "attn/io/array.hpp"
 #include "attn/io/file_read.hpp"
 #include "attn/io/json_text.hpp"
-#include "attn/problem/checks.hpp"
-#include "attn/problem/layers.hpp"
+#include "attn/problem/document.hpp"
 #include "attn/problem/model_run.hpp"
 #include "attn/problem/problem.hpp"
 #include "attn/problem/solve.hpp"
@@ -168,54 +167,26 @@ struct Solved {
 };
 
 Solved solve_problem(ProblemIn& in, const problem::SolveOptions& options, bool check_finite) {
+    // The CLI's dispatch (problem::decode_document): a whole model, every layer, one problem.
+    const problem::DecodedDocument d =
+        problem::decode_document(std::move(in.doc), in.base, std::move(in.given));
     Solved out;
-    const auto keep = [&](const problem::Problem& p) {
-        out.query_tokens = p.query_tokens;
-        out.key_tokens = p.key_tokens;
-        out.id = p.id;
-        out.warnings = p.warnings;
-        out.batched = p.batched;
-        out.text_tokens = p.text_tokens;
-        out.text_batched = p.text_batched;
-    };
-    // The CLI's order (app/cmd_compute.cpp): a whole model, every layer, one problem.
-    if (problem::is_model_run(in.doc, in.base)) {
-        const problem::ModelRun run =
-            problem::decode_model_run(in.doc, in.base, std::move(in.given));
-        keep(run.stack.first);
-        out.solution = problem::solve_model_run(run, options);
-        out.layers = run.stack.layers;
+    const problem::Problem& p = d.first();
+    out.query_tokens = p.query_tokens;
+    out.key_tokens = p.key_tokens;
+    out.id = p.id;
+    out.batched = p.batched;
+    out.text_tokens = p.text_tokens;
+    out.text_batched = p.text_batched;
+    if (check_finite) {
+        problem::check_document_finite(d);
+    }
+    out.solution = problem::solve_document(d, options, check_finite);
+    if (const problem::LayerStack* stack = d.stack()) {
+        out.layers = stack->layers;
         out.stacked = true;
-        if (std::string w = problem::fully_masked_warning(out.solution, true); !w.empty()) {
-            out.warnings.push_back(std::move(w));
-        }
-        return out;
     }
-    if (in.given.count("hidden_states") != 0 && !in.doc.contains("hidden_states")) {
-        // The every-layer document is recognised by its field; the array itself is given.
-        in.doc["hidden_states"] = "<array>";
-    }
-    if (problem::is_layer_stack(in.doc)) {
-        const problem::LayerStack stack =
-            problem::decode_layer_stack(in.doc, in.base, std::move(in.given));
-        keep(stack.first);
-        if (check_finite) {
-            problem::check_finite(stack.first);
-        }
-        out.solution = problem::solve_layer_stack(stack, options, check_finite);
-        out.layers = stack.layers;
-        out.stacked = true;
-    } else {
-        const problem::Problem p = problem::decode_problem(in.doc, in.base, std::move(in.given));
-        keep(p);
-        if (check_finite) {
-            problem::check_finite(p);
-        }
-        out.solution = problem::solve(p, options);
-    }
-    if (std::string w = problem::fully_masked_warning(out.solution, out.stacked); !w.empty()) {
-        out.warnings.push_back(std::move(w));
-    }
+    out.warnings = problem::document_warnings(d, out.solution);
     return out;
 }
 

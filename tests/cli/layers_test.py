@@ -172,6 +172,19 @@ def _():
           f"{str(by_flags)[:200]} vs {str(by_field)[:200]}")
 
 
+@test("--hidden-states - reads stdin: the same document as the file")
+def _():
+    model("ms.safetensors", 2, E, H)
+    hs = hidden(2, B, L, E)
+    write("hss.npy", hs)
+    args = ["--params", "ms.safetensors", "--heads", "2"]
+    by_file = compute(["--hidden-states", "hss.npy", *args])
+    rc, out, se = run(["compute", "--hidden-states", "-", *args],
+                      stdin=open(path("hss.npy"), "rb").read())
+    check("exit 0", rc == 0, se.strip()[:300])
+    check("same document", rc == 0 and json.loads(out) == by_file, out[:200])
+
+
 @test("explain shows the layers and one layer's plan")
 def _():
     model("me.safetensors", 3, E, H)

@@ -1,0 +1,90 @@
+// One dispatch for every front end: a whole model, every layer, or one problem.
+#include "attn/problem/document.hpp"
+
+#include "attn/problem/checks.hpp"
+
+#include <utility>
+
+namespace attn::problem {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const Problem& DecodedDocument::first() const {
+    if (const LayerStack* s = stack()) {
+        return s->first;
+    }
+    return std::get<Problem>(decoded);
+}
+
+const LayerStack* DecodedDocument::stack() const {
+    if (const auto* run = std::get_if<ModelRun>(&decoded)) {
+        return &run->stack;
+    }
+    return std::get_if<LayerStack>(&decoded);
+}
+
+std::size_t DecodedDocument::layers() const {
+    const LayerStack* s = stack();
+    return s != nullptr ? s->layers.size() : 0;
+}
+
+bool DecodedDocument::wants_hidden_states() const {
+    const auto* run = std::get_if<ModelRun>(&decoded);
+    return run != nullptr && run->want_hidden_states;
+}
+
+bool DecodedDocument::is_model_run() const {
+    return std::holds_alternative<ModelRun>(decoded);
+}
+
+DecodedDocument
+decode_document(json doc, const fs::path& base, ArrayValues given, bool every_layer) {
+    if (problem::is_model_run(doc, base)) {
+        return {decode_model_run(doc, base, std::move(given))};
+    }
+    if (!every_layer) {
+        return {decode_problem(doc, base, std::move(given))};
+    }
+    if (given.count("hidden_states") != 0 && doc.is_object() && !doc.contains("hidden_states")) {
+        // The every-layer document is recognised by its field; the array itself is given.
+        doc["hidden_states"] = "<array>";
+    }
+    if (is_layer_stack(doc)) {
+        return {decode_layer_stack(doc, base, std::move(given))};
+    }
+    return {decode_problem(doc, base, std::move(given))};
+}
+
+void check_document_finite(const DecodedDocument& d) {
+    if (!d.is_model_run()) {
+        check_finite(d.first());
+    }
+}
+
+Solution solve_document(const DecodedDocument& d, const SolveOptions& options, bool check_finite) {
+    if (const auto* run = std::get_if<ModelRun>(&d.decoded)) {
+        return solve_model_run(*run, options);
+    }
+    if (const auto* stack = std::get_if<LayerStack>(&d.decoded)) {
+        return solve_layer_stack(*stack, options, check_finite);
+    }
+    return solve(std::get<Problem>(d.decoded), options);
+}
+
+std::string document_result(const DecodedDocument& d, const Solution& solution, bool with_weights) {
+    if (const LayerStack* s = d.stack()) {
+        return stack_result_document(*s, solution, with_weights);
+    }
+    return result_document(d.first(), solution, with_weights);
+}
+
+std::vector<std::string> document_warnings(const DecodedDocument& d, const Solution& solution) {
+    std::vector<std::string> out = d.first().warnings;
+    if (std::string w = fully_masked_warning(solution, d.stack() != nullptr); !w.empty()) {
+        out.push_back(std::move(w));
+    }
+    return out;
+}
+
+} // namespace attn::problem

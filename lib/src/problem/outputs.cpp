@@ -1,0 +1,209 @@
+// Where a solved problem goes: formats by extension or --format, the checks before any
+// work, and the files written, each atomically ("-" is stdout).
+#include "attn/problem/outputs.hpp"
+
+#include "attn/error.hpp"
+#include "attn/io/limits.hpp"
+#include "attn/io/npz.hpp"
+#include "attn/io/number_text.hpp"
+#include "attn/problem/checks.hpp"
+#include "attn/problem/plan.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <utility>
+
+namespace attn::problem {
+
+namespace fs = std::filesystem;
+
+bool is_npz(const std::string& path) {
+    std::string ext = fs::path(path).extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) {
+        return static_cast<char>(std::tolower(c));
+    });
+    return ext == ".npz";
+}
+
+SolveOptions OutputOptions::solve_options() const {
+    SolveOptions s;
+    s.want_weights =
+        !no_weights && (output.empty() || is_npz(output) || !weights.empty() || !heatmap.empty());
+    s.threads = threads;
+    s.simd = simd;
+    return s;
+}
+
+std::vector<std::string> extra_results(const Problem& p, bool hidden_states) {
+    std::vector<std::string> out;
+    for (const auto& [wanted, name] : {std::pair{p.return_lse, "lse"},
+                                       std::pair{p.return_entropy, "entropy"},
+                                       std::pair{p.return_argmax, "argmax"},
+                                       std::pair{p.top_k > 0, "top_k"},
+                                       std::pair{hidden_states, "hidden_states"}}) {
+        if (wanted) {
+            out.emplace_back(name);
+        }
+    }
+    return out;
+}
+
+void check_outputs(const Problem& problem,
+                   const std::string& problem_file,
+                   const OutputOptions& o,
+                   bool hidden_states) {
+    const std::vector<std::string> extras = extra_results(problem, hidden_states);
+    if (!o.output.empty() && o.output != "-" && !extras.empty() && !is_npz(o.output) &&
+        o.format != "json" && io::array_format_for(o.output) == io::ArrayFormat::npy) {
+        std::string names;
+        for (const std::string& e : extras) {
+            names += (names.empty() ? "" : ", ") + e;
+        }
+        throw InputError("--output " + io::message_text(o.output, 80) +
+                         ": an .npy file holds the output alone, and --return asked for " + names +
+                         " too: use --output FILE.npz (every array), FILE.json (the "
+                         "result document) or no --output (stdout)");
+    }
+    std::vector<io::NamedPath> inputs = input_paths(problem);
+    if (!problem_file.empty() && problem_file != "-") {
+        inputs.push_back({"PROBLEM", problem_file});
+    }
+    io::check_output_paths(
+        inputs, {{"--output", o.output}, {"--weights", o.weights}, {"--heatmap", o.heatmap}});
+}
+
+io::ArrayFormat output_format(const std::string& path, const std::string& format) {
+    if (format == "npy") {
+        return io::ArrayFormat::npy;
+    }
+    if (format == "json" || path == "-") {
+        return io::ArrayFormat::json;
+    }
+    const std::string ext = fs::path(path).extension().string();
+    if (ext.empty() && io::written_in_place(path)) {
+        return io::ArrayFormat::json; // /dev/null, /dev/stderr, a FIFO: as stdout
+    }
+    return io::array_format_for(path);
+}
+
+std::vector<std::uint8_t>
+encode_array(const std::string& path, const io::Array& a, const OutputOptions& o) {
+    if (output_format(path, o.format) == io::ArrayFormat::npy) {
+        return io::encode_npy(a, o.dtype == "f64"); // exact float64 for a precision f64 result
+    }
+    const std::string text = io::encode_json_array(a) + "\n";
+    return {text.begin(), text.end()};
+}
+
+WeightsFile::WeightsFile(const std::string& path, const std::vector<std::size_t>& shape)
+    : file(path, shape), to{.data = file.values(), .size = file.size()} {
+    to.written = [this](std::size_t first, std::size_t count) { file.release(first, count); };
+}
+
+std::unique_ptr<WeightsFile>
+map_weights_file(const Problem& problem, const OutputOptions& o, std::size_t layers) {
+    if (o.weights.empty() || o.no_weights || !o.heatmap.empty() || o.dtype != "f32" ||
+        output_format(o.weights, o.format) != io::ArrayFormat::npy || !weights_direct(problem) ||
+        !io::npy_mappable(o.weights)) {
+        return nullptr;
+    }
+    const std::vector<std::size_t> one = plan_problem(problem).weights;
+    std::vector<std::size_t> shape(one.size() + (layers > 0 ? 1 : 0));
+    std::copy(one.begin(), one.end(), shape.end() - static_cast<std::ptrdiff_t>(one.size()));
+    if (layers > 0) {
+        shape.front() = layers; // a stack: [layers, ...one layer's shape]
+    }
+    return std::make_unique<WeightsFile>(o.weights, shape);
+}
+
+namespace {
+
+/// Refuses conflicting outputs, and an unknown format, before anything is written.
+void check_requested(const OutputOptions& o) {
+    if (o.no_weights && (!o.weights.empty() || !o.heatmap.empty())) {
+        throw InputError("--no-weights: cannot be combined with --weights or --heatmap");
+    }
+    const int to_stdout = static_cast<int>(o.output == "-") + static_cast<int>(o.weights == "-") +
+                          static_cast<int>(o.heatmap == "-");
+    if (to_stdout > 1) {
+        throw InputError("--output, --weights, --heatmap: only one of them can be - (stdout)");
+    }
+    for (const std::string* path : {&o.output, &o.weights}) {
+        if (!path->empty() && !(path == &o.output && is_npz(o.output))) {
+            output_format(*path, o.format);
+        }
+    }
+}
+
+/// np.savez's layout: every array of the result (the weights unless --weights has them).
+std::vector<std::uint8_t> npz_bytes(const Solution& s, const OutputOptions& o) {
+    std::vector<io::NpzMember> members;
+    const auto add = [&](const char* name, const std::optional<io::Array>& a) {
+        if (a) {
+            members.push_back({name,
+                               a->dtype == "int64" ? io::encode_npy_int64(*a)
+                                                   : io::encode_npy(*a, o.dtype == "f64")});
+        }
+    };
+    add("output", s.output);
+    add("weights", o.weights.empty() ? s.weights : std::nullopt);
+    add("lse", s.lse);
+    add("entropy", s.entropy);
+    add("argmax", s.argmax);
+    add("top_k_values", s.top_k_weights);
+    add("top_k_indices", s.top_k_indices);
+    add("hidden_states", s.hidden_states);
+    add("token_ids", s.token_ids);
+    return io::encode_npz(members);
+}
+
+} // namespace
+
+WrittenOutputs write_outputs(const Problem& problem,
+                             const Solution& s,
+                             const OutputOptions& o,
+                             const LayerStack* stack,
+                             WeightsFile* weights_file,
+                             const HeatmapWriter& heatmap) {
+    check_requested(o); // a bad extension writes nothing
+    // NPY files are written straight from the result, without an encoded copy in memory.
+    const auto write_array = [&o](const std::string& path, const io::Array& a) {
+        if (output_format(path, o.format) == io::ArrayFormat::npy) {
+            io::write_npy_file(path, a, o.dtype == "f64");
+        } else {
+            io::write_file_atomic(path, encode_array(path, a, o));
+        }
+    };
+    const bool extras = s.lse || s.entropy || s.argmax || s.top_k_indices || s.hidden_states;
+    // What went to a file is not printed again: --weights FILE leaves them out.
+    const auto document = [&] {
+        return stack != nullptr ? stack_result_document(*stack, s, o.weights.empty())
+                                : result_document(problem, s, o.weights.empty());
+    };
+    if (!o.output.empty() && is_npz(o.output)) {
+        io::write_file_atomic(o.output, npz_bytes(s, o));
+    } else if (!o.output.empty() && extras &&
+               output_format(o.output, o.format) == io::ArrayFormat::json) {
+        io::write_file_atomic(o.output, document() + "\n");
+    } else if (!o.output.empty()) {
+        write_array(o.output, s.output);
+    }
+    if (weights_file != nullptr) {
+        weights_file->file.commit(); // the kernel wrote them there
+    } else if (!o.weights.empty()) {
+        write_array(o.weights, *s.weights);
+    }
+    if (!o.heatmap.empty()) {
+        heatmap(
+            o.heatmap, *s.weights, stack != nullptr ? stack->layers : std::vector<std::size_t>{});
+    }
+    WrittenOutputs out;
+    if (o.output.empty() && o.weights != "-" && o.heatmap != "-") {
+        out.document = document();
+    }
+    out.warning = fully_masked_warning(s, stack != nullptr);
+    return out;
+}
+
+} // namespace attn::problem

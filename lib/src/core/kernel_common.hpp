@@ -1,5 +1,6 @@
 // What the attention drivers share: index helpers (the query block that makes one task;
-// which keys a row sees is attn/visibility.hpp's KeyRule) and the scalar
+// which keys a row sees is attn/visibility.hpp's KeyRule), the scalar instantiation of the
+// score pipeline (kernel_score-inl.h: RowScores, one row's final scores) and the scalar
 // feature row of the materialized driver, templated on the element type (float or
 // double). No SIMD here: the vectorised paths live in kernel_ops.
 // Legend: B batch, H query heads, Lq queries, Lk keys.
@@ -14,13 +15,21 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <hwy/highway.h>
 #include <initializer_list>
 #include <limits>
 #include <optional>
 #include <type_traits>
 #include <vector>
 
+// The score pipeline for Highway's static target (scalar code: no target attributes).
+#include "core/kernel_score-inl.h"
+
 namespace attn::detail {
+
+/// The score pipeline's scalar instantiation (kernel_score-inl.h, static target).
+namespace score = HWY_NAMESPACE;
+template <class T> using Scalar = score::ScalarLanes<T>;
 
 /// QB: query rows per task. Fixed (never derived from the thread count) so results are
 /// bit-identical for every thread count; 64 = one micro-kernel panel of 4 x 16 floats.
@@ -118,14 +127,6 @@ void zero_empty_rows(T* o_blk,
     }
 }
 
-/// ALiBi's bias for query row i (diagonal key diag = i + s) and key j: -slope·|j - diag|,
-/// as FlashAttention's alibi_slopes and llama.cpp's ALiBi mask (for keys at or left of the
-/// diagonal, the paper's causal slope·(j - diag)).
-template <class T> T alibi_bias(T slope, std::int64_t diag, std::size_t j) {
-    const std::int64_t d = static_cast<std::int64_t>(j) - diag;
-    return -slope * static_cast<T>(d < 0 ? -d : d);
-}
-
 /// Any per-score feature the vectorised softmax_row does not cover.
 template <class T> bool has_row_features(const BasicAttentionSpec<T>& spec) {
     return spec.window.bounded() || spec.softcap.has_value() || !spec.alibi_slopes.empty() ||
@@ -206,14 +207,57 @@ RowOut<T> row_out(BasicRowDiagnostics<T>& diag, std::size_t row, std::size_t top
     return out;
 }
 
+/// One query row's side of the score pipeline in scalar T: its steps (the spec's scale,
+/// softcap, bias and ALiBi) and what they read (the bias, keep-mask and padding rows, the
+/// keys its KeyRule lets it see, its ALiBi slope and diagonal). operator()(raw, j) is key
+/// j's final score: score::final_score over these, -inf when the key is blocked.
+template <class T> struct RowScores {
+    score::ScoreSteps<T> steps;
+    KeyRange visible;
+    const T* bias = nullptr;
+    const std::uint8_t* mask = nullptr;
+    const std::uint8_t* pad = nullptr;
+    T slope = T{0};
+    std::int64_t diag = 0;
+
+    /// Row i of head h under `rule` (batch b's). `scale`: the scale to apply, or none
+    /// where the raw scores already carry it (the streaming kernel scales Q).
+    RowScores(const BasicAttentionSpec<T>& spec,
+              std::optional<T> scale,
+              const KeyRule& rule,
+              std::size_t b,
+              std::size_t h,
+              std::size_t i,
+              const std::uint8_t* pad_row)
+        : visible(rule.keys(i)), bias(pair_row(spec.bias, b, h, i)),
+          mask(pair_row(spec.keep_mask, b, h, i)), pad(pad_row),
+          slope(spec.alibi_slopes.empty() ? T{0} : spec.alibi_slopes[h]), diag(rule.diagonal(i)) {
+        steps.scale = scale.has_value();
+        steps.scale_by = scale.value_or(T{1});
+        steps.softcap = spec.softcap.has_value();
+        steps.cap = spec.softcap.value_or(T{1});
+        steps.bias = bias != nullptr;
+        steps.alibi = !spec.alibi_slopes.empty();
+    }
+
+    /// Whether the rule, the keep-mask and the padding let key j through (a -inf bias
+    /// blocks too: operator() adds that).
+    bool passes(std::size_t j) const { return visible.contains(j) && masks_keep(mask, pad, j); }
+
+    T operator()(T raw, std::size_t j) const {
+        const T b = bias != nullptr ? bias[j] : T{0};
+        const bool keep = score::keep_unless_bias_blocks<Scalar<T>>(passes(j), steps.bias, b);
+        const T alibi = steps.alibi ? score::alibi_term(slope, diag, j) : T{0};
+        return score::final_score<Scalar<T>>(raw, steps, b, alibi, keep);
+    }
+};
+
 /// The scalar weights row behind the score features (window, softcap, ALiBi, sinks and
 /// the diagnostics), in T = float (attend_materialized, where the vectorised
 /// ops.softmax_row covers the plain case) or T = double (every row of the float64 driver).
-/// Over keys j < n (the causal limit; keys from n to lk get weight 0):
-///   x_j = scale·s_j; x_j = cap·tanh(x_j / cap); x_j += bias_j - slope·|j - diag|;
-///   x_j = -inf outside `visible` (the row's KeyRule range) or where the keep-mask, the
-///   padding or a -inf bias blocks key j (even when the score was NaN);
-///   m = max(max_j x_j, sink); w_j = exp(x_j - m) / (exp(sink - m) + sum_j exp(x_j - m)).
+/// Over keys j < n (the causal limit; keys from n to lk get weight 0): x_j = scores(s_j, j)
+/// (the pipeline's transform: RowScores), then the pipeline's row statistics with the
+/// sink: w_j = exp(x_j - m) / (exp(sink - m) + sum_j exp(x_j - m)), m = max(max_j x_j, sink).
 /// Scores, exponentials and weights are computed in T; the sum and the entropy accumulate
 /// in double for both. Returns false when no key is visible (the caller zeros the row; a
 /// sink alone does not make a row visible).
@@ -221,48 +265,26 @@ template <class T>
 bool feature_row(T* s,
                  std::size_t n,
                  std::size_t lk,
-                 T scale,
+                 const RowScores<T>& scores,
                  const BasicAttentionSpec<T>& spec,
                  std::size_t h,
-                 std::int64_t diag,
-                 KeyRange visible,
-                 const T* bias,
-                 const std::uint8_t* mask,
-                 const std::uint8_t* pad,
                  const RowOut<T>& out) {
-    constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-    const T slope = spec.alibi_slopes.empty() ? T{0} : spec.alibi_slopes[h];
+    using L = Scalar<T>;
     // pass 1: final scores, row max and argmax (first key on ties).
-    T row_max = kNegInf;
+    T row_max = L::neg_inf();
     std::int64_t best = -1;
     bool any_visible = false;
     // Top-k candidates: every visible key with a number for a score, kept even when its
     // weight rounds to 0 (-1 in top_k means "no visible key", never "weight underflowed").
     std::vector<std::size_t> keys;
     for (std::size_t j = 0; j < n; ++j) {
-        T x = s[j] * scale;
-        if (spec.softcap) {
-            x = *spec.softcap * std::tanh(x / *spec.softcap);
-        }
-        if (bias != nullptr) {
-            x += bias[j];
-        }
-        if (!spec.alibi_slopes.empty()) {
-            x += alibi_bias(slope, diag, j);
-        }
-        if (!visible.contains(j) || !masks_keep(mask, pad, j) ||
-            (bias != nullptr && bias[j] == kNegInf)) {
-            x = kNegInf; // blocked: -inf even if the score was NaN
-        }
+        const T x = scores(s[j], j);
         s[j] = x;
-        any_visible = any_visible || x != kNegInf; // NaN counts as visible: it propagates
-        if (out.top_idx != nullptr && x != kNegInf && !std::isnan(x)) {
+        any_visible = any_visible || L::any_visible(x);
+        if (out.top_idx != nullptr && x != L::neg_inf() && !std::isnan(x)) {
             keys.push_back(j);
         }
-        if (x > row_max) {
-            row_max = x;
-            best = static_cast<std::int64_t>(j);
-        }
+        score::take_if_larger(x, j, row_max, best);
     }
     if (out.argmax != nullptr) {
         *out.argmax = static_cast<T>(best);
@@ -273,28 +295,27 @@ bool feature_row(T* s,
     }
     if (!any_visible) {
         if (out.lse != nullptr) {
-            *out.lse = kNegInf;
+            *out.lse = L::neg_inf();
         }
         if (out.entropy != nullptr) {
             *out.entropy = T{0};
         }
         return false;
     }
-    // pass 2: max-subtracted exponentials; the sink joins the max and the denominator.
-    const bool sink = !spec.sinks.empty();
-    if (sink && spec.sinks[h] > row_max) {
-        row_max = spec.sinks[h];
+    // pass 2: exponentials against the base; the sink raises the base first (the whole
+    // row is known) and joins the denominator.
+    T base = score::exp_base<L>(row_max);
+    double sum = 0.0;
+    if (!spec.sinks.empty()) {
+        base = score::raise_base<L>(base, spec.sinks[h]).base;
+        sum = static_cast<double>(score::sink_weight<L>(spec.sinks[h], base));
     }
-    if (row_max == kNegInf) {
-        row_max = T{0}; // only NaN scores are visible: they stay NaN
-    }
-    double sum = sink ? static_cast<double>(std::exp(spec.sinks[h] - row_max)) : 0.0;
     for (std::size_t j = 0; j < n; ++j) {
-        s[j] = std::exp(s[j] - row_max); // exp(-inf) = 0 for blocked keys
+        s[j] = score::exp_weight<L>(s[j], base); // exactly 0 for blocked keys
         sum += static_cast<double>(s[j]);
     }
     // pass 3: normalise; entropy over the nonzero weights.
-    const T inv = static_cast<T>(1.0 / sum);
+    const T inv = score::inverse_sum<T>(sum);
     double entropy = 0.0;
     for (std::size_t j = 0; j < n; ++j) {
         s[j] *= inv;
@@ -304,7 +325,7 @@ bool feature_row(T* s,
     }
     std::fill(s + n, s + lk, T{0});
     if (out.lse != nullptr) {
-        *out.lse = static_cast<T>(static_cast<double>(row_max) + std::log(sum));
+        *out.lse = score::log_sum_exp(base, sum);
     }
     if (out.entropy != nullptr) {
         *out.entropy = static_cast<T>(entropy);
@@ -358,14 +379,9 @@ std::int64_t weights_block(T* p,
             visible = feature_row(srow,
                                   limit,
                                   lk,
-                                  scale,
+                                  RowScores<T>(spec, scale, rule, task.b, task.h, i, pad_row),
                                   spec,
                                   task.h,
-                                  rule.diagonal(i),
-                                  rule.keys(i),
-                                  bias_row,
-                                  mask_row,
-                                  pad_row,
                                   row_out(diag_out, first_row + r, spec.top_k));
         } else if constexpr (!std::is_null_pointer_v<PlainRow>) {
             visible = plain_row(srow, limit, bias_row, mask_row, pad_row);

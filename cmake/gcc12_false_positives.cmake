@@ -27,8 +27,9 @@ set(attn_gcc12_restrict
 set(attn_gcc12_array_bounds
     lib/src/io/json_lines.cpp lib/src/io/json_text.cpp lib/src/io/rope_field.cpp
     lib/src/io/safetensors.cpp lib/src/problem/decode_fields.cpp lib/src/problem/solve.cpp
-    app/compute_options.cpp lib/src/io/gguf_info.cpp app/cmd_tokenize.cpp
-    lib/src/io/gguf_rope.cpp lib/src/io/gguf_vocab.cpp lib/src/io/safetensors_summary.cpp)
+    lib/src/problem/flags.cpp lib/src/problem/document.cpp lib/src/io/gguf_info.cpp
+    app/cmd_tokenize.cpp lib/src/io/gguf_rope.cpp lib/src/io/gguf_vocab.cpp
+    lib/src/io/safetensors_summary.cpp)
 # -Wnull-dereference in CPython's object.h (Py_INCREF) and libstdc++'s stl_construct.h after
 # pybind11's casters are inlined into the module's files.
 set(attn_gcc12_null_dereference python/arrays.cpp python/figures.cpp)

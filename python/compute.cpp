@@ -7,6 +7,7 @@
 #include "attn/io/file_read.hpp"
 #include "attn/io/json_text.hpp"
 #include "attn/problem/document.hpp"
+#include "attn/problem/flags.hpp"
 #include "attn/problem/model_run.hpp"
 #include "attn/problem/problem.hpp"
 #include "attn/problem/solve.hpp"
@@ -77,13 +78,7 @@ ProblemIn problem_of(const py::object& problem, const py::dict& kwargs) {
     py::dict fields;
     if (py::isinstance<py::str>(problem) || py::hasattr(problem, "__fspath__")) {
         const fs::path path = py::str(problem).cast<std::string>();
-        const std::vector<std::uint8_t> bytes = io::read_file(path);
-        in.doc = io::parse_json_text(
-            std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
-            path.string());
-        if (!in.doc.is_object()) {
-            throw InputError(path.string() + ": expected a JSON object (a problem)");
-        }
+        in.doc = problem::problem_json(io::read_file(path), path.string());
         in.base = path.parent_path().empty() ? fs::path(".") : path.parent_path();
     } else if (py::isinstance<py::dict>(problem) || py::hasattr(problem, "items")) {
         for (const py::handle item : problem.attr("items")()) {

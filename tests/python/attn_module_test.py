@@ -287,6 +287,19 @@ def test_errors_are_input_errors_with_the_cli_message():
                          (lambda: attn.compute(query=np.array(["a"]), key=1, value=1),
                           "query: unsupported dtype"),
                          (lambda: attn.compute(42), "problem: expected a dict")))
+    # A problem file that is not a JSON object, or an array file: the CLI's reader and message.
+    for name, text in (("list.json", b"[1, 2]"), ("q.npy", b"\x93NUMPY\x01\x00")):
+        path = os.path.join(TMP, name)
+        with open(path, "wb") as f:
+            f.write(text)
+        err = subprocess.run([ATTN, "compute", path], capture_output=True, text=True,
+                             env=CLI_ENV).stderr
+        try:
+            attn.compute(path)
+        except attn.InputError as e:
+            assert "attn: error: " + str(e) == err.strip(), (str(e), err)
+        else:
+            raise AssertionError("no InputError for " + name)
 
 
 @test

@@ -245,7 +245,12 @@ json problem_json(std::span<const std::uint8_t> bytes, const std::string& name) 
         throw InputError(name + ": this is a zip archive (.npz?), not a problem; did you mean -q " +
                          name + ":query (or -k, -v, -x)?");
     }
-    return io::parse_json_text(io::as_text(bytes), name);
+    json doc = io::parse_json_text(io::as_text(bytes), name);
+    if (!doc.is_object()) {
+        throw InputError(name + ": expected a JSON object (a problem), got " +
+                         std::string(doc.type_name()));
+    }
+    return doc;
 }
 
 ProblemInput
@@ -253,22 +258,14 @@ problem_input(const ProblemFlags& a, std::string_view command, const StdinReader
     const StdinReader read_stdin = stdin_reader ? stdin_reader : StdinReader(io::read_stdin);
     ProblemInput in{json::object(), fs::current_path(), "flags", {}};
     if (!a.problem.empty()) {
-        json doc;
         if (a.problem == "-") {
             in.name = "<stdin>";
-            const auto bytes = read_stdin("PROBLEM");
-            doc = problem_json(bytes, in.name);
+            in.doc = problem_json(read_stdin("PROBLEM"), in.name);
         } else {
             in.name = a.problem;
-            const auto bytes = io::read_file(a.problem);
-            doc = problem_json(bytes, a.problem);
+            in.doc = problem_json(io::read_file(a.problem), a.problem);
             in.base = fs::absolute(fs::path(a.problem)).parent_path();
         }
-        if (!doc.is_object()) {
-            throw InputError(in.name + ": expected a JSON object (a problem), got " +
-                             std::string(doc.type_name()));
-        }
-        in.doc = std::move(doc);
     }
     json& doc = in.doc;
     // An array read from stdin is handed over as read: with its float64 values too when the

@@ -1,6 +1,7 @@
 // Fuzz target: one line of `attn batch` (the input up to its first '\n'), handled as
-// app/cmd_batch.cpp handles it: parse (io::parse_json_line, the fast path and the full
-// parser behind it), take the id, decode, and either the problem or the error line
+// problem::process_line (lib/src/problem/batch.cpp) handles it: parse
+// (io::parse_json_line, the fast path and the full parser behind it), take the id,
+// decode, and either the problem or the error line
 // {"id": .., "error": ".."} (io::json_error_line). Properties: nothing but InputError
 // escapes decode and solve, its message is one line; whatever the fast path accepts, the
 // full parser accepts too, as the same document (same types, same dump); the error line and the

@@ -92,8 +92,10 @@ ProblemInput problem_input(const ProblemFlags& args,
                            std::string_view command,
                            const StdinReader& read_stdin = {});
 
-/// PROBLEM's bytes as a JSON object; an array file given where a problem is expected (the
-/// -q forgotten: NPY, or a zip archive such as .npz) is named as such. Throws InputError.
+/// PROBLEM's bytes as a JSON object: InputError "NAME: expected a JSON object (a problem),
+/// got TYPE" for any other JSON value; an array file given where a problem is expected (the
+/// -q forgotten: NPY, or a zip archive such as .npz) is named as such. Every front end's
+/// reader of a problem file.
 nlohmann::json problem_json(std::span<const std::uint8_t> bytes, const std::string& name);
 
 // --- the flags' values ------------------------------------------------------------------

@@ -5,7 +5,9 @@
 
 #include "attn/attention.hpp"
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace attn {
 
@@ -88,6 +90,31 @@ Workspace streaming_workspace(const Shape& q, const Shape& k, const Shape& v);
 template <class T>
 Workspace
 attend_workspace(const Shape& q, const Shape& k, const Shape& v, const BasicAttentionSpec<T>& spec);
+
+namespace detail {
+
+/// One query row through the score pipeline (lib/src/core/kernel_score-inl.h), the one
+/// definition of the per-score transform and the row statistics that every kernel
+/// instantiates; for tests. Query i of (batch b, head h) of a call with Lq queries and
+/// raw.size() keys, raw[j] = q_i·k_j unscaled: `scores` the final scores (scale, softcap,
+/// bias, ALiBi; -inf where blocked), `weights` and `lse` the softmax with the sink (the
+/// scalar feature row in T); all zeros and lse = -inf when the row sees no key. The spec's
+/// operands must cover (b, h, i) as attend_check() requires.
+template <class T> struct ScoreRow {
+    std::vector<T> scores;
+    std::vector<T> weights;
+    T lse{};
+};
+template <class T>
+ScoreRow<T> score_row(const std::vector<T>& raw,
+                      T scale,
+                      const BasicAttentionSpec<T>& spec,
+                      std::size_t b,
+                      std::size_t h,
+                      std::size_t i,
+                      std::size_t lq);
+
+} // namespace detail
 
 /// The Highway target `simd` resolves to on this CPU ("AVX3", "AVX2", "NEON", "SCALAR", ...;
 /// "unknown" for a value no compiled target has), for reports and --version.

@@ -10,7 +10,10 @@
 //   kernel_gemm-inl.h     the register-blocked micro-GEMM (kRows x kVecs vectors of C per
 //                         tile, sized per target: more accumulators with wider and more
 //                         registers);
-//   kernel_softmax-inl.h  the online-softmax step and the weights-row softmax.
+//   kernel_score-inl.h    the score pipeline: what a score becomes and the row statistics
+//                         (every kernel's one definition; the scalar loops include it too);
+//   kernel_softmax-inl.h  the online-softmax step and the weights-row softmax (loops over
+//                         the pipeline's steps).
 // Blocking and masking are the drivers' (kernels_*.cpp). Ragged edges go through masked
 // loads and stores (or a small staging buffer where the target's masked load may touch
 // the masked-off lanes). This file holds the per-target table and the dispatch.

@@ -48,6 +48,7 @@ template <class T> struct ScalarLanes {
     static K gt(N a, N b) { return a > b; }
     static K both(K a, K b) { return a && b; }
     static N select(K keep, N a, N b) { return keep ? a : b; }
+    static N zero_if(K k, N x) { return k ? T{0} : x; }
     /// The larger of two numbers that are not NaN.
     static N max(N a, N b) { return a > b ? a : b; }
     /// max(x, running) for a running max that is never NaN; a NaN x keeps `running`.
@@ -84,6 +85,7 @@ struct VectorLanes {
     static HWY_INLINE K gt(N a, N b) { return hn::Gt(a, b); }
     static HWY_INLINE K both(K a, K b) { return hn::And(a, b); }
     static HWY_INLINE N select(K keep, N a, N b) { return hn::IfThenElse(keep, a, b); }
+    static HWY_INLINE N zero_if(K k, N x) { return hn::IfThenZeroElse(k, x); }
     static HWY_INLINE N max(N a, N b) { return hn::Max(a, b); }
     static HWY_INLINE N max_ignoring_nan(N x, N running) {
         return attn::detail::HWY_NAMESPACE::max_ignoring_nan(x, running);
@@ -171,7 +173,7 @@ HWY_INLINE void take_if_larger(T x, std::size_t j, T& best, std::int64_t& best_k
 /// The base the exponentials subtract: the row max, or 0 when it is -inf (only NaN scores
 /// were visible: exp(NaN - 0) keeps them NaN, and exp(-inf - 0) is exactly 0).
 template <class L> HWY_INLINE typename L::N exp_base(typename L::N row_max) {
-    return L::select(L::eq(row_max, L::neg_inf()), L::zero(), row_max);
+    return L::zero_if(L::eq(row_max, L::neg_inf()), row_max);
 }
 
 /// The unnormalised weight of a score against its base: exp(x - base), exactly 0 for -inf.

@@ -137,15 +137,17 @@ bool softmax_row(float* s,
     bool seen = false;
     for (std::size_t j = 0; j < n; j += lanes) {
         const std::size_t count = min_size(lanes, n - j);
-        auto keep = hn::FirstN(d, count);
+        V b = L::zero();
+        if (bias != nullptr) {
+            b = load_part(d, bias + j, count);
+        }
+        auto keep = keep_unless_bias_blocks<L>(hn::FirstN(d, count), steps.bias, b);
         if (mask != nullptr) {
             keep = hn::And(keep, nonzero_bytes(mask + j, count));
         }
         if (pad != nullptr) {
             keep = hn::And(keep, nonzero_bytes(pad + j, count));
         }
-        const V b = bias != nullptr ? load_part(d, bias + j, count) : L::zero();
-        keep = keep_unless_bias_blocks<L>(keep, steps.bias, b);
         const V x = final_score<L>(load_part(d, s + j, count), steps, b, L::zero(), keep);
         seen = seen || L::any_visible(x);
         vmax = L::max_ignoring_nan(x, vmax);

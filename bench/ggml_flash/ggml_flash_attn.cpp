@@ -119,8 +119,8 @@ int main(int argc, char** argv) {
     Npy vn = open_npy(argv[3]);
     const long b = qn.shape[0], h = qn.shape[1], lq = qn.shape[2], d = qn.shape[3];
     const long hkv = kn.shape[1], lk = kn.shape[2], dv = vn.shape[3];
-    const std::size_t in_bytes = 4 * (std::size_t(b) * h * lq * d + std::size_t(b) * hkv * lk *
-                                                                           (d + dv));
+    const std::size_t in_bytes =
+        4 * (std::size_t(b) * h * lq * d + std::size_t(b) * hkv * lk * (d + dv));
     ggml_init_params ip{};
     ip.mem_size = 2 * in_bytes + 4 * std::size_t(b) * h * lq * dv + (64u << 20);
     ip.mem_buffer = nullptr;
@@ -139,12 +139,10 @@ int main(int argc, char** argv) {
     if (f16) {
         ggml_tensor* k16 = ggml_new_tensor_4d(ctx, GGML_TYPE_F16, d, lk, hkv, b);
         ggml_tensor* v16 = ggml_new_tensor_4d(ctx, GGML_TYPE_F16, dv, lk, hkv, b);
-        ggml_fp32_to_fp16_row(static_cast<float*>(k->data),
-                              static_cast<ggml_fp16_t*>(k16->data),
-                              ggml_nelements(k));
-        ggml_fp32_to_fp16_row(static_cast<float*>(v->data),
-                              static_cast<ggml_fp16_t*>(v16->data),
-                              ggml_nelements(v));
+        ggml_fp32_to_fp16_row(
+            static_cast<float*>(k->data), static_cast<ggml_fp16_t*>(k16->data), ggml_nelements(k));
+        ggml_fp32_to_fp16_row(
+            static_cast<float*>(v->data), static_cast<ggml_fp16_t*>(v16->data), ggml_nelements(v));
         k = k16;
         v = v16;
     }

@@ -7,7 +7,8 @@ Per thread count it runs, in turn and ROUNDS times:
   ggml_flash_attn q.npy k.npy v.npy og.npy N      (bench/ggml_flash/ggml_flash_attn.cpp)
 and, with --bench-kernels, bench_kernels' bm_target/<TARGET>/L/D/H/causal:0/threads:N (the
 kernel alone, inputs already in memory; one repetition per round). For each it prints the
-median wall time and the median CPU time (user + system of the process, all threads): on a
+median wall time and the median CPU time (the process's task-clock from `perf stat`, all
+threads; user + system without perf): on a
 loaded machine the CPU time is the steadier figure, the wall time includes the wait for a
 core. It checks once that both outputs agree (max abs difference).
 
@@ -18,6 +19,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -27,14 +29,26 @@ import numpy as np
 
 
 def timed(cmd):
-    """(wall seconds, CPU seconds) of one child process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
+    """(wall seconds, CPU seconds) of one child process. The CPU time is perf's task-clock
+    (the scheduler's exact run time, as bench_kernels' process CPU clock) when `perf` runs,
+    else user + system from getrusage (tick-sampled: coarser under load)."""
+    with tempfile.NamedTemporaryFile(mode="r", suffix=".perf") as stat:
+        perf = ["perf", "stat", "-x,", "-e", "task-clock", "-o", stat.name] if HAVE_PERF else []
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run(perf + cmd, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if HAVE_PERF:
+            for line in stat.read().splitlines():
+                if line.endswith("task-clock") or ",task-clock," in line:
+                    return wall, float(line.split(",")[0]) / 1e3
+        return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+HAVE_PERF = subprocess.run(["perf", "stat", "-x,", "-e", "task-clock", "true"],
+                           capture_output=True).returncode == 0 if shutil.which("perf") else False
 
 
 def kernel_time(bench, target, L, D, H, threads):

@@ -8,6 +8,7 @@
 
 #include "attn/attention.hpp"
 #include "attn/error.hpp"
+#include "attn/huge_pages.hpp"
 #include "attn/visibility.hpp"
 
 #include <algorithm>
@@ -135,11 +136,11 @@ template <class T> bool has_row_features(const BasicAttentionSpec<T>& spec) {
 }
 
 /// `t` with shape `shape`: its storage kept when it already has that shape (a caller-owned
-/// result reused across calls, as BLAS's C), else freshly allocated. The contents are left
-/// for the kernel, which overwrites every element.
+/// result reused across calls, as BLAS's C), else freshly allocated (huge pages advised).
+/// The contents are left for the kernel, which overwrites every element.
 template <class T> void fit_tensor(xt::xtensor<T, 4>& t, const std::array<std::size_t, 4>& shape) {
     if (t.shape() != shape) {
-        t = xt::xtensor<T, 4>::from_shape(shape);
+        t = uninitialized_tensor<T>(shape);
     }
 }
 
@@ -151,7 +152,7 @@ void fit_optional(std::optional<xt::xtensor<T, 4>>& t,
     if (!wanted) {
         t.reset();
     } else if (!t) {
-        t = xt::xtensor<T, 4>::from_shape(shape);
+        t = uninitialized_tensor<T>(shape);
     } else {
         fit_tensor(*t, shape);
     }

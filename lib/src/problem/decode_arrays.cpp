@@ -2,6 +2,7 @@
 // already read), recording their sources, lifting them into tensors in each precision, and
 // the shape checks of masks and biases.
 #include "attn/error.hpp"
+#include "attn/huge_pages.hpp"
 #include "attn/io/array.hpp"
 #include "attn/io/json_array.hpp"
 #include "attn/io/limits.hpp"
@@ -87,7 +88,7 @@ Array load_array(const json& j,
                 if (shape.size() != 4) {
                     return nullptr;
                 }
-                *rank4 = Tensor::from_shape({shape[0], shape[1], shape[2], shape[3]});
+                *rank4 = uninitialized_tensor<float>({shape[0], shape[1], shape[2], shape[3]});
                 return (*rank4)->data();
             };
         }

@@ -2,6 +2,7 @@
 // writing the result document.
 #include "attn/problem/solve.hpp"
 
+#include "attn/huge_pages.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/problem/checks.hpp"
 
@@ -36,6 +37,8 @@ template <class T> Array to_array(const T& t, std::vector<std::size_t> shape) {
         });
         a.dtype = "float64";
     } else {
+        a.values.reserve(t.size()); // untouched until the copy: huge pages can still back it
+        advise_huge_pages(a.values.data(), t.size() * sizeof(float));
         a.values.assign(t.begin(), t.end());
         a.dtype = "float32";
     }

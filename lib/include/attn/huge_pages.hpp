@@ -1,0 +1,35 @@
+// Transparent huge pages for large buffers that are written once (a kernel's output, a
+// decoded input): the first writes fault once per 2 MiB instead of once per 4 KiB.
+#pragma once
+
+#include "attn/tensor.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace attn {
+
+/// The whole 4 KiB pages of [address, address + bytes): {first, end} with first rounded up
+/// and end rounded down to a page; first == end when no whole page lies inside.
+struct PageRange {
+    std::uintptr_t first;
+    std::uintptr_t end;
+};
+PageRange whole_pages(std::uintptr_t address, std::size_t bytes);
+
+/// Asks Linux to back a large buffer that nothing has written yet with transparent huge
+/// pages (2 MiB) where it allows them (THP "madvise" or "always"): the first writes then
+/// fault once per 2 MiB instead of once per 4 KiB (an L = 4096, H = 8, D = 64 input is
+/// 2,048 faults otherwise). Only the buffer's own whole pages are advised; buffers under
+/// 4 MiB and other systems are left alone. A hint: nothing fails when it is refused.
+void advise_huge_pages(const void* data, std::size_t bytes);
+
+/// A tensor of `shape` whose values are left for the caller to write (no zero fill), its
+/// storage advised as above: what a kernel's output or a decoded input is allocated as.
+template <class T> BasicTensor<T> uninitialized_tensor(const Shape& shape) {
+    auto t = BasicTensor<T>::from_shape(shape);
+    advise_huge_pages(t.data(), t.size() * sizeof(T));
+    return t;
+}
+
+} // namespace attn

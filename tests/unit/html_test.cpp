@@ -146,6 +146,18 @@ TEST(HtmlView, RefusesMoreCellsThanTheLimitNamingHeadAndPool) {
     EXPECT_NO_THROW((void)attn::render::heatmap_html(two_panels(v), HeatmapOptions{}, limits));
 }
 
+TEST(HtmlView, EachPanelReleasedAfterEachPassInOrder) {
+    // A mapped file's pages are dropped after the range pass and after the cells pass of
+    // each panel, so the writer holds one panel's values at a time.
+    const std::vector<float> v{0.1f, 0.9f, 0.5f, 0.5f, 0.2f, 0.8f, 0.3f, 0.7f};
+    HeatmapInput in = two_panels(v);
+    const std::string plain = attn::render::heatmap_html(in, HeatmapOptions{});
+    std::vector<std::size_t> released;
+    in.release = [&released](std::size_t p) { released.push_back(p); };
+    EXPECT_EQ(attn::render::heatmap_html(in, HeatmapOptions{}), plain);
+    EXPECT_EQ(released, (std::vector<std::size_t>{0, 1, 0, 1}));
+}
+
 TEST(HtmlView, ExactValuesOnlyUpToTheirLimit) {
     const std::vector<float> v{0.1f, 0.9f, 0.5f, 0.5f, 0.2f, 0.8f, 0.3f, 0.7f};
     HtmlLimits limits;

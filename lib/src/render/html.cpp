@@ -142,17 +142,6 @@ std::string json_tables() {
     return tables + "}";
 }
 
-/// Whether any cell is masked or NaN (the page then carries a state per cell).
-bool has_states(const HeatmapInput& in) {
-    for (const HeatmapPanel& p : in.panels) {
-        if (std::find(p.masked.begin(), p.masked.end(), std::uint8_t{1}) != p.masked.end() ||
-            std::any_of(p.values.begin(), p.values.end(), [](float v) { return std::isnan(v); })) {
-            return true;
-        }
-    }
-    return false;
-}
-
 /// One panel's cells as the page reads them: colour index per cell, then (with states)
 /// 0 value / 1 masked / 2 NaN per cell, then (exact) the float32 values.
 std::vector<std::uint8_t>
@@ -261,10 +250,12 @@ heatmap_html_bytes(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLi
     }
     detail::validate_heatmap(in, o);
     // Full resolution: the colour range from every cell, as an unpooled PNG has it.
+    // One pass for the range and whether any cell is masked or NaN (the page then carries
+    // a state per cell); each panel is released after it.
     std::vector<std::string> notes;
-    const ColorNorm norm = detail::full_range(in, o, notes);
+    bool states = false;
+    const ColorNorm norm = detail::full_range(in, o, notes, &states);
     const Colormap cmap = *find_colormap(o.colormap);
-    const bool states = has_states(in);
     const bool exact = cells <= limits.max_exact_cells;
     // Level 1 for large maps: the attention weights' runs compress nearly as well, 5x faster.
     const int level = cells > (std::size_t{1} << 24) ? 1 : 6;
@@ -315,6 +306,9 @@ heatmap_html_bytes(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLi
         const std::vector<std::uint8_t> block = panel_block(in.panels[p], norm, states, exact);
         add_thumb(block, in.rows, in.cols, states, thumbs);
         append_panel(out, p, block, level);
+        if (in.release) {
+            in.release(p);
+        }
     }
     append(out, fill(page.substr(at_panels + 10, at_thumbs - at_panels - 10), kv));
     std::vector<std::uint8_t> all = std::move(thumbs.max);

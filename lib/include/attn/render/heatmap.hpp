@@ -37,10 +37,12 @@ struct HeatmapInput {
     /// Panels per row of the grid; 0: automatic (one row up to 4, then about square). The
     /// model view sets it to the heads, so rows are layers and columns heads.
     std::size_t grid_cols = 0;
-    /// Called with a panel's index once its values are pooled (prepare_heatmap reads each
-    /// panel once, in order): a caller reading them from a mapped file (io::NpyView) drops
-    /// their pages, so memory stays bounded by the picture. May be empty.
-    std::function<void(std::size_t panel)> pooled{};
+    /// Called with a panel's index each time a pass over its values is done (prepare_heatmap
+    /// pools each panel once, in order; the HTML view reads them twice, in order: the colour
+    /// range, then the cells): a caller reading them from a mapped file (io::NpyView) drops
+    /// their pages (read again if touched later), so memory stays bounded by the picture and
+    /// one panel. May be empty.
+    std::function<void(std::size_t panel)> release{};
 };
 
 struct HeatmapOptions {

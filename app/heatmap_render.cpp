@@ -54,8 +54,9 @@ void write_heatmap_file(const std::string& path,
                         const OutputOptions& options,
                         const std::vector<std::size_t>& layers) {
     const FileFormat format = file_format(path, "", "--heatmap");
-    const plot::WeightsFigure f = plot::result_figure(
+    plot::WeightsFigure f = plot::result_figure(
         weights, problem, layers, options.name, options.font_size, options.cols);
+    f.options.threads = options.threads;
     write_output(path, encode_figure(f.input, f.options, format, options.quiet), format);
 }
 

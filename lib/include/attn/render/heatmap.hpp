@@ -60,6 +60,9 @@ struct HeatmapOptions {
     /// A panel's map may grow to this many pixels per side (at 100 dpi, 1 panel; half of
     /// it times 2/columns in a grid) so that every token label is drawn; 0: never grow.
     double max_grown_side = 2400.0;
+    /// The HTML view's panels coloured, pooled and compressed this many at a time (0: all
+    /// cores); the bytes are the same for any count.
+    unsigned threads = 0;
     std::string x_title = "Keys";
     std::string y_title = "Queries";
 };

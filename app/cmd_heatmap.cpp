@@ -1,11 +1,12 @@
 // `attn heatmap WEIGHTS -o OUT.png|OUT.svg|OUT.html [--term]`: the flags, their checks and
-// the order of the work (render everything, then write). Reading weights into panels and
-// encoding figures is heatmap_render.cpp's (shared with compute's --heatmap); pixels are
-// attn_render's.
+// the order of the work (render everything, then write). Weights are read by
+// problem::read_weights, made a figure by plot::file_figure and encoded by attn_plot;
+// bytes go out through heatmap_render.cpp (shared with compute's --heatmap).
 #include "attn/error.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/token_list.hpp"
-#include "attn/plot/hatch.hpp"
+#include "attn/plot/weights_figure.hpp"
+#include "attn/problem/weights_read.hpp"
 #include "attn/render/heatmap.hpp"
 #include "attn/render/terminal.hpp"
 #include "cli.hpp"
@@ -24,6 +25,7 @@
 namespace attn::app {
 
 namespace fs = std::filesystem;
+using plot::kAll;
 
 namespace {
 
@@ -67,15 +69,12 @@ render::TermOptions term_options_for(const std::string& color) {
         render::term_size(ws.ws_col, ws.ws_row, std::getenv("COLUMNS"), std::getenv("LINES")));
 }
 
-/// Labels of one axis: --xlabels/--ylabels, else --tokens, else the document's tokens.
-std::vector<std::string> axis_labels(const std::string& flag_value,
-                                     const char* flag,
-                                     const std::vector<std::string>& tokens,
-                                     const std::vector<std::string>& from_document) {
-    if (!flag_value.empty()) {
-        return io::parse_token_list(flag_value, flag);
+/// A label flag's list (a,b,c or FILE), when given.
+std::optional<std::vector<std::string>> label_list(const std::string& value, const char* flag) {
+    if (value.empty()) {
+        return std::nullopt;
     }
-    return tokens.empty() ? from_document : tokens;
+    return io::parse_token_list(value, flag);
 }
 
 render::HeatmapOptions options_from(const HeatmapArgs& a) {
@@ -120,62 +119,31 @@ void run_heatmap(const HeatmapArgs& a) {
         }
     }
     io::check_output_paths(inputs, {{"-o", a.output}});
-    Loaded l = load_weights(a.weights);
-    const std::size_t plain_rank = l.weights.shape.size() - (l.layers.empty() ? 0 : 1);
-    const bool rank3_is_batch = plain_rank == 3 && a.batch != kAll;
-    if (rank3_is_batch && a.head != kAll) {
-        throw InputError("--batch, --head: " + l.name +
-                         " has rank 3 [H or B, Lq, Lk]: give one of them");
+    const problem::LoadedWeights w =
+        problem::read_weights(a.weights, [] { return read_stdin("WEIGHTS"); });
+    plot::FileFigureOptions f;
+    f.batch = a.batch;
+    f.head = a.head;
+    f.tokens = label_list(a.tokens, "--tokens");
+    f.xlabels = label_list(a.xlabels, "--xlabels");
+    f.ylabels = label_list(a.ylabels, "--ylabels");
+    if (a.title_opt != nullptr && a.title_opt->count() > 0) {
+        f.title = a.title;
     }
-    const Dims d = dims_of(l.weights, l.name, rank3_is_batch, l.layers);
-    const std::vector<PanelRef> refs = pick_panels(d, a.batch, a.head, l.name);
-
-    PanelData data;
-    std::optional<io::Array> mask;
+    if (a.weights != "-") {
+        f.title_base = fs::path(a.weights).filename().string();
+    }
     if (!a.mask.empty()) {
-        mask = read_array_arg(a.mask, io::ArrayKind::mask);
+        f.read_mask = [&a] { return read_array_arg(a.mask, io::ArrayKind::mask); };
+        f.mask_flag = "--mask " + a.mask;
     }
     // In the terminal a blocked cell would print as a small weight ("0.00", a dark shade):
     // exact zeros, what masking leaves, are hatched there unless a mask says which are.
-    data.masked = plot::hatched_cells(l.weights.shape,
-                                      l.values(),
-                                      d,
-                                      refs,
-                                      mask ? &*mask : nullptr,
-                                      a.masked_zero || (a.term && !mask),
-                                      "--mask " + a.mask + ": a keep-mask for " + l.name);
-    render::HeatmapInput in = make_input(l.values(), d, refs, data);
-    if (l.view) {
-        // Each panel's pages leave the process once pooled: memory bounded by the picture.
-        in.pooled = [&l, &refs, &d](std::size_t k) {
-            l.view->release(refs[k].offset(d), d.lq * d.lk);
-        };
-    }
-    std::vector<std::string> tokens;
-    if (!a.tokens.empty()) {
-        tokens = io::parse_token_list(a.tokens, "--tokens");
-        plot::check_tokens(tokens, d, "--tokens");
-    }
-    in.col_labels = axis_labels(a.xlabels, "--xlabels", tokens, l.key_tokens);
-    in.row_labels = axis_labels(a.ylabels, "--ylabels", tokens, l.query_tokens);
-    if (a.xlabels.empty() && tokens.empty() && !in.col_labels.empty() &&
-        in.col_labels.size() != d.lk) {
-        throw InputError(l.name + ": key_tokens: expected " + std::to_string(d.lk) +
-                         " tokens, got " + std::to_string(in.col_labels.size()));
-    }
-    if (a.ylabels.empty() && tokens.empty() && !in.row_labels.empty() &&
-        in.row_labels.size() != d.lq) {
-        throw InputError(l.name + ": query_tokens: expected " + std::to_string(d.lq) +
-                         " tokens, got " + std::to_string(in.row_labels.size()));
-    }
-    render::HeatmapOptions o = options_from(a);
-    if (a.title_opt != nullptr && a.title_opt->count() > 0) {
-        o.title = a.title;
-    } else {
-        o.title = (a.weights == "-" ? std::string("attention weights")
-                                    : fs::path(a.weights).filename().string()) +
-                  picked_suffix(d, a.batch, a.head);
-    }
+    f.hatch_zeros = a.masked_zero || (a.term && a.mask.empty());
+    f.options = options_from(a);
+    const plot::WeightsFigure fig = plot::file_figure(w, f);
+    const render::HeatmapInput& in = fig.input;
+    const render::HeatmapOptions& o = fig.options;
 
     // Render everything before writing anything.
     std::vector<std::uint8_t> bytes;

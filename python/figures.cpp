@@ -179,8 +179,13 @@ Figure heatmap(const py::object& weights,
     const std::int64_t h = head.is_none() ? plot::kAll : head.cast<std::int64_t>();
     const std::int64_t b = batch.is_none() ? plot::kAll : batch.cast<std::int64_t>();
     const std::size_t plain_rank = w.array.shape.size() - (w.layers.empty() ? 0 : 1);
-    const bool rank3_is_batch = plain_rank == 3 && (w.rank3_is_batch || b != plot::kAll);
-    const plot::Dims d = plot::dims_of(w.array, "weights", rank3_is_batch, w.layers);
+    // A result's rank-3 weights are [B, Lq, Lk] when its problem was batched (one head);
+    // a bare array's first axis is the heads unless batch= says it is the batch.
+    problem::WeightsAxes axes = problem::axes_of_rank(plain_rank);
+    if (plain_rank == 3 && (w.rank3_is_batch || b != plot::kAll)) {
+        axes = {.batch = true, .heads = false};
+    }
+    const plot::Dims d = plot::dims_of(w.array.shape, axes, "weights", w.layers);
     const std::vector<plot::PanelRef> refs = plot::pick_panels(d, b, h, "weights");
     plot::PanelData data;
     render::HeatmapInput in = plot::make_input(w.array, d, refs, data);

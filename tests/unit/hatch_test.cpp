@@ -22,7 +22,7 @@ io::Array array(std::vector<std::size_t> shape, std::vector<float> values) {
 TEST(Hatch, AKeepMaskPlaneForEveryPanel) {
     // Two heads of [2, 2].
     const io::Array w = array({2, 2, 2}, {0.5f, 0.5f, 1.0f, 0.0f, 0.5f, 0.5f, 0.0f, 1.0f});
-    const Dims d = dims_of(w, "w", false);
+    const Dims d = dims_of(w.shape, problem::axes_of_rank(w.shape.size()), "w");
     const auto refs = pick_panels(d, kAll, kAll, "w");
     constexpr float nan = std::numeric_limits<float>::quiet_NaN();
     const io::Array plane = array({2, 2}, {1.0f, 0.0f, nan, 2.0f});
@@ -38,7 +38,7 @@ TEST(Hatch, AKeepMaskPlaneForEveryPanel) {
 
 TEST(Hatch, AMaskOfTheWeightsShapeAndErrors) {
     const io::Array w = array({2, 1, 2}, {0.5f, 0.5f, 1.0f, 0.0f});
-    const Dims d = dims_of(w, "w", false);
+    const Dims d = dims_of(w.shape, problem::axes_of_rank(w.shape.size()), "w");
     const auto refs = pick_panels(d, kAll, kAll, "w");
     const io::Array full = array({2, 1, 2}, {1.0f, 0.0f, 0.0f, 1.0f});
     const auto cells = hatched_cells(w.shape, w.values, d, refs, &full, false, "--mask m");

@@ -146,6 +146,48 @@ TEST(HtmlView, RefusesMoreCellsThanTheLimitNamingHeadAndPool) {
     EXPECT_NO_THROW((void)attn::render::heatmap_html(two_panels(v), HeatmapOptions{}, limits));
 }
 
+TEST(HtmlView, EachPanelReleasedAfterEachPassInOrder) {
+    // A mapped file's pages are dropped after the range pass and after the cells pass of
+    // each panel, so the writer holds one panel's values at a time.
+    const std::vector<float> v{0.1f, 0.9f, 0.5f, 0.5f, 0.2f, 0.8f, 0.3f, 0.7f};
+    HeatmapInput in = two_panels(v);
+    const std::string plain = attn::render::heatmap_html(in, HeatmapOptions{});
+    std::vector<std::size_t> released;
+    in.release = [&released](std::size_t p) { released.push_back(p); };
+    EXPECT_EQ(attn::render::heatmap_html(in, HeatmapOptions{}), plain);
+    EXPECT_EQ(released, (std::vector<std::size_t>{0, 1, 0, 1}));
+}
+
+TEST(HtmlView, TheSameBytesForAnyThreadCount) {
+    // Five panels with NaN and masked cells, written 1, 2, 3 and all-cores at a time.
+    std::vector<float> v(5 * 6 * 7);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        v[i] = static_cast<float>((i * 37) % 11) / 11.0f;
+    }
+    v[45] = NAN;
+    std::vector<std::uint8_t> some(6 * 7, 0);
+    some[3] = 1;
+    HeatmapInput in;
+    in.rows = 6;
+    in.cols = 7;
+    for (std::size_t p = 0; p < 5; ++p) {
+        attn::render::HeatmapPanel panel;
+        panel.values = std::span<const float>(v).subspan(p * 42, 42);
+        if (p == 2) {
+            panel.masked = some;
+        }
+        in.panels.push_back(panel);
+    }
+    HeatmapOptions o;
+    o.threads = 1;
+    const std::string one = attn::render::heatmap_html(in, o);
+    for (const unsigned t : {2U, 3U, 0U}) {
+        o.threads = t;
+        EXPECT_EQ(attn::render::heatmap_html(in, o), one) << t << " threads";
+    }
+    EXPECT_EQ(element_bytes(one, "p4").size(), 42U * (1 + 1 + 4)); // index, state, exact
+}
+
 TEST(HtmlView, ExactValuesOnlyUpToTheirLimit) {
     const std::vector<float> v{0.1f, 0.9f, 0.5f, 0.5f, 0.2f, 0.8f, 0.3f, 0.7f};
     HtmlLimits limits;

@@ -31,25 +31,25 @@ io::Array weights(std::vector<std::size_t> shape) {
 }
 
 TEST(Plot, DimsReadHeadsOrBatchesAndLayers) {
-    const Dims h = dims_of(weights({3, 4, 5}), "w", false);
+    const Dims h = dims_of({3, 4, 5}, problem::axes_of_rank(3), "w");
     EXPECT_EQ(h.heads, 3U);
     EXPECT_EQ(h.batches, 1U);
     EXPECT_EQ(h.lq, 4U);
     EXPECT_EQ(h.lk, 5U);
-    const Dims b = dims_of(weights({3, 4, 5}), "w", true);
+    const Dims b = dims_of({3, 4, 5}, {.batch = true, .heads = false}, "w");
     EXPECT_EQ(b.batches, 3U);
     EXPECT_EQ(b.heads, 1U);
-    const Dims l = dims_of(weights({2, 1, 3, 4, 4}), "w", false, {5, 9});
+    const Dims l = dims_of({2, 1, 3, 4, 4}, problem::axes_of_rank(4), "w", {5, 9});
     EXPECT_TRUE(l.has_layers);
     EXPECT_EQ(l.layer_ids, (std::vector<std::size_t>{5, 9}));
-    EXPECT_INPUT_ERROR(dims_of(weights({4}), "w", false), "^w: weights");
-    EXPECT_INPUT_ERROR(dims_of(weights({2, 1, 3, 4, 4}), "w", false, {1}),
+    EXPECT_INPUT_ERROR(dims_of({4}, problem::axes_of_rank(1), "w"), "^w: weights");
+    EXPECT_INPUT_ERROR(dims_of({2, 1, 3, 4, 4}, problem::axes_of_rank(4), "w", {1}),
                        "^w: layers: 1 layer numbers for 2 layers");
 }
 
 TEST(Plot, PanelsPickedAndTheModelViewGrid) {
     const io::Array w = weights({2, 1, 3, 4, 4});
-    const Dims d = dims_of(w, "w", false, {0, 1});
+    const Dims d = dims_of(w.shape, problem::axes_of_rank(4), "w", {0, 1});
     const std::vector<PanelRef> all = pick_panels(d, kAll, kAll, "w");
     ASSERT_EQ(all.size(), 6U);
     EXPECT_EQ(all[4].title, "layer 1 \u00B7 head 1");
@@ -74,20 +74,20 @@ TEST(Plot, BlockedCellsFollowTheProblemsVisibility) {
 }
 
 TEST(Plot, TokensLabelBothAxes) {
-    const Dims square = dims_of(weights({3, 3}), "w", false);
+    const Dims square = dims_of({3, 3}, {}, "w");
     check_tokens({"a", "b", "c"}, square, "tokens");
     EXPECT_EQ(message_of([&] {
                   check_tokens({"a", "b"}, square, "tokens");
               }),
               "tokens: expected 3 tokens (one per query and key), got 2");
-    const Dims wide = dims_of(weights({2, 3}), "w", false);
+    const Dims wide = dims_of({2, 3}, {}, "w");
     EXPECT_INPUT_ERROR(check_tokens({"a", "b"}, wide, "tokens"),
                        "^tokens: the map has 2 queries and 3 keys");
 }
 
 TEST(Plot, EncodesPngSvgAndHtml) {
     const io::Array w = weights({3, 3});
-    const Dims d = dims_of(w, "w", false);
+    const Dims d = dims_of(w.shape, problem::axes_of_rank(w.shape.size()), "w");
     PanelData data;
     const render::HeatmapInput in = make_input(w, d, pick_panels(d, kAll, kAll, "w"), data);
     const Encoded png = encode_figure(in, {}, FileFormat::png);

@@ -5,6 +5,7 @@
 
 #include "attn/error.hpp"
 #include "attn/io/npz.hpp"
+#include "attn/io/path_name.hpp"
 #include "io_detail.hpp"
 #include "npy_header.hpp"
 
@@ -16,8 +17,6 @@ namespace attn::io {
 
 using namespace detail;
 
-namespace {
-
 std::string lower_extension(const std::filesystem::path& path) {
     std::string ext = path.extension().string();
     std::transform(ext.begin(), ext.end(), ext.begin(), [](char c) {
@@ -25,8 +24,6 @@ std::string lower_extension(const std::filesystem::path& path) {
     });
     return ext;
 }
-
-} // namespace
 
 void refuse_foreign_formats(const std::filesystem::path& path,
                             std::string_view format_of,

@@ -2,7 +2,10 @@
 // attn/plot/encode.hpp).
 #include "attn/plot/encode.hpp"
 
+#include "attn/error.hpp"
+#include "attn/io/atomic_file.hpp"
 #include "attn/io/fallback_font.hpp"
+#include "attn/io/path_name.hpp"
 #include "attn/render/html.hpp"
 #include "attn/render/png.hpp"
 #include "attn/render/text.hpp"
@@ -28,6 +31,29 @@ std::string missing_glyphs_warning() {
 }
 
 } // namespace
+
+FileFormat file_format(const std::string& path, const std::string& format, const char* flag) {
+    if (format == "png" || format == "svg" || format == "html") {
+        return format == "png"   ? FileFormat::png
+               : format == "svg" ? FileFormat::svg
+                                 : FileFormat::html;
+    }
+    const std::string ext = io::lower_extension(path);
+    if (path == "-" || (ext.empty() && io::written_in_place(path))) {
+        return FileFormat::png; // stdout, /dev/null, a FIFO
+    }
+    if (ext == ".png") {
+        return FileFormat::png;
+    }
+    if (ext == ".svg") {
+        return FileFormat::svg;
+    }
+    if (ext == ".html" || ext == ".htm") {
+        return FileFormat::html;
+    }
+    throw InputError(std::string(flag) + " " + path +
+                     ": expected a .html, .png or .svg file name (or - for PNG on stdout)");
+}
 
 Encoded
 encode_figure(const render::HeatmapInput& in, const render::HeatmapOptions& o, FileFormat format) {

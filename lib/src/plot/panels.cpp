@@ -109,11 +109,11 @@ render::HeatmapInput make_input(std::span<const float> values,
     return in;
 }
 
-Dims dims_of(const io::Array& w,
+Dims dims_of(const std::vector<std::size_t>& shape,
+             problem::WeightsAxes axes,
              const std::string& name,
-             bool rank3_is_batch,
              std::vector<std::size_t> layer_ids) {
-    std::vector<std::size_t> s = w.shape;
+    std::vector<std::size_t> s = shape;
     const bool has_layers = !layer_ids.empty() || s.size() == 5;
     if (s.size() < (has_layers ? 3 : 2) || s.size() > (has_layers ? 5 : 4)) {
         throw InputError::shape(name + (has_layers ? ": weights [layers, Lq, Lk] .. [layers, B, "
@@ -140,17 +140,20 @@ Dims dims_of(const io::Array& w,
         }
         d.layer_ids = std::move(layer_ids);
     }
+    if (s.size() != axes.rank()) {
+        // The axes said (by the problem, the file's rank or a flag) are not the array's.
+        const std::string form =
+            std::string(axes.batch ? "[B, " : "[") + (axes.heads ? "H, " : "") + "Lq, Lk] weights";
+        throw InputError::rank(name + ": weights", axes.rank(), form, s);
+    }
     d.lq = s[s.size() - 2];
     d.lk = s[s.size() - 1];
-    if (s.size() == 4) {
-        d.batches = s[0];
-        d.heads = s[1];
-        d.has_batch = d.has_heads = true;
-    } else if (s.size() == 3 && rank3_is_batch) {
+    if (axes.batch) {
         d.batches = s[0];
         d.has_batch = true;
-    } else if (s.size() == 3) {
-        d.heads = s[0];
+    }
+    if (axes.heads) {
+        d.heads = s[axes.batch ? 1 : 0];
         d.has_heads = true;
     }
     if (d.lq == 0 || d.lk == 0 || d.batches == 0 || d.heads == 0 || d.layers == 0) {

@@ -113,4 +113,8 @@ ResultFile read_result_bytes(std::span<const std::uint8_t> bytes,
     return r;
 }
 
+WeightsAxes axes_of_rank(std::size_t rank) {
+    return {.batch = rank == 4, .heads = rank == 3 || rank == 4};
+}
+
 } // namespace attn::problem

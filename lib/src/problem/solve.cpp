@@ -5,6 +5,7 @@
 #include "attn/huge_pages.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/problem/checks.hpp"
+#include "attn/problem/result_read.hpp"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -102,6 +103,14 @@ template <class T> xt::xtensor<T, 4> average_heads(const xt::xtensor<T, 4>& w) {
     return out;
 }
 
+} // namespace
+
+WeightsAxes weights_axes(const Problem& p) {
+    return {.batch = p.batched, .heads = p.direct_heads || (!p.average_heads && p.num_heads > 1)};
+}
+
+namespace {
+
 /// The weights and diagnostics of a result in the contract's shapes, into s.
 template <class T>
 void finish_solution(const Problem& p,
@@ -141,7 +150,16 @@ void finish_solution(const Problem& p,
         if (p.average_heads) {
             weights = average_heads(*weights);
         }
-        const std::vector<std::size_t> shape = result_shape(shape_of(*weights));
+        // weights_axes(): the same rule, said once for the weights' readers.
+        std::vector<std::size_t> shape = shape_of(*weights);
+        const WeightsAxes axes = weights_axes(p);
+        ATTN_ASSERT(axes.heads || shape[1] == 1);
+        if (!axes.heads) {
+            shape.erase(shape.begin() + 1);
+        }
+        if (!axes.batch) {
+            shape.erase(shape.begin());
+        }
         s.weights = to_array(*weights, shape);
     }
 }

@@ -19,10 +19,13 @@ inline std::size_t ceil_div(std::size_t a, std::size_t b) {
 void validate_heatmap(const HeatmapInput& in, const HeatmapOptions& o);
 
 /// The colour range of every unmasked cell at full resolution (prepare_heatmap's rule
-/// without pooling), read in one pass with no copy unless options clip; `notes` gets the
-/// clipping note.
-ColorNorm
-full_range(const HeatmapInput& in, const HeatmapOptions& o, std::vector<std::string>& notes);
+/// without pooling), read in one pass (each panel released after it) with no copy unless
+/// options clip; `notes` gets the clipping note. `any_state` (if given): whether any cell
+/// is masked or NaN.
+ColorNorm full_range(const HeatmapInput& in,
+                     const HeatmapOptions& o,
+                     std::vector<std::string>& notes,
+                     bool* any_state = nullptr);
 
 /// The smallest of 1, 2, 5, 10, 20, 50, ... whose spacing is at least `need` px.
 std::size_t nice_step(double need, double pitch);

@@ -247,20 +247,34 @@ void fix_range(const HeatmapOptions& o, PreparedHeatmap& out) {
 
 namespace detail {
 
-ColorNorm
-full_range(const HeatmapInput& in, const HeatmapOptions& o, std::vector<std::string>& notes) {
-    return range_of(
+ColorNorm full_range(const HeatmapInput& in,
+                     const HeatmapOptions& o,
+                     std::vector<std::string>& notes,
+                     bool* any_state) {
+    bool state = false;
+    const ColorNorm norm = range_of(
         o,
         [&](const auto& f) {
-            for (const HeatmapPanel& p : in.panels) {
+            for (std::size_t k = 0; k < in.panels.size(); ++k) {
+                const HeatmapPanel& p = in.panels[k];
                 for (std::size_t i = 0; i < p.values.size(); ++i) {
                     if (p.masked.empty() || p.masked[i] == 0) {
+                        state = state || std::isnan(p.values[i]);
                         f(p.values[i]);
+                    } else {
+                        state = true;
                     }
+                }
+                if (in.release) {
+                    in.release(k);
                 }
             }
         },
         notes);
+    if (any_state != nullptr) {
+        *any_state = state;
+    }
+    return norm;
 }
 
 } // namespace detail
@@ -299,8 +313,8 @@ PreparedHeatmap prepare_heatmap(const HeatmapInput& in,
     out.states.resize(in.panels.size());
     for (std::size_t p = 0; p < in.panels.size(); ++p) {
         pool_panel(in, in.panels[p], o.pool == PoolMode::mean, out, out.values[p], out.states[p]);
-        if (in.pooled) {
-            in.pooled(p);
+        if (in.release) {
+            in.release(p);
         }
     }
     if (out.pool_rows > 1 || out.pool_cols > 1) {

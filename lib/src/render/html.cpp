@@ -4,6 +4,7 @@
 #include "attn/render/html.hpp"
 
 #include "attn/error.hpp"
+#include "attn/parallel.hpp"
 #include "attn/render/colormap.hpp"
 #include "attn/render/figure.hpp"
 #include "heatmap_detail.hpp"
@@ -142,17 +143,6 @@ std::string json_tables() {
     return tables + "}";
 }
 
-/// Whether any cell is masked or NaN (the page then carries a state per cell).
-bool has_states(const HeatmapInput& in) {
-    for (const HeatmapPanel& p : in.panels) {
-        if (std::find(p.masked.begin(), p.masked.end(), std::uint8_t{1}) != p.masked.end() ||
-            std::any_of(p.values.begin(), p.values.end(), [](float v) { return std::isnan(v); })) {
-            return true;
-        }
-    }
-    return false;
-}
-
 /// One panel's cells as the page reads them: colour index per cell, then (with states)
 /// 0 value / 1 masked / 2 NaN per cell, then (exact) the float32 values.
 std::vector<std::uint8_t>
@@ -227,14 +217,16 @@ void add_thumb(const std::vector<std::uint8_t>& block,
     }
 }
 
-/// Appends one panel's data as the script element the page decodes when it shows it.
-void append_panel(std::vector<std::uint8_t>& page,
-                  std::size_t index,
-                  const std::vector<std::uint8_t>& block,
-                  int level) {
+/// One panel as the page gets it: its thumbnail and its block, packed.
+struct PanelOut {
+    Thumbs thumb;
+    std::string data;
+};
+
+/// Appends one panel's packed data as the script element the page decodes when it shows it.
+void append_panel(std::vector<std::uint8_t>& page, std::size_t index, const std::string& data) {
     const std::string open =
         "<script type=\"application/octet-stream\" id=\"p" + std::to_string(index) + "\">";
-    const std::string data = packed(block, level);
     const std::string_view close = "</script>\n";
     page.insert(page.end(), open.begin(), open.end());
     page.insert(page.end(), data.begin(), data.end());
@@ -261,10 +253,12 @@ heatmap_html_bytes(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLi
     }
     detail::validate_heatmap(in, o);
     // Full resolution: the colour range from every cell, as an unpooled PNG has it.
+    // One pass for the range and whether any cell is masked or NaN (the page then carries
+    // a state per cell); each panel is released after it.
     std::vector<std::string> notes;
-    const ColorNorm norm = detail::full_range(in, o, notes);
+    bool states = false;
+    const ColorNorm norm = detail::full_range(in, o, notes, &states);
     const Colormap cmap = *find_colormap(o.colormap);
-    const bool states = has_states(in);
     const bool exact = cells <= limits.max_exact_cells;
     // Level 1 for large maps: the attention weights' runs compress nearly as well, 5x faster.
     const int level = cells > (std::size_t{1} << 24) ? 1 : 6;
@@ -311,10 +305,29 @@ heatmap_html_bytes(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLi
     std::vector<std::uint8_t> out;
     out.reserve(cells / 2 + (std::size_t{1} << 20));
     append(out, fill(page.substr(0, at_panels), kv));
-    for (std::size_t p = 0; p < in.panels.size(); ++p) {
-        const std::vector<std::uint8_t> block = panel_block(in.panels[p], norm, states, exact);
-        add_thumb(block, in.rows, in.cols, states, thumbs);
-        append_panel(out, p, block, level);
+    // `threads` panels at a time, each on its own thread, appended in order.
+    const std::size_t n = in.panels.size();
+    const unsigned threads = attn::detail::resolve_threads(o.threads, n);
+    for (std::size_t first = 0; first < n; first += threads) {
+        std::vector<PanelOut> done(std::min<std::size_t>(threads, n - first));
+        attn::detail::parallel_for(done.size(), threads, [&](unsigned, std::size_t k) {
+            const std::vector<std::uint8_t> block =
+                panel_block(in.panels[first + k], norm, states, exact);
+            done[k].thumb.w = thumbs.w;
+            done[k].thumb.h = thumbs.h;
+            add_thumb(block, in.rows, in.cols, states, done[k].thumb);
+            done[k].data = packed(block, level);
+        });
+        for (std::size_t k = 0; k < done.size(); ++k) {
+            const Thumbs& t = done[k].thumb;
+            thumbs.max.insert(thumbs.max.end(), t.max.begin(), t.max.end());
+            thumbs.mean.insert(thumbs.mean.end(), t.mean.begin(), t.mean.end());
+            thumbs.state.insert(thumbs.state.end(), t.state.begin(), t.state.end());
+            append_panel(out, first + k, done[k].data);
+            if (in.release) {
+                in.release(first + k);
+            }
+        }
     }
     append(out, fill(page.substr(at_panels + 10, at_thumbs - at_panels - 10), kv));
     std::vector<std::uint8_t> all = std::move(thumbs.max);

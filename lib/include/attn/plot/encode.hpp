@@ -13,6 +13,11 @@ namespace attn::plot {
 
 enum class FileFormat { png, svg, html };
 
+/// The format `format` names ("png", "svg", "html"), else the one `path`'s extension
+/// gives (.png, .svg, .html/.htm, any case); PNG for "-" (stdout) and for a device or FIFO
+/// without an extension. `flag` names the path in the message ("-o"). Throws InputError.
+FileFormat file_format(const std::string& path, const std::string& format, const char* flag);
+
 /// A figure's bytes and what a front end should warn about (one line each, without a
 /// "warning:" prefix).
 struct Encoded {

@@ -7,6 +7,7 @@
 
 #include "attn/io/array.hpp"
 #include "attn/problem/problem.hpp"
+#include "attn/problem/result_read.hpp"
 #include "attn/render/heatmap.hpp"
 
 #include <cstddef>
@@ -28,12 +29,14 @@ struct Dims {
     std::vector<std::size_t> layer_ids; ///< the number of each layer (default 0, 1, ...)
 };
 
-/// Reads the shape of weights [Lq, Lk], [H|B, Lq, Lk], [B, H, Lq, Lk] or, with
-/// `layer_ids` (the layer numbers of a stacked result's leading axis) or rank 5,
-/// [layers, B, H, Lq, Lk]. `name` prefixes every message. Throws InputError.
-Dims dims_of(const io::Array& w,
+/// Reads the shape of weights [B?, H?, Lq, Lk] with the leading `axes` their producer
+/// says they have (a problem: problem::weights_axes; a file: problem::axes_of_rank, or a
+/// flag) or, with `layer_ids` (the layer numbers of a stacked result's leading axis) or
+/// rank 5, [layers, B?, H?, Lq, Lk]. `name` prefixes every message. Throws InputError for
+/// a rank out of [Lq, Lk] .. [layers, B, H, Lq, Lk] and for one `axes` do not give.
+Dims dims_of(const std::vector<std::size_t>& shape,
+             problem::WeightsAxes axes,
              const std::string& name,
-             bool rank3_is_batch,
              std::vector<std::size_t> layer_ids = {});
 
 /// One panel to draw: which (layer, b, h) and its title.

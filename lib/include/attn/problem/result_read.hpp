@@ -15,6 +15,30 @@
 
 namespace attn::problem {
 
+/// What the leading axes of weights [B?, H?, Lq, Lk] are (a stacked result's layers come
+/// before them). Whoever knows says: solve()'s rule for a problem's weights (weights_axes()
+/// in solve.hpp), the contract's reading of a bare array (axes_of_rank()), or a front end's
+/// flag (`heatmap --batch` on a rank-3 file: its first axis is the batch).
+struct WeightsAxes {
+    bool batch = false;
+    bool heads = false;
+    /// The rank these axes give weights (2, 3 or 4).
+    std::size_t rank() const { return 2 + (batch ? 1U : 0U) + (heads ? 1U : 0U); }
+    bool operator==(const WeightsAxes&) const = default;
+};
+
+struct Problem;
+
+/// The axes of p's weights as solve() shapes them (Solution::weights): B for batched
+/// inputs, H unless one head is dropped (rank-4 inputs keep it; "average_heads" leaves
+/// one). The rule solve() applies, defined beside it (solve.cpp).
+WeightsAxes weights_axes(const Problem& p);
+
+/// The contract's reading of weights of `rank` dims (besides a stacked result's layers):
+/// [Lq, Lk], [H, Lq, Lk], [B, H, Lq, Lk]; other ranks: no leading axes (the shape check is
+/// the reader's).
+WeightsAxes axes_of_rank(std::size_t rank);
+
 /// A result file as read: a bare array, or the arrays and labels of a result document.
 struct ResultFile {
     std::string name;                 ///< for messages: the path, or "<stdin>"

@@ -37,10 +37,12 @@ struct HeatmapInput {
     /// Panels per row of the grid; 0: automatic (one row up to 4, then about square). The
     /// model view sets it to the heads, so rows are layers and columns heads.
     std::size_t grid_cols = 0;
-    /// Called with a panel's index once its values are pooled (prepare_heatmap reads each
-    /// panel once, in order): a caller reading them from a mapped file (io::NpyView) drops
-    /// their pages, so memory stays bounded by the picture. May be empty.
-    std::function<void(std::size_t panel)> pooled{};
+    /// Called with a panel's index each time a pass over its values is done (prepare_heatmap
+    /// pools each panel once, in order; the HTML view reads them twice, in order: the colour
+    /// range, then the cells): a caller reading them from a mapped file (io::NpyView) drops
+    /// their pages (read again if touched later), so memory stays bounded by the picture and
+    /// one panel. May be empty.
+    std::function<void(std::size_t panel)> release{};
 };
 
 struct HeatmapOptions {
@@ -58,6 +60,9 @@ struct HeatmapOptions {
     /// A panel's map may grow to this many pixels per side (at 100 dpi, 1 panel; half of
     /// it times 2/columns in a grid) so that every token label is drawn; 0: never grow.
     double max_grown_side = 2400.0;
+    /// The HTML view's panels coloured, pooled and compressed this many at a time (0: all
+    /// cores); the bytes are the same for any count.
+    unsigned threads = 0;
     std::string x_title = "Keys";
     std::string y_title = "Queries";
 };

@@ -36,9 +36,12 @@ std::string heatmap_html(const HeatmapInput& input,
                          const HeatmapOptions& options,
                          const HtmlLimits& limits = {});
 
-/// heatmap_html() as bytes, built with one copy of the page: each panel's cells are
-/// coloured, pooled into its thumbnail and compressed in turn, so beside the input and the
-/// page only one panel's cells are held.
+/// heatmap_html() as bytes, built with one copy of the page: the input is read in two
+/// passes (the colour range, then the cells), each panel released after each
+/// (HeatmapInput::release); panels are coloured, pooled into their thumbnails and
+/// compressed `options.threads` at a time (one per thread) and appended in order, so
+/// beside the page only those panels' cells are held, and the bytes are the same for any
+/// thread count.
 std::vector<std::uint8_t> heatmap_html_bytes(const HeatmapInput& input,
                                              const HeatmapOptions& options,
                                              const HtmlLimits& limits = {});

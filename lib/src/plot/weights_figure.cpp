@@ -1,0 +1,130 @@
+// Heatmaps of solved or read weights, ready to encode (see attn/plot/weights_figure.hpp).
+#include "attn/plot/weights_figure.hpp"
+
+#include "attn/error.hpp"
+#include "attn/plot/hatch.hpp"
+#include "attn/problem/solve.hpp"
+
+#include <span>
+
+namespace attn::plot {
+
+namespace {
+
+std::string count(std::size_t n, const char* one, const char* many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+/// Labels of one axis: the flag's, else --tokens, else the document's (whose count must be
+/// the map's: `field` and `n` name it).
+std::vector<std::string> axis_labels(const std::optional<std::vector<std::string>>& flag,
+                                     const std::optional<std::vector<std::string>>& tokens,
+                                     const std::vector<std::string>& from_document,
+                                     const std::string& name,
+                                     const char* field,
+                                     std::size_t n) {
+    if (flag) {
+        return *flag;
+    }
+    if (tokens) {
+        return *tokens;
+    }
+    if (!from_document.empty() && from_document.size() != n) {
+        throw InputError(name + ": " + field + ": expected " + std::to_string(n) + " tokens, got " +
+                         std::to_string(from_document.size()));
+    }
+    return from_document;
+}
+
+} // namespace
+
+WeightsFigure result_figure(const io::Array& weights,
+                            const problem::Problem* problem,
+                            const std::vector<std::size_t>& layers,
+                            const std::string& name,
+                            double font_size,
+                            std::size_t columns) {
+    WeightsFigure f;
+    const std::size_t rank = weights.shape.size() - (layers.empty() ? 0 : 1);
+    const problem::WeightsAxes axes =
+        problem != nullptr ? problem::weights_axes(*problem) : problem::axes_of_rank(rank);
+    f.dims = dims_of(weights.shape, axes, "--heatmap", layers);
+    const Dims& d = f.dims;
+    f.refs = pick_panels(d, kAll, kAll, "--heatmap");
+    if (problem != nullptr) {
+        for (const auto& r : f.refs) {
+            f.data.masked.push_back(blocked_cells(*problem, r.b, r.h, d.lq, d.lk));
+        }
+    }
+    f.input = make_input(weights, d, f.refs, f.data);
+    // Titled by the problem's name (its id, else its file's name), else what it shows.
+    std::string title = name;
+    if (problem != nullptr && problem->id && problem->id->is_string()) {
+        title = problem->id->get<std::string>();
+    }
+    render::HeatmapOptions& o = f.options;
+    o.title = title.empty() ? "attention weights" : title;
+    if (d.has_layers) {
+        o.title = (title.empty() ? "" : title + ": ") +
+                  "model view: " + count(d.layers, "layer", "layers") +
+                  (d.has_batch ? " \u00D7 " + count(d.batches, "batch", "batches") : "") +
+                  " \u00D7 " + count(d.heads, "head", "heads");
+    }
+    o.font_size = font_size;
+    o.columns = columns;
+    if (problem != nullptr) {
+        if (problem->query_tokens && problem->query_tokens->size() == d.lq) {
+            f.input.row_labels = *problem->query_tokens;
+        }
+        if (problem->key_tokens && problem->key_tokens->size() == d.lk) {
+            f.input.col_labels = *problem->key_tokens;
+        }
+    }
+    return f;
+}
+
+WeightsFigure file_figure(const problem::LoadedWeights& w, const FileFigureOptions& o) {
+    WeightsFigure f;
+    problem::WeightsAxes axes = w.axes;
+    if (axes.rank() == 3 && o.batch != kAll) {
+        // --batch on [X, Lq, Lk]: the user says X is the batch.
+        if (o.head != kAll) {
+            throw InputError("--batch, --head: " + w.name +
+                             " has rank 3 [H or B, Lq, Lk]: give one of them");
+        }
+        axes = {.batch = true, .heads = false};
+    }
+    f.dims = dims_of(w.array.shape, axes, w.name, w.layers);
+    const Dims& d = f.dims;
+    f.refs = pick_panels(d, o.batch, o.head, w.name);
+    std::optional<io::Array> mask;
+    if (o.read_mask) {
+        mask = o.read_mask();
+    }
+    f.data.masked = hatched_cells(w.array.shape,
+                                  w.values(),
+                                  d,
+                                  f.refs,
+                                  mask ? &*mask : nullptr,
+                                  o.hatch_zeros,
+                                  o.mask_flag + ": a keep-mask for " + w.name);
+    f.input = make_input(w.values(), d, f.refs, f.data);
+    if (w.view) {
+        // Each panel's pages leave the process once a pass is done with them: memory
+        // bounded by the picture and one panel, not by the weights.
+        f.input.release = [&w, refs = f.refs, d](std::size_t k) {
+            w.release(refs[k].offset(d), d.lq * d.lk);
+        };
+    }
+    if (o.tokens) {
+        check_tokens(*o.tokens, d, "--tokens");
+    }
+    f.input.col_labels = axis_labels(o.xlabels, o.tokens, w.key_tokens, w.name, "key_tokens", d.lk);
+    f.input.row_labels =
+        axis_labels(o.ylabels, o.tokens, w.query_tokens, w.name, "query_tokens", d.lq);
+    f.options = o.options;
+    f.options.title = o.title ? *o.title : o.title_base + picked_suffix(d, o.batch, o.head);
+    return f;
+}
+
+} // namespace attn::plot

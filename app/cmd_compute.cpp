@@ -10,7 +10,6 @@
 #include "attn/problem/solve.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
-#include "progress.hpp"
 
 #include <algorithm>
 #include <memory>

@@ -3,6 +3,9 @@
 // errors propagate as exceptions to the one catch ladder in main.cpp.
 #pragma once
 
+#include "attn/cli/flags.hpp"
+#include "attn/cli/progress.hpp"
+
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
@@ -59,12 +62,12 @@ void add_diff(CLI::App& app);     // cmd_diff.cpp
 void add_explain(CLI::App& app);  // cmd_explain.cpp
 void add_tokenize(CLI::App& app); // cmd_tokenize.cpp
 
-/// A CLI11 check for counts (--threads, --jobs, --heads, ...): a whole number >= 1, with a
-/// plain message ("--threads: expected a whole number of at least 1, got '0'").
-const CLI::Validator& positive_count();
-
-/// A CLI11 check for a precision (--precision, --dtype): f32 or f64.
-const CLI::Validator& precision_name();
+// The command line's shared checks and the progress on stderr (attn_cli).
+using cli::DelayedSpinner;
+using cli::positive_count;
+using cli::precision_name;
+using cli::progress_wanted;
+using cli::ProgressLine;
 
 /// Prints "attn: warning: MESSAGE" on stderr (unless warnings are silenced).
 void warn(const std::string& message);

@@ -8,7 +8,6 @@
 #include "attn/problem/batch.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
-#include "progress.hpp"
 
 #include <string>
 #include <unistd.h>

@@ -6,7 +6,6 @@
 #include "attn/problem/outputs.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
-#include "progress.hpp"
 
 #include <filesystem>
 #include <memory>

@@ -1,13 +1,13 @@
 // attn's entry point and its one catch ladder: CLI parse errors and InputError exit 2,
 // SystemError, bad_alloc and anything else exit 1. Subcommands live one per file.
 #include "attn/attention.hpp"
+#include "attn/cli/flags.hpp"
+#include "attn/cli/shell_files.hpp"
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
 #include "attn/kernels.hpp"
-#include "attn/suggest.hpp"
 #include "attn_git_commit.h"
 #include "cli.hpp"
-#include "shell_files.hpp"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -54,25 +54,6 @@ void flush_stdout() {
     }
 }
 
-const CLI::Validator& positive_count() {
-    static const CLI::Validator v(
-        [](std::string& text) -> std::string {
-            const bool digits = !text.empty() && text.size() <= 9 &&
-                                text.find_first_not_of("0123456789") == std::string::npos;
-            if (!digits || std::stoul(text) == 0) {
-                return "expected a whole number of at least 1, got '" + text + "'";
-            }
-            return {};
-        },
-        "COUNT");
-    return v;
-}
-
-const CLI::Validator& precision_name() {
-    static const CLI::Validator v = CLI::IsMember({"f32", "f64"});
-    return v;
-}
-
 void warn(const std::string& message) {
     std::cerr << "attn: warning: " << message << '\n';
 }
@@ -85,61 +66,12 @@ std::vector<CLI::App*> subcommands(CLI::App& app) {
     return app.get_subcommands([](CLI::App*) { return true; });
 }
 
-std::vector<std::string> subcommand_names(CLI::App& app) {
-    std::vector<std::string> names;
-    for (const CLI::App* s : subcommands(app)) {
-        names.push_back(s->get_name());
-    }
-    return names;
-}
-
-/// "attn" or "attn compute": the command whose --help answers a parse error. CLI11 reports
-/// errors through the root app; the subcommand being parsed is the last one it selected.
-std::string command_of(const CLI::App& root) {
-    const auto parsed = root.get_subcommands();
-    return parsed.empty() ? root.get_name() : root.get_name() + " " + parsed.back()->get_name();
-}
-
-const CLI::App& parsed_app(const CLI::App& root) {
-    const auto parsed = root.get_subcommands();
-    return parsed.empty() ? root : *parsed.back();
-}
-
-/// " (did you mean '--causal'?)" for the first unknown flag among a command's extras.
-std::string flag_suggestion(const CLI::App& app) {
-    std::vector<std::string> flags{"--help"};
-    for (const CLI::Option* o : app.get_options()) {
-        for (const std::string& n : o->get_lnames()) {
-            flags.push_back("--" + n);
-        }
-    }
-    for (const std::string& extra : app.remaining(true)) {
-        if (extra.size() > 2 && extra.compare(0, 2, "--") == 0) {
-            const std::string word = extra.substr(0, extra.find('='));
-            std::string hint = attn::did_you_mean(word, flags);
-            if (!hint.empty()) {
-                return hint;
-            }
-        }
-    }
-    return {};
-}
-
 int run(int argc, char** argv) {
     CLI::App app{"attn: compute, check and visualise attention "
                  "(softmax(Q·Kᵀ·scale)·V: self, masked, cross, multi-head, grouped-query)",
                  "attn"};
     app.require_subcommand(1);
-    app.failure_message([](const CLI::App* a, const CLI::Error& e) {
-        std::string msg = "attn: error: " + std::string(e.what());
-        if (a != nullptr) {
-            if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
-                msg += flag_suggestion(parsed_app(*a));
-            }
-            msg += " (see '" + command_of(*a) + " --help')";
-        }
-        return msg + "\n";
-    });
+    app.failure_message(attn::cli::parse_error_text);
     attn::app::add_version_flag(app);
     attn::app::add_compute(app);
     attn::app::add_heatmap(app);
@@ -162,15 +94,12 @@ int run(int argc, char** argv) {
         if (first == "--completions" && argc != 3) {
             throw attn::InputError("--completions: expected bash, zsh or fish");
         }
-        std::cout << attn::app::shell_file(app, first == "--man" ? "man" : argv[2]);
+        std::cout << attn::cli::shell_file(
+            app, first == "--man" ? "man" : argv[2], attn::app::version());
         attn::app::flush_stdout();
         return 0;
     }
-    const std::vector<std::string> names = subcommand_names(app);
-    const auto unknown_command = [&](const std::string& word) {
-        return attn::InputError("unknown command '" + attn::io::message_text(word) + "'" +
-                                attn::did_you_mean(word, names) + " (see 'attn --help')");
-    };
+    const std::vector<std::string> names = attn::cli::subcommand_names(app);
     if (first == "help") {
         if (argc == 2) {
             std::cout << app.help();
@@ -182,11 +111,11 @@ int run(int argc, char** argv) {
                 return 0;
             }
         }
-        throw unknown_command(argv[2]);
+        throw attn::cli::unknown_command(app, argv[2]);
     }
     if (!first.empty() && first[0] != '-' &&
         std::find(names.begin(), names.end(), first) == names.end()) {
-        throw unknown_command(first);
+        throw attn::cli::unknown_command(app, first);
     }
 
     try {

@@ -1,6 +1,6 @@
 # Writes the shell completions and the man page of ATTN (the built binary) into OUT_DIR:
 # attn.bash, _attn (zsh), attn.fish and attn.1, each from `attn --completions SHELL` or
-# `attn --man`, i.e. from the CLI11 definitions themselves (app/shell_files.cpp).
+# `attn --man`, i.e. from the CLI11 definitions themselves (lib/src/cli/shell_files.cpp).
 foreach(pair "bash;attn.bash" "zsh;_attn" "fish;attn.fish" "man;attn.1")
     list(GET pair 0 what)
     list(GET pair 1 file)

@@ -73,8 +73,21 @@ std::vector<std::string> strings_of(const py::object& v, const char* what) {
     try {
         return v.cast<std::vector<std::string>>();
     } catch (const py::cast_error&) {
-        throw InputError(std::string(what) + ": expected a list of strings");
     }
+    // Not a sequence of str: name the value's type, or the first element's that is not one.
+    const auto type_of = [](const py::handle& h) {
+        return std::string(py::str(py::type::of(h).attr("__name__")));
+    };
+    if (py::isinstance<py::sequence>(v) && !py::isinstance<py::bytes>(v)) {
+        std::size_t i = 0;
+        for (const py::handle item : v) {
+            if (!py::isinstance<py::str>(item)) {
+                throw InputError::string_list_item(what, i, type_of(item));
+            }
+            ++i;
+        }
+    }
+    throw InputError::string_list(what, type_of(v));
 }
 
 /// A label list checked against its axis (the CLI's message for a document's tokens).

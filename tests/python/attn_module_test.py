@@ -272,6 +272,7 @@ def test_errors_are_input_errors_with_the_cli_message():
     bad = [dict(p, key=p["key"][..., :5]),
            dict(p, num_heads=3),
            dict(p, causal="sideways"),
+           dict(p, tokens=["a", 7]),
            dict(input=p["key"][0, 0], init={"seed": 1}, num_heads=3)]
     for b in bad:
         rc, _, err = cli(b)
@@ -286,7 +287,11 @@ def test_errors_are_input_errors_with_the_cli_message():
                          (lambda: attn.compute(querry=p["query"]), "unknown field 'querry'"),
                          (lambda: attn.compute(query=np.array(["a"]), key=1, value=1),
                           "query: unsupported dtype"),
-                         (lambda: attn.compute(42), "problem: expected a dict")))
+                         (lambda: attn.compute(42), "problem: expected a dict"),
+                         (lambda: attn.heatmap(np.ones((2, 2), np.float32), ["a", 7]),
+                          "tokens: [1]: expected a string, got int"),
+                         (lambda: attn.heatmap(np.ones((2, 2), np.float32), 7),
+                          "tokens: expected a list of strings, got int")))
     # A problem file that is not a JSON object, or an array file: the CLI's reader and message.
     for name, text in (("list.json", b"[1, 2]"), ("q.npy", b"\x93NUMPY\x01\x00")):
         path = os.path.join(TMP, name)

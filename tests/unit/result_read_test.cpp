@@ -108,7 +108,7 @@ TEST(ReadResult, RefusesWhatIsNotAResult) {
     EXPECT_INPUT_ERROR(read_result_bytes(bytes_of(R"({"id": 1})"), "r.json"),
                        "^r\\.json: expected an array or a result document with \"output\"");
     EXPECT_INPUT_ERROR(read_result_bytes(bytes_of(R"({"output": [1], "key_tokens": [1]})"), "r"),
-                       exactly("r: key_tokens: expected a list of strings, got number"));
+                       exactly("r: key_tokens: [0]: expected a string, got number"));
     EXPECT_INPUT_ERROR(read_result_bytes(bytes_of(R"({"output": [1], "layers": [-1]})"), "r"),
                        exactly("r: layers: expected a list of layer numbers, got number"));
 }

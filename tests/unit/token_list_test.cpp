@@ -49,8 +49,8 @@ TEST(TokenList, JsonList) {
         parse_token_list(bad, "--xlabels");
         ADD_FAILURE() << "no throw";
     } catch (const InputError& e) {
-        EXPECT_EQ(std::string(e.what()).rfind("--xlabels " + bad + ": expected a JSON list", 0), 0u)
-            << e.what();
+        EXPECT_EQ(std::string(e.what()),
+                  "--xlabels " + bad + ": [1]: expected a string, got number");
     }
     std::filesystem::remove(f);
     std::filesystem::remove(bad);

@@ -1,10 +1,12 @@
 // attn's exception types. The library throws; only app/main.cpp turns them into exit
 // codes (InputError -> 2, everything else -> 1). Every what() is one line that names
 // the culprit (field, file or argument) and has no trailing newline. A rule that several
-// places check (a shape, a rank, a window, the fully-masked rows) has its one wording
-// built here, whoever checks it (a field, a flag, the core, a batch line).
+// places check (a field's form, a shape, a rank, a window, a list of strings, a file that
+// cannot be read, trailing bytes, the fully-masked rows) has its one wording built here,
+// whoever checks it (a field, a flag, the core, a batch line, the Python module).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -24,6 +26,11 @@ class InputError : public Error {
   public:
     using Error::Error;
 
+    /// "what: expected EXPECTED, got GOT" (", got GOT" left out when `got` is empty): a
+    /// field, flag or argument that is not of the form it must have. Every kind below that
+    /// says "expected" is this form.
+    static InputError
+    field(std::string_view what, std::string_view expected, std::string_view got = {});
     /// "what: expected shape [2, 8, 128, 64], got [2, 8, 128, 32]".
     /// Use "?" in `want` by passing kAnyDim for a dimension that may be anything.
     static InputError shape(std::string_view what,
@@ -40,6 +47,19 @@ class InputError : public Error {
     /// "what: expected FORM, integers >= -1 (-1 = unbounded), got GOT": a sliding window,
     /// as a field ("[left, right]"), a flag ("L,R") or a spec. `got` as the user wrote it.
     static InputError window(std::string_view what, std::string_view form, std::string_view got);
+    /// A list of strings (token labels, text): "what: expected a list of strings, got TYPE"
+    /// for the value (TYPE empty: not named).
+    static InputError string_list(std::string_view what, std::string_view got = {});
+    /// Its element `index`: "what: [INDEX]: expected a string, got TYPE".
+    static InputError
+    string_list_item(std::string_view what, std::size_t index, std::string_view got);
+    /// "FILE: cannot read: REASON", REASON the text of errno `err` ("No such file or
+    /// directory", "Is a directory", ...): a file that cannot be opened or read.
+    static InputError cannot_read(std::string_view file, int err);
+    /// "what: trailing bytes: header says N bytes of data, file has M": a file longer than
+    /// its header says (NPY).
+    static InputError
+    trailing_bytes(std::string_view what, std::uint64_t header_bytes, std::uint64_t file_bytes);
 };
 
 /// The one wording of the fully-masked warning (no "warning:" prefix): "ROWS can see no key

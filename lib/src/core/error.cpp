@@ -3,6 +3,7 @@
 #include "attn/error.hpp"
 
 #include <sstream>
+#include <system_error>
 
 namespace attn {
 
@@ -23,11 +24,16 @@ std::string shape_string(const std::vector<std::size_t>& shape) {
     return out.str();
 }
 
+InputError
+InputError::field(std::string_view what, std::string_view expected, std::string_view got) {
+    return InputError(std::string(what) + ": expected " + std::string(expected) +
+                      (got.empty() ? std::string() : ", got " + std::string(got)));
+}
+
 InputError InputError::shape(std::string_view what,
                              const std::vector<std::size_t>& want,
                              const std::vector<std::size_t>& got) {
-    return InputError(std::string(what) + ": expected shape " + shape_string(want) + ", got " +
-                      shape_string(got));
+    return field(what, "shape " + shape_string(want), shape_string(got));
 }
 
 InputError InputError::at(const std::filesystem::path& file, std::string_view detail) {
@@ -38,13 +44,34 @@ InputError InputError::rank(std::string_view what,
                             std::size_t rank,
                             std::string_view form,
                             const std::vector<std::size_t>& got) {
-    return InputError(std::string(what) + ": expected a rank-" + std::to_string(rank) + " " +
-                      std::string(form) + ", got shape " + shape_string(got));
+    return field(what,
+                 "a rank-" + std::to_string(rank) + " " + std::string(form),
+                 "shape " + shape_string(got));
 }
 
 InputError InputError::window(std::string_view what, std::string_view form, std::string_view got) {
-    return InputError(std::string(what) + ": expected " + std::string(form) +
-                      ", integers >= -1 (-1 = unbounded), got " + std::string(got));
+    return field(what, std::string(form) + ", integers >= -1 (-1 = unbounded)", got);
+}
+
+InputError InputError::string_list(std::string_view what, std::string_view got) {
+    return field(what, "a list of strings", got);
+}
+
+InputError
+InputError::string_list_item(std::string_view what, std::size_t index, std::string_view got) {
+    return field(std::string(what) + ": [" + std::to_string(index) + "]", "a string", got);
+}
+
+InputError InputError::cannot_read(std::string_view file, int err) {
+    return InputError(std::string(file) + ": cannot read: " + std::system_category().message(err));
+}
+
+InputError InputError::trailing_bytes(std::string_view what,
+                                      std::uint64_t header_bytes,
+                                      std::uint64_t file_bytes) {
+    return InputError(std::string(what) + ": trailing bytes: header says " +
+                      std::to_string(header_bytes) + " bytes of data, file has " +
+                      std::to_string(file_bytes));
 }
 
 std::string fully_masked_text(std::string_view rows, std::string_view note) {

@@ -30,7 +30,7 @@ int open_for_reading(const std::string& file) {
         fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
     } while (fd < 0 && errno == EINTR);
     if (fd < 0) {
-        throw InputError(shown_path(file) + ": cannot read: " + errno_text(errno));
+        throw InputError::cannot_read(shown_path(file), errno);
     }
     return fd;
 }
@@ -56,7 +56,7 @@ std::ptrdiff_t read_some(int fd, std::uint8_t* dst, std::size_t n) {
 void read_exactly(int fd, std::uint8_t* dst, std::size_t n, const std::string& shown) {
     const std::ptrdiff_t got = read_some(fd, dst, n);
     if (got < 0) {
-        throw InputError(shown + ": cannot read: " + errno_text(static_cast<int>(-got)));
+        throw InputError::cannot_read(shown, static_cast<int>(-got));
     }
     if (static_cast<std::size_t>(got) != n) {
         throw InputError(shown + ": truncated: the file ended while it was read");
@@ -72,7 +72,7 @@ void pread_exactly(
             continue;
         }
         if (got < 0) {
-            throw InputError(shown + ": cannot read: " + errno_text(errno));
+            throw InputError::cannot_read(shown, errno);
         }
         if (got == 0) {
             throw InputError(shown + ": truncated: the file ended while it was read");
@@ -85,6 +85,16 @@ void pread_exactly(
 
 using namespace detail;
 
+bool has_extension(std::string_view path, std::string_view ext) {
+    if (path.size() < ext.size()) {
+        return false;
+    }
+    const std::string_view tail = path.substr(path.size() - ext.size());
+    return std::equal(tail.begin(), tail.end(), ext.begin(), [](char a, char b) {
+        return (a >= 'A' && a <= 'Z' ? static_cast<char>(a - 'A' + 'a') : a) == b;
+    });
+}
+
 bool is_regular_file(const std::filesystem::path& path) {
     struct stat st {};
     return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
@@ -96,7 +106,7 @@ MappedFile::MappedFile(const std::filesystem::path& path) {
     const Fd fd(open_for_reading(file));
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) {
-        throw InputError(shown + ": cannot read: " + errno_text(errno));
+        throw InputError::cannot_read(shown, errno);
     }
     if (!S_ISREG(st.st_mode)) {
         throw InputError(shown + ": cannot read: not a regular file");
@@ -107,7 +117,7 @@ MappedFile::MappedFile(const std::filesystem::path& path) {
     }
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
     if (p == MAP_FAILED) {
-        throw InputError(shown + ": cannot read: " + errno_text(errno));
+        throw InputError::cannot_read(shown, errno);
     }
     data_ = static_cast<const std::uint8_t*>(p);
 }
@@ -137,10 +147,10 @@ std::vector<std::uint8_t> read_file(const std::filesystem::path& path) {
     const Fd fd(open_for_reading(file));
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) {
-        throw InputError(shown + ": cannot read: " + errno_text(errno));
+        throw InputError::cannot_read(shown, errno);
     }
     if (S_ISDIR(st.st_mode)) {
-        throw InputError(shown + ": cannot read: " + errno_text(EISDIR));
+        throw InputError::cannot_read(shown, EISDIR);
     }
     const std::uint64_t limit = memory_limit();
     auto too_big = [&](std::uint64_t size, const char* how) {
@@ -161,7 +171,7 @@ std::vector<std::uint8_t> read_file(const std::filesystem::path& path) {
     for (;;) {
         const std::ptrdiff_t got = read_some(fd.get(), buffer.data(), buffer.size());
         if (got < 0) {
-            throw InputError(shown + ": cannot read: " + errno_text(static_cast<int>(-got)));
+            throw InputError::cannot_read(shown, static_cast<int>(-got));
         }
         if (out.size() + static_cast<std::size_t>(got) > limit) {
             throw too_big(out.size() + static_cast<std::size_t>(got), "at least ");

@@ -5,6 +5,7 @@
 #include "attn/io/gguf.hpp"
 
 #include "attn/error.hpp"
+#include "attn/io/file_read.hpp"
 #include "attn/io/limits.hpp"
 #include "io_detail.hpp"
 #include "safetensors_detail.hpp"
@@ -465,14 +466,7 @@ GgufHeader parse_gguf_header(std::span<const std::uint8_t> bytes,
 }
 
 bool is_gguf_path(std::string_view path) {
-    constexpr std::string_view ext = ".gguf";
-    if (path.size() < ext.size()) {
-        return false;
-    }
-    const std::string_view tail = path.substr(path.size() - ext.size());
-    return std::equal(tail.begin(), tail.end(), ext.begin(), [](char a, char b) {
-        return (a >= 'A' && a <= 'Z' ? static_cast<char>(a - 'A' + 'a') : a) == b;
-    });
+    return has_extension(path, ".gguf");
 }
 
 } // namespace attn::io

@@ -51,10 +51,10 @@ GgufFile::GgufFile(const std::filesystem::path& path) : shown_(detail::shown_pat
     Fd fd(detail::open_for_reading(path.string()));
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) {
-        throw InputError(shown_ + ": cannot read: " + detail::errno_text(errno));
+        throw InputError::cannot_read(shown_, errno);
     }
     if (S_ISDIR(st.st_mode)) {
-        throw InputError(shown_ + ": cannot read: " + detail::errno_text(EISDIR));
+        throw InputError::cannot_read(shown_, EISDIR);
     }
     std::span<const std::uint8_t> bytes;
     if (S_ISREG(st.st_mode) && st.st_size > 0) {

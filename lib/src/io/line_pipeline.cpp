@@ -231,7 +231,7 @@ LineInput::LineInput(const std::string& file) : base(fs::current_path()) {
             fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
         } while (fd < 0 && errno == EINTR);
         if (fd < 0) {
-            throw InputError(file + ": cannot read: " + std::strerror(errno));
+            throw InputError::cannot_read(file, errno);
         }
         owned = true;
         base = fs::absolute(file).parent_path();
@@ -240,7 +240,7 @@ LineInput::LineInput(const std::string& file) : base(fs::current_path()) {
     if (::fstat(fd, &st) == 0) {
         if (S_ISDIR(st.st_mode)) {
             close_fd();
-            throw InputError(name + ": cannot read: " + std::strerror(EISDIR));
+            throw InputError::cannot_read(name, EISDIR);
         }
         if (S_ISREG(st.st_mode) && st.st_size > 0) {
             const off_t at = ::lseek(fd, 0, SEEK_CUR);
@@ -297,7 +297,7 @@ bool LineReader::next(std::string& line) {
             n = ::read(fd_, buf_.data(), buf_.size());
         } while (n < 0 && errno == EINTR);
         if (n < 0) {
-            throw InputError(name_ + ": cannot read: " + std::strerror(errno));
+            throw InputError::cannot_read(name_, errno);
         }
         pos_ = 0;
         end_ = static_cast<std::size_t>(n);

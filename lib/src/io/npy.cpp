@@ -216,7 +216,7 @@ Array read_npy_file(int fd,
         head.resize(end);
         read_exactly(fd, head.data() + have, end - have, shown);
     } else if (::lseek(fd, static_cast<off_t>(end), SEEK_SET) < 0) {
-        throw InputError(shown + ": cannot read: " + errno_text(errno));
+        throw InputError::cannot_read(shown, errno);
     }
     const NpyHeader header = parse_npy_header_sized(head, file_size, shown);
     const DType type = parse_descr(header.descr, shown);
@@ -224,8 +224,7 @@ Array read_npy_file(int fd,
     const std::size_t payload = count * header.item_size; // checked by the header parse
     const std::uint64_t present = file_size - header.header_bytes;
     if (present != payload) {
-        throw InputError(shown + ": trailing bytes: header says " + std::to_string(payload) +
-                         " bytes of data, file has " + std::to_string(present));
+        throw InputError::trailing_bytes(shown, payload, present);
     }
     check_array_fits(header, shown);
     Array out;
@@ -303,9 +302,7 @@ Array parse_npy(std::span<const std::uint8_t> bytes, std::string_view name, Prec
     const std::size_t payload = count * header.item_size; // checked by parse_npy_header
     const std::size_t present = bytes.size() - header.header_bytes;
     if (present != payload) {
-        throw InputError(std::string(name) + ": trailing bytes: header says " +
-                         std::to_string(payload) + " bytes of data, file has " +
-                         std::to_string(present));
+        throw InputError::trailing_bytes(name, payload, present);
     }
     return decode_array(bytes.data() + header.header_bytes, header, type, name, precision);
 }

@@ -27,9 +27,7 @@ NpyView::NpyView(const std::filesystem::path& path, std::string_view name) : fil
     }
     const std::size_t present = bytes.size() - header.header_bytes;
     if (present != count * sizeof(float)) {
-        throw InputError(std::string(name) + ": trailing bytes: header says " +
-                         std::to_string(count * sizeof(float)) + " bytes of data, file has " +
-                         std::to_string(present));
+        throw InputError::trailing_bytes(name, count * sizeof(float), present);
     }
     shape_ = header.shape;
     dtype_ = header.dtype;

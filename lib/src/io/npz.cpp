@@ -3,10 +3,10 @@
 #include "attn/io/npz.hpp"
 
 #include "attn/error.hpp"
+#include "attn/io/file_read.hpp"
 #include "attn/io/limits.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <sys/stat.h>
 #include <zip.h>
 
@@ -164,14 +164,7 @@ zip_source_t* buffer_source(std::span<const std::uint8_t> archive, std::string_v
 }
 
 bool ends_with_npz(std::string_view s) {
-    if (s.size() < 4) {
-        return false;
-    }
-    std::string ext(s.substr(s.size() - 4));
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) {
-        return static_cast<char>(std::tolower(c));
-    });
-    return ext == ".npz";
+    return has_extension(s, ".npz");
 }
 
 } // namespace

@@ -426,10 +426,10 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path)
     : shown_(shown_path(path.string())), fd_(open_for_reading(path.string())) {
     struct stat st {};
     if (::fstat(fd_.get(), &st) != 0) {
-        throw InputError(shown_ + ": cannot read: " + errno_text(errno));
+        throw InputError::cannot_read(shown_, errno);
     }
     if (S_ISDIR(st.st_mode)) {
-        throw InputError(shown_ + ": cannot read: " + errno_text(EISDIR));
+        throw InputError::cannot_read(shown_, EISDIR);
     }
     if (!S_ISREG(st.st_mode)) {
         // A pipe or device: no size to check offsets against, so read it whole.

@@ -465,19 +465,11 @@ bool is_checkpoint_params(const nlohmann::json& params) {
     if (!params.is_string()) {
         return false;
     }
-    const std::string& s = params.get_ref<const std::string&>();
-    constexpr std::string_view ext = ".safetensors";
-    if (s.size() < ext.size()) {
-        return false;
-    }
-    return std::equal(ext.begin(),
-                      ext.end(),
-                      s.end() - static_cast<std::ptrdiff_t>(ext.size()),
-                      [](char a, char b) {
-                          const char lower =
-                              (b >= 'A' && b <= 'Z') ? static_cast<char>(b - 'A' + 'a') : b;
-                          return a == lower;
-                      });
+    return is_safetensors_path(params.get_ref<const std::string&>());
+}
+
+bool is_safetensors_path(std::string_view path) {
+    return has_extension(path, ".safetensors");
 }
 
 CheckpointParams load_checkpoint_params(const nlohmann::json& params,

@@ -44,9 +44,7 @@ std::vector<std::string> parse_token_text(std::string_view text, std::string_vie
         std::vector<std::string> out;
         for (const auto& t : doc) {
             if (!t.is_string()) {
-                throw InputError(name + ": expected a JSON list of strings, got a " +
-                                 std::string(t.type_name()) + " at index " +
-                                 std::to_string(out.size()));
+                throw InputError::string_list_item(name, out.size(), t.type_name());
             }
             out.push_back(t.get<std::string>());
         }

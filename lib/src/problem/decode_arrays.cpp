@@ -134,8 +134,10 @@ template <class T> BasicTensor3<T> to_tensor3(Array& a, const std::string& name,
     } else if (a.shape.size() == 3) {
         shape = {a.shape[0], a.shape[1], a.shape[2]};
     } else {
-        throw InputError(name + ": expected a rank-2 " + dims + " or rank-3 [B, " +
-                         std::string(dims + 1) + " array, got shape " + shape_string(a.shape));
+        throw InputError::field(name,
+                                "a rank-2 " + std::string(dims) + " or rank-3 [B, " +
+                                    std::string(dims + 1) + " array",
+                                "shape " + shape_string(a.shape));
     }
     auto t = array_tensor<BasicTensor3<T>>(a, shape);
     release_values<T>(a);

@@ -71,13 +71,12 @@ Causal decode_causal(const json& j) {
 
 std::vector<std::string> decode_tokens(const json& j, const char* name, std::size_t want) {
     if (!j.is_array()) {
-        throw InputError(std::string(name) + ": expected a list of strings, got " + type_name(j));
+        throw InputError::string_list(name, type_name(j));
     }
     std::vector<std::string> out;
     for (std::size_t i = 0; i < j.size(); ++i) {
         if (!j[i].is_string()) {
-            throw InputError(std::string(name) + ": [" + std::to_string(i) +
-                             "]: expected a string, got " + type_name(j[i]));
+            throw InputError::string_list_item(name, i, type_name(j[i]));
         }
         out.push_back(j[i].get<std::string>());
     }

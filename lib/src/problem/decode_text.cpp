@@ -70,8 +70,7 @@ std::vector<std::string> texts_of(const json& j) {
     std::vector<std::string> out;
     for (const json& t : j) {
         if (!t.is_string()) {
-            throw InputError("text: expected a list of strings, got a " + type_name(t) +
-                             " at index " + std::to_string(out.size()));
+            throw InputError::string_list_item("text", out.size(), type_name(t));
         }
         out.push_back(t.get<std::string>());
     }

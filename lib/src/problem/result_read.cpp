@@ -19,12 +19,11 @@ std::vector<std::string> token_list(const json& doc, const char* field, const st
     }
     const auto& v = doc[field];
     if (!v.is_array()) {
-        throw InputError(name + ": " + field + ": expected a list of strings");
+        throw InputError::string_list(name + ": " + field, v.type_name());
     }
     for (const auto& t : v) {
         if (!t.is_string()) {
-            throw InputError(name + ": " + field + ": expected a list of strings, got " +
-                             std::string(t.type_name()));
+            throw InputError::string_list_item(name + ": " + field, out.size(), t.type_name());
         }
         out.push_back(t.get<std::string>());
     }

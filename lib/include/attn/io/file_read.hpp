@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <span>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -51,6 +52,10 @@ class MappedFile {
     const std::uint8_t* data_ = nullptr;
     std::size_t size_ = 0;
 };
+
+/// True when `path` ends in `ext` (".gguf", lower case), compared case-insensitively: the
+/// one test of a file name's extension.
+bool has_extension(std::string_view path, std::string_view ext);
 
 /// True for an existing regular file (what MappedFile maps).
 bool is_regular_file(const std::filesystem::path& path);

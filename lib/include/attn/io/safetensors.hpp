@@ -139,6 +139,9 @@ Projections map_layout(ParamsLayout layout,
 /// (case-insensitive), or an object with a "file" field.
 bool is_checkpoint_params(const nlohmann::json& params);
 
+/// True when a path ends in ".safetensors" (case-insensitive).
+bool is_safetensors_path(std::string_view path);
+
 /// The projections of one checkpoint layer, and where they were found.
 struct CheckpointParams {
     Projections projections;

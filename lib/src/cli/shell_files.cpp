@@ -1,16 +1,15 @@
 // The shell completions (bash, zsh, fish) and the man page, written from the CLI11
 // definitions themselves so that they never drift from the flags: `attn --completions SHELL`
 // and `attn --man` (hidden), run at build time by cmake/attn_shell_files.cmake.
-#include "shell_files.hpp"
+#include "attn/cli/shell_files.hpp"
 
 #include "attn/error.hpp"
-#include "cli.hpp"
 
 #include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 
-namespace attn::app {
+namespace attn::cli {
 
 namespace {
 
@@ -244,22 +243,11 @@ std::string fish(const std::vector<CommandInfo>& cmds) {
     return s;
 }
 
-/// Text for roff: backslashes escaped, hyphens as \-, a leading '.' or '\'' guarded.
-std::string roff(const std::string& text) {
-    std::string out;
-    for (const char c : text) {
-        out += c == '\\' ? std::string("\\e") : c == '-' ? std::string("\\-") : std::string(1, c);
-    }
-    if (!out.empty() && (out[0] == '.' || out[0] == '\'')) {
-        out.insert(0, "\\&");
-    }
-    return out;
-}
-
-std::string man(const CLI::App& root, const std::vector<CommandInfo>& cmds) {
+std::string
+man(const CLI::App& root, const std::vector<CommandInfo>& cmds, std::string_view version) {
     std::string s = ".\\\" The man page of attn, written by `attn --man` from its CLI "
                     "definitions.\n.TH ATTN 1 \"\" \"attn " +
-                    std::string(version()) +
+                    std::string(version) +
                     "\" \"User Commands\"\n"
                     ".SH NAME\nattn \\- compute, check and visualise attention\n"
                     ".SH SYNOPSIS\n.B attn\n.I command\n[\\fIoptions\\fR] [\\fIfiles\\fR]\n"
@@ -289,7 +277,18 @@ std::string man(const CLI::App& root, const std::vector<CommandInfo>& cmds) {
 
 } // namespace
 
-std::string shell_file(const CLI::App& root, const std::string& what) {
+std::string roff(const std::string& text) {
+    std::string out;
+    for (const char c : text) {
+        out += c == '\\' ? std::string("\\e") : c == '-' ? std::string("\\-") : std::string(1, c);
+    }
+    if (!out.empty() && (out[0] == '.' || out[0] == '\'')) {
+        out.insert(0, "\\&");
+    }
+    return out;
+}
+
+std::string shell_file(const CLI::App& root, const std::string& what, std::string_view version) {
     const std::vector<CommandInfo> cmds = commands_of(root);
     if (what == "bash") {
         return bash(cmds);
@@ -301,9 +300,9 @@ std::string shell_file(const CLI::App& root, const std::string& what) {
         return fish(cmds);
     }
     if (what == "man") {
-        return man(root, cmds);
+        return man(root, cmds, version);
     }
     throw InputError("--completions: expected bash, zsh or fish, got '" + what + "'");
 }
 
-} // namespace attn::app
+} // namespace attn::cli

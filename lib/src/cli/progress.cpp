@@ -1,7 +1,7 @@
 // Progress on stderr: the batch status line and the delayed compute spinner. Lines are
 // redrawn with "\r" and erased with "\r\033[K" (the VT100 erase-to-end-of-line that every
 // terminal emulator understands); they are only drawn when stderr is a terminal.
-#include "progress.hpp"
+#include "attn/cli/progress.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <unistd.h>
 
-namespace attn::app {
+namespace attn::cli {
 
 namespace {
 
@@ -18,11 +18,6 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kFirstDrawAfter = std::chrono::seconds(1); // a quick run never shows one
 constexpr auto kRedrawEvery = std::chrono::milliseconds(100);
 constexpr int kBarWidth = 20;
-
-void put_stderr(const std::string& s) {
-    std::fwrite(s.data(), 1, s.size(), stderr);
-    std::fflush(stderr);
-}
 
 double seconds_since(Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
@@ -36,6 +31,47 @@ std::string fixed1(double x) {
 
 } // namespace
 
+ProgressSink stderr_sink() {
+    return [](std::string_view s) {
+        std::fwrite(s.data(), 1, s.size(), stderr);
+        std::fflush(stderr);
+    };
+}
+
+std::string progress_line_text(std::string_view label,
+                               std::uint64_t done,
+                               std::uint64_t failed,
+                               double elapsed_seconds,
+                               std::uint64_t bytes_read,
+                               std::uint64_t total_bytes) {
+    std::string line = "\r" + std::string(label) + ": " + std::to_string(done) + " done";
+    if (failed > 0) {
+        line += ", " + std::to_string(failed) + " failed";
+    }
+    if (elapsed_seconds > 0.0) {
+        line += ", " +
+                std::to_string(
+                    static_cast<std::uint64_t>(static_cast<double>(done) / elapsed_seconds)) +
+                "/s";
+    }
+    line += ", " + fixed1(elapsed_seconds) + " s";
+    if (total_bytes > 0) {
+        const double frac =
+            std::min(1.0, static_cast<double>(bytes_read) / static_cast<double>(total_bytes));
+        const int filled = static_cast<int>(frac * kBarWidth);
+        line += " [" + std::string(static_cast<std::size_t>(filled), '#') +
+                std::string(static_cast<std::size_t>(kBarWidth - filled), '.') + "] " +
+                std::to_string(static_cast<int>(frac * 100.0)) + "%";
+    }
+    return line + "\033[K";
+}
+
+std::string spinner_text(std::string_view label, std::size_t frame, double elapsed_seconds) {
+    static constexpr char frames[] = {'|', '/', '-', '\\'};
+    return "\rattn: " + std::string(label) + " " + frames[frame % 4] + " " +
+           fixed1(elapsed_seconds) + " s\033[K";
+}
+
 bool progress_wanted(bool quiet) {
     if (quiet || ::isatty(STDERR_FILENO) == 0) {
         return false;
@@ -46,9 +82,12 @@ bool progress_wanted(bool quiet) {
 
 // --- ProgressLine --------------------------------------------------------------------------
 
-ProgressLine::ProgressLine(bool enabled, std::string label, std::uint64_t total_bytes)
+ProgressLine::ProgressLine(bool enabled,
+                           std::string label,
+                           std::uint64_t total_bytes,
+                           ProgressSink sink)
     : enabled_(enabled), label_(std::move(label)), total_bytes_(total_bytes), start_(Clock::now()),
-      last_draw_(start_) {}
+      last_draw_(start_), sink_(std::move(sink)) {}
 
 ProgressLine::~ProgressLine() {
     clear();
@@ -70,41 +109,25 @@ void ProgressLine::update(std::uint64_t done, std::uint64_t failed, std::uint64_
 }
 
 void ProgressLine::draw() {
-    const double elapsed = seconds_since(start_);
-    std::string line = "\r" + label_ + ": " + std::to_string(done_) + " done";
-    if (failed_ > 0) {
-        line += ", " + std::to_string(failed_) + " failed";
-    }
-    if (elapsed > 0.0) {
-        line += ", " +
-                std::to_string(static_cast<std::uint64_t>(static_cast<double>(done_) / elapsed)) +
-                "/s";
-    }
-    line += ", " + fixed1(elapsed) + " s";
-    if (total_bytes_ > 0) {
-        const double frac =
-            std::min(1.0, static_cast<double>(bytes_read_) / static_cast<double>(total_bytes_));
-        const int filled = static_cast<int>(frac * kBarWidth);
-        line += " [" + std::string(static_cast<std::size_t>(filled), '#') +
-                std::string(static_cast<std::size_t>(kBarWidth - filled), '.') + "] " +
-                std::to_string(static_cast<int>(frac * 100.0)) + "%";
-    }
-    line += "\033[K";
-    put_stderr(line);
+    sink_(progress_line_text(
+        label_, done_, failed_, seconds_since(start_), bytes_read_, total_bytes_));
     shown_ = true;
 }
 
 void ProgressLine::clear() {
     if (shown_) {
-        put_stderr("\r\033[K");
+        sink_(kEraseLine);
         shown_ = false;
     }
 }
 
 // --- DelayedSpinner ------------------------------------------------------------------------
 
-DelayedSpinner::DelayedSpinner(bool enabled, std::string label, std::chrono::milliseconds delay)
-    : label_(std::move(label)), start_(Clock::now()) {
+DelayedSpinner::DelayedSpinner(bool enabled,
+                               std::string label,
+                               std::chrono::milliseconds delay,
+                               ProgressSink sink)
+    : label_(std::move(label)), start_(Clock::now()), sink_(std::move(sink)) {
     if (enabled) {
         thread_ = std::thread([this, delay] {
             {
@@ -123,16 +146,14 @@ DelayedSpinner::~DelayedSpinner() {
 }
 
 void DelayedSpinner::run() {
-    static constexpr char frames[] = {'|', '/', '-', '\\'};
     std::size_t frame = 0;
     std::unique_lock<std::mutex> lock(mutex_);
     while (!stopping_) {
-        put_stderr("\rattn: " + label_ + " " + frames[frame % 4] + " " +
-                   fixed1(seconds_since(start_)) + " s\033[K");
+        sink_(spinner_text(label_, frame, seconds_since(start_)));
         ++frame;
         wake_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stopping_; });
     }
-    put_stderr("\r\033[K");
+    sink_(kEraseLine);
 }
 
 void DelayedSpinner::stop() {
@@ -147,4 +168,4 @@ void DelayedSpinner::stop() {
     thread_.join();
 }
 
-} // namespace attn::app
+} // namespace attn::cli

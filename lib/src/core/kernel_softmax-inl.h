@@ -117,6 +117,45 @@ HWY_INLINE hn::Mask<D> nonzero_bytes(const std::uint8_t* p, std::size_t count) {
     return hn::RebindMask(d, hn::Ne(wide, hn::Zero(di)));
 }
 
+/// softmax_row's pass 1 on the `count` scores at s (count = Lanes when kFull): their final
+/// scores through the pipeline (blocked keys -inf, lanes past count too), stored back.
+template <bool kFull>
+HWY_INLINE V row_scores(float* s,
+                        const float* bias,
+                        const std::uint8_t* mask,
+                        const std::uint8_t* pad,
+                        const ScoreSteps<V>& steps,
+                        std::size_t count) {
+    using L = VectorLanes;
+    const D d;
+    const auto load = [&](const float* p) HWY_ATTR {
+        if constexpr (kFull) {
+            return hn::LoadU(d, p);
+        } else {
+            return load_part(d, p, count);
+        }
+    };
+    auto keep = hn::FirstN(d, count);
+    V b = L::zero();
+    if (bias != nullptr) {
+        b = load(bias);
+        keep = keep_unless_bias_blocks<L>(keep, true, b);
+    }
+    if (mask != nullptr) {
+        keep = hn::And(keep, nonzero_bytes(mask, count));
+    }
+    if (pad != nullptr) {
+        keep = hn::And(keep, nonzero_bytes(pad, count));
+    }
+    const V x = final_score<L>(load(s), steps, b, L::zero(), keep);
+    if constexpr (kFull) {
+        hn::StoreU(x, d, s);
+    } else {
+        store_part(d, x, s, count);
+    }
+    return x;
+}
+
 bool softmax_row(float* s,
                  std::size_t n,
                  float scale,
@@ -135,23 +174,19 @@ bool softmax_row(float* s,
     // pass 1: final scores (blocked keys -inf, even if the score was NaN); row max.
     V vmax = L::neg_inf();
     bool seen = false;
-    for (std::size_t j = 0; j < n; j += lanes) {
-        const std::size_t count = min_size(lanes, n - j);
-        V b = L::zero();
-        if (bias != nullptr) {
-            b = load_part(d, bias + j, count);
-        }
-        auto keep = keep_unless_bias_blocks<L>(hn::FirstN(d, count), steps.bias, b);
-        if (mask != nullptr) {
-            keep = hn::And(keep, nonzero_bytes(mask + j, count));
-        }
-        if (pad != nullptr) {
-            keep = hn::And(keep, nonzero_bytes(pad + j, count));
-        }
-        const V x = final_score<L>(load_part(d, s + j, count), steps, b, L::zero(), keep);
+    const auto at = [](const auto* p, std::size_t j) { return p != nullptr ? p + j : nullptr; };
+    std::size_t at_j = 0; // full vectors first, then the ragged end
+    for (; at_j + lanes <= n; at_j += lanes) {
+        const V x =
+            row_scores<true>(s + at_j, at(bias, at_j), at(mask, at_j), at(pad, at_j), steps, lanes);
         seen = seen || L::any_visible(x);
         vmax = L::max_ignoring_nan(x, vmax);
-        store_part(d, x, s + j, count);
+    }
+    if (at_j < n) {
+        const V x = row_scores<false>(
+            s + at_j, at(bias, at_j), at(mask, at_j), at(pad, at_j), steps, n - at_j);
+        seen = seen || L::any_visible(x);
+        vmax = L::max_ignoring_nan(x, vmax);
     }
     if (!seen) {
         return false;

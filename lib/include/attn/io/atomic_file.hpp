@@ -15,15 +15,17 @@ namespace attn::io {
 /// written in place, not through a temp file and a rename, and need no file extension.
 bool written_in_place(const std::string& path);
 
-/// Writes bytes to `path` whole or not at all: a sibling temp file, fsync, then rename;
-/// the temp file is removed on any failure and an existing file is left untouched.
+/// Writes bytes to `path` whole or not at all: a sibling temp file, then a rename; the
+/// temp file is removed on any failure and an existing file is left untouched. Whole or
+/// not at all if the process dies at any point; not synced to the disk (no fsync: a power
+/// loss right after may lose it, as with np.save; AtomicWriter::commit says why).
 /// "-" writes to stdout; devices and FIFOs (which a rename cannot replace) are written in
 /// place. Throws SystemError("PATH: cannot write: REASON").
 void write_file_atomic(const std::filesystem::path& path, std::span<const std::uint8_t> bytes);
 void write_file_atomic(const std::filesystem::path& path, std::string_view text);
 
 /// A regular file written whole or not at all, in pieces: the constructor creates a sibling
-/// temp file (".NAME.tmp.XXXXXX"), write() appends to it, commit() fsyncs it and renames it
+/// temp file (".NAME.tmp.XXXXXX"), write() appends to it, commit() renames it
 /// over `path` (through a symlink, over the file it points to). Destroyed uncommitted, or
 /// after any failure, it removes the temp file and leaves `path` untouched. While it
 /// exists, the temp file is registered for install_signal_cleanup().
@@ -65,7 +67,7 @@ class AtomicWriter {
 
     std::string shown_;  ///< the path as the user gave it, for messages
     std::string target_; ///< what the rename replaces
-    std::string dir_;    ///< the folder, fsynced after the rename
+    std::string dir_;    ///< the folder (where an unnamed temp file is made)
     std::string temp_;
     int fd_ = -1;
     int slot_ = -1;                      ///< signal-cleanup registration, -1 if none

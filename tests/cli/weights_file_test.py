@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""`--weights FILE.npy` written by the kernel into the file's mapping (io::NpyFileMapping):
-the same bytes as the encoder writes to stdout (`--weights - --format npy`), numpy's
-float64 weights, every layer of a checkpoint in one file, and nothing left behind by a
+"""`--weights FILE.npy` written by the kernel, block by block, into the file
+(io::NpyFileWriter): the same bytes as the encoder writes to stdout (`--weights - --format
+npy`), numpy's float64 weights, every layer of a checkpoint in one file, and nothing left behind by a
 failed run: RLIMIT_FSIZE, a full disk (a 64 KiB tmpfs, when mount works), SIGKILL
 mid-way (the file has no name until it is complete).
 

@@ -1,7 +1,8 @@
 // Tests of write_file_atomic: content lands whole, an existing file is replaced only by a
 // complete new one, failures throw SystemError and leave neither a temp file nor a changed
 // target. Failures are provoked without root-sensitive permission tricks: missing folders,
-// RLIMIT_FSIZE (EFBIG mid-write) and /dev/full (ENOSPC).
+// RLIMIT_FSIZE (EFBIG mid-write) and /dev/full (ENOSPC). AtomicWriter's write_at (blocks
+// from threads, in any order; a failure is commit()'s).
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
 #include "unit/test_files.hpp"
@@ -12,10 +13,12 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <span>
 #include <string>
 #include <string_view>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -166,6 +169,63 @@ TEST_F(AtomicFile, FailedWriteKeepsTheOldFileAndRemovesTheTemp) {
     ::setrlimit(RLIMIT_FSIZE, &old_limit);
     std::signal(SIGXFSZ, old_handler);
 
+    EXPECT_EQ(message, path.string() + ": cannot write: File too large");
+    EXPECT_EQ(slurp(path), "old content");
+    EXPECT_EQ(listing(dir_), std::vector<std::string>{"out.npy"});
+}
+
+TEST_F(AtomicFile, WriteAtFromThreadsInAnyOrder) {
+    // An unnamed temp (O_TMPFILE where the file system has it): nothing shows before commit.
+    const fs::path path = dir_ / "out.bin";
+    attn::io::AtomicWriter out(path, true);
+    constexpr std::size_t block = 4096 + 3, blocks = 64;
+    out.reserve(block * blocks);
+    std::vector<std::uint8_t> want(block * blocks);
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        want[i] = static_cast<std::uint8_t>(i * 7 + i / block);
+    }
+    auto half = [&](std::size_t parity) {
+        for (std::size_t b = blocks; b-- > 0;) {
+            if (b % 2 == parity) {
+                out.write_at(b * block, std::span(want).subspan(b * block, block));
+            }
+        }
+    };
+    std::thread other(half, 1);
+    half(0);
+    other.join();
+    EXPECT_FALSE(fs::exists(path));
+    out.commit();
+    EXPECT_EQ(slurp(path), std::string(want.begin(), want.end()));
+    EXPECT_EQ(listing(dir_), std::vector<std::string>{"out.bin"});
+}
+
+TEST_F(AtomicFile, FailedWriteAtFailsTheCommit) {
+    // write_at() never throws: its EFBIG (past RLIMIT_FSIZE) is commit()'s, which removes
+    // the temp file and leaves the old one.
+    const fs::path path = dir_ / "out.npy";
+    write_file_atomic(path, std::string_view("old content"));
+    std::string message;
+    {
+        attn::io::AtomicWriter out(path, true);
+        out.reserve(100);
+        struct rlimit old_limit {};
+        ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+        struct rlimit small = old_limit;
+        small.rlim_cur = 4096;
+        const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+        ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+        const std::vector<std::uint8_t> bytes(8192, 'n');
+        out.write_at(0, bytes);
+        out.write_at(0, std::span(bytes).first(10)); // after a failure: nothing more
+        ::setrlimit(RLIMIT_FSIZE, &old_limit);
+        std::signal(SIGXFSZ, old_handler);
+        try {
+            out.commit();
+        } catch (const SystemError& e) {
+            message = e.what();
+        }
+    }
     EXPECT_EQ(message, path.string() + ": cannot write: File too large");
     EXPECT_EQ(slurp(path), "old content");
     EXPECT_EQ(listing(dir_), std::vector<std::string>{"out.npy"});

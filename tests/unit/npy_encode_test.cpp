@@ -1,9 +1,12 @@
 // Tests of the NPY writer (encode_npy: numpy's header layout, bit-exact round trips, version
-// 2 when needed; write_npy_file streaming the same bytes) and of the file entry points
+// 2 when needed; write_npy_file streaming the same bytes; NpyFileWriter's blocks) and of
+// the file entry points
 // (read_array_file, read_file, array_format_for), which write their own files into a temp
 // folder.
+#include "attn/attention.hpp"
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/io/npy.hpp"
 #include "unit/npy_bytes.hpp"
 #include "unit/test_files.hpp"
 #include "unit/test_util.hpp"
@@ -22,6 +25,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace attn::io {
@@ -205,6 +209,48 @@ TEST_F(NpyFile, StreamedWriteEqualsTheInMemoryEncoding) {
         }
     }
     // Nothing but the file itself is left behind.
+    EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_),
+                            std::filesystem::directory_iterator()),
+              1);
+}
+
+// NpyFileWriter: blocks written out of order, from two threads (pwrite at each block's
+// place), give encode_npy's bytes; an uncommitted writer leaves nothing and the old file.
+TEST_F(NpyFile, BlockWriterEqualsTheInMemoryEncoding) {
+    const std::vector<std::size_t> shape = {2, 3, 70, 33};
+    Array a;
+    a.shape = shape;
+    a.values = special_and_random_floats(std::size_t{2} * 3 * 70 * 33, 24);
+    const auto path = dir_ / "w.npy";
+    {
+        std::ofstream(path) << "old";
+        NpyFileWriter out(path, shape);
+        ASSERT_EQ(out.size(), a.values.size());
+        const WeightsDestination<float> to = out.destination();
+        EXPECT_EQ(to.size, a.values.size());
+        const std::size_t block = 1000; // not a multiple of anything above
+        const std::size_t blocks = (a.values.size() + block - 1) / block;
+        auto half = [&](std::size_t parity) {
+            for (std::size_t b = blocks; b-- > 0;) {
+                if (b % 2 == parity) {
+                    const std::size_t first = b * block;
+                    to.store(
+                        first, a.values.data() + first, std::min(block, a.values.size() - first));
+                }
+            }
+        };
+        std::thread other(half, 1);
+        half(0);
+        other.join();
+        EXPECT_EQ(file_bytes(path), std::vector<std::uint8_t>({'o', 'l', 'd'}));
+        out.commit();
+    }
+    EXPECT_EQ(file_bytes(path), encode_npy(a, false));
+    {
+        NpyFileWriter abandoned(path, shape);
+        abandoned.write(0, a.values.data(), 10);
+    }
+    EXPECT_EQ(file_bytes(path), encode_npy(a, false));
     EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_),
                             std::filesystem::directory_iterator()),
               1);

@@ -68,15 +68,15 @@ using RowDiagnostics = BasicRowDiagnostics<float>;
 /// duration of the call; null means "absent". T is the precision of the computation:
 /// float (AttentionSpec) or double (BasicAttentionSpec<double>, the `precision: f64` path); masks
 /// are uint8 keep-masks in both.
-/// Caller-owned storage for a call's weights [B, H, Lq, Lk] (C order), such as a view over
-/// an output file's mapping (io::MappedNpyWriter): the materialized kernel writes each block
-/// of query rows straight there instead of into the result (whose `weights` stays empty),
-/// then calls `written` (when set) with the elements [first, first + count) it finished, so
-/// that the owner may release their pages. `size` must be B·H·Lq·Lk.
+/// Where a call's weights [B, H, Lq, Lk] (C order) go instead of the result (whose
+/// `weights` then stays empty): the materialized kernel computes each block of query rows
+/// in its worker's scratch and hands it over as `store(first, values, count)` (elements
+/// [first, first + count) at `values`), e.g. to write it to a file (io::NpyFileWriter):
+/// the weights never enter the process's memory. `size` must be B·H·Lq·Lk. `store` runs
+/// on the kernel's worker threads, at the same time for different blocks.
 template <class T> struct WeightsDestination {
-    T* data = nullptr;
     std::size_t size = 0;
-    std::function<void(std::size_t first, std::size_t count)> written{};
+    std::function<void(std::size_t first, const T* values, std::size_t count)> store{};
 };
 
 template <class T> struct BasicAttentionSpec {

@@ -96,17 +96,13 @@ query_block_task(std::size_t task, std::size_t blocks, std::size_t n_h, std::siz
 }
 
 /// Where a task's [rows, Lk] scores, then weights, live: rows from `first_row` on of the
-/// caller's destination (spec.weights_to) or of the returned weights when there are any,
-/// else the worker's scratch (QB x Lk, reused).
+/// returned weights when there are any, else the worker's scratch (QB x Lk, reused; what
+/// spec.weights_to's `store` gets).
 template <class T>
 T* block_weights(std::optional<xt::xtensor<T, 4>>& weights,
-                 const WeightsDestination<T>* to,
                  std::vector<T>& scratch,
                  std::size_t first_row,
                  std::size_t lk) {
-    if (to != nullptr) {
-        return to->data + first_row * lk;
-    }
     if (weights) {
         return weights->data() + first_row * lk;
     }
@@ -175,6 +171,7 @@ void fit_result(BasicAttentionResult<T>& result,
     fit_tensor(result.output, {dims.b, dims.h, dims.lq, dims.dv}, true);
     const bool to_caller = whole_rows && spec.want_weights && spec.weights_to != nullptr;
     ATTN_ASSERT(!to_caller || spec.weights_to->size == dims.b * dims.h * dims.lq * dims.lk);
+    ATTN_ASSERT(!to_caller || spec.weights_to->store);
     fit_optional(result.weights,
                  whole_rows && spec.want_weights && !to_caller,
                  {dims.b, dims.h, dims.lq, dims.lk});

@@ -261,9 +261,10 @@ void attend_materialized_into(BasicTensorView<T> q,
         const T* v_head = v.data() + head * dims.lk * dims.dv;
         T* o_blk = result.output.data() + first_row * dims.dv;
 
-        // [rows, Lk] scores, then weights: rows of result.weights or the worker's scratch.
+        // [rows, Lk] scores, then weights: rows of result.weights or the worker's scratch
+        // (handed to the caller's destination once final).
         const WeightsDestination<T>* to = spec.want_weights ? spec.weights_to : nullptr;
-        T* p = detail::block_weights(result.weights, to, scratch[worker], first_row, dims.lk);
+        T* p = detail::block_weights(result.weights, scratch[worker], first_row, dims.lk);
 
         // Keys past the last row's causal limit are invisible to the whole block: left out
         // of both GEMMs (causal costs about half, and inf/NaN there cannot leak in as 0·inf).
@@ -297,8 +298,8 @@ void attend_materialized_into(BasicTensorView<T> q,
         if (empty_rows > 0) {
             detail::zero_empty_rows(o_blk, empty, rows, dims.dv);
         }
-        if (to != nullptr && to->written) {
-            to->written(first_row * dims.lk, rows * dims.lk);
+        if (to != nullptr) {
+            to->store(first_row * dims.lk, p, rows * dims.lk);
         }
     });
 

@@ -5,6 +5,7 @@
 // allocated.
 #include "attn/io/npy.hpp"
 
+#include "attn/attention.hpp"
 #include "attn/error.hpp"
 #include "attn/io/atomic_file.hpp"
 #include "attn/io/limits.hpp"
@@ -475,24 +476,30 @@ bool npy_mappable(const std::filesystem::path& path) {
     return std::endian::native == std::endian::little && shown != "-" && !written_in_place(shown);
 }
 
-NpyFileMapping::NpyFileMapping(const std::filesystem::path& path,
-                               const std::vector<std::size_t>& shape)
+NpyFileWriter::NpyFileWriter(const std::filesystem::path& path,
+                             const std::vector<std::size_t>& shape)
     : out_(path, true), count_(element_count(shape)) {
     static_assert(sizeof(float) == 4);
     const std::string head = npy_header_text(shape, false);
     header_ = head.size();
-    const std::span<std::uint8_t> file = out_.map(header_ + count_ * sizeof(float));
-    std::copy(head.begin(), head.end(), file.begin());
-    // The header is a multiple of 64 bytes long: the values are aligned in the mapping.
-    values_ = reinterpret_cast<float*>(file.data() + header_);
+    out_.reserve(header_ + count_ * sizeof(float));
+    out_.write({reinterpret_cast<const std::uint8_t*>(head.data()), head.size()});
 }
 
-void NpyFileMapping::release(std::size_t first, std::size_t count) noexcept {
-    out_.release(header_ + first * sizeof(float), count * sizeof(float));
+void NpyFileWriter::write(std::size_t first, const float* values, std::size_t count) noexcept {
+    out_.write_at(header_ + first * sizeof(float),
+                  {reinterpret_cast<const std::uint8_t*>(values), count * sizeof(float)});
 }
 
-void NpyFileMapping::commit() {
-    values_ = nullptr;
+WeightsDestination<float> NpyFileWriter::destination() {
+    WeightsDestination<float> to{.size = count_};
+    to.store = [this](std::size_t first, const float* values, std::size_t count) {
+        write(first, values, count);
+    };
+    return to;
+}
+
+void NpyFileWriter::commit() {
     out_.commit();
 }
 

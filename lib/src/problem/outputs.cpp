@@ -97,9 +97,7 @@ encode_array(const std::string& path, const io::Array& a, const OutputOptions& o
 }
 
 WeightsFile::WeightsFile(const std::string& path, const std::vector<std::size_t>& shape)
-    : file(path, shape), to{.data = file.values(), .size = file.size()} {
-    to.written = [this](std::size_t first, std::size_t count) { file.release(first, count); };
-}
+    : file(path, shape), to(file.destination()) {}
 
 std::unique_ptr<WeightsFile>
 map_weights_file(const Problem& problem, const OutputOptions& o, std::size_t layers) {

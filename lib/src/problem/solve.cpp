@@ -213,10 +213,11 @@ WeightsDestination<float>
 weights_slot(const WeightsDestination<float>& all, std::size_t index, std::size_t count) {
     const std::size_t size = all.size / count;
     const std::size_t offset = index * size;
-    WeightsDestination<float> slot{.data = all.data + offset, .size = size};
-    if (all.written) {
-        slot.written = [written = all.written, offset](std::size_t first, std::size_t n) {
-            written(offset + first, n);
+    WeightsDestination<float> slot{.size = size};
+    if (all.store) {
+        slot.store = [store = all.store,
+                      offset](std::size_t first, const float* values, std::size_t n) {
+            store(offset + first, values, n);
         };
     }
     return slot;

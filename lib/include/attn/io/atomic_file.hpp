@@ -2,6 +2,7 @@
 // handlers that remove the temp files of an interrupted run.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <span>
@@ -14,15 +15,17 @@ namespace attn::io {
 /// written in place, not through a temp file and a rename, and need no file extension.
 bool written_in_place(const std::string& path);
 
-/// Writes bytes to `path` whole or not at all: a sibling temp file, fsync, then rename;
-/// the temp file is removed on any failure and an existing file is left untouched.
+/// Writes bytes to `path` whole or not at all: a sibling temp file, then a rename; the
+/// temp file is removed on any failure and an existing file is left untouched. Whole or
+/// not at all if the process dies at any point; not synced to the disk (no fsync: a power
+/// loss right after may lose it, as with np.save; AtomicWriter::commit says why).
 /// "-" writes to stdout; devices and FIFOs (which a rename cannot replace) are written in
 /// place. Throws SystemError("PATH: cannot write: REASON").
 void write_file_atomic(const std::filesystem::path& path, std::span<const std::uint8_t> bytes);
 void write_file_atomic(const std::filesystem::path& path, std::string_view text);
 
 /// A regular file written whole or not at all, in pieces: the constructor creates a sibling
-/// temp file (".NAME.tmp.XXXXXX"), write() appends to it, commit() fsyncs it and renames it
+/// temp file (".NAME.tmp.XXXXXX"), write() appends to it, commit() renames it
 /// over `path` (through a symlink, over the file it points to). Destroyed uncommitted, or
 /// after any failure, it removes the temp file and leaves `path` untouched. While it
 /// exists, the temp file is registered for install_signal_cleanup().
@@ -46,15 +49,14 @@ class AtomicWriter {
     void write(std::span<const std::uint8_t> bytes);
     void commit();
 
-    /// Sizes the file to `size` bytes, its blocks reserved now (a full disk or
-    /// RLIMIT_FSIZE fails here, with the usual message, never as SIGBUS on a later store),
-    /// and maps it writable: bytes written through the span are the file's (what write()
-    /// wrote first is kept). Once per writer; commit() unmaps it.
-    std::span<std::uint8_t> map(std::size_t size);
-    /// Drops the whole pages inside [offset, offset + length) of the mapping from this
-    /// process (they stay in the file and the page cache): a large output written in order
-    /// then costs no resident memory.
-    void release(std::size_t offset, std::size_t length) noexcept;
+    /// Sizes the file to `size` bytes, its blocks reserved now: a full disk or
+    /// RLIMIT_FSIZE fails here, with the usual message, not part-way through the work.
+    void reserve(std::size_t size);
+    /// Writes `bytes` at `offset` (pwrite: the file position is untouched), from any
+    /// number of threads at once for disjoint ranges; within what reserve() reserved, a
+    /// full disk cannot stop it. Never throws: a failure is kept, and commit() fails with
+    /// the first one (the temp file removed, `path` untouched).
+    void write_at(std::size_t offset, std::span<const std::uint8_t> bytes) noexcept;
 
     /// The temp file being written (empty once committed or abandoned).
     const std::string& temp_path() const { return temp_; }
@@ -65,18 +67,16 @@ class AtomicWriter {
 
     std::string shown_;  ///< the path as the user gave it, for messages
     std::string target_; ///< what the rename replaces
-    std::string dir_;    ///< the folder, fsynced after the rename
+    std::string dir_;    ///< the folder (where an unnamed temp file is made)
     std::string temp_;
     int fd_ = -1;
-    int slot_ = -1;        ///< signal-cleanup registration, -1 if none
-    bool unnamed_ = false; ///< fd_ is an O_TMPFILE, linked into dir_ by commit()
-    std::uint8_t* map_ = nullptr;
-    std::size_t map_size_ = 0;
+    int slot_ = -1;                      ///< signal-cleanup registration, -1 if none
+    bool unnamed_ = false;               ///< fd_ is an O_TMPFILE, linked into dir_ by commit()
+    std::atomic<int> write_at_error_{0}; ///< write_at()'s first failure (an errno), 0 if none
 
     std::string temp_name() const;
     void open_named();
     void link_unnamed();
-    void unmap() noexcept;
 };
 
 /// Installs SIGINT, SIGTERM and SIGHUP handlers that remove the temp files of the

@@ -13,6 +13,10 @@
 #include <string_view>
 #include <vector>
 
+namespace attn {
+template <class T> struct WeightsDestination; // attn/attention.hpp
+} // namespace attn
+
 namespace attn::io {
 
 /// The header of an NPY file.
@@ -68,33 +72,36 @@ std::vector<std::uint8_t> encode_npy_int64(const Array& a);
 /// Throws SystemError("PATH: cannot write: REASON").
 void write_npy_file(const std::filesystem::path& path, const Array& a, bool f64);
 
-/// An "<f4" NPY file of `shape` whose values are stored in place, through a writable
-/// mapping of the file: an unnamed temp file in the target's folder (AtomicWriter's
-/// `unnamed`), sized and reserved at construction (a full disk or RLIMIT_FSIZE fails
-/// here), renamed over `path` by commit(). The file's bytes are encode_npy(shape, values,
-/// false)'s, without the values ever being held in memory. Destroyed uncommitted, or if
-/// the process dies, nothing is left and `path` is untouched. A little-endian host and a
-/// regular file only (npy_mappable). Throws SystemError("PATH: cannot write: REASON").
+/// An "<f4" NPY file of `shape` whose values arrive in blocks, in any order, from any
+/// thread: an unnamed temp file in the target's folder (AtomicWriter's `unnamed`), sized
+/// and reserved at construction (a full disk or RLIMIT_FSIZE fails here, before any
+/// work), each block written at its place with pwrite (so the values never enter the
+/// process's memory: they go from the caller's buffer to the page cache), renamed over
+/// `path` by commit(). The file's bytes are encode_npy(shape, values, false)'s. Destroyed
+/// uncommitted, or if the process dies, nothing is left and `path` is untouched. A
+/// little-endian host and a regular file only (npy_mappable).
+/// Throws SystemError("PATH: cannot write: REASON") (a failed block write: from commit()).
 ///
 /// Example:
-///     io::NpyFileMapping out("w.npy", {8, 4096, 4096});
-///     fill(out.values(), out.size());   // in any order, from any thread
+///     io::NpyFileWriter out("w.npy", {8, 4096, 4096});
+///     out.write(first, block.data(), block.size());   // each block, from any thread
 ///     out.commit();
-class NpyFileMapping {
+class NpyFileWriter {
   public:
-    NpyFileMapping(const std::filesystem::path& path, const std::vector<std::size_t>& shape);
+    NpyFileWriter(const std::filesystem::path& path, const std::vector<std::size_t>& shape);
 
-    float* values() const { return values_; }
     std::size_t size() const { return count_; }
-    /// Elements [first, first + count) are final: their pages leave this process's memory
-    /// (they stay in the file).
-    void release(std::size_t first, std::size_t count) noexcept;
+    /// Stores elements [first, first + count) (C order) from `values`; never throws (a
+    /// failure is commit()'s).
+    void write(std::size_t first, const float* values, std::size_t count) noexcept;
+    /// The kernel's destination for these values (WeightsDestination's `store`: each
+    /// finished block goes to write()). Borrows this writer.
+    WeightsDestination<float> destination();
     void commit();
 
   private:
     AtomicWriter out_;
     std::size_t header_ = 0;
-    float* values_ = nullptr;
     std::size_t count_ = 0;
 };
 
@@ -124,7 +131,7 @@ class NpyView {
     std::size_t offset_ = 0; ///< of the values in the file; 0 when decoded
 };
 
-/// True when NpyFileMapping can write `path`: a little-endian host, and a path that is not
+/// True when NpyFileWriter can write `path`: a little-endian host, and a path that is not
 /// "-" (stdout) nor a device or FIFO (written_in_place).
 bool npy_mappable(const std::filesystem::path& path);
 

@@ -71,11 +71,11 @@ void check_outputs(const Problem& problem,
                    const OutputOptions& o,
                    bool hidden_states = false);
 
-/// --weights FILE.npy written by the kernel itself, row block by row block, into the file's
-/// mapping (io::NpyFileMapping): the destination solve() gets (SolveOptions::weights_to)
-/// and the file write_outputs() commits.
+/// --weights FILE.npy written by the kernel itself, row block by row block, into the file
+/// (io::NpyFileWriter): the destination solve() gets (SolveOptions::weights_to) and the
+/// file write_outputs() commits.
 struct WeightsFile {
-    io::NpyFileMapping file;
+    io::NpyFileWriter file;
     WeightsDestination<float> to;
     WeightsFile(const std::string& path, const std::vector<std::size_t>& shape);
 };

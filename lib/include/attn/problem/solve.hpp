@@ -31,7 +31,7 @@ struct SolveOptions {
 bool weights_direct(const Problem& p);
 
 /// Layer `index` of `count`'s part of a destination for stacked weights: its elements and
-/// `written` offset by index · size / count.
+/// `store` offset by index · size / count.
 WeightsDestination<float>
 weights_slot(const WeightsDestination<float>& all, std::size_t index, std::size_t count);
 

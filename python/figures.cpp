@@ -93,8 +93,7 @@ std::vector<std::string> strings_of(const py::object& v, const char* what) {
 /// A label list checked against its axis (the CLI's message for a document's tokens).
 void check_axis(const std::vector<std::string>& labels, std::size_t n, const char* what) {
     if (!labels.empty() && labels.size() != n) {
-        throw InputError(std::string(what) + ": expected " + std::to_string(n) + " tokens, got " +
-                         std::to_string(labels.size()));
+        throw InputError::label_count(what, n, labels.size());
     }
 }
 

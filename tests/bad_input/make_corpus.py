@@ -252,7 +252,7 @@ problem("mask_batch", dict(PROBLEM, mask="mask_b3.npy"), r"mask: expected shape 
 problem("bias_shape", dict(PROBLEM, bias="bias_bad.npy"), r"bias: expected shape \[Lq, Lk\] = \[3, 5\], got \[3, 4\]")
 problem("key_padding_length", dict(PROBLEM, key_padding_mask="kpm_bad.npy"), r"key_padding_mask: expected shape \[1, 5\] or \[5\], got \[4\]")
 problem("tokens_count", dict(PROBLEM, tokens=["a", "b", "c"]), r"tokens: queries \(3\) and keys \(5\) differ in length")
-problem("query_tokens_count", dict(PROBLEM, query_tokens=["a", "b"]), r"query_tokens: expected 3 labels, got 2")
+problem("query_tokens_count", dict(PROBLEM, query_tokens=["a", "b"]), r"query_tokens: expected 3 tokens, got 2")
 problem("key_tokens_type", dict(PROBLEM, key_tokens=[1, 2, 3, 4, 5]), r"key_tokens: \[0\]: expected a string, got number")
 problem("params_w_q_shape", {"input": "q.npy", "params": "params_bad_shape.json"}, r"w_q")
 problem("params_in_proj_rows", {"input": "q.npy", "params": {"in_proj_weight": [[1, 0, 0, 0]] * 4}}, r"params\.in_proj_weight: first dimension 4 is not 3·embed_dim")

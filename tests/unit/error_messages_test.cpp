@@ -54,6 +54,11 @@ TEST(ErrorMessages, EveryKind) {
               "labels: expected a list of strings");
     EXPECT_EQ(std::string(InputError::string_list_item("labels", 2, "int").what()),
               "labels: [2]: expected a string, got int");
+    EXPECT_EQ(std::string(InputError::label_count("tokens", 3, 2).what()),
+              "tokens: expected 3 tokens, got 2");
+    EXPECT_EQ(
+        std::string(InputError::label_count("--tokens", 3, 4, "one per query and key").what()),
+        "--tokens: expected 3 tokens (one per query and key), got 4");
     EXPECT_EQ(std::string(InputError::cannot_read("x.npy", ENOENT).what()),
               "x.npy: cannot read: No such file or directory");
     EXPECT_EQ(std::string(InputError::cannot_read("d", EISDIR).what()),
@@ -93,6 +98,9 @@ TEST(ErrorMessages, OneStringListWordingForAProblemAResultAndATokenFile) {
               "r: key_tokens: [1]: expected a string, got number");
     EXPECT_EQ(message_of([&] { (void)io::parse_token_text(R"(["a", 7])", "t.json"); }),
               "t.json: [1]: expected a string, got number");
+    const nlohmann::json short_list = {{"input", {{1.0, 0.0}, {0.0, 1.0}}}, {"tokens", {"a"}}};
+    EXPECT_EQ(message_of([&] { (void)problem::decode_problem(short_list, "."); }),
+              "tokens: expected 2 tokens, got 1");
     const nlohmann::json not_list = {{"input", {{1.0, 0.0}, {0.0, 1.0}}}, {"tokens", "ab"}};
     EXPECT_EQ(message_of([&] { (void)problem::decode_problem(not_list, "."); }),
               "tokens: expected a list of strings, got string");

@@ -53,6 +53,12 @@ class InputError : public Error {
     /// Its element `index`: "what: [INDEX]: expected a string, got TYPE".
     static InputError
     string_list_item(std::string_view what, std::size_t index, std::string_view got);
+    /// "what: expected N tokens[ (NOTE)], got M": a list of labels whose length is not its
+    /// axis's (a document's tokens, a label flag, the Python module's labels).
+    static InputError label_count(std::string_view what,
+                                  std::size_t want,
+                                  std::size_t got,
+                                  std::string_view note = {});
     /// "FILE: cannot read: REASON", REASON the text of errno `err` ("No such file or
     /// directory", "Is a directory", ...): a file that cannot be opened or read.
     static InputError cannot_read(std::string_view file, int err);

@@ -62,6 +62,16 @@ InputError::string_list_item(std::string_view what, std::size_t index, std::stri
     return field(std::string(what) + ": [" + std::to_string(index) + "]", "a string", got);
 }
 
+InputError InputError::label_count(std::string_view what,
+                                   std::size_t want,
+                                   std::size_t got,
+                                   std::string_view note) {
+    return field(what,
+                 std::to_string(want) + " tokens" +
+                     (note.empty() ? std::string() : " (" + std::string(note) + ")"),
+                 std::to_string(got));
+}
+
 InputError InputError::cannot_read(std::string_view file, int err) {
     return InputError(std::string(file) + ": cannot read: " + std::system_category().message(err));
 }

@@ -189,8 +189,7 @@ void check_tokens(const std::vector<std::string>& tokens, const Dims& d, const s
                          std::to_string(d.lk) + " keys; label them with --ylabels and --xlabels");
     }
     if (tokens.size() != d.lk) {
-        throw InputError(what + ": expected " + std::to_string(d.lk) +
-                         " tokens (one per query and key), got " + std::to_string(tokens.size()));
+        throw InputError::label_count(what, d.lk, tokens.size(), "one per query and key");
     }
 }
 

@@ -81,8 +81,7 @@ std::vector<std::string> decode_tokens(const json& j, const char* name, std::siz
         out.push_back(j[i].get<std::string>());
     }
     if (out.size() != want) {
-        throw InputError(std::string(name) + ": expected " + std::to_string(want) +
-                         " labels, got " + std::to_string(out.size()));
+        throw InputError::label_count(name, want, out.size());
     }
     return out;
 }

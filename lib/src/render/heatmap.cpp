@@ -229,6 +229,84 @@ void colorbar(
     }
 }
 
+/// The vertical extents between two rows of panels: a panel's height, the band under it
+/// with x labels (or ticks alone), the gap.
+struct RowBands {
+    double panel, with_labels, ticks_only, gap;
+};
+
+/// Each row's top: a row carries x labels if one of its panels is the lowest in its column.
+std::vector<double>
+row_tops(std::size_t n, std::size_t ncols, double panel_title_h, const RowBands& bands) {
+    const std::size_t nrows = ceil_div(n, ncols);
+    std::vector<double> row_y(nrows, panel_title_h);
+    for (std::size_t r = 1; r < nrows; ++r) {
+        bool labels_here = false;
+        for (std::size_t c = 0; c < ncols && (r - 1) * ncols + c < n; ++c) {
+            labels_here = labels_here || (r - 1) * ncols + c + ncols >= n;
+        }
+        row_y[r] = row_y[r - 1] + bands.panel +
+                   (labels_here ? bands.with_labels : bands.ticks_only) + bands.gap + panel_title_h;
+    }
+    return row_y;
+}
+
+/// What every panel's ticks and labels need: the labels, their bands and pitches.
+struct PanelAxes {
+    const std::vector<std::string>& x;
+    const std::vector<std::string>& y;
+    double x_band, y_band, pitch_x, pitch_y;
+    std::size_t x_step, y_step;
+    bool x_rotated;
+};
+
+/// One panel's ticks (on every panel), its tick labels (x on the lowest panel of a column,
+/// y on the left column) and axis titles.
+void panel_axes(Builder& b,
+                const Sizes& z,
+                const HeatmapInput& in,
+                const HeatmapOptions& o,
+                const PanelAxes& ax,
+                const Box& box,
+                bool lowest,
+                bool left_column) {
+    const double lw = z.lw, tick_len = z.tick_len, tick_pad = z.tick_pad, fs_tick = z.fs_tick;
+    const FontMetrics& m_tick = z.m_tick;
+    const double mx = box.x, my = box.y, W = box.w, H = box.h;
+    for (std::size_t j = 0; j < in.cols; j += ax.x_step) {
+        const double tx = mx + (static_cast<double>(j) + 0.5) * ax.pitch_x;
+        b.rect(std::round(tx - lw / 2), my + H + lw, lw, tick_len);
+        if (!lowest) {
+            continue;
+        }
+        const double top = my + H + lw + tick_len + tick_pad;
+        if (ax.x_rotated) {
+            b.text(ax.x[j], tx + m_tick.cap_height / 2, top, fs_tick, Anchor::end, true);
+        } else {
+            b.text(ax.x[j], tx, top + m_tick.cap_height, fs_tick, Anchor::middle);
+        }
+    }
+    for (std::size_t r = 0; r < in.rows; r += ax.y_step) {
+        const double ty = my + (static_cast<double>(r) + 0.5) * ax.pitch_y;
+        b.rect(mx - lw - tick_len, std::round(ty - lw / 2), tick_len, lw);
+        if (left_column) {
+            b.text(ax.y[r],
+                   mx - lw - tick_len - tick_pad,
+                   ty + m_tick.cap_height / 2,
+                   fs_tick,
+                   Anchor::end);
+        }
+    }
+    if (lowest && !o.x_title.empty()) {
+        const double top = my + H + lw + tick_len + tick_pad + ax.x_band + z.label_pad;
+        b.text(o.x_title, mx + W / 2, top + z.m_label.cap_height, z.fs_label, Anchor::middle);
+    }
+    if (left_column && !o.y_title.empty()) {
+        const double right = mx - lw - tick_len - tick_pad - ax.y_band - z.label_pad;
+        b.text(o.y_title, right - z.m_label.descent, my + H / 2, z.fs_label, Anchor::middle, true);
+    }
+}
+
 /// The notes (pooling, thinned labels) and the title, centred on the grid's width above
 /// everything placed so far.
 void title_and_notes(Builder& b,
@@ -279,7 +357,6 @@ HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
     const std::size_t ncols = in.grid_cols > 0 ? std::min(in.grid_cols, n)
                               : o.columns > 0  ? std::min(o.columns, n)
                                                : grid_columns(n);
-    const std::size_t nrows = ceil_div(n, ncols);
     const double smallest = in.grid_cols > 0 ? 120.0 : 200.0; // a model view has many columns
     const double target = std::floor(
         (n == 1 ? 480.0 : std::clamp(1100.0 / static_cast<double>(ncols), smallest, 400.0)) * s);
@@ -338,18 +415,19 @@ HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
                                        m_label.cap_height + m_label.descent);
     const double hgap = std::round(20 * s), vgap = std::round(14 * s);
 
-    // Row tops: a row carries x labels if one of its panels is the lowest in its column.
-    std::vector<double> row_y(nrows, panel_title_h);
     const auto lowest = [&](std::size_t i) { return i + ncols >= n; };
-    for (std::size_t r = 1; r < nrows; ++r) {
-        bool labels_here = false;
-        for (std::size_t c = 0; c < ncols && (r - 1) * ncols + c < n; ++c) {
-            labels_here = labels_here || lowest((r - 1) * ncols + c);
-        }
-        row_y[r] =
-            row_y[r - 1] + H + (labels_here ? x_decor_h : lw + tick_len) + vgap + panel_title_h;
-    }
+    const std::vector<double> row_y =
+        row_tops(n, ncols, panel_title_h, {H, x_decor_h, lw + tick_len, vgap});
 
+    const PanelAxes ax{xl,
+                       yl,
+                       xl_band,
+                       yl_band,
+                       pitch_x,
+                       pitch_y,
+                       hf.x_label_step,
+                       hf.y_label_step,
+                       hf.x_labels_rotated};
     for (std::size_t i = 0; i < n; ++i) {
         const double mx = static_cast<double>(i % ncols) * (W + hgap);
         const double my = row_y[i / ncols];
@@ -358,40 +436,7 @@ HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
 
         b.fig.grids.push_back(panel_grid(b, o, m, cmap, i, box, cw, ch, fs_annot));
         b.frame(box, lw);
-
-        // Ticks on every panel; labels on the left column and the lowest panels.
-        for (std::size_t j = 0; j < in.cols; j += hf.x_label_step) {
-            const double tx = mx + (static_cast<double>(j) + 0.5) * pitch_x;
-            b.rect(std::round(tx - lw / 2), my + H + lw, lw, tick_len);
-            if (!lowest(i)) {
-                continue;
-            }
-            const double top = my + H + lw + tick_len + tick_pad;
-            if (hf.x_labels_rotated) {
-                b.text(xl[j], tx + m_tick.cap_height / 2, top, fs_tick, Anchor::end, true);
-            } else {
-                b.text(xl[j], tx, top + m_tick.cap_height, fs_tick, Anchor::middle);
-            }
-        }
-        for (std::size_t r = 0; r < in.rows; r += hf.y_label_step) {
-            const double ty = my + (static_cast<double>(r) + 0.5) * pitch_y;
-            b.rect(mx - lw - tick_len, std::round(ty - lw / 2), tick_len, lw);
-            if (i % ncols == 0) {
-                b.text(yl[r],
-                       mx - lw - tick_len - tick_pad,
-                       ty + m_tick.cap_height / 2,
-                       fs_tick,
-                       Anchor::end);
-            }
-        }
-        if (lowest(i) && !o.x_title.empty()) {
-            const double top = my + H + lw + tick_len + tick_pad + xl_band + label_pad;
-            b.text(o.x_title, mx + W / 2, top + m_label.cap_height, fs_label, Anchor::middle);
-        }
-        if (i % ncols == 0 && !o.y_title.empty()) {
-            const double right = mx - lw - tick_len - tick_pad - yl_band - label_pad;
-            b.text(o.y_title, right - m_label.descent, my + H / 2, fs_label, Anchor::middle, true);
-        }
+        panel_axes(b, z, in, o, ax, box, lowest(i), i % ncols == 0);
         if (n > 1) {
             b.text(in.panels[i].title,
                    mx + W / 2,

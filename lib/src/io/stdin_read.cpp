@@ -5,7 +5,6 @@
 #include "attn/io/limits.hpp"
 
 #include <cerrno>
-#include <cstring>
 #include <mutex>
 
 namespace attn::io {
@@ -23,8 +22,8 @@ std::vector<std::uint8_t> read_stream(std::FILE* stream, std::string_view what) 
         out.insert(out.end(), buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(got));
         if (got < buffer.size()) {
             if (std::ferror(stream) != 0) {
-                throw InputError(std::string(what) + ": <stdin>: cannot read: " +
-                                 std::strerror(errno != 0 ? errno : EIO));
+                throw InputError::cannot_read(std::string(what) + ": <stdin>",
+                                              errno != 0 ? errno : EIO);
             }
             break;
         }

@@ -30,8 +30,7 @@ std::vector<std::string> axis_labels(const std::optional<std::vector<std::string
         return *tokens;
     }
     if (!from_document.empty() && from_document.size() != n) {
-        throw InputError(name + ": " + field + ": expected " + std::to_string(n) + " tokens, got " +
-                         std::to_string(from_document.size()));
+        throw InputError::label_count(name + ": " + field, n, from_document.size());
     }
     return from_document;
 }

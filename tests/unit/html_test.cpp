@@ -160,12 +160,12 @@ TEST(HtmlView, EachPanelReleasedAfterEachPassInOrder) {
 
 TEST(HtmlView, TheSameBytesForAnyThreadCount) {
     // Five panels with NaN and masked cells, written 1, 2, 3 and all-cores at a time.
-    std::vector<float> v(5 * 6 * 7);
+    std::vector<float> v(std::size_t{5} * 6 * 7);
     for (std::size_t i = 0; i < v.size(); ++i) {
         v[i] = static_cast<float>((i * 37) % 11) / 11.0f;
     }
     v[45] = NAN;
-    std::vector<std::uint8_t> some(6 * 7, 0);
+    std::vector<std::uint8_t> some(std::size_t{6} * 7, 0);
     some[3] = 1;
     HeatmapInput in;
     in.rows = 6;

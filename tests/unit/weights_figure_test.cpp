@@ -139,7 +139,7 @@ TEST_F(ReadWeights, StdinAndADocumentsTokensAndLayers) {
 }
 
 TEST_F(ReadWeights, FileFigureBatchHeadLabelsAndTitle) {
-    const std::vector<float> v(3 * 2 * 2, 0.25f);
+    const std::vector<float> v(std::size_t{3} * 2 * 2, 0.25f);
     const std::string path = write("w.npy", f32_npy("(3, 2, 2)", v)).string();
     const problem::LoadedWeights w = problem::read_weights(path, {});
     FileFigureOptions o;

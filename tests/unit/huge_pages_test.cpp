@@ -15,25 +15,25 @@ constexpr std::uintptr_t kPage = 4096;
 
 TEST(HugePages, WholePagesRoundInward) {
     // An unaligned 8 MiB buffer: its first partial page and its last partial page are left out.
-    const PageRange r = whole_pages(10 * kPage + 16, std::size_t{8} << 20);
+    const PageRange r = whole_pages(10 * kPage + 16, std::size_t{8} << 20, kPage);
     EXPECT_EQ(r.first, 11 * kPage);
     EXPECT_EQ(r.end, (10 + 2048) * kPage);
     // Aligned on both ends: all of it.
-    const PageRange a = whole_pages(kPage, 2 * kPage);
+    const PageRange a = whole_pages(kPage, 2 * kPage, kPage);
     EXPECT_EQ(a.first, kPage);
     EXPECT_EQ(a.end, 3 * kPage);
     // Ends one byte short of a page: that page is not whole.
-    const PageRange s = whole_pages(kPage, 2 * kPage - 1);
+    const PageRange s = whole_pages(kPage, 2 * kPage - 1, kPage);
     EXPECT_EQ(s.first, kPage);
     EXPECT_EQ(s.end, 2 * kPage);
 }
 
 TEST(HugePages, NoWholePageIsAnEmptyRange) {
-    const PageRange inside = whole_pages(kPage + 1, kPage - 2);
+    const PageRange inside = whole_pages(kPage + 1, kPage - 2, kPage);
     EXPECT_EQ(inside.first, inside.end);
-    const PageRange straddling = whole_pages(kPage + 100, kPage);
+    const PageRange straddling = whole_pages(kPage + 100, kPage, kPage);
     EXPECT_EQ(straddling.first, straddling.end);
-    const PageRange none = whole_pages(5 * kPage, 0);
+    const PageRange none = whole_pages(5 * kPage, 0, kPage);
     EXPECT_EQ(none.first, none.end);
 }
 

@@ -9,13 +9,17 @@
 
 namespace attn {
 
-/// The whole 4 KiB pages of [address, address + bytes): {first, end} with first rounded up
-/// and end rounded down to a page; first == end when no whole page lies inside.
+/// The system's memory page size (4 KiB on x86-64; 16 or 64 KiB on some arm64 kernels).
+std::uintptr_t page_size();
+
+/// The whole pages of [address, address + bytes): {first, end} with first rounded up and end
+/// rounded down to a page; first == end when no whole page lies inside. What madvise() may
+/// be given for a buffer without touching its neighbours.
 struct PageRange {
     std::uintptr_t first;
     std::uintptr_t end;
 };
-PageRange whole_pages(std::uintptr_t address, std::size_t bytes);
+PageRange whole_pages(std::uintptr_t address, std::size_t bytes, std::uintptr_t page = page_size());
 
 /// Asks Linux to back a large buffer that nothing has written yet with transparent huge
 /// pages (2 MiB) where it allows them (THP "madvise" or "always"): the first writes then

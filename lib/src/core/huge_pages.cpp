@@ -4,19 +4,27 @@
 #ifdef __linux__
 #include <sys/mman.h>
 #endif
+#include <unistd.h>
 
 namespace attn {
 
 namespace {
 
-constexpr std::uintptr_t kPage = 4096;
 constexpr std::size_t kLargeBuffer = std::size_t{4} << 20; // 4 MiB
 
 } // namespace
 
-PageRange whole_pages(std::uintptr_t address, std::size_t bytes) {
-    const std::uintptr_t first = (address + kPage - 1) & ~(kPage - 1);
-    const std::uintptr_t end = (address + bytes) & ~(kPage - 1);
+std::uintptr_t page_size() {
+    static const std::uintptr_t size = [] {
+        const long n = ::sysconf(_SC_PAGESIZE);
+        return n > 0 ? static_cast<std::uintptr_t>(n) : std::uintptr_t{4096};
+    }();
+    return size;
+}
+
+PageRange whole_pages(std::uintptr_t address, std::size_t bytes, std::uintptr_t page) {
+    const std::uintptr_t first = (address + page - 1) & ~(page - 1);
+    const std::uintptr_t end = (address + bytes) & ~(page - 1);
     return first < end ? PageRange{first, end} : PageRange{first, first};
 }
 

@@ -3,6 +3,7 @@
 #include "attn/io/file_read.hpp"
 
 #include "attn/error.hpp"
+#include "attn/huge_pages.hpp"
 #include "attn/io/limits.hpp"
 #include "io_detail.hpp"
 
@@ -129,15 +130,18 @@ MappedFile::~MappedFile() {
 }
 
 void MappedFile::release(std::size_t offset, std::size_t length) const noexcept {
-    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    if (data_ == nullptr || offset >= size_ || page == 0) {
+    if (data_ == nullptr || offset >= size_) {
         return;
     }
+    // The range's whole pages; a range that reaches the end of the file also takes the
+    // file's last, partial page (the mapping ends there).
     const std::size_t end = std::min(size_, offset + length);
-    const std::size_t first = (offset + page - 1) / page * page;
-    const std::size_t last = end == size_ ? end : end / page * page;
-    if (first < last) {
-        ::madvise(const_cast<std::uint8_t*>(data_) + first, last - first, MADV_DONTNEED);
+    const auto base = reinterpret_cast<std::uintptr_t>(data_);
+    const PageRange pages = whole_pages(base + offset, end - offset);
+    const std::uintptr_t last = end == size_ ? base + end : pages.end;
+    if (pages.first < last) {
+        // NOLINTNEXTLINE(performance-no-int-to-ptr): a page inside this object's mapping
+        ::madvise(reinterpret_cast<void*>(pages.first), last - pages.first, MADV_DONTNEED);
     }
 }
 

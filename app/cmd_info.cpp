@@ -1,6 +1,6 @@
-// `attn info FILE`: the flags, and the summary io::*_info returns (attn/io/file_info.hpp),
+// `attn info FILE`: the flags, and the summary io::*_info returns (attn/model/file_info.hpp),
 // printed as text or as one JSON line.
-#include "attn/io/file_info.hpp"
+#include "attn/model/file_info.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
 
@@ -16,25 +16,26 @@ struct InfoArgs {
     bool json = false;
 };
 
-void print(const io::FileInfo& info, bool json) {
+void print(const model::FileInfo& info, bool json) {
     std::cout << (json ? info.json : info.text);
 }
 
 void run_info(const InfoArgs& a) {
-    switch (io::info_kind(a.file)) {
-    case io::InfoKind::gguf:
-        return print(io::gguf_info(a.file), a.json);
-    case io::InfoKind::model_folder:
-        return print(io::model_folder_info(a.file), a.json);
-    case io::InfoKind::safetensors:
-        return print(io::safetensors_info(a.file), a.json);
-    case io::InfoKind::npz:
-        for (const io::FileInfo& info : io::npz_info(a.file)) {
+    switch (model::info_kind(a.file)) {
+    case model::InfoKind::gguf:
+        return print(model::gguf_info(a.file), a.json);
+    case model::InfoKind::model_folder:
+        return print(model::model_folder_info(a.file), a.json);
+    case model::InfoKind::safetensors:
+        return print(model::safetensors_info(a.file), a.json);
+    case model::InfoKind::npz:
+        for (const model::FileInfo& info : model::npz_info(a.file)) {
             print(info, a.json);
         }
         return;
-    case io::InfoKind::array: // "-": stdin
-        return print(io::array_info(a.file, read_array_arg(a.file, io::ArrayKind::mask)), a.json);
+    case model::InfoKind::array: // "-": stdin
+        return print(model::array_info(a.file, read_array_arg(a.file, io::ArrayKind::mask)),
+                     a.json);
     }
 }
 

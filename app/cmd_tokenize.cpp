@@ -3,7 +3,7 @@
 // with --ids, the ids alone. Only flags and printing here.
 #include "attn/error.hpp"
 #include "attn/io/file_read.hpp"
-#include "attn/io/tokenizer.hpp"
+#include "attn/text/tokenizer.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
 
@@ -57,7 +57,7 @@ void run_tokenize(const TokenizeArgs& a) {
     if (texts.empty()) {
         throw InputError("tokenize: give --text TEXT or --text-file FILE");
     }
-    const std::unique_ptr<io::Tokenizer> tokenizer = io::load_tokenizer(a.model);
+    const std::unique_ptr<text::Tokenizer> tokenizer = text::load_tokenizer(a.model);
     nlohmann::json docs = nlohmann::json::array();
     for (const std::string& text : texts) {
         if (a.ids) {
@@ -69,7 +69,7 @@ void run_tokenize(const TokenizeArgs& a) {
             std::cout << line << '\n';
             continue;
         }
-        const io::Encoding e = tokenizer->encode(text, !a.no_special_tokens);
+        const text::Encoding e = tokenizer->encode(text, !a.no_special_tokens);
         docs.push_back({{"token_ids", e.ids}, {"tokens", e.tokens}});
     }
     if (!a.ids) {

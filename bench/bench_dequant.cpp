@@ -2,9 +2,9 @@
 // blocks with finite fp16 scales, 1 Mi elements per call (4 MiB out, the source in L2/L3).
 // Before anything is timed, every type is checked bit for bit against gguf-py's values in
 // tests/unit/fixtures/gguf/ (the unit test's oracle); a mismatch stops the binary.
-#include "attn/io/gguf.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
+#include "attn/model/gguf.hpp"
 
 #include <benchmark/benchmark.h>
 #include <bit>
@@ -43,7 +43,7 @@ const std::vector<TypeCase> cases = {
 };
 
 std::vector<std::uint8_t> random_blocks(const TypeCase& c) {
-    const attn::io::GgmlTypeTraits* t = attn::io::ggml_type_traits(c.type);
+    const attn::model::GgmlTypeTraits* t = attn::model::ggml_type_traits(c.type);
     const std::size_t n_blocks = elements / t->block;
     std::vector<std::uint8_t> bytes(n_blocks * t->block_bytes);
     std::mt19937 rng(c.type);
@@ -70,7 +70,7 @@ void bm_dequant(benchmark::State& state, TypeCase c) {
     const std::vector<std::uint8_t> src = random_blocks(c);
     std::vector<float> dst(elements);
     for (auto _ : state) {
-        attn::io::dequantize_ggml(c.type, src, dst);
+        attn::model::dequantize_ggml(c.type, src, dst);
         benchmark::DoNotOptimize(dst.data());
         benchmark::ClobberMemory();
     }
@@ -83,7 +83,7 @@ void bm_dequant(benchmark::State& state, TypeCase c) {
 bool verify() {
     const std::filesystem::path dir =
         std::filesystem::path(ATTN_SOURCE_DIR) / "tests" / "unit" / "fixtures" / "gguf";
-    const attn::io::GgufFile file(dir / "quants.gguf");
+    const attn::model::GgufFile file(dir / "quants.gguf");
     std::ifstream in(dir / "quants_expected.npz", std::ios::binary);
     const std::vector<std::uint8_t> npz{std::istreambuf_iterator<char>(in), {}};
     for (const std::string& name : attn::io::npz_members(npz, "expected")) {
@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
     }
     for (const TypeCase& c : cases) {
         benchmark::RegisterBenchmark(
-            ("bm_dequant/" + std::string(attn::io::ggml_type_traits(c.type)->name)).c_str(),
+            ("bm_dequant/" + std::string(attn::model::ggml_type_traits(c.type)->name)).c_str(),
             bm_dequant,
             c);
     }

@@ -17,19 +17,19 @@ if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU" OR NOT CMAKE_CXX_COMPILER_VERSION VE
     return()
 endif()
 set(attn_gcc12_restrict
-    lib/src/io/checkpoint_layers.cpp lib/src/io/checkpoint_model.cpp lib/src/io/safetensors.cpp
-    lib/src/io/safetensors_layouts.cpp lib/src/render/figure.cpp lib/src/render/html.cpp
-    lib/src/render/terminal.cpp lib/src/io/gguf.cpp lib/src/io/gguf_file.cpp
-    lib/src/io/gguf_model.cpp lib/src/io/model_folder.cpp lib/src/io/tokenizer.cpp
-    lib/src/io/tokenizer_bpe.cpp lib/src/io/tokenizer_normalizers.cpp
-    lib/src/io/tokenizer_pretokenizers.cpp lib/src/io/tokenizer_wordpiece.cpp
-    lib/src/io/gguf_vocab.cpp)
+    lib/src/model/checkpoint_layers.cpp lib/src/model/checkpoint_model.cpp lib/src/model/safetensors.cpp
+    lib/src/model/safetensors_layouts.cpp lib/src/render/figure.cpp lib/src/render/html.cpp
+    lib/src/render/terminal.cpp lib/src/model/gguf.cpp lib/src/model/gguf_file.cpp
+    lib/src/model/gguf_model.cpp lib/src/model/folder.cpp lib/src/text/tokenizer.cpp
+    lib/src/text/bpe.cpp lib/src/text/normalizers.cpp
+    lib/src/text/pretokenizers.cpp lib/src/text/wordpiece.cpp
+    lib/src/text/gguf_vocab.cpp)
 set(attn_gcc12_array_bounds
-    lib/src/io/json_lines.cpp lib/src/io/json_text.cpp lib/src/io/rope_field.cpp
-    lib/src/io/safetensors.cpp lib/src/problem/decode_fields.cpp lib/src/problem/solve.cpp
-    lib/src/problem/flags.cpp lib/src/problem/document.cpp lib/src/io/gguf_info.cpp
-    app/cmd_tokenize.cpp lib/src/io/gguf_rope.cpp lib/src/io/gguf_vocab.cpp
-    lib/src/io/safetensors_summary.cpp)
+    lib/src/io/json_lines.cpp lib/src/io/json_text.cpp lib/src/model/rope_field.cpp
+    lib/src/model/safetensors.cpp lib/src/problem/decode_fields.cpp lib/src/problem/solve.cpp
+    lib/src/problem/flags.cpp lib/src/problem/document.cpp lib/src/model/gguf_info.cpp
+    app/cmd_tokenize.cpp lib/src/model/gguf_rope.cpp lib/src/text/gguf_vocab.cpp
+    lib/src/model/safetensors_summary.cpp)
 # -Wnull-dereference in CPython's object.h (Py_INCREF) and libstdc++'s stl_construct.h after
 # pybind11's casters are inlined into the module's files.
 set(attn_gcc12_null_dereference python/arrays.cpp python/figures.cpp)

@@ -1,6 +1,6 @@
-// attn.tokenize: a model's own tokenizer (attn/io/tokenizer.hpp), as `attn tokenize MODEL
+// attn.tokenize: a model's own tokenizer (attn/text/tokenizer.hpp), as `attn tokenize MODEL
 // --text ...` prints it: {"token_ids": ..., "tokens": [...]} per text, the ids as numpy.
-#include "attn/io/tokenizer.hpp"
+#include "attn/text/tokenizer.hpp"
 #include "module.hpp"
 
 #include <cstdint>
@@ -12,7 +12,7 @@ namespace attn::python {
 
 namespace {
 
-py::dict encoding_dict(io::Encoding&& e) {
+py::dict encoding_dict(text::Encoding&& e) {
     auto* held = new std::vector<std::int64_t>(std::move(e.ids));
     const py::capsule owner(held,
                             [](void* p) { delete static_cast<std::vector<std::int64_t>*>(p); });
@@ -29,10 +29,10 @@ py::object tokenize(const py::object& path, const py::object& text, bool special
     const bool one = py::isinstance<py::str>(text);
     const std::vector<std::string> texts = one ? std::vector<std::string>{text.cast<std::string>()}
                                                : text.cast<std::vector<std::string>>();
-    std::vector<io::Encoding> encodings;
+    std::vector<text::Encoding> encodings;
     {
         const py::gil_scoped_release unlocked;
-        const std::unique_ptr<io::Tokenizer> tokenizer = io::load_tokenizer(model);
+        const std::unique_ptr<text::Tokenizer> tokenizer = text::load_tokenizer(model);
         for (const std::string& t : texts) {
             encodings.push_back(tokenizer->encode(t, special_tokens));
         }
@@ -41,7 +41,7 @@ py::object tokenize(const py::object& path, const py::object& text, bool special
         return encoding_dict(std::move(encodings.front()));
     }
     py::list out;
-    for (io::Encoding& e : encodings) {
+    for (text::Encoding& e : encodings) {
         out.append(encoding_dict(std::move(e)));
     }
     return out;

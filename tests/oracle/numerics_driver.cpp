@@ -4,7 +4,7 @@
 // It holds no numerics of its own: the oracle computes the expected values in numpy.
 #include "attn/embedding.hpp"
 #include "attn/error.hpp"
-#include "attn/io/hf_config.hpp"
+#include "attn/model/hf_config.hpp"
 #include "attn/norm.hpp"
 #include "attn/rope.hpp"
 
@@ -48,7 +48,7 @@ attn::RopeSpec rope_spec(const json& c) {
         c.value("style", "neox") == "neox" ? attn::RopeStyle::neox : attn::RopeStyle::interleaved;
     s.dim = c.value("dim", std::size_t{0});
     if (c.contains("scaling")) {
-        s.scaling = attn::io::parse_rope_scaling(c["scaling"], "rope.scaling");
+        s.scaling = attn::model::parse_rope_scaling(c["scaling"], "rope.scaling");
     }
     return s;
 }

@@ -1,8 +1,8 @@
-// The numbered layers of a checkpoint (attn/io/checkpoint_layers.hpp) from tensor names,
+// The numbered layers of a checkpoint (attn/model/checkpoint_layers.hpp) from tensor names,
 // the "0,3,5-7" layer selection, and the varlen key rule (attn/visibility.hpp): batch b's
 // rule is the rule of its real keys alone.
 #include "attn/error.hpp"
-#include "attn/io/checkpoint_layers.hpp"
+#include "attn/model/checkpoint_layers.hpp"
 #include "attn/visibility.hpp"
 
 #include <algorithm>
@@ -26,7 +26,7 @@ std::vector<std::string> gpt2_names(std::size_t layers) {
 
 std::string error_of(const std::vector<std::string>& names) {
     try {
-        io::checkpoint_layers(names, "params: m.safetensors");
+        model::checkpoint_layers(names, "params: m.safetensors");
     } catch (const InputError& e) {
         return e.what();
     }
@@ -34,17 +34,17 @@ std::string error_of(const std::vector<std::string>& names) {
 }
 
 TEST(CheckpointLayers, NumbersFromTheNamesInOrder) {
-    const auto layers = io::checkpoint_layers(gpt2_names(12), "m");
+    const auto layers = model::checkpoint_layers(gpt2_names(12), "m");
     ASSERT_EQ(layers.size(), 12U); // 10 sorts before 2 as text, not as a number
     for (std::size_t l = 0; l < 12; ++l) {
         EXPECT_EQ(layers[l].index, l);
         EXPECT_EQ(layers[l].prefix, "transformer.h." + std::to_string(l) + ".attn.");
-        EXPECT_EQ(layers[l].layout, io::ParamsLayout::gpt2);
+        EXPECT_EQ(layers[l].layout, model::ParamsLayout::gpt2);
     }
 }
 
 TEST(CheckpointLayers, OneUnnumberedLayerIsLayerZero) {
-    const auto layers = io::checkpoint_layers({"w_q", "w_k", "w_v"}, "m");
+    const auto layers = model::checkpoint_layers({"w_q", "w_k", "w_v"}, "m");
     ASSERT_EQ(layers.size(), 1U);
     EXPECT_EQ(layers[0].prefix, "");
 }
@@ -63,17 +63,17 @@ TEST(CheckpointLayers, GapsAndCompetingPatternsAreRefused) {
     EXPECT_NE(error_of(two).find("the attention layers follow 2 patterns"), std::string::npos)
         << error_of(two);
     // "prefix" picks one of them.
-    EXPECT_EQ(io::checkpoint_layers(two, "m", std::nullopt, "decoder.").size(), 1U);
-    EXPECT_EQ(io::checkpoint_layers(two, "m", "gpt2").size(), 2U);
+    EXPECT_EQ(model::checkpoint_layers(two, "m", std::nullopt, "decoder.").size(), 1U);
+    EXPECT_EQ(model::checkpoint_layers(two, "m", "gpt2").size(), 2U);
     EXPECT_NE(error_of({"wte.weight"}).find("no attention weights"), std::string::npos);
 }
 
 TEST(LayerList, RangesAndErrors) {
-    EXPECT_EQ(io::parse_layer_list("0,3,5-7", "--layers"),
+    EXPECT_EQ(model::parse_layer_list("0,3,5-7", "--layers"),
               (std::vector<std::size_t>{0, 3, 5, 6, 7}));
-    EXPECT_EQ(io::parse_layer_list(" 2 , 0 ", "--layers"), (std::vector<std::size_t>{2, 0}));
+    EXPECT_EQ(model::parse_layer_list(" 2 , 0 ", "--layers"), (std::vector<std::size_t>{2, 0}));
     for (const char* bad : {"", "1,", "3-1", "1,1", "a", "1-", "-1", "1;2", "9999999999"}) {
-        EXPECT_THROW(io::parse_layer_list(bad, "--layers"), InputError) << bad;
+        EXPECT_THROW(model::parse_layer_list(bad, "--layers"), InputError) << bad;
     }
 }
 

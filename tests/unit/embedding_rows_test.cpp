@@ -1,13 +1,13 @@
-// Reading only the rows of a table in use (ModelFolder::read_rows, io::load_model_embeddings):
+// Reading only the rows of a table in use (ModelFolder::read_rows, model::load_model_embeddings):
 // the rows equal those of the whole tensor bit for bit, for every GGUF type of the quantized
 // fixtures (llama.cpp's own quantizers, fixtures/gguf/quant_models/) and for the tensors a
 // GGUF read must fix (un-permuted Q/K, transposed Conv1D), and for safetensors; and a token
 // table larger than the memory limit still embeds the few ids in use, which fails when the
 // whole table is read.
 #include "attn/embedding.hpp"
-#include "attn/io/architecture.hpp"
-#include "attn/io/model_folder.hpp"
-#include "attn/io/model_weights.hpp"
+#include "attn/model/architecture.hpp"
+#include "attn/model/folder.hpp"
+#include "attn/model/weights.hpp"
 #include "safetensors_bytes.hpp"
 #include "test_files.hpp"
 #include "test_util.hpp"
@@ -22,7 +22,7 @@ std::filesystem::path gguf_fixture(const std::string& name) {
 }
 
 /// Every matrix of the folder: read_rows equals the rows of read, bit for bit.
-void expect_rows_of_every_matrix(const io::ModelFolder& folder) {
+void expect_rows_of_every_matrix(const model::ModelFolder& folder) {
     std::size_t matrices = 0;
     for (const std::string& name : folder.names()) {
         const io::Array whole = folder.read(name);
@@ -48,7 +48,7 @@ void expect_rows_of_every_matrix(const io::ModelFolder& folder) {
 TEST(ReadRows, QuantizedGgufRowsAreTheTensorsRows) {
     for (const char* name : {"quant_models/llama.gguf", "quant_models/qwen2.gguf"}) {
         SCOPED_TRACE(name);
-        expect_rows_of_every_matrix(io::ModelFolder(gguf_fixture(name)));
+        expect_rows_of_every_matrix(model::ModelFolder(gguf_fixture(name)));
     }
 }
 
@@ -56,7 +56,7 @@ TEST(ReadRows, FixedGgufTensorsToo) {
     // llama: Q/K un-permuted; gpt2: Conv1D weights transposed back, learned positions.
     for (const char* name : {"models/llama.gguf", "models/gpt2.gguf"}) {
         SCOPED_TRACE(name);
-        expect_rows_of_every_matrix(io::ModelFolder(gguf_fixture(name)));
+        expect_rows_of_every_matrix(model::ModelFolder(gguf_fixture(name)));
     }
 }
 
@@ -75,7 +75,7 @@ TEST_F(ReadRowsFolder, SafetensorsRowsAreTheTensorsRows) {
     write("model.safetensors",
           file_of("{" + entry("t.weight", "F32", "[7,3]", 0, table.size() * 4) + "," + half + "}",
                   data));
-    const io::ModelFolder folder(dir_ / "model.safetensors");
+    const model::ModelFolder folder(dir_ / "model.safetensors");
     const io::Array got = folder.read_rows("t.weight", std::vector<std::size_t>{6, 1, 6});
     ASSERT_EQ(got.shape, (std::vector<std::size_t>{3, 3}));
     EXPECT_EQ(got.values,
@@ -87,9 +87,9 @@ TEST_F(ReadRowsFolder, SafetensorsRowsAreTheTensorsRows) {
 
 TEST(ModelEmbeddings, OnlyTheTokenRowsInUseAreRead) {
     // The quantized llama's token table: 8 ids × 256, Q8_0; 8 KiB as float32.
-    const io::ModelFolder folder(gguf_fixture("quant_models/llama.gguf"));
-    const io::ModelSpec spec =
-        io::model_spec(*folder.gguf_config_text(), folder.path(), folder.names());
+    const model::ModelFolder folder(gguf_fixture("quant_models/llama.gguf"));
+    const model::ModelSpec spec =
+        model::model_spec(*folder.gguf_config_text(), folder.path(), folder.names());
     const std::string name = spec.root + spec.arch.token_embedding;
     const io::Array whole = folder.read(name);
     ASSERT_EQ(whole.shape, (std::vector<std::size_t>{8, 256}));
@@ -97,7 +97,7 @@ TEST(ModelEmbeddings, OnlyTheTokenRowsInUseAreRead) {
 
     const ScopedLimit limit(4096); // less than the table, more than three rows
     EXPECT_INPUT_ERROR(folder.read(name), "memory limit");
-    const io::ModelEmbeddings<float> e = io::load_model_embeddings<float>(folder, spec, ids);
+    const model::ModelEmbeddings<float> e = model::load_model_embeddings<float>(folder, spec, ids);
     ASSERT_EQ(e.tables.token.shape(0), 3U); // ids 2, 5, 7
     EXPECT_EQ(e.ids, (TokenIds{{1, 0, 1}, {2, 0, 0}}));
     const std::size_t used[] = {2, 5, 7};
@@ -106,7 +106,7 @@ TEST(ModelEmbeddings, OnlyTheTokenRowsInUseAreRead) {
             expect_same_float(e.tables.token(r, j), whole.values[used[r] * 256 + j], j);
         }
     }
-    EXPECT_INPUT_ERROR(io::load_model_embeddings<float>(folder, spec, TokenIds{{3, 8}}),
+    EXPECT_INPUT_ERROR(model::load_model_embeddings<float>(folder, spec, TokenIds{{3, 8}}),
                        exactly("token_ids: id 8 at [0, 1] is outside the vocabulary of 8 tokens"));
 }
 

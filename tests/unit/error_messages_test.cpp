@@ -7,10 +7,10 @@
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
 #include "attn/io/file_read.hpp"
-#include "attn/io/gguf.hpp"
 #include "attn/io/npy.hpp"
-#include "attn/io/safetensors.hpp"
 #include "attn/io/token_list.hpp"
+#include "attn/model/gguf.hpp"
+#include "attn/model/safetensors.hpp"
 #include "attn/problem/problem.hpp"
 #include "attn/problem/result_read.hpp"
 #include "unit/npy_bytes.hpp"
@@ -123,8 +123,8 @@ TEST_F(OneFileWording, AMissingFileFromEveryReader) {
     const std::string path = (dir_ / "missing").string();
     const std::string want = path + ": cannot read: No such file or directory";
     EXPECT_EQ(message_of([&] { (void)io::read_file(path); }), want);
-    EXPECT_EQ(message_of([&] { (void)io::SafetensorsFile(path); }), want);
-    EXPECT_EQ(message_of([&] { (void)io::GgufFile(path); }), want);
+    EXPECT_EQ(message_of([&] { (void)model::SafetensorsFile(path); }), want);
+    EXPECT_EQ(message_of([&] { (void)model::GgufFile(path); }), want);
     EXPECT_EQ(message_of([&] { (void)io::read_array_file(path + ".npy", io::ArrayKind::mask); }),
               path + ".npy: cannot read: No such file or directory");
 }

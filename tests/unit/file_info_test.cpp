@@ -1,26 +1,26 @@
 // io::*_info: what `attn info` prints of an array, a .npz archive (numpy's savez fixture)
 // and a .safetensors checkpoint (the tests' writer), as text and as one JSON line; which
 // reader a path goes to; io::has_extension, the one extension test.
-#include "attn/io/file_info.hpp"
 #include "attn/io/file_read.hpp"
+#include "attn/model/file_info.hpp"
 #include "unit/safetensors_bytes.hpp"
 #include "unit/test_files.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-namespace attn::io {
+namespace attn::model {
 namespace {
 
 using attn::testing::f32_safetensors;
 
 TEST(HasExtension, EndsWithItInAnyCase) {
-    EXPECT_TRUE(has_extension("m.gguf", ".gguf"));
-    EXPECT_TRUE(has_extension("dir/M.GGUF", ".gguf"));
-    EXPECT_TRUE(has_extension(".npz", ".npz"));
-    EXPECT_FALSE(has_extension("npz", ".npz"));
-    EXPECT_FALSE(has_extension("m.gguf.txt", ".gguf"));
-    EXPECT_FALSE(has_extension("", ".npz"));
+    EXPECT_TRUE(io::has_extension("m.gguf", ".gguf"));
+    EXPECT_TRUE(io::has_extension("dir/M.GGUF", ".gguf"));
+    EXPECT_TRUE(io::has_extension(".npz", ".npz"));
+    EXPECT_FALSE(io::has_extension("npz", ".npz"));
+    EXPECT_FALSE(io::has_extension("m.gguf.txt", ".gguf"));
+    EXPECT_FALSE(io::has_extension("", ".npz"));
 }
 
 TEST(InfoKind, ByName) {
@@ -33,7 +33,7 @@ TEST(InfoKind, ByName) {
 }
 
 TEST(ArrayInfo, ShapeDtypeAndElements) {
-    Array a;
+    io::Array a;
     a.shape = {2, 3};
     a.dtype = "float32";
     const FileInfo info = array_info("q.npy", a);
@@ -42,7 +42,7 @@ TEST(ArrayInfo, ShapeDtypeAndElements) {
 }
 
 TEST(ArrayInfo, JsonArraysSayWhatTheyHeldAndAScalarIsOneElement) {
-    Array a;
+    io::Array a;
     a.dtype = "json";
     a.is_bool = true;
     EXPECT_EQ(array_info("m.json", a).text, "m.json: shape [], dtype bool (JSON), 1 element\n");
@@ -54,7 +54,7 @@ TEST(ArrayInfo, JsonArraysSayWhatTheyHeldAndAScalarIsOneElement) {
 }
 
 TEST(ArrayInfo, InvalidUtf8InTheNameIsReplacedInJson) {
-    Array a;
+    io::Array a;
     a.dtype = "bool";
     const FileInfo info = array_info("\xff.npy", a);
     EXPECT_EQ(info.json, "{\"file\":\"\xEF\xBF\xBD.npy\",\"shape\":[],\"dtype\":\"bool\"}\n");
@@ -117,4 +117,4 @@ TEST_F(SafetensorsInfo, AModelFolderNeedsItsConfig) {
 }
 
 } // namespace
-} // namespace attn::io
+} // namespace attn::model

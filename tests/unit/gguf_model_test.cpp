@@ -4,10 +4,10 @@
 // Gemma's norm + 1 undone, GPT-2's Conv1D transposed back) and the config.json values the
 // converter was given.
 #include "attn/error.hpp"
-#include "attn/io/gguf_model.hpp"
-#include "attn/io/hf_config.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
+#include "attn/model/gguf_model.hpp"
+#include "attn/model/hf_config.hpp"
 #include "test_files.hpp"
 
 #include <gtest/gtest.h>
@@ -25,7 +25,7 @@ class GgufModelTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GgufModelTest, TensorsAreTheHuggingFaceOnes) {
     const std::string type = GetParam();
-    const io::GgufModel model(model_fixture(type + ".gguf"));
+    const model::GgufModel model(model_fixture(type + ".gguf"));
     EXPECT_EQ(model.architecture(), type);
     const std::vector<std::uint8_t> npz = fixture_bytes("gguf/models/" + type + "_hf.npz");
     std::set<std::string> hf_names;
@@ -56,15 +56,15 @@ TEST_P(GgufModelTest, TensorsAreTheHuggingFaceOnes) {
 
 TEST_P(GgufModelTest, ConfigIsWhatTheConverterWasGiven) {
     const std::string type = GetParam();
-    const io::GgufModel model(model_fixture(type + ".gguf"));
+    const model::GgufModel model(model_fixture(type + ".gguf"));
     const nlohmann::json given = fixture_json("gguf/models/" + type + "_config.json");
-    const io::HfConfig got = io::parse_hf_config(model.config().dump(), type + ".gguf");
-    const io::HfConfig want = io::parse_hf_config(given.dump(), type + "_config.json");
+    const model::HfConfig got = model::parse_hf_config(model.config().dump(), type + ".gguf");
+    const model::HfConfig want = model::parse_hf_config(given.dump(), type + "_config.json");
     EXPECT_EQ(got.model_type->value, want.model_type->value);
     EXPECT_EQ(got.num_heads->value, want.num_heads->value);
     EXPECT_EQ(got.num_kv_heads ? got.num_kv_heads->value : got.num_heads->value,
               want.num_kv_heads ? want.num_kv_heads->value : want.num_heads->value);
-    EXPECT_EQ(io::hf_head_dim(got), io::hf_head_dim(want));
+    EXPECT_EQ(model::hf_head_dim(got), model::hf_head_dim(want));
     EXPECT_EQ(got.hidden_size->value, want.hidden_size->value);
     EXPECT_EQ(got.num_layers->value, want.num_layers->value);
     EXPECT_EQ(got.vocab_size->value, want.vocab_size->value);
@@ -86,36 +86,36 @@ TEST(GgufModel, UnpermuteUndoesTheConvertersPermute) {
     io::Array w;
     w.shape = {8};
     w.values = {0, 2, 1, 3, 4, 6, 5, 7};
-    io::unpermute_rows(w, 2, "w");
+    model::unpermute_rows(w, 2, "w");
     EXPECT_EQ(w.values, (std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}));
     io::Array odd;
     odd.shape = {6, 1};
     odd.values.assign(6, 0.0F);
     expect_error_message<InputError>(
-        [&] { io::unpermute_rows(odd, 2, "w"); }, "w", "heads of even size");
+        [&] { model::unpermute_rows(odd, 2, "w"); }, "w", "heads of even size");
 }
 
 TEST(GgufModel, NamesLlamaCppDoesNotMapAreRefused) {
-    EXPECT_FALSE(io::gguf_to_hf("llama", "rope_freqs.weight").has_value());
-    EXPECT_FALSE(io::gguf_to_hf("llama", "blk.01.attn_q.weight").has_value());
-    EXPECT_FALSE(io::gguf_to_hf("llama", "blk.0.attn_qkv.weight").has_value());
-    const auto q = io::gguf_to_hf("llama", "blk.3.attn_q.bias");
+    EXPECT_FALSE(model::gguf_to_hf("llama", "rope_freqs.weight").has_value());
+    EXPECT_FALSE(model::gguf_to_hf("llama", "blk.01.attn_q.weight").has_value());
+    EXPECT_FALSE(model::gguf_to_hf("llama", "blk.0.attn_qkv.weight").has_value());
+    const auto q = model::gguf_to_hf("llama", "blk.3.attn_q.bias");
     ASSERT_TRUE(q.has_value());
     EXPECT_EQ(q->first, "model.layers.3.self_attn.q_proj.bias");
-    EXPECT_EQ(q->second.fix, io::GgufFix::unpermute_q);
-    EXPECT_EQ(io::gguf_to_hf("qwen2", "blk.3.attn_q.weight")->second.fix, io::GgufFix::none);
-    EXPECT_EQ(io::gguf_to_hf("gpt2", "blk.0.attn_qkv.bias")->second.fix, io::GgufFix::none);
+    EXPECT_EQ(q->second.fix, model::GgufFix::unpermute_q);
+    EXPECT_EQ(model::gguf_to_hf("qwen2", "blk.3.attn_q.weight")->second.fix, model::GgufFix::none);
+    EXPECT_EQ(model::gguf_to_hf("gpt2", "blk.0.attn_qkv.bias")->second.fix, model::GgufFix::none);
 }
 
 TEST(GgufModel, UnsupportedArchitectureIsNamed) {
-    const io::GgufFile file(model_fixture("llama.gguf"));
-    io::GgufHeader h = file.header();
+    const model::GgufFile file(model_fixture("llama.gguf"));
+    model::GgufHeader h = file.header();
     for (auto& [key, value] : h.metadata) {
         if (key == "general.architecture") {
             value.text = "mamba";
         }
     }
-    expect_error_message<InputError>([&] { (void)io::gguf_hf_config(h, "m.gguf"); },
+    expect_error_message<InputError>([&] { (void)model::gguf_hf_config(h, "m.gguf"); },
                                      "m.gguf",
                                      "architecture 'mamba' is not supported (GGUF architectures: "
                                      "llama, qwen2, gemma, phi3, gpt2)");

@@ -1,12 +1,12 @@
-// Llama 3's rope_freqs.weight read back as rope_scaling (io::gguf_llama3_rope_scaling): the
+// Llama 3's rope_freqs.weight read back as rope_scaling (model::gguf_llama3_rope_scaling): the
 // divisors are computed here as convert_hf_to_gguf.py's LlamaModel.generate_extra_tensors
 // computes them (float32 frequencies, its three bands); the parameters found must give the
 // same divisors through attn's own RoPE (core::rope_inverse_frequencies), Llama 3.1's
 // parameters must come back as they are, and divisors no llama3 parameters give are refused.
 // The whole-model check against a Hugging Face folder is tests/cli/gguf_forward_test.py.
 #include "attn/error.hpp"
-#include "attn/io/gguf_model.hpp"
-#include "attn/io/hf_config.hpp"
+#include "attn/model/gguf_model.hpp"
+#include "attn/model/hf_config.hpp"
 #include "attn/rope.hpp"
 #include "test_files.hpp"
 
@@ -50,14 +50,14 @@ std::vector<double> attn_frequencies(const nlohmann::json& scaling, double theta
     spec.theta = theta;
     spec.dim = dim;
     if (!scaling.is_null()) {
-        spec.scaling = io::parse_rope_scaling(scaling, "rope_scaling");
+        spec.scaling = model::parse_rope_scaling(scaling, "rope_scaling");
     }
     return rope_inverse_frequencies(spec, dim);
 }
 
 void expect_same_divisors(const Params& p, double theta, std::size_t dim) {
     const std::vector<float> factors = converter_factors(p, theta, dim);
-    const nlohmann::json scaling = io::gguf_llama3_rope_scaling(factors, theta, dim, "t");
+    const nlohmann::json scaling = model::gguf_llama3_rope_scaling(factors, theta, dim, "t");
     const std::vector<double> plain = attn_frequencies(nullptr, theta, dim);
     const std::vector<double> scaled = attn_frequencies(scaling, theta, dim);
     ASSERT_EQ(scaled.size(), factors.size());
@@ -71,7 +71,7 @@ void expect_same_divisors(const Params& p, double theta, std::size_t dim) {
 
 TEST(GgufRope, Llama31ComesBackAsItIs) {
     const std::vector<float> factors = converter_factors({8, 1, 4, 8192}, 500000, 128);
-    const nlohmann::json s = io::gguf_llama3_rope_scaling(factors, 500000, 128, "t");
+    const nlohmann::json s = model::gguf_llama3_rope_scaling(factors, 500000, 128, "t");
     EXPECT_EQ(s["rope_type"], "llama3");
     EXPECT_EQ(s["factor"], 8.0);
     EXPECT_EQ(s["low_freq_factor"], 1.0);
@@ -90,29 +90,29 @@ TEST(GgufRope, OtherParametersGiveTheSameDivisors) {
 
 TEST(GgufRope, AllOnesIsNoScaling) {
     EXPECT_TRUE(
-        io::gguf_llama3_rope_scaling(std::vector<float>(64, 1.0F), 500000, 128, "t").is_null());
+        model::gguf_llama3_rope_scaling(std::vector<float>(64, 1.0F), 500000, 128, "t").is_null());
 }
 
 TEST(GgufRope, RefusesWhatIsNotLlama3) {
     (void)expect_error_message<InputError>(
-        [] { (void)io::gguf_llama3_rope_scaling(std::vector<float>(3, 1.0F), 1e4, 8, "t"); },
+        [] { (void)model::gguf_llama3_rope_scaling(std::vector<float>(3, 1.0F), 1e4, 8, "t"); },
         "t: ",
         "3 factors for a rotary dimension of 8");
     (void)expect_error_message<InputError>(
         [] {
-            (void)io::gguf_llama3_rope_scaling(std::vector<float>{1, 0.5F}, 1e4, 4, "t");
+            (void)model::gguf_llama3_rope_scaling(std::vector<float>{1, 0.5F}, 1e4, 4, "t");
         },
         "t: ",
         "factor 1 is 0.5");
     (void)expect_error_message<InputError>(
         [] {
-            (void)io::gguf_llama3_rope_scaling(std::vector<float>{2, 1, 3, 1.5F}, 1e4, 8, "t");
+            (void)model::gguf_llama3_rope_scaling(std::vector<float>{2, 1, 3, 1.5F}, 1e4, 8, "t");
         },
         "t: ",
         "not llama 3's scaling");
     (void)expect_error_message<InputError>(
         [] {
-            (void)io::gguf_llama3_rope_scaling(std::vector<float>{1, NAN}, 1e4, 4, "t");
+            (void)model::gguf_llama3_rope_scaling(std::vector<float>{1, NAN}, 1e4, 4, "t");
         },
         "t: ",
         "factor 1 is");

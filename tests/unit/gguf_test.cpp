@@ -3,9 +3,9 @@
 // dequantization bit for bit, metadata of every value type reads back as written, and
 // hostile headers (gguf_bytes.hpp builds them) are refused with one line, never a crash.
 #include "attn/error.hpp"
-#include "attn/io/gguf.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
+#include "attn/model/gguf.hpp"
 #include "gguf_bytes.hpp"
 #include "test_files.hpp"
 
@@ -15,25 +15,25 @@
 namespace attn::testing {
 namespace {
 
-using io::GgufHeader;
-using io::GgufType;
-using io::GgufValue;
+using model::GgufHeader;
+using model::GgufType;
+using model::GgufValue;
 
 std::filesystem::path gguf_fixture(const std::string& name) {
     return std::filesystem::path(ATTN_SOURCE_DIR) / "tests" / "unit" / "fixtures" / "gguf" / name;
 }
 
 TEST(GgufQuants, EveryTypeEqualsGgufPyBitForBit) {
-    const io::GgufFile file(gguf_fixture("quants.gguf"));
+    const model::GgufFile file(gguf_fixture("quants.gguf"));
     const std::vector<std::uint8_t> npz = fixture_bytes("gguf/quants_expected.npz");
     const std::vector<std::string> members = io::npz_members(npz, "quants_expected.npz");
     std::set<std::string> types_seen;
     for (const std::string& member : members) {
         SCOPED_TRACE(member);
         const io::Array want = io::parse_npy(io::npz_member_bytes(npz, member, "expected"), member);
-        const io::GgufTensor* t = file.header().find(member);
+        const model::GgufTensor* t = file.header().find(member);
         ASSERT_NE(t, nullptr);
-        types_seen.insert(std::string(io::ggml_type_traits(t->type)->name));
+        types_seen.insert(std::string(model::ggml_type_traits(t->type)->name));
         const io::Array got = file.read(*t);
         ASSERT_EQ(got.shape, want.shape);
         ASSERT_EQ(got.values.size(), want.values.size());
@@ -45,18 +45,18 @@ TEST(GgufQuants, EveryTypeEqualsGgufPyBitForBit) {
 }
 
 TEST(GgufQuants, UnsupportedTypeIsRefusedByName) {
-    const io::GgufFile file(gguf_fixture("quants.gguf"));
+    const model::GgufFile file(gguf_fixture("quants.gguf"));
     expect_error_message<InputError>(
         [&] { (void)file.read("iq4_nl.random"); }, "", "ggml type IQ4_NL is not supported");
 }
 
 TEST(GgufQuants, TypeTable) {
-    EXPECT_EQ(io::ggml_type_traits(12)->name, "Q4_K");
-    EXPECT_EQ(io::ggml_type_traits(12)->block_bytes, 144U);
-    EXPECT_EQ(io::ggml_type_traits(4), nullptr);  // Q4_2, removed
-    EXPECT_EQ(io::ggml_type_traits(31), nullptr); // Q4_0_4_4, removed
-    EXPECT_EQ(io::ggml_type_traits(1000), nullptr);
-    EXPECT_FALSE(io::ggml_type_traits(34)->dequantizable); // TQ1_0
+    EXPECT_EQ(model::ggml_type_traits(12)->name, "Q4_K");
+    EXPECT_EQ(model::ggml_type_traits(12)->block_bytes, 144U);
+    EXPECT_EQ(model::ggml_type_traits(4), nullptr);  // Q4_2, removed
+    EXPECT_EQ(model::ggml_type_traits(31), nullptr); // Q4_0_4_4, removed
+    EXPECT_EQ(model::ggml_type_traits(1000), nullptr);
+    EXPECT_FALSE(model::ggml_type_traits(34)->dequantizable); // TQ1_0
 }
 
 const GgufValue& value_of(const GgufHeader& h, const std::string& key) {
@@ -101,7 +101,7 @@ nlohmann::json json_of(const GgufValue& v) {
 }
 
 TEST(GgufReader, MetadataOfEveryTypeReadsBackAsWritten) {
-    const io::GgufFile file(gguf_fixture("metadata.gguf"));
+    const model::GgufFile file(gguf_fixture("metadata.gguf"));
     const GgufHeader& h = file.header();
     const nlohmann::json want = fixture_json("gguf/metadata_expected.json");
     EXPECT_EQ(h.version, 3U);
@@ -110,7 +110,7 @@ TEST(GgufReader, MetadataOfEveryTypeReadsBackAsWritten) {
     for (const auto& [key, entry] : want["metadata"].items()) {
         SCOPED_TRACE(key);
         const GgufValue& v = value_of(h, key);
-        EXPECT_EQ(io::gguf_type_name(v.type), entry[0].get<std::string>());
+        EXPECT_EQ(model::gguf_type_name(v.type), entry[0].get<std::string>());
         if (v.type == GgufType::f32) {
             EXPECT_EQ(*v.as_double(), static_cast<double>(entry[1].get<float>()));
         } else if (key == "t.floats") {
@@ -148,7 +148,7 @@ GgufBytes with_counts(std::optional<std::uint64_t> tensors, std::optional<std::u
 }
 
 GgufHeader parse(const std::vector<std::uint8_t>& bytes) {
-    return io::parse_gguf_header(bytes, bytes.size(), "x.gguf");
+    return model::parse_gguf_header(bytes, bytes.size(), "x.gguf");
 }
 
 TEST(GgufHostile, EveryTruncationOfARealFileIsRefused) {
@@ -282,7 +282,7 @@ TEST(GgufHostile, MemoryLimitBeforeDequantizing) {
     const ScopedLimit limit(1024);
     expect_error_message<InputError>(
         [&] {
-            (void)io::decode_gguf_tensor(
+            (void)model::decode_gguf_tensor(
                 h.tensors[0],
                 std::span<const std::uint8_t>(bytes).subspan(h.data_start, h.tensors[0].bytes),
                 "x.gguf");

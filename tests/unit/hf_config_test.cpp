@@ -2,7 +2,7 @@
 // configs (abridged, with their unrelated keys left in), the key each value came from,
 // the derived head dim / rotary dim / style, and one-line refusals naming key and file.
 #include "attn/error.hpp"
-#include "attn/io/hf_config.hpp"
+#include "attn/model/hf_config.hpp"
 #include "unit/test_util.hpp"
 
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@ namespace {
 
 using attn::RopeScalingType;
 using attn::RopeStyle;
-using attn::io::parse_hf_config;
+using attn::model::parse_hf_config;
 using attn::testing::message_of;
 
 constexpr const char* kGpt2 = R"({
@@ -69,7 +69,7 @@ TEST(HfConfig, Gpt2NamesItsOwnKeys) {
     EXPECT_EQ(c.vocab_size->value, 50257u);
     EXPECT_EQ(c.model_type->value, "gpt2");
     EXPECT_FALSE(c.num_kv_heads || c.rope_theta || c.rope_scaling || c.head_dim);
-    EXPECT_EQ(attn::io::hf_head_dim(c), 64u);
+    EXPECT_EQ(attn::model::hf_head_dim(c), 64u);
 }
 
 TEST(HfConfig, Llama32Llama3Scaling) {
@@ -79,7 +79,7 @@ TEST(HfConfig, Llama32Llama3Scaling) {
     EXPECT_EQ(c.head_dim->value, 64u);
     EXPECT_EQ(c.num_layers->value, 16u);
     EXPECT_EQ(c.norm_eps->key, "rms_norm_eps");
-    const auto spec = attn::io::hf_rope_spec(c, 64);
+    const auto spec = attn::model::hf_rope_spec(c, 64);
     EXPECT_EQ(spec.theta, 500000.0);
     EXPECT_EQ(spec.style, RopeStyle::neox);
     EXPECT_EQ(spec.dim, 0u);
@@ -95,20 +95,20 @@ TEST(HfConfig, BertLayerNormEps) {
     EXPECT_EQ(c.norm_eps->value, 1e-12);
     EXPECT_EQ(c.norm_eps->key, "layer_norm_eps");
     EXPECT_EQ(c.max_positions->value, 512u);
-    EXPECT_EQ(attn::io::hf_head_dim(c), 64u);
+    EXPECT_EQ(attn::model::hf_head_dim(c), 64u);
 }
 
 TEST(HfConfig, PartialRotaryFromRotaryPctAndRotaryDim) {
     const auto neox = parse_hf_config(kPythia, "config.json");
     EXPECT_EQ(neox.partial_rotary_factor->key, "rotary_pct");
     EXPECT_EQ(neox.rope_theta->key, "rotary_emb_base");
-    const auto spec = attn::io::hf_rope_spec(neox, 64);
+    const auto spec = attn::model::hf_rope_spec(neox, 64);
     EXPECT_EQ(spec.dim, 16u); // int(64 * 0.25)
     EXPECT_EQ(spec.style, RopeStyle::neox);
     EXPECT_EQ(spec.theta, 10000.0);
 
     const auto gptj = parse_hf_config(kGptj, "config.json");
-    const auto jspec = attn::io::hf_rope_spec(gptj, 256);
+    const auto jspec = attn::model::hf_rope_spec(gptj, 256);
     EXPECT_EQ(jspec.dim, 64u);
     EXPECT_EQ(jspec.style, RopeStyle::interleaved);
 
@@ -118,12 +118,12 @@ TEST(HfConfig, PartialRotaryFromRotaryPctAndRotaryDim) {
             "head_dim": null})",
         "config.json");
     EXPECT_FALSE(phi.head_dim);
-    EXPECT_EQ(attn::io::hf_head_dim(phi), 80u);
-    EXPECT_EQ(attn::io::hf_rotary_dim(phi, 80), 32u);
+    EXPECT_EQ(attn::model::hf_head_dim(phi), 80u);
+    EXPECT_EQ(attn::model::hf_rotary_dim(phi, 80), 32u);
     EXPECT_FALSE(phi.rope_scaling);
     // int(), not round(): 50 * 0.33 = 16.5 -> 16
     const auto third = parse_hf_config(R"({"rotary_pct": 0.33})", "config.json");
-    EXPECT_EQ(attn::io::hf_rotary_dim(third, 50), 16u);
+    EXPECT_EQ(attn::model::hf_rotary_dim(third, 50), 16u);
 }
 
 TEST(HfConfig, RopeParametersAndOldTypeKey) {
@@ -166,14 +166,14 @@ TEST(HfConfig, RefusesWrongTypesNamingKeyAndFile) {
     EXPECT_NE(message_of([] { (void)parse_hf_config("{", "c.json"); }).find("c.json: invalid JSON"),
               std::string::npos);
     const auto h = parse_hf_config(R"({"hidden_size": 10, "num_attention_heads": 4})", "c.json");
-    EXPECT_EQ(message_of([&] { (void)attn::io::hf_head_dim(h); }),
+    EXPECT_EQ(message_of([&] { (void)attn::model::hf_head_dim(h); }),
               "c.json: hidden_size 10 is not divisible by num_attention_heads 4");
 }
 
 TEST(HfConfig, RopeScalingRefusals) {
     auto msg = [](const char* text) {
         return message_of([&] {
-            (void)attn::io::parse_rope_scaling(nlohmann::json::parse(text), "rope.scaling");
+            (void)attn::model::parse_rope_scaling(nlohmann::json::parse(text), "rope.scaling");
         });
     };
     EXPECT_EQ(

@@ -1,8 +1,8 @@
-// The shard index reader (io::parse_safetensors_index), the np.savez writer (io::encode_npz)
+// The shard index reader (model::parse_safetensors_index), the np.savez writer (io::encode_npz)
 // and the MLP activations against values written out by hand from their definitions.
 #include "attn/block.hpp"
-#include "attn/io/model_folder.hpp"
 #include "attn/io/npz.hpp"
+#include "attn/model/folder.hpp"
 #include "test_util.hpp"
 
 #include <cmath>
@@ -12,7 +12,7 @@
 
 namespace {
 
-using attn::io::parse_safetensors_index;
+using attn::model::parse_safetensors_index;
 
 TEST(SafetensorsIndex, ReadsTheWeightMap) {
     const auto m = parse_safetensors_index(

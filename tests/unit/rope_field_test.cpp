@@ -1,7 +1,7 @@
 // The problem's "rope" field: its three forms, the positions (shared list, per-side
 // lists, offset, defaults) and one-line refusals naming the key.
 #include "attn/error.hpp"
-#include "attn/io/rope_field.hpp"
+#include "attn/model/rope_field.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -9,7 +9,7 @@
 
 namespace {
 
-using attn::io::parse_rope_field;
+using attn::model::parse_rope_field;
 using nlohmann::json;
 using Ids = std::vector<std::int64_t>;
 
@@ -33,7 +33,7 @@ TEST(RopeField, TrueNumberAndObject) {
     EXPECT_EQ(f.spec.dim, 32u);
     EXPECT_EQ(f.offset, 7);
     EXPECT_EQ(f.spec.scaling.type, attn::RopeScalingType::linear);
-    EXPECT_EQ(attn::io::resolve_rope_positions(f, 2, 5).query, (Ids{7, 8}));
+    EXPECT_EQ(attn::model::resolve_rope_positions(f, 2, 5).query, (Ids{7, 8}));
 }
 
 TEST(RopeField, Positions) {
@@ -42,11 +42,11 @@ TEST(RopeField, Positions) {
     EXPECT_EQ(shared.positions.key, (Ids{0, 1, 0, 1}));
     const auto split =
         parse_rope_field(json::parse(R"({"positions": {"query": [9], "key": [-1, 3]}})"));
-    EXPECT_EQ(attn::io::resolve_rope_positions(split, 1, 2).query, (Ids{9}));
-    EXPECT_EQ(attn::io::resolve_rope_positions(split, 1, 2).key, (Ids{-1, 3}));
+    EXPECT_EQ(attn::model::resolve_rope_positions(split, 1, 2).query, (Ids{9}));
+    EXPECT_EQ(attn::model::resolve_rope_positions(split, 1, 2).key, (Ids{-1, 3}));
     const auto none = parse_rope_field(json(true));
-    EXPECT_EQ(attn::io::resolve_rope_positions(none, 2, 3).query, (Ids{1, 2}));
-    EXPECT_EQ(attn::io::resolve_rope_positions(none, 2, 3).key, (Ids{0, 1, 2}));
+    EXPECT_EQ(attn::model::resolve_rope_positions(none, 2, 3).query, (Ids{1, 2}));
+    EXPECT_EQ(attn::model::resolve_rope_positions(none, 2, 3).key, (Ids{0, 1, 2}));
 }
 
 TEST(RopeField, Refusals) {

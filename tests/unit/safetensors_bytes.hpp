@@ -5,7 +5,7 @@
 #pragma once
 
 #include "attn/error.hpp"
-#include "attn/io/safetensors.hpp"
+#include "attn/model/safetensors.hpp"
 #include "unit/test_files.hpp"
 
 #include <bit>
@@ -103,7 +103,7 @@ inline void expect_error(const std::function<void()>& f,
 }
 
 inline void expect_file_error(const Bytes& file, std::string_view needle) {
-    expect_error([&] { (void)io::parse_safetensors(file, "m.safetensors"); }, needle);
+    expect_error([&] { (void)model::parse_safetensors(file, "m.safetensors"); }, needle);
 }
 
 } // namespace attn::testing

@@ -1,9 +1,9 @@
-// Tests of the checkpoint layouts in attn/io/safetensors.hpp: detection by the main weight,
+// Tests of the checkpoint layouts in attn/model/safetensors.hpp: detection by the main weight,
 // the mappings (Conv1D transposed, fused q|k|v split, GQA heads, llama names), the table of
 // required projections and layout names, and which params name a checkpoint.
 #include "attn/error.hpp"
 #include "attn/io/limits.hpp"
-#include "attn/io/safetensors.hpp"
+#include "attn/model/safetensors.hpp"
 #include "attn/problem/checks.hpp"
 #include "attn/problem/problem.hpp"
 #include "unit/safetensors_bytes.hpp"
@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-namespace attn::io {
+namespace attn::model {
 namespace {
 
 using namespace testing;
@@ -33,8 +33,8 @@ using nlohmann::json;
 // Layouts
 // ----------------------------------------------------------------------------------------
 
-Array array(std::vector<std::size_t> shape, std::vector<float> values) {
-    Array a;
+io::Array array(std::vector<std::size_t> shape, std::vector<float> values) {
+    io::Array a;
     a.shape = std::move(shape);
     a.values = std::move(values);
     a.dtype = "float32";
@@ -42,7 +42,7 @@ Array array(std::vector<std::size_t> shape, std::vector<float> values) {
 }
 
 /// 0, 1, 2, ... in the given shape.
-Array iota(std::vector<std::size_t> shape) {
+io::Array iota(std::vector<std::size_t> shape) {
     std::size_t n = 1;
     for (const std::size_t d : shape) {
         n *= d;
@@ -57,7 +57,7 @@ Array iota(std::vector<std::size_t> shape) {
 /// map_layout(layout, tensors, "params: m", prefix) must throw an InputError: one line,
 /// starting "params: m: " and containing `needle`.
 void expect_layout_error(ParamsLayout layout,
-                         const std::map<std::string, Array>& tensors,
+                         const std::map<std::string, io::Array>& tensors,
                          const std::string& prefix,
                          std::string_view needle) {
     expect_error(
@@ -65,7 +65,7 @@ void expect_layout_error(ParamsLayout layout,
 }
 
 TEST(SafetensorsLayout, DetectsLayoutsByTheirMainWeight) {
-    using attn::io::detect_layouts;
+    using attn::model::detect_layouts;
     EXPECT_EQ(detect_layouts({"w_q", "b_q"}), std::vector<ParamsLayout>{ParamsLayout::attn});
     EXPECT_EQ(detect_layouts({"in_proj_weight"}),
               std::vector<ParamsLayout>{ParamsLayout::torch_mha});
@@ -80,11 +80,11 @@ TEST(SafetensorsLayout, DetectsLayoutsByTheirMainWeight) {
 
 TEST(SafetensorsLayout, Gpt2Conv1DIsTransposedAndSplitByColumns) {
     // c_attn.weight [in = 2, 3·out = 6]: q = columns 0-1, k = 2-3, v = 4-5, each transposed.
-    std::map<std::string, Array> t;
+    std::map<std::string, io::Array> t;
     t.emplace("c_attn.weight", iota({2, 6}));
     t.emplace("c_attn.bias", iota({6}));
     t.emplace("c_proj.weight", iota({2, 3})); // [in 2, out 3] -> w_o [3, 2]
-    const auto p = attn::io::map_layout(ParamsLayout::gpt2, t, "params: m", "h.0.attn.");
+    const auto p = attn::model::map_layout(ParamsLayout::gpt2, t, "params: m", "h.0.attn.");
     ASSERT_TRUE(p.w_q && p.w_k && p.w_v && p.w_o && p.b_q && p.b_v);
     EXPECT_EQ(attn::shape_of(*p.w_q), (std::vector<std::size_t>{2, 2}));
     // W = [[0..5], [6..11]]; w_q = W[:, 0:2]ᵀ = [[0, 6], [1, 7]].
@@ -98,20 +98,20 @@ TEST(SafetensorsLayout, Gpt2Conv1DIsTransposedAndSplitByColumns) {
 }
 
 TEST(SafetensorsLayout, TorchMhaFusedRowsAndSeparateWeights) {
-    std::map<std::string, Array> t;
+    std::map<std::string, io::Array> t;
     t.emplace("in_proj_weight", iota({6, 2}));
     t.emplace("in_proj_bias", iota({6}));
     t.emplace("out_proj.weight", iota({2, 2}));
-    auto p = attn::io::map_layout(ParamsLayout::torch_mha, t, "params: m", "");
+    auto p = attn::model::map_layout(ParamsLayout::torch_mha, t, "params: m", "");
     EXPECT_EQ(std::vector<float>(p.w_k->begin(), p.w_k->end()), (std::vector<float>{4, 5, 6, 7}));
     EXPECT_EQ(std::vector<float>(p.b_v->begin(), p.b_v->end()), (std::vector<float>{4, 5}));
     EXPECT_TRUE(p.w_o && !p.b_o);
 
-    std::map<std::string, Array> s;
+    std::map<std::string, io::Array> s;
     s.emplace("q_proj_weight", iota({2, 2}));
     s.emplace("k_proj_weight", iota({2, 3}));
     s.emplace("v_proj_weight", iota({2, 1}));
-    p = attn::io::map_layout(ParamsLayout::torch_mha, s, "params: m", "");
+    p = attn::model::map_layout(ParamsLayout::torch_mha, s, "params: m", "");
     EXPECT_EQ(attn::shape_of(*p.w_k), (std::vector<std::size_t>{2, 3}));
     EXPECT_FALSE(p.w_o);
 
@@ -130,18 +130,18 @@ TEST(SafetensorsLayout, TorchMhaFusedRowsAndSeparateWeights) {
 }
 
 TEST(SafetensorsLayout, LlamaNamesAndShapeErrors) {
-    std::map<std::string, Array> t;
+    std::map<std::string, io::Array> t;
     t.emplace("q_proj.weight", iota({8, 4}));
     t.emplace("k_proj.weight", iota({4, 4}));
     t.emplace("v_proj.weight", iota({4, 4}));
     t.emplace("o_proj.weight", iota({4, 8}));
     t.emplace("q_proj.bias", iota({8}));
-    const auto p = attn::io::map_layout(ParamsLayout::llama, t, "params: m", "model.layers.3.");
+    const auto p = attn::model::map_layout(ParamsLayout::llama, t, "params: m", "model.layers.3.");
     EXPECT_TRUE(p.w_q && p.w_k && p.w_v && p.w_o && p.b_q && !p.b_k);
-    EXPECT_EQ(attn::io::implied_num_kv_heads(p, 4), 2U); // head dim 2, k rows 4
-    EXPECT_EQ(attn::io::implied_num_kv_heads(p, 8), 4U);
-    EXPECT_EQ(attn::io::implied_num_kv_heads(p, 3), 3U); // 8 rows do not split in 3 heads
-    EXPECT_EQ(attn::io::implied_num_kv_heads(p, 1), 1U); // head dim 8 > k rows
+    EXPECT_EQ(attn::model::implied_num_kv_heads(p, 4), 2U); // head dim 2, k rows 4
+    EXPECT_EQ(attn::model::implied_num_kv_heads(p, 8), 4U);
+    EXPECT_EQ(attn::model::implied_num_kv_heads(p, 3), 3U); // 8 rows do not split in 3 heads
+    EXPECT_EQ(attn::model::implied_num_kv_heads(p, 1), 1U); // head dim 8 > k rows
 
     t.erase("k_proj.bias");
     t.insert_or_assign("k_proj.weight", iota({4, 4, 1}));
@@ -161,25 +161,25 @@ TEST(SafetensorsLayout, LlamaNamesAndShapeErrors) {
 
 TEST(SafetensorsLayout, TableRequiredProjectionsAndLayoutNames) {
     // llama needs q, k and v; the missing one is named with its layout.
-    std::map<std::string, Array> t;
+    std::map<std::string, io::Array> t;
     t.emplace("q_proj.weight", iota({4, 4}));
     t.emplace("v_proj.weight", iota({4, 4}));
     expect_layout_error(
         ParamsLayout::llama, t, "x.", "params: m: layout llama: missing tensor 'x.k_proj.weight'");
     // attn: once one input projection is there, a missing one is named (never an
     // identity); a layer without any maps what it has.
-    std::map<std::string, Array> a;
+    std::map<std::string, io::Array> a;
     a.emplace("w_q", iota({4, 4}));
     a.emplace("b_o", iota({4}));
     expect_layout_error(ParamsLayout::attn, a, "", "params: m: layout attn: missing tensor 'w_k'");
     a.erase("w_q");
-    const auto p = attn::io::map_layout(ParamsLayout::attn, a, "params: m", "");
+    const auto p = attn::model::map_layout(ParamsLayout::attn, a, "params: m", "");
     EXPECT_TRUE(!p.w_q && !p.w_k && !p.w_v && !p.w_o && !p.b_q && p.b_o);
     // The names in messages come from the table, in its order.
     expect_error(
         [&] {
             std::vector<attn::io::ProblemSource> sources;
-            (void)attn::io::load_checkpoint_params(
+            (void)attn::model::load_checkpoint_params(
                 json{{"file", "m.safetensors"}, {"layout", "t5"}}, ".", sources);
         },
         "params.layout: expected \"attn\", \"torch-mha\", \"gpt2\", \"llama\", \"bert\" or "
@@ -189,7 +189,7 @@ TEST(SafetensorsLayout, TableRequiredProjectionsAndLayoutNames) {
 }
 
 TEST(SafetensorsLayout, RecognizesCheckpointParams) {
-    using attn::io::is_checkpoint_params;
+    using attn::model::is_checkpoint_params;
     EXPECT_TRUE(is_checkpoint_params(json("model.safetensors")));
     EXPECT_TRUE(is_checkpoint_params(json("dir/MODEL.SafeTensors")));
     EXPECT_TRUE(is_checkpoint_params(json{{"file", "x"}}));
@@ -200,4 +200,4 @@ TEST(SafetensorsLayout, RecognizesCheckpointParams) {
 }
 
 } // namespace
-} // namespace attn::io
+} // namespace attn::model

@@ -1,14 +1,14 @@
-// io::safetensors_summary: what `attn info` prints of a checkpoint, as data, for a Llama
+// model::safetensors_summary: what `attn info` prints of a checkpoint, as data, for a Llama
 // layer written by the tests' safetensors writer, with and without config.json beside it.
-#include "attn/io/safetensors.hpp"
-#include "attn/io/safetensors_summary.hpp"
+#include "attn/model/safetensors.hpp"
+#include "attn/model/safetensors_summary.hpp"
 #include "unit/safetensors_bytes.hpp"
 #include "unit/test_files.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-namespace attn::io {
+namespace attn::model {
 namespace {
 
 using attn::testing::f32_safetensors;
@@ -72,4 +72,4 @@ TEST_F(SafetensorsSummary, NoLayerNoModel) {
 }
 
 } // namespace
-} // namespace attn::io
+} // namespace attn::model

@@ -1,11 +1,11 @@
-// Tests of the strict safetensors reader in attn/io/safetensors.hpp: every weight dtype (F32,
+// Tests of the strict safetensors reader in attn/model/safetensors.hpp: every weight dtype (F32,
 // F16, BF16, F64 with their specials), one test per header defect that must be refused with
 // a one-line InputError naming the file and the tensor, the file reader and decode_problem
 // with a checkpoint. The layouts are safetensors_layouts_test.cpp. Files are built byte by
 // byte in the tests (unit/safetensors_bytes.hpp); only the file tests touch disk.
 #include "attn/error.hpp"
 #include "attn/io/limits.hpp"
-#include "attn/io/safetensors.hpp"
+#include "attn/model/safetensors.hpp"
 #include "attn/problem/checks.hpp"
 #include "attn/problem/problem.hpp"
 #include "unit/safetensors_bytes.hpp"
@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-namespace attn::io {
+namespace attn::model {
 namespace {
 
 using namespace testing;
@@ -55,7 +55,7 @@ TEST(Safetensors, F32RoundTripsBitForBit) {
                                   std::bit_cast<float>(0x7fc12345u)};
     const auto tensors = parse_safetensors(
         file_of("{" + entry("w", "F32", "[2,3]", 0, 24) + "}", f32_bytes(v)), "m.safetensors");
-    const Array& a = tensors.at("w");
+    const io::Array& a = tensors.at("w");
     EXPECT_EQ(a.shape, (std::vector<std::size_t>{2, 3}));
     EXPECT_EQ(a.dtype, "float32");
     for (std::size_t i = 0; i < v.size(); ++i) {
@@ -79,7 +79,7 @@ TEST(Safetensors, F16ExactWithSpecials) {
                                      0.0999755859375f};
     const auto tensors = parse_safetensors(
         file_of("{" + entry("h", "F16", "[9]", 0, 18) + "}", u16_bytes(h)), "m.safetensors");
-    const Array& a = tensors.at("h");
+    const io::Array& a = tensors.at("h");
     EXPECT_EQ(a.dtype, "float16");
     for (std::size_t i = 0; i < want.size(); ++i) {
         expect_same_float(a.values[i], want[i], i);
@@ -91,7 +91,7 @@ TEST(Safetensors, Bf16IsTheTopHalfOfF32) {
         0x3f80, 0xc040, 0x0001, 0x8000, 0x7f80, 0xff80, 0x7fc1, 0x7f7f};
     const auto tensors = parse_safetensors(
         file_of("{" + entry("b", "BF16", "[2,2,2]", 0, 16) + "}", u16_bytes(h)), "m.safetensors");
-    const Array& a = tensors.at("b");
+    const io::Array& a = tensors.at("b");
     EXPECT_EQ(a.dtype, "bfloat16");
     EXPECT_EQ(a.shape, (std::vector<std::size_t>{2, 2, 2}));
     for (std::size_t i = 0; i < h.size(); ++i) {
@@ -105,7 +105,7 @@ TEST(Safetensors, F64RoundsToNearestFloat) {
     const std::vector<double> v = {0.1, -1e300, 1.0 + 0x1p-30};
     const auto tensors = parse_safetensors(
         file_of("{" + entry("d", "F64", "[3]", 0, 24) + "}", f64_bytes(v)), "m.safetensors");
-    const Array& a = tensors.at("d");
+    const io::Array& a = tensors.at("d");
     EXPECT_EQ(a.values[0], 0.1f);
     EXPECT_EQ(a.values[1], -std::numeric_limits<float>::infinity());
     EXPECT_EQ(a.values[2], 1.0f);
@@ -329,9 +329,9 @@ TEST_F(SafetensorsFileTest, ReadsTheHeaderThenOnlyWhatIsAsked) {
     const Bytes k = u16_bytes({0x3f80, 0x4000, 0x4040, 0x4080});
     data.insert(data.end(), k.begin(), k.end());
     const fs::path p = write("m.safetensors", file_of(header, data));
-    const attn::io::SafetensorsFile f(p);
+    const attn::model::SafetensorsFile f(p);
     ASSERT_EQ(f.header().tensors.size(), 2U);
-    const Array a = f.read(*f.header().find("x.w_k"));
+    const io::Array a = f.read(*f.header().find("x.w_k"));
     EXPECT_EQ(a.values, (std::vector<float>{1, 2, 3, 4}));
 
     // The file shrinks after the header was read: read() says so.
@@ -342,15 +342,16 @@ TEST_F(SafetensorsFileTest, ReadsTheHeaderThenOnlyWhatIsAsked) {
 }
 
 TEST_F(SafetensorsFileTest, NamesTheFileWhenItCannotBeRead) {
-    expect_error([&] { attn::io::SafetensorsFile f(dir_ / "missing.safetensors"); },
+    expect_error([&] { attn::model::SafetensorsFile f(dir_ / "missing.safetensors"); },
                  "missing.safetensors: cannot read: No such file or directory",
                  (dir_ / "missing.safetensors").string());
-    expect_error(
-        [&] { attn::io::SafetensorsFile f(dir_); }, ": cannot read: Is a directory", dir_.string());
+    expect_error([&] { attn::model::SafetensorsFile f(dir_); },
+                 ": cannot read: Is a directory",
+                 dir_.string());
     Bytes bad;
     append_le(bad, 1'000'000, 8);
     const fs::path p = write("bad.safetensors", bad);
-    expect_error([&] { attn::io::SafetensorsFile f(p); },
+    expect_error([&] { attn::model::SafetensorsFile f(p); },
                  "truncated: the header length says 1000000 bytes, but only 0 follow",
                  p.string());
 }
@@ -419,4 +420,4 @@ TEST_F(SafetensorsFileTest, DecodeProblemLoadsACheckpointLayer) {
 }
 
 } // namespace
-} // namespace attn::io
+} // namespace attn::model

@@ -4,7 +4,7 @@
 // greedy longest match), and the readable labels. Whole tokenizers against Hugging Face's
 // own library are in tests/cli/tokenize_test.py.
 #include "attn/error.hpp"
-#include "attn/io/tokenizer.hpp"
+#include "attn/text/tokenizer.hpp"
 #include "test_files.hpp"
 
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace attn::io {
+namespace attn::text {
 namespace {
 
 using Tokens = std::vector<std::string>;
@@ -160,4 +160,4 @@ TEST(Tokenizer, HostileDocumentsAreOneLineInputErrors) {
 }
 
 } // namespace
-} // namespace attn::io
+} // namespace attn::text

@@ -1,6 +1,6 @@
 // One transformer block: its attention layer (attend_layer), residuals, norms and MLP, in
 // the three forms the supported architectures use. Numbers only: which tensors a block
-// has and how a checkpoint names them is attn/io/architecture.hpp's business, the loop
+// has and how a checkpoint names them is attn/model/architecture.hpp's business, the loop
 // over blocks attn/problem/model_run.hpp's.
 #pragma once
 

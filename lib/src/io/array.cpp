@@ -4,9 +4,9 @@
 #include "attn/io/array.hpp"
 
 #include "attn/error.hpp"
+#include "attn/io/detail.hpp"
 #include "attn/io/npz.hpp"
 #include "attn/io/path_name.hpp"
-#include "io_detail.hpp"
 #include "npy_header.hpp"
 
 #include <algorithm>

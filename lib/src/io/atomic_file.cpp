@@ -3,8 +3,8 @@
 #include "attn/io/atomic_file.hpp"
 
 #include "attn/error.hpp"
+#include "attn/io/detail.hpp"
 #include "attn/io/number_text.hpp"
-#include "io_detail.hpp"
 #include "signal_cleanup.hpp"
 
 #include <algorithm>

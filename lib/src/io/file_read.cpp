@@ -4,8 +4,8 @@
 
 #include "attn/error.hpp"
 #include "attn/huge_pages.hpp"
+#include "attn/io/detail.hpp"
 #include "attn/io/limits.hpp"
-#include "io_detail.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -4,8 +4,8 @@
 #include "attn/io/json_array.hpp"
 
 #include "attn/error.hpp"
+#include "attn/io/detail.hpp"
 #include "attn/io/number_text.hpp"
-#include "io_detail.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -3,9 +3,9 @@
 #include "attn/io/json_text.hpp"
 
 #include "attn/error.hpp"
+#include "attn/io/detail.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/number_text.hpp"
-#include "io_detail.hpp"
 
 #include <nlohmann/json.hpp>
 

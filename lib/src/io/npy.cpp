@@ -8,8 +8,8 @@
 #include "attn/attention.hpp"
 #include "attn/error.hpp"
 #include "attn/io/atomic_file.hpp"
+#include "attn/io/detail.hpp"
 #include "attn/io/limits.hpp"
-#include "io_detail.hpp"
 #include "npy_header.hpp"
 
 #include <algorithm>

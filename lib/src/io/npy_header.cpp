@@ -4,7 +4,7 @@
 #include "npy_header.hpp"
 
 #include "attn/error.hpp"
-#include "io_detail.hpp"
+#include "attn/io/detail.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,8 +1,8 @@
 // A .npy file read in place (attn/io/npy.hpp's NpyView): mapped, its header checked
 // strictly, float32 values borrowed from the mapping when the payload already holds them.
 #include "attn/error.hpp"
+#include "attn/io/detail.hpp"
 #include "attn/io/npy.hpp"
-#include "io_detail.hpp"
 
 #include <bit>
 #include <string>

@@ -3,7 +3,7 @@
 #include "attn/io/number_text.hpp"
 
 #include "attn/error.hpp"
-#include "io_detail.hpp"
+#include "attn/io/detail.hpp"
 
 #include <array>
 #include <charconv>

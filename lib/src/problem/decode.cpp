@@ -157,7 +157,7 @@ void decode_projected_sources(DecodeContext& cx, Problem& p, Array& q_arr, const
 /// config.json, else 1 head (and the key/value heads the checkpoint's shapes imply).
 void decode_heads(DecodeContext& cx, Problem& p) {
     const auto from_config = [&](const char* field,
-                                 const std::optional<io::HfValue<std::size_t>>& v,
+                                 const std::optional<model::HfValue<std::size_t>>& v,
                                  std::size_t fallback) {
         if (cx.has(field)) {
             const std::size_t n = positive_int(cx.doc[field], field);

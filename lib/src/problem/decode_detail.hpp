@@ -7,8 +7,8 @@
 
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
-#include "attn/io/hf_config.hpp"
-#include "attn/io/safetensors.hpp"
+#include "attn/model/hf_config.hpp"
+#include "attn/model/safetensors.hpp"
 #include "attn/problem/problem.hpp"
 #include "decode_precision.hpp"
 
@@ -37,10 +37,10 @@ struct DecodeContext {
     ArrayValues given;
     std::string variant;
     Precision precision = Precision::f32;
-    std::optional<io::HfConfig> config;             ///< a checkpoint's config.json
-    std::optional<io::CheckpointParams> checkpoint; ///< loaded early for token_ids
-    bool heads_known = false;                       ///< num_heads given or in the config
-    bool kv_heads_known = false;                    ///< num_kv_heads given or in the config
+    std::optional<model::HfConfig> config;             ///< a checkpoint's config.json
+    std::optional<model::CheckpointParams> checkpoint; ///< loaded early for token_ids
+    bool heads_known = false;                          ///< num_heads given or in the config
+    bool kv_heads_known = false;                       ///< num_kv_heads given or in the config
 
     /// Whether a field is given (a JSON null counts as absent).
     bool has(const char* field);
@@ -124,7 +124,7 @@ void decode_text(DecodeContext& cx, Problem& p);
 Problem text_to_token_ids(nlohmann::json& doc, const std::filesystem::path& base);
 void decode_model(DecodeContext& cx, Problem& p);
 /// The checkpoint a "params" value names, loaded once (cx.checkpoint).
-const io::CheckpointParams& checkpoint_params(DecodeContext& cx, Problem& p);
+const model::CheckpointParams& checkpoint_params(DecodeContext& cx, Problem& p);
 // decode_fields.cpp.
 void decode_scale_and_causal(DecodeContext& cx, Problem& p);
 void decode_masks(DecodeContext& cx, Problem& p);

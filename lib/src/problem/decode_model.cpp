@@ -4,10 +4,10 @@
 // off) and "rope" (on by default for the llama layout).
 #include "attn/embedding.hpp"
 #include "attn/error.hpp"
-#include "attn/io/checkpoint_model.hpp"
-#include "attn/io/hf_config.hpp"
 #include "attn/io/number_text.hpp"
-#include "attn/io/rope_field.hpp"
+#include "attn/model/checkpoint_model.hpp"
+#include "attn/model/hf_config.hpp"
+#include "attn/model/rope_field.hpp"
 #include "attn/problem/plan.hpp"
 #include "decode_detail.hpp"
 
@@ -34,7 +34,7 @@ std::string number(double x) {
 }
 
 /// "config.json n_head": a config value's origin.
-template <class T> std::string origin(const io::HfConfig& c, const io::HfValue<T>& v) {
+template <class T> std::string origin(const model::HfConfig& c, const model::HfValue<T>& v) {
     return c.file.filename().string() + " " + v.key;
 }
 
@@ -43,13 +43,13 @@ fs::path resolved(const fs::path& p, const fs::path& base) {
 }
 
 /// The eps of the layout's norms: config.json, else the layout's default.
-double norm_eps(DecodeContext& cx, io::ParamsLayout layout, std::string* from) {
+double norm_eps(DecodeContext& cx, model::ParamsLayout layout, std::string* from) {
     if (cx.config && cx.config->norm_eps) {
         *from = origin(*cx.config, *cx.config->norm_eps);
         return cx.config->norm_eps->value;
     }
-    *from = std::string(io::layout_name(layout)) + " default";
-    return io::layout_default_norm_eps(layout);
+    *from = std::string(model::layout_name(layout)) + " default";
+    return model::layout_default_norm_eps(layout);
 }
 
 /// The head dim RoPE rotates: of the query heads.
@@ -65,17 +65,17 @@ void decode_rope(DecodeContext& cx, Problem& p) {
             if (cx.config->rope_theta) {
                 *from = origin(*cx.config, *cx.config->rope_theta);
             }
-            return io::hf_rope_spec(*cx.config, d);
+            return model::hf_rope_spec(*cx.config, d);
         }
         return RopeSpec{};
     };
     std::optional<RopeSpec> spec;
     std::string from;
-    if (p.layout && io::layout_uses_rope(*p.layout)) {
-        from = std::string(io::layout_name(*p.layout)) + " layout";
+    if (p.layout && model::layout_uses_rope(*p.layout)) {
+        from = std::string(model::layout_name(*p.layout)) + " layout";
         spec = config_spec(&from);
     }
-    std::optional<io::RopeField> field;
+    std::optional<model::RopeField> field;
     if (cx.has("rope")) {
         const json& j = cx.doc["rope"];
         if (j.is_boolean() && !j.get<bool>()) {
@@ -84,7 +84,7 @@ void decode_rope(DecodeContext& cx, Problem& p) {
             }
             spec.reset();
         } else {
-            field = io::parse_rope_field(j, "rope");
+            field = model::parse_rope_field(j, "rope");
             RopeSpec s = spec ? *spec : config_spec(&from);
             // The keys given override the checkpoint's values; true keeps them.
             if (j.is_number() || (j.is_object() && j.contains("theta"))) {
@@ -116,7 +116,7 @@ void decode_rope(DecodeContext& cx, Problem& p) {
     }
     p.rope = spec;
     p.rope_positions =
-        field ? io::resolve_rope_positions(*field, p.lq, p.lk) : rope_positions(p.lq, p.lk);
+        field ? model::resolve_rope_positions(*field, p.lq, p.lk) : rope_positions(p.lq, p.lk);
     std::string value = "theta " + number(spec->theta) + ", " +
                         (spec->style == RopeStyle::neox ? "neox" : "interleaved") + ", dim " +
                         std::to_string(rope_dim(*spec, d)) + " of " + std::to_string(d);
@@ -130,7 +130,7 @@ void decode_rope(DecodeContext& cx, Problem& p) {
 
 void decode_norm(DecodeContext& cx, Problem& p) {
     const bool wanted = !cx.has("norm") || boolean(cx.doc["norm"], "norm");
-    if (!p.layout || !cx.checkpoint || !io::layout_norm_kind(*p.layout)) {
+    if (!p.layout || !cx.checkpoint || !model::layout_norm_kind(*p.layout)) {
         return;
     }
     if (!wanted) {
@@ -139,16 +139,16 @@ void decode_norm(DecodeContext& cx, Problem& p) {
     }
     std::string from;
     const double eps = norm_eps(cx, *p.layout, &from);
-    std::optional<io::SafetensorsFile> file;
+    std::optional<model::SafetensorsFile> file;
     try {
         file.emplace(cx.checkpoint->file);
     } catch (const InputError& e) {
         throw InputError(std::string("params: ") + e.what());
     }
     const std::optional<Norm> norm =
-        io::load_layer_norm(*file, *p.layout, p.prefix, eps, p.sources);
+        model::load_layer_norm(*file, *p.layout, p.prefix, eps, p.sources);
     const std::string name =
-        io::block_prefix(p.prefix) + std::string(io::layout_norm_name(*p.layout));
+        model::block_prefix(p.prefix) + std::string(model::layout_norm_name(*p.layout));
     if (!norm) {
         p.settings.push_back({"norm", "none", "no " + name + ".weight in the checkpoint"});
         return;
@@ -163,15 +163,15 @@ void decode_norm(DecodeContext& cx, Problem& p) {
 
 } // namespace
 
-const io::CheckpointParams& checkpoint_params(DecodeContext& cx, Problem& p) {
+const model::CheckpointParams& checkpoint_params(DecodeContext& cx, Problem& p) {
     if (!cx.checkpoint) {
-        cx.checkpoint = io::load_checkpoint_params(cx.doc["params"], cx.base, p.sources);
+        cx.checkpoint = model::load_checkpoint_params(cx.doc["params"], cx.base, p.sources);
     }
     return *cx.checkpoint;
 }
 
 void decode_config(DecodeContext& cx, Problem& p) {
-    if (!cx.has("params") || !io::is_checkpoint_params(cx.doc["params"])) {
+    if (!cx.has("params") || !model::is_checkpoint_params(cx.doc["params"])) {
         return;
     }
     const json& params = cx.doc["params"];
@@ -187,13 +187,13 @@ void decode_config(DecodeContext& cx, Problem& p) {
         }
         config = resolved(params["config"].get<std::string>(), cx.base);
     } else {
-        config = io::hf_config_beside(resolved(file.get<std::string>(), cx.base));
+        config = model::hf_config_beside(resolved(file.get<std::string>(), cx.base));
     }
     if (!config) {
         return;
     }
     try {
-        cx.config = io::read_hf_config(*config);
+        cx.config = model::read_hf_config(*config);
     } catch (const InputError& e) {
         throw InputError(std::string("params.config: ") + e.what());
     }
@@ -207,7 +207,7 @@ void decode_token_ids(DecodeContext& cx, Problem& p) {
                              " as the layer input, not both");
         }
     }
-    if (!cx.has("params") || !io::is_checkpoint_params(cx.doc["params"])) {
+    if (!cx.has("params") || !model::is_checkpoint_params(cx.doc["params"])) {
         throw InputError("token_ids: needs a checkpoint to look the ids up in (params: a "
                          ".safetensors file)");
     }
@@ -226,8 +226,8 @@ void decode_token_ids(DecodeContext& cx, Problem& p) {
         }
         t.data()[i] = static_cast<std::int64_t>(v);
     }
-    const io::CheckpointParams& c = checkpoint_params(cx, p);
-    std::optional<io::SafetensorsFile> file;
+    const model::CheckpointParams& c = checkpoint_params(cx, p);
+    std::optional<model::SafetensorsFile> file;
     try {
         file.emplace(c.file);
     } catch (const InputError& e) {
@@ -235,7 +235,7 @@ void decode_token_ids(DecodeContext& cx, Problem& p) {
     }
     std::string from;
     const Embeddings e =
-        io::load_embeddings(*file, c.layout, norm_eps(cx, c.layout, &from), p.sources);
+        model::load_embeddings(*file, c.layout, norm_eps(cx, c.layout, &from), p.sources);
     for_each_precision(p, [&]<class T>(BasicInputs<T>& in) {
         in.query_src = embed(t, in_precision<T>(e));
         in.key_src = in.query_src;

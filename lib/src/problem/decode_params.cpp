@@ -7,8 +7,8 @@
 #include "attn/io/limits.hpp"
 #include "attn/io/npz.hpp"
 #include "attn/io/number_text.hpp"
-#include "attn/io/safetensors.hpp"
 #include "attn/layer.hpp"
+#include "attn/model/safetensors.hpp"
 #include "attn/suggest.hpp"
 #include "decode_detail.hpp"
 
@@ -23,12 +23,12 @@ namespace fs = std::filesystem;
 using io::Array;
 using io::ArrayKind;
 using io::format_size;
-using io::implied_num_kv_heads;
-using io::is_checkpoint_params;
 using io::memory_limit;
 using io::message_text;
 using io::parse_json_text;
 using io::read_file;
+using model::implied_num_kv_heads;
+using model::is_checkpoint_params;
 using nlohmann::json;
 
 namespace {
@@ -183,7 +183,7 @@ Projections npz_layer(const json& refs, const fs::path& full, Problem& problem) 
     for (const auto& [name, value] : refs.items()) {
         names.push_back(name);
     }
-    const std::vector<io::ParamsLayout> found = io::detect_layouts(names);
+    const std::vector<model::ParamsLayout> found = model::detect_layouts(names);
     if (found.size() != 1) {
         throw InputError(what + ": " +
                          (found.empty() ? "no attention weights among its arrays (expected the "
@@ -198,7 +198,7 @@ Projections npz_layer(const json& refs, const fs::path& full, Problem& problem) 
     }
     problem.sources.push_back({"params", full, {}, std::nullopt, 0.0f});
     problem.layout = found.front();
-    return io::map_layout(found.front(), tensors, what, "");
+    return model::map_layout(found.front(), tensors, what, "");
 }
 
 /// Decodes "params" into the projections of each precision p holds.
@@ -208,9 +208,9 @@ const char*
 decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in, Problem& problem) {
     std::vector<ProblemSource>& sources = problem.sources;
     if (is_checkpoint_params(j_in)) {
-        // attn/io/safetensors.hpp. F32/F16/BF16 tensors are exact in float32: widening them
+        // attn/model/safetensors.hpp. F32/F16/BF16 tensors are exact in float32: widening them
         // for f64 loses nothing.
-        const io::CheckpointParams& c = checkpoint_params(cx, problem);
+        const model::CheckpointParams& c = checkpoint_params(cx, problem);
         for_each_precision(problem, [&]<class T>(BasicInputs<T>& in) {
             in.projections = in_precision<T>(c.projections);
         });

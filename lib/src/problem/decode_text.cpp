@@ -3,9 +3,9 @@
 // the folder of the checkpoint file it names) and handed on as the document's token_ids,
 // right-padded with its key_padding_mask, and its labels. From here on the problem is a
 // token_ids problem: this file adds nothing to how token_ids are computed with.
-#include "attn/io/gguf.hpp"
 #include "attn/io/number_text.hpp"
-#include "attn/io/tokenizer.hpp"
+#include "attn/model/gguf.hpp"
+#include "attn/text/tokenizer.hpp"
 #include "decode_detail.hpp"
 
 #include <map>
@@ -17,13 +17,13 @@ namespace attn::problem::detail {
 namespace {
 
 /// One tokenizer per file for the whole process: a batch of text lines loads it once.
-std::shared_ptr<const io::Tokenizer> cached_tokenizer(const fs::path& folder) {
+std::shared_ptr<const text::Tokenizer> cached_tokenizer(const fs::path& folder) {
     static std::mutex mutex;
-    static std::map<fs::path, std::shared_ptr<const io::Tokenizer>> cache;
+    static std::map<fs::path, std::shared_ptr<const text::Tokenizer>> cache;
     const std::lock_guard<std::mutex> lock(mutex);
     auto& slot = cache[folder];
     if (!slot) {
-        slot = io::load_tokenizer(folder);
+        slot = text::load_tokenizer(folder);
     }
     return slot;
 }
@@ -46,12 +46,12 @@ fs::path tokenizer_folder(DecodeContext& cx) {
     }
     const fs::path given(file->get<std::string>());
     fs::path path = given.is_absolute() ? given : cx.base / given;
-    if (io::is_gguf_path(path.string())) { // a GGUF carries its own vocabulary
+    if (model::is_gguf_path(path.string())) { // a GGUF carries its own vocabulary
         return path;
     }
     std::error_code ec;
     const fs::path folder = fs::is_directory(path, ec) ? path : path.parent_path();
-    if (io::tokenizer_file_in(folder.empty() ? fs::path(".") : folder).empty()) {
+    if (text::tokenizer_file_in(folder.empty() ? fs::path(".") : folder).empty()) {
         throw InputError("text: no tokenizer.json or tokenizer.model in " +
                          io::message_text((folder.empty() ? fs::path(".") : folder).string()) +
                          " (the folder of params)");
@@ -98,8 +98,8 @@ void decode_text(DecodeContext& cx, Problem& p) {
     const bool special =
         !cx.has("special_tokens") || boolean(cx.doc["special_tokens"], "special_tokens");
     const std::vector<std::string> texts = texts_of(cx.doc["text"]);
-    const std::shared_ptr<const io::Tokenizer> tokenizer = cached_tokenizer(tokenizer_folder(cx));
-    std::vector<io::Encoding> encodings;
+    const std::shared_ptr<const text::Tokenizer> tokenizer = cached_tokenizer(tokenizer_folder(cx));
+    std::vector<text::Encoding> encodings;
     std::size_t length = 0;
     for (std::size_t i = 0; i < texts.size(); ++i) {
         try {
@@ -121,7 +121,7 @@ void decode_text(DecodeContext& cx, Problem& p) {
     json ids = json::array();
     json keep = json::array();
     std::vector<std::vector<std::string>> tokens;
-    for (const io::Encoding& e : encodings) {
+    for (const text::Encoding& e : encodings) {
         std::vector<std::int64_t> row = e.ids;
         row.resize(length, 0);
         std::vector<int> k(e.ids.size(), 1);

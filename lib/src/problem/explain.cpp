@@ -163,7 +163,7 @@ void grid(Explanation& r, const Problem& p, const Visibility& vis) {
 void checkpoint_rows(Explanation& r, const Problem& p) {
     if (p.layout) {
         r.row("checkpoint",
-              std::string(io::layout_name(*p.layout)) + " layout, attention at prefix '" +
+              std::string(model::layout_name(*p.layout)) + " layout, attention at prefix '" +
                   io::message_text(p.prefix) + "'");
     }
     for (const Setting& s : p.settings) {

@@ -4,9 +4,9 @@
 #include "attn/problem/layers.hpp"
 
 #include "attn/error.hpp"
-#include "attn/io/checkpoint_layers.hpp"
 #include "attn/io/limits.hpp"
-#include "attn/io/safetensors.hpp"
+#include "attn/model/checkpoint_layers.hpp"
+#include "attn/model/safetensors.hpp"
 #include "attn/problem/checks.hpp"
 #include "decode_detail.hpp"
 
@@ -34,7 +34,7 @@ struct CheckpointRef {
 };
 
 CheckpointRef checkpoint_ref(const json& params) {
-    if (!io::is_checkpoint_params(params)) {
+    if (!model::is_checkpoint_params(params)) {
         throw InputError("hidden_states: \"params\" must name a .safetensors checkpoint "
                          "(every layer's weights)");
     }
@@ -107,7 +107,7 @@ void check_stack_memory(const LayerStack& s,
 
 std::vector<std::size_t> layer_selection(const json& j) {
     if (j.is_string()) {
-        return io::parse_layer_list(j.get<std::string>(), "layers");
+        return model::parse_layer_list(j.get<std::string>(), "layers");
     }
     if (!j.is_array() || j.empty()) {
         throw InputError("layers: expected a non-empty list of layer numbers or a string like "
@@ -196,23 +196,23 @@ LayerStack decode_layer_stack(const json& doc, const fs::path& base, ArrayValues
     std::vector<std::string> names;
     std::string shown;
     try {
-        const io::SafetensorsFile st(file);
+        const model::SafetensorsFile st(file);
         shown = st.shown();
-        for (const io::SafetensorsEntry& e : st.header().tensors) {
+        for (const model::SafetensorsEntry& e : st.header().tensors) {
             names.push_back(e.name);
         }
     } catch (const InputError& e) {
         throw InputError(std::string("params: ") + e.what());
     }
-    const std::vector<io::CheckpointLayer> found = io::checkpoint_layers(
+    const std::vector<model::CheckpointLayer> found = model::checkpoint_layers(
         names,
         "params: " + shown,
         ref.layout ? std::optional<std::string_view>(*ref.layout) : std::nullopt,
         ref.under);
-    for (const io::CheckpointLayer& l : found) {
+    for (const model::CheckpointLayer& l : found) {
         s.prefixes.push_back(l.prefix);
     }
-    s.layout = std::string(io::layout_name(found.front().layout));
+    s.layout = std::string(model::layout_name(found.front().layout));
     const std::size_t n_layers = found.size();
 
     // hidden_states: [N + 1, B, L, E] or [N + 1, L, E].

@@ -3,7 +3,7 @@
 // every result kept (the selected layers' arrays, the hidden states). Shapes only.
 #include "attn/error.hpp"
 #include "attn/io/limits.hpp"
-#include "attn/io/model_weights.hpp"
+#include "attn/model/weights.hpp"
 #include "attn/problem/checks.hpp"
 #include "attn/problem/model_run.hpp"
 
@@ -19,7 +19,7 @@ using io::saturating_add;
 using io::saturating_mul;
 using io::saturating_product;
 
-std::uint64_t elements(const io::SafetensorsEntry& e) {
+std::uint64_t elements(const model::SafetensorsEntry& e) {
     std::uint64_t n = 1;
     for (const std::size_t d : e.shape) {
         n = saturating_mul(n, d);
@@ -29,7 +29,7 @@ std::uint64_t elements(const io::SafetensorsEntry& e) {
 
 /// Values of the tensors whose names start with `prefix`, and the largest dim among them
 /// (the MLP's width, for the activations).
-std::pair<std::uint64_t, std::uint64_t> tensors_under(const io::ModelFolder& f,
+std::pair<std::uint64_t, std::uint64_t> tensors_under(const model::ModelFolder& f,
                                                       const std::string& prefix) {
     std::uint64_t values = 0;
     std::uint64_t widest = 0;
@@ -37,7 +37,7 @@ std::pair<std::uint64_t, std::uint64_t> tensors_under(const io::ModelFolder& f,
         if (name.compare(0, prefix.size(), prefix) != 0) {
             continue;
         }
-        if (const io::SafetensorsEntry* e = f.find(name)) {
+        if (const model::SafetensorsEntry* e = f.find(name)) {
             values = saturating_add(values, elements(*e));
             for (const std::size_t d : e->shape) {
                 widest = std::max<std::uint64_t>(widest, d);
@@ -47,15 +47,16 @@ std::pair<std::uint64_t, std::uint64_t> tensors_under(const io::ModelFolder& f,
     return {values, widest};
 }
 
-std::uint64_t table_values(const io::ModelFolder& f, const io::ModelSpec& s, const std::string& n) {
-    const io::SafetensorsEntry* e = n.empty() ? nullptr : f.find(s.root + n);
+std::uint64_t
+table_values(const model::ModelFolder& f, const model::ModelSpec& s, const std::string& n) {
+    const model::SafetensorsEntry* e = n.empty() ? nullptr : f.find(s.root + n);
     return e == nullptr ? 0 : elements(*e);
 }
 
 } // namespace
 
 ModelMemory estimate_model_memory(const ModelRun& run, const SolveOptions& options) {
-    const io::ModelSpec& s = run.spec;
+    const model::ModelSpec& s = run.spec;
     const Problem& p = run.stack.first;
     const bool f64 = p.precision == Precision::f64;
     const std::uint64_t t = f64 ? 8 : 4;       // a value computed with
@@ -66,9 +67,9 @@ ModelMemory estimate_model_memory(const ModelRun& run, const SolveOptions& optio
     ModelMemory m;
 
     // The tables (read as float32, then held in T): of the token table only the rows of
-    // the distinct ids (io::load_model_embeddings); one layer's weights (read as float32,
+    // the distinct ids (model::load_model_embeddings); one layer's weights (read as float32,
     // held in T, fused ones split into copies).
-    const io::Architecture& a = s.arch;
+    const model::Architecture& a = s.arch;
     std::vector<std::int64_t> ids(run.ids.begin(), run.ids.end());
     std::sort(ids.begin(), ids.end());
     const auto distinct =
@@ -78,7 +79,7 @@ ModelMemory estimate_model_memory(const ModelRun& run, const SolveOptions& optio
                        saturating_add(table_values(*run.folder, s, a.position_embedding),
                                       table_values(*run.folder, s, a.token_type_embedding)));
     m.embeddings = saturating_mul(tables, 4 + t);
-    const auto [layer_values, widest] = tensors_under(*run.folder, io::layer_prefix(s, 0));
+    const auto [layer_values, widest] = tensors_under(*run.folder, model::layer_prefix(s, 0));
     m.layer_weights = saturating_mul(layer_values, 4 + 2 * t);
 
     // One layer's activations per token: the residual stream and its norms and sums (8 E),

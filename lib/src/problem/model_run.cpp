@@ -3,7 +3,7 @@
 #include "attn/problem/model_run.hpp"
 
 #include "attn/error.hpp"
-#include "attn/io/model_weights.hpp"
+#include "attn/model/weights.hpp"
 #include "attn/problem/checks.hpp"
 #include "decode_detail.hpp"
 
@@ -119,11 +119,12 @@ mask_positions(const TokenIds& ids, const std::optional<Mask>& padding, std::siz
 
 /// The model's input: token (+ type) (+ positions) embeddings, normed, scaled.
 /// `input`: the tables with the token rows in use and the ids renumbered to them.
-template <class T> BasicTensor3<T> embed_tokens(const ModelRun& run, io::ModelEmbeddings<T> input) {
-    const io::Architecture& a = run.spec.arch;
+template <class T>
+BasicTensor3<T> embed_tokens(const ModelRun& run, model::ModelEmbeddings<T> input) {
+    const model::Architecture& a = run.spec.arch;
     BasicEmbeddings<T>& tables = input.tables;
-    if (a.positions != io::PositionScheme::roberta &&
-        a.positions != io::PositionScheme::attention_mask) {
+    if (a.positions != model::PositionScheme::roberta &&
+        a.positions != model::PositionScheme::attention_mask) {
         BasicTensor3<T> x = embed(input.ids, tables, a.position_offset);
         if (a.embed_scale_sqrt) { // Gemma: the normalizer in the model's dtype
             const T scale = static_cast<T>(std::sqrt(static_cast<double>(run.spec.hidden)));
@@ -140,7 +141,7 @@ template <class T> BasicTensor3<T> embed_tokens(const ModelRun& run, io::ModelEm
     tables.norm.reset();
     BasicTensor3<T> x = embed(input.ids, tables, 0);
     const std::vector<std::int64_t> at =
-        a.positions == io::PositionScheme::roberta
+        a.positions == model::PositionScheme::roberta
             ? roberta_positions(run.ids, run.spec.pad_token_id)
             : mask_positions(run.ids, run.stack.first.key_padding, a.position_offset);
     const std::size_t e = run.spec.hidden;
@@ -161,7 +162,7 @@ template <class T> BasicTensor3<T> embed_tokens(const ModelRun& run, io::ModelEm
 /// scale_attn_by_inverse_layer_idx.
 template <class T>
 void layer_attention(BasicAttentionSpec<T>& a,
-                     const io::ModelSpec& spec,
+                     const model::ModelSpec& spec,
                      std::size_t layer,
                      std::size_t tokens) {
     const bool slides = spec.sliding_layers.empty() || spec.sliding_layers[layer];
@@ -182,7 +183,7 @@ void layer_attention(BasicAttentionSpec<T>& a,
 }
 
 template <class T> Solution run_in(const ModelRun& run, const SolveOptions& options) {
-    const io::ModelSpec& spec = run.spec;
+    const model::ModelSpec& spec = run.spec;
     const Problem& p = run.stack.first;
     const std::vector<std::size_t>& selected = run.stack.layers;
     const std::size_t last = run.want_hidden_states
@@ -199,7 +200,8 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
     ls.rope = spec.rope ? &*spec.rope : nullptr;
     const BlockSpec block{spec.residual, spec.activation};
 
-    BasicTensor3<T> x = embed_tokens(run, io::load_model_embeddings<T>(*run.folder, spec, run.ids));
+    BasicTensor3<T> x =
+        embed_tokens(run, model::load_model_embeddings<T>(*run.folder, spec, run.ids));
     std::vector<BasicTensor3<T>> hidden;
     if (run.want_hidden_states) {
         hidden.push_back(x);
@@ -227,7 +229,7 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
         }
         BasicBlockResult<T> r;
         {
-            const BasicBlockWeights<T> w = io::load_block<T>(*run.folder, spec, l);
+            const BasicBlockWeights<T> w = model::load_block<T>(*run.folder, spec, l);
             r = transformer_block(x, w, block, layer);
         } // the layer's weights go here
         x = std::move(r.hidden);
@@ -255,7 +257,7 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
     ids.dtype = "int64";
     out.token_ids = std::move(ids);
     if (run.want_hidden_states) {
-        const std::optional<BasicNorm<T>> final_norm = io::load_final_norm<T>(*run.folder, spec);
+        const std::optional<BasicNorm<T>> final_norm = model::load_final_norm<T>(*run.folder, spec);
         hidden.push_back(final_norm ? apply_norm(x, *final_norm) : x);
         std::optional<Array> stack;
         for (const BasicTensor3<T>& h : hidden) {
@@ -277,7 +279,7 @@ bool is_model_run(const json& doc, const fs::path& base) {
         return false;
     }
     const std::string file = params_file(doc["params"]);
-    return !file.empty() && io::is_model_folder(resolve(file, base));
+    return !file.empty() && model::is_model_folder(resolve(file, base));
 }
 
 ModelRun decode_model_run(const json& doc_in, const fs::path& base, ArrayValues given) {
@@ -295,7 +297,7 @@ ModelRun decode_model_run(const json& doc_in, const fs::path& base, ArrayValues 
     const fs::path dir = resolve(params_file(params), base);
     ModelRun run;
     try {
-        run.folder = std::make_shared<const io::ModelFolder>(dir);
+        run.folder = std::make_shared<const model::ModelFolder>(dir);
     } catch (const InputError& e) {
         throw InputError(std::string("params: ") + e.what());
     }
@@ -305,18 +307,18 @@ ModelRun decode_model_run(const json& doc_in, const fs::path& base, ArrayValues 
     }
     const std::optional<std::string> gguf_config = run.folder->gguf_config_text();
     if (gguf_config && !config) { // a GGUF's metadata stands for its config.json
-        run.spec = io::model_spec(*gguf_config,
-                                  dir.string() + " (GGUF metadata)",
-                                  run.folder->names(),
-                                  params_text(params, "layout"));
+        run.spec = model::model_spec(*gguf_config,
+                                     dir.string() + " (GGUF metadata)",
+                                     run.folder->names(),
+                                     params_text(params, "layout"));
     } else if (!config) {
         throw InputError("params: " + dir.string() +
                          ": no config.json (the model's architecture and sizes); give one "
                          "with --config");
     } else {
-        run.spec = io::model_spec(*config, run.folder->names(), params_text(params, "layout"));
+        run.spec = model::model_spec(*config, run.folder->names(), params_text(params, "layout"));
     }
-    io::check_layer_count(*run.folder, run.spec);
+    model::check_layer_count(*run.folder, run.spec);
 
     std::vector<ProblemSource> sources;
     Array ids;
@@ -401,10 +403,10 @@ Solution solve_model_run(const ModelRun& run, const SolveOptions& options) {
 }
 
 std::vector<std::string> model_run_plan(const ModelRun& run) {
-    std::vector<std::string> out = io::describe_model(run.spec);
-    const io::Architecture& a = run.spec.arch;
+    std::vector<std::string> out = model::describe_model(run.spec);
+    const model::Architecture& a = run.spec.arch;
     out.push_back(
-        "every layer: " + io::layer_prefix(run.spec, 0) + " with {} = 0 .. " +
+        "every layer: " + model::layer_prefix(run.spec, 0) + " with {} = 0 .. " +
         std::to_string(run.spec.layers - 1) + ": " +
         (run.spec.residual == Residual::post_norm
              ? "h = " + a.attention_norm + "(x + attn(x)); y = " + a.mlp_norm + "(h + mlp(h))"

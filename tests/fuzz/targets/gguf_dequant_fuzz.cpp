@@ -1,8 +1,8 @@
-// Fuzz target: ggml's dequantizers (io::dequantize_ggml) on arbitrary blocks. The first
+// Fuzz target: ggml's dequantizers (model::dequantize_ggml) on arbitrary blocks. The first
 // byte picks the type (modulo the table, so every number is tried), the rest are whole
 // blocks of it. Properties: only dequantizable types are decoded, each block's bytes give
 // exactly its elements, and a second run over the same bytes gives the same bits.
-#include "attn/io/gguf_quants.hpp"
+#include "attn/model/quants.hpp"
 #include "fuzz_common.hpp"
 
 #include <cstddef>
@@ -18,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0;
     }
     const std::uint32_t type = data[0] % 40U;
-    const io::GgmlTypeTraits* t = io::ggml_type_traits(type);
+    const model::GgmlTypeTraits* t = model::ggml_type_traits(type);
     if (t == nullptr || !t->dequantizable) {
         return 0;
     }
@@ -26,8 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::span<const std::uint8_t> src(data + 1, n_blocks * t->block_bytes);
     std::vector<float> a(n_blocks * t->block);
     std::vector<float> b(a.size());
-    io::dequantize_ggml(type, src, a);
-    io::dequantize_ggml(type, src, b);
+    model::dequantize_ggml(type, src, a);
+    model::dequantize_ggml(type, src, b);
     fuzz::expect(a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0,
                  "dequantization is not deterministic");
     return 0;

@@ -1,11 +1,11 @@
-// Fuzz target: the GGUF reader (io::parse_gguf_header: magic, version, counts, metadata of
+// Fuzz target: the GGUF reader (model::parse_gguf_header: magic, version, counts, metadata of
 // every type with nested arrays, tensor infos, alignment and offsets), then every tensor
-// dequantized (io::decode_gguf_tensor) from the bytes the header says it has, and the
-// metadata's vocabulary (io::parse_gguf_vocab) built and run on a short text.
+// dequantized (model::decode_gguf_tensor) from the bytes the header says it has, and the
+// metadata's vocabulary (text::parse_gguf_vocab) built and run on a short text.
 // Properties: nothing but InputError escapes, its message is one line; every tensor the
 // header accepts lies inside the input and fills its shape when decoded.
-#include "attn/io/gguf.hpp"
-#include "attn/io/tokenizer.hpp"
+#include "attn/model/gguf.hpp"
+#include "attn/text/tokenizer.hpp"
 #include "fuzz_common.hpp"
 
 #include <cstddef>
@@ -18,28 +18,28 @@ using namespace attn;
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     fuzz::set_limits();
     const std::span<const std::uint8_t> bytes(data, size);
-    io::GgufHeader h;
+    model::GgufHeader h;
     if (!fuzz::only_input_errors("parse_gguf_header",
-                                 [&] { h = io::parse_gguf_header(bytes, size, "fuzz.gguf"); })) {
+                                 [&] { h = model::parse_gguf_header(bytes, size, "fuzz.gguf"); })) {
         return 0;
     }
     fuzz::expect(h.data_start <= size && (h.tensors.empty() || h.data_start % h.alignment == 0),
                  "data section outside the input or misaligned");
-    for (const io::GgufTensor& t : h.tensors) {
+    for (const model::GgufTensor& t : h.tensors) {
         fuzz::expect(t.offset <= h.data_size && t.bytes <= h.data_size - t.offset,
                      "tensor '" + t.name + "' reaches past the input");
         const auto raw = bytes.subspan(static_cast<std::size_t>(h.data_start + t.offset),
                                        static_cast<std::size_t>(t.bytes));
         io::Array a;
         if (fuzz::only_input_errors("decode_gguf_tensor",
-                                    [&] { a = io::decode_gguf_tensor(t, raw, "fuzz.gguf"); })) {
+                                    [&] { a = model::decode_gguf_tensor(t, raw, "fuzz.gguf"); })) {
             fuzz::expect(a.values.size() == fuzz::element_count(a.shape) && a.shape == t.shape,
                          "tensor '" + t.name + "' does not fill its shape");
         }
     }
-    std::unique_ptr<io::Tokenizer> tokenizer;
+    std::unique_ptr<text::Tokenizer> tokenizer;
     if (fuzz::only_input_errors("parse_gguf_vocab",
-                                [&] { tokenizer = io::parse_gguf_vocab(h, "fuzz.gguf"); })) {
+                                [&] { tokenizer = text::parse_gguf_vocab(h, "fuzz.gguf"); })) {
         (void)fuzz::only_input_errors("encode", [&] {
             (void)tokenizer->encode("Hello world, I'm 12345 caf\xC3\xA9s <s>\n", true);
         });

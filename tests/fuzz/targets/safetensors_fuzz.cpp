@@ -1,9 +1,9 @@
-// Fuzz target: the safetensors reader (io::parse_safetensors: the 8-byte length, the JSON
+// Fuzz target: the safetensors reader (model::parse_safetensors: the 8-byte length, the JSON
 // header, offsets that must tile the data section, dtype conversion), then the layer
-// layouts (io::detect_layouts, io::map_layout) over whatever tensors it yields.
+// layouts (model::detect_layouts, model::map_layout) over whatever tensors it yields.
 // Properties: nothing but InputError escapes, its message is one line; every tensor fills
 // its shape; every tensor round-trips through the NPY writer and reader.
-#include "attn/io/safetensors.hpp"
+#include "attn/model/safetensors.hpp"
 #include "fuzz_common.hpp"
 
 #include <cstddef>
@@ -17,8 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     fuzz::set_limits();
     std::map<std::string, io::Array> tensors;
     if (!fuzz::only_input_errors("parse_safetensors", [&] {
-            tensors = io::parse_safetensors(std::span<const std::uint8_t>(data, size),
-                                            "fuzz.safetensors");
+            tensors = model::parse_safetensors(std::span<const std::uint8_t>(data, size),
+                                               "fuzz.safetensors");
         })) {
         return 0;
     }
@@ -29,9 +29,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                      "tensor '" + name + "' does not fill its shape");
         (void)fuzz::expect_npy_round_trip(a, false, "tensor '" + name + "' NPY round trip");
     }
-    for (const io::ParamsLayout layout : io::detect_layouts(names)) {
-        fuzz::only_input_errors(
-            "map_layout", [&] { io::map_layout(layout, tensors, "params: fuzz.safetensors", ""); });
+    for (const model::ParamsLayout layout : model::detect_layouts(names)) {
+        fuzz::only_input_errors("map_layout", [&] {
+            model::map_layout(layout, tensors, "params: fuzz.safetensors", "");
+        });
     }
     return 0;
 }

@@ -1,8 +1,8 @@
-// Fuzz target: model.safetensors.index.json (io::parse_safetensors_index). Properties:
+// Fuzz target: model.safetensors.index.json (model::parse_safetensors_index). Properties:
 // nothing but InputError escapes, its message is one line; every accepted map names plain
 // .safetensors file names (no path separators, never "." or ".."), and it round-trips:
 // the map written back as an index parses to the same map.
-#include "attn/io/model_folder.hpp"
+#include "attn/model/folder.hpp"
 #include "fuzz_common.hpp"
 
 #include <cstddef>
@@ -16,8 +16,9 @@ using namespace attn;
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view text = fuzz::input_text(data, size);
     std::map<std::string, std::string> map;
-    if (!fuzz::only_input_errors("parse_safetensors_index",
-                                 [&] { map = io::parse_safetensors_index(text, "index.json"); })) {
+    if (!fuzz::only_input_errors("parse_safetensors_index", [&] {
+            map = model::parse_safetensors_index(text, "index.json");
+        })) {
         return 0;
     }
     fuzz::expect(!map.empty(), "an accepted index names no tensor");
@@ -31,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string dumped = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     std::map<std::string, std::string> again;
     fuzz::expect(fuzz::only_input_errors(
-                     "reparse", [&] { again = io::parse_safetensors_index(dumped, "rt.json"); }),
+                     "reparse", [&] { again = model::parse_safetensors_index(dumped, "rt.json"); }),
                  "a written-back index does not parse");
     fuzz::expect(again.size() == map.size(), "the round trip changes the tensor count");
     return 0;

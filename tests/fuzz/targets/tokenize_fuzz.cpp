@@ -1,9 +1,9 @@
-// Fuzz target: any bytes as text through fixed tokenizers (io::Tokenizer::encode): GPT-2's
+// Fuzz target: any bytes as text through fixed tokenizers (text::Tokenizer::encode): GPT-2's
 // byte-level BPE with added tokens, llama-2's byte-fallback BPE and a BERT WordPiece.
 // Properties: invalid UTF-8 is an InputError (one line) from each, valid UTF-8 never throws;
 // byte-level BPE is lossless (its tokens' bytes are the text), and so is byte fallback (its
 // tokens, ▁ read as a space and <0xNN> as the byte, are "▁" + the text with spaces as ▁).
-#include "attn/io/tokenizer.hpp"
+#include "attn/text/tokenizer.hpp"
 #include "fuzz_common.hpp"
 
 #include <cstddef>
@@ -55,7 +55,7 @@ nlohmann::json added(int id, const char* content, bool lstrip, bool rstrip) {
 }
 
 /// A byte-level BPE: every byte a token, a few merges, two added tokens.
-std::unique_ptr<io::Tokenizer> byte_level() {
+std::unique_ptr<text::Tokenizer> byte_level() {
     nlohmann::json vocab = nlohmann::json::object();
     std::string alphabet[256];
     for (int b = 0, n = 0; b < 256; ++b) {
@@ -89,11 +89,11 @@ std::unique_ptr<io::Tokenizer> byte_level() {
         {"pre_tokenizer",
          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
         {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", m}}}};
-    return io::parse_tokenizer_json(doc.dump(), "byte_level.json");
+    return text::parse_tokenizer_json(doc.dump(), "byte_level.json");
 }
 
 /// llama-2's layout: ▁ for spaces, <0xNN> for what the vocabulary lacks, <s> first.
-std::unique_ptr<io::Tokenizer> byte_fallback() {
+std::unique_ptr<text::Tokenizer> byte_fallback() {
     nlohmann::json vocab = {{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}};
     for (int b = 0; b < 256; ++b) {
         char name[8];
@@ -122,10 +122,10 @@ std::unique_ptr<io::Tokenizer> byte_fallback() {
           {"unk_token", "<unk>"},
           {"fuse_unk", true},
           {"byte_fallback", true}}}};
-    return io::parse_tokenizer_json(doc.dump(), "byte_fallback.json");
+    return text::parse_tokenizer_json(doc.dump(), "byte_fallback.json");
 }
 
-std::unique_ptr<io::Tokenizer> wordpiece() {
+std::unique_ptr<text::Tokenizer> wordpiece() {
     const nlohmann::json doc = {
         {"normalizer", {{"type", "BertNormalizer"}, {"lowercase", true}}},
         {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
@@ -146,17 +146,17 @@ std::unique_ptr<io::Tokenizer> wordpiece() {
             {"ab", 8},
             {"##ab", 9},
             {"!", 10}}}}}};
-    return io::parse_tokenizer_json(doc.dump(), "wordpiece.json");
+    return text::parse_tokenizer_json(doc.dump(), "wordpiece.json");
 }
 
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    static const std::unique_ptr<io::Tokenizer> gpt2 = byte_level();
-    static const std::unique_ptr<io::Tokenizer> llama = byte_fallback();
-    static const std::unique_ptr<io::Tokenizer> bert = wordpiece();
+    static const std::unique_ptr<text::Tokenizer> gpt2 = byte_level();
+    static const std::unique_ptr<text::Tokenizer> llama = byte_fallback();
+    static const std::unique_ptr<text::Tokenizer> bert = wordpiece();
     const std::string_view text = fuzz::input_text(data, size);
-    io::Encoding e;
+    text::Encoding e;
     if (!fuzz::only_input_errors("gpt2", [&] { e = gpt2->encode(text, true); })) {
         // Invalid UTF-8: refused by every tokenizer alike.
         fuzz::expect(!fuzz::only_input_errors("llama", [&] { (void)llama->encode(text, true); }),

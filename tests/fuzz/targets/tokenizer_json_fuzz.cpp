@@ -1,9 +1,9 @@
-// Fuzz target: tokenizer.json documents (io::parse_tokenizer_json). Properties: nothing but
+// Fuzz target: tokenizer.json documents (text::parse_tokenizer_json). Properties: nothing but
 // InputError escapes, its message is one line; a tokenizer that loads encodes a few fixed
 // texts (every script, emoji, whitespace, the empty text) with and without special tokens,
 // again with InputError alone escaping (a fuzzed regex may hit PCRE2's match limit), and
 // gives one id, one vocabulary string and one label per token.
-#include "attn/io/tokenizer.hpp"
+#include "attn/text/tokenizer.hpp"
 #include "fuzz_common.hpp"
 
 #include <array>
@@ -16,9 +16,9 @@ using namespace attn;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view text = fuzz::input_text(data, size);
-    std::unique_ptr<io::Tokenizer> tokenizer;
+    std::unique_ptr<text::Tokenizer> tokenizer;
     if (!fuzz::only_input_errors("parse_tokenizer_json", [&] {
-            tokenizer = io::parse_tokenizer_json(text, "fuzz.json");
+            tokenizer = text::parse_tokenizer_json(text, "fuzz.json");
         })) {
         return 0;
     }
@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         "<s>[CLS]<|endoftext|> caf\xC3\xA9 e\xCC\x81"};
     for (const std::string_view t : texts) {
         for (const bool special : {true, false}) {
-            io::Encoding e;
+            text::Encoding e;
             if (!fuzz::only_input_errors("encode", [&] { e = tokenizer->encode(t, special); })) {
                 continue;
             }

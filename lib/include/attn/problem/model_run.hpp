@@ -5,8 +5,8 @@
 #pragma once
 
 #include "attn/embedding.hpp"
-#include "attn/io/architecture.hpp"
-#include "attn/io/model_folder.hpp"
+#include "attn/model/architecture.hpp"
+#include "attn/model/folder.hpp"
 #include "attn/problem/layers.hpp"
 #include "attn/problem/solve.hpp"
 
@@ -18,8 +18,8 @@
 namespace attn::problem {
 
 struct ModelRun {
-    std::shared_ptr<const io::ModelFolder> folder;
-    io::ModelSpec spec;
+    std::shared_ptr<const model::ModelFolder> folder;
+    model::ModelSpec spec;
     TokenIds ids; ///< [B, L]
     bool want_hidden_states = false;
     /// stack.layers: the selected layers; stack.first: the problem every layer shares

@@ -5,9 +5,9 @@
 
 #include "attn/attention.hpp"
 #include "attn/io/array.hpp"
-#include "attn/io/safetensors.hpp"
 #include "attn/io/source.hpp"
 #include "attn/layer.hpp"
+#include "attn/model/safetensors.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -85,9 +85,9 @@ struct Problem : Inputs {
     // Real models.
     std::optional<RopeSpec> rope; ///< "rope": rotary embeddings of Q and K after the head split
     RopePositions rope_positions; ///< the rows' positions, resolved for Lq and Lk
-    std::optional<io::ParamsLayout> layout; ///< a checkpoint's layout
-    std::string prefix;                     ///< and its attention prefix
-    std::vector<Setting> settings;          ///< heads, RoPE, norm: values and their origins
+    std::optional<model::ParamsLayout> layout; ///< a checkpoint's layout
+    std::string prefix;                        ///< and its attention prefix
+    std::vector<Setting> settings;             ///< heads, RoPE, norm: values and their origins
     /// Likely mistakes noticed while decoding (heads left at 1 with a state dict, a mask of
     /// the opposite polarity), one line each without the "warning:" prefix; the result is
     /// computed as given. The caller prints them unless told to be quiet.

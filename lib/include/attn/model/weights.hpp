@@ -1,0 +1,49 @@
+// A model's weights by its architecture's names (attn/model/architecture.hpp): one block's
+// tensors read from the folder when the block is computed, fused tensors split and Conv1D
+// ones transposed into nn.Linear layout, every shape checked against the config's sizes.
+#pragma once
+
+#include "attn/block.hpp"
+#include "attn/embedding.hpp"
+#include "attn/model/architecture.hpp"
+#include "attn/model/folder.hpp"
+
+#include <optional>
+#include <string>
+
+namespace attn::model {
+
+/// Layer `layer`'s weights, read now. T: float, or double (each float32 value widened).
+/// Throws InputError naming the tensor: missing, or a shape that disagrees with the config
+/// ("model.layers.0.self_attn.q_proj.weight: expected shape [64, 64], got [32, 64]
+/// (config.json: heads 4, head dim 16, hidden size 64)").
+template <class T>
+BasicBlockWeights<T>
+load_block(const ModelFolder& folder, const ModelSpec& spec, std::size_t layer);
+
+/// The embedding tables a run on token ids `ids` needs, and the ids that index them.
+template <class T> struct ModelEmbeddings {
+    BasicEmbeddings<T> tables; ///< token: only the rows of the ids in use, by increasing id
+    TokenIds ids;              ///< the run's ids renumbered to rows of tables.token
+};
+
+/// The embedding tables (token, learned positions, token type, embedding norm) for `ids`:
+/// every id is checked against the vocabulary (check_token_ids), then only the token
+/// table's rows in use are read (ModelFolder::read_rows: a GGUF dequantizes only their
+/// blocks), so a large vocabulary costs the tokens, not the table. The other tables whole.
+template <class T>
+ModelEmbeddings<T>
+load_model_embeddings(const ModelFolder& folder, const ModelSpec& spec, const TokenIds& ids);
+
+/// The final norm, if the architecture has one.
+template <class T>
+std::optional<BasicNorm<T>> load_final_norm(const ModelFolder& folder, const ModelSpec& spec);
+
+/// Checks that the folder holds exactly spec.layers layers (layer N−1's attention weight
+/// is there, layer N's is not). Throws InputError naming the config and the tensor.
+void check_layer_count(const ModelFolder& folder, const ModelSpec& spec);
+
+/// Layer `layer`'s name prefix: root + layer pattern ("transformer.h.3.").
+std::string layer_prefix(const ModelSpec& spec, std::size_t layer);
+
+} // namespace attn::model

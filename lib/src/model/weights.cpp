@@ -1,0 +1,323 @@
+// A block's tensors by the architecture's names: read, shape-checked against the config,
+// fused ones split and Conv1D ones transposed (reshaping only; the numbers are the core's).
+#include "attn/model/weights.hpp"
+
+#include "attn/error.hpp"
+#include "attn/io/number_text.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace attn::model {
+
+namespace {
+
+/// A dimension the config does not fix (the MLP's width, the vocabulary).
+constexpr std::size_t kAny = static_cast<std::size_t>(-1);
+
+std::string shape_text(const std::vector<std::size_t>& s) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        out += (i ? ", " : "") + (s[i] == kAny ? std::string("*") : std::to_string(s[i]));
+    }
+    return out + "]";
+}
+
+template <class T> struct Reader {
+    const ModelFolder& folder;
+    const ModelSpec& spec;
+    std::string prefix; ///< root (+ the layer's prefix)
+
+    std::string note() const {
+        return " (config: hidden size " + std::to_string(spec.hidden) + ", heads " +
+               std::to_string(spec.heads) + ", kv heads " + std::to_string(spec.kv_heads) +
+               ", head dim " + std::to_string(spec.head_dim) + ")";
+    }
+
+    bool has(const std::string& name) const { return folder.find(prefix + name) != nullptr; }
+
+    /// The tensor's entry, its shape checked against `want` (kAny: any size).
+    const SafetensorsEntry& entry(const std::string& name,
+                                  const std::vector<std::size_t>& want) const {
+        const std::string full = prefix + name;
+        const SafetensorsEntry* e = folder.find(full);
+        if (e == nullptr) {
+            throw InputError(folder.path().string() + ": the " + spec.arch.model_type +
+                             " model has no tensor '" + full + "'");
+        }
+        bool ok = e->shape.size() == want.size();
+        for (std::size_t i = 0; ok && i < want.size(); ++i) {
+            ok = want[i] == kAny || want[i] == e->shape[i];
+        }
+        if (!ok) {
+            throw InputError(folder.path().string() + ": " + full + ": expected shape " +
+                             shape_text(want) + ", got " + shape_text(e->shape) + note());
+        }
+        return *e;
+    }
+    /// The tensor, its shape checked against `want` (kAny: any size).
+    io::Array get(const std::string& name, const std::vector<std::size_t>& want) const {
+        entry(name, want);
+        return folder.read(prefix + name);
+    }
+
+    BasicMatrix<T> matrix(const std::string& name, std::size_t rows, std::size_t cols) const {
+        const io::Array a = get(name, {rows, cols});
+        BasicMatrix<T> m = BasicMatrix<T>::from_shape({a.shape[0], a.shape[1]});
+        std::copy(a.values.begin(), a.values.end(), m.data());
+        return m;
+    }
+    /// A Conv1D weight [in, out] as nn.Linear's [out, in].
+    BasicMatrix<T> conv1d(const std::string& name, std::size_t in, std::size_t out) const {
+        const io::Array a = get(name, {in, out});
+        BasicMatrix<T> m = BasicMatrix<T>::from_shape({a.shape[1], a.shape[0]});
+        for (std::size_t i = 0; i < a.shape[0]; ++i) {
+            for (std::size_t j = 0; j < a.shape[1]; ++j) {
+                m(j, i) = static_cast<T>(a.values[i * a.shape[1] + j]);
+            }
+        }
+        return m;
+    }
+    /// Rows `rows` of a [*, cols] matrix, only those read.
+    BasicMatrix<T>
+    rows_of(const std::string& name, std::size_t cols, const std::vector<std::size_t>& rows) const {
+        entry(name, {kAny, cols});
+        const io::Array a = folder.read_rows(prefix + name, rows);
+        BasicMatrix<T> m = BasicMatrix<T>::from_shape({a.shape[0], a.shape[1]});
+        std::copy(a.values.begin(), a.values.end(), m.data());
+        return m;
+    }
+    BasicVector<T> vector(const std::string& name, std::size_t n) const {
+        const io::Array a = get(name, {n});
+        BasicVector<T> v = BasicVector<T>::from_shape({a.shape[0]});
+        std::copy(a.values.begin(), a.values.end(), v.data());
+        return v;
+    }
+    std::optional<BasicVector<T>> bias(const std::string& name, std::size_t n) const {
+        if (!has(name + ".bias")) {
+            return std::nullopt;
+        }
+        return vector(name + ".bias", n);
+    }
+    std::optional<BasicNorm<T>> norm(const std::string& name) const {
+        if (name.empty()) {
+            return std::nullopt;
+        }
+        BasicNorm<T> n;
+        n.kind = spec.arch.norm;
+        n.eps = spec.norm_eps;
+        n.weight = vector(name + ".weight", spec.hidden);
+        for (T& w : n.weight) {
+            w = static_cast<T>(w + static_cast<T>(spec.arch.norm_weight_offset));
+        }
+        if (spec.arch.norm == NormKind::layer_norm) {
+            n.bias = bias(name, spec.hidden);
+        }
+        return n;
+    }
+};
+
+/// Rows `rows` of m (a row index list) as a matrix of their own.
+template <class T>
+BasicMatrix<T> take_rows(const BasicMatrix<T>& m, const std::vector<std::size_t>& rows) {
+    BasicMatrix<T> out = BasicMatrix<T>::from_shape({rows.size(), m.shape()[1]});
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        std::copy_n(&m(rows[r], 0), m.shape()[1], &out(r, 0));
+    }
+    return out;
+}
+template <class T>
+BasicVector<T> take(const BasicVector<T>& v, const std::vector<std::size_t>& rows) {
+    BasicVector<T> out = BasicVector<T>::from_shape({rows.size()});
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        out(r) = v(rows[r]);
+    }
+    return out;
+}
+
+/// The rows of a fused q|k|v tensor that make q (part 0), k (1) and v (2).
+std::vector<std::size_t> fused_rows(const ModelSpec& s, QkvLayout layout, int part) {
+    const std::size_t d = s.head_dim;
+    std::vector<std::size_t> rows;
+    if (layout == QkvLayout::per_head_fused) { // view(H, 3D): head h's q, k, v rows
+        for (std::size_t h = 0; h < s.heads; ++h) {
+            for (std::size_t i = 0; i < d; ++i) {
+                rows.push_back(h * 3 * d + static_cast<std::size_t>(part) * d + i);
+            }
+        }
+        return rows;
+    }
+    // conv1d_fused and rows_fused: q rows, then k rows, then v rows.
+    const std::size_t q = s.heads * d;
+    const std::size_t kv = s.kv_heads * d;
+    const std::size_t begin = part == 0 ? 0 : part == 1 ? q : q + kv;
+    const std::size_t count = part == 0 ? q : kv;
+    for (std::size_t i = 0; i < count; ++i) {
+        rows.push_back(begin + i);
+    }
+    return rows;
+}
+
+template <class T>
+void load_attention(const Reader<T>& r, const ModelSpec& s, BasicProjections<T>& p) {
+    const Architecture& a = s.arch;
+    const std::size_t e = s.hidden;
+    const std::size_t q = s.heads * s.head_dim;
+    const std::size_t kv = s.kv_heads * s.head_dim;
+    if (a.qkv == QkvLayout::separate) {
+        p.w_q = r.matrix(a.q + ".weight", q, e);
+        p.w_k = r.matrix(a.k + ".weight", kv, e);
+        p.w_v = r.matrix(a.v + ".weight", kv, e);
+        p.b_q = r.bias(a.q, q);
+        p.b_k = r.bias(a.k, kv);
+        p.b_v = r.bias(a.v, kv);
+    } else {
+        const std::size_t rows = q + 2 * kv;
+        const BasicMatrix<T> w = a.qkv == QkvLayout::conv1d_fused
+                                     ? r.conv1d(a.q + ".weight", e, rows)
+                                     : r.matrix(a.q + ".weight", rows, e);
+        const std::optional<BasicVector<T>> b = r.bias(a.q, rows);
+        std::optional<BasicMatrix<T>>* ws[] = {&p.w_q, &p.w_k, &p.w_v};
+        std::optional<BasicVector<T>>* bs[] = {&p.b_q, &p.b_k, &p.b_v};
+        for (int part = 0; part < 3; ++part) {
+            const std::vector<std::size_t> idx = fused_rows(s, a.qkv, part);
+            *ws[part] = take_rows(w, idx);
+            if (b) {
+                *bs[part] = take(*b, idx);
+            }
+        }
+    }
+    p.w_o = a.o_conv1d ? r.conv1d(a.o + ".weight", q, e) : r.matrix(a.o + ".weight", e, q);
+    p.b_o = r.bias(a.o, e);
+}
+
+template <class T> void load_mlp(const Reader<T>& r, const ModelSpec& s, BasicMlp<T>& m) {
+    const Architecture& a = s.arch;
+    const std::size_t e = s.hidden;
+    switch (a.mlp) {
+    case MlpLayout::plain:
+    case MlpLayout::gated: {
+        m.up = r.matrix(a.up + ".weight", kAny, e);
+        const std::size_t width = m.up.shape()[0];
+        m.up_bias = r.bias(a.up, width);
+        if (a.mlp == MlpLayout::gated) {
+            m.gate = r.matrix(a.gate + ".weight", width, e);
+            m.gate_bias = r.bias(a.gate, width);
+        }
+        m.down = r.matrix(a.down + ".weight", e, width);
+        break;
+    }
+    case MlpLayout::plain_conv1d: {
+        m.up = r.conv1d(a.up + ".weight", e, kAny);
+        const std::size_t width = m.up.shape()[0];
+        m.up_bias = r.bias(a.up, width);
+        m.down = r.conv1d(a.down + ".weight", width, e);
+        break;
+    }
+    case MlpLayout::gated_fused: {
+        const BasicMatrix<T> w = r.matrix(a.up + ".weight", kAny, e);
+        const std::size_t width = w.shape()[0] / 2;
+        if (w.shape()[0] % 2 != 0) {
+            throw InputError(r.folder.path().string() + ": " + r.prefix + a.up +
+                             ".weight: rows are not gate|up halves (odd count)");
+        }
+        std::vector<std::size_t> gate(width), up(width);
+        for (std::size_t i = 0; i < width; ++i) {
+            gate[i] = i;
+            up[i] = width + i;
+        }
+        m.gate = take_rows(w, gate);
+        m.up = take_rows(w, up);
+        m.down = r.matrix(a.down + ".weight", e, width);
+        break;
+    }
+    }
+    m.down_bias = r.bias(a.down, e);
+}
+
+} // namespace
+
+std::string layer_prefix(const ModelSpec& spec, std::size_t layer) {
+    std::string p = spec.arch.layer;
+    const std::size_t at = p.find("{}");
+    if (at != std::string::npos) {
+        p.replace(at, 2, std::to_string(layer));
+    }
+    return spec.root + p;
+}
+
+template <class T>
+BasicBlockWeights<T>
+load_block(const ModelFolder& folder, const ModelSpec& spec, std::size_t layer) {
+    const Reader<T> r{folder, spec, layer_prefix(spec, layer)};
+    BasicBlockWeights<T> w;
+    load_attention(r, spec, w.attention);
+    w.attention_norm = r.norm(spec.arch.attention_norm);
+    w.mlp_norm = r.norm(spec.arch.mlp_norm);
+    load_mlp(r, spec, w.mlp);
+    return w;
+}
+
+template <class T>
+ModelEmbeddings<T>
+load_model_embeddings(const ModelFolder& folder, const ModelSpec& spec, const TokenIds& ids) {
+    const Reader<T> r{folder, spec, spec.root};
+    const Architecture& a = spec.arch;
+    // The ids in use, each once and in order: the rows read; the ids renumbered to them.
+    check_token_ids(ids, r.entry(a.token_embedding, {kAny, spec.hidden}).shape[0]);
+    std::vector<std::size_t> used(ids.begin(), ids.end());
+    std::sort(used.begin(), used.end());
+    used.erase(std::unique(used.begin(), used.end()), used.end());
+    ModelEmbeddings<T> out{{}, ids};
+    for (std::int64_t& id : out.ids) {
+        const auto at = std::lower_bound(used.begin(), used.end(), static_cast<std::size_t>(id));
+        id = static_cast<std::int64_t>(at - used.begin());
+    }
+    BasicEmbeddings<T>& e = out.tables;
+    e.token = r.rows_of(a.token_embedding, spec.hidden, used);
+    if (!a.position_embedding.empty()) {
+        e.position = r.matrix(a.position_embedding, kAny, spec.hidden);
+    }
+    if (!a.token_type_embedding.empty() && r.has(a.token_type_embedding)) {
+        e.token_type = r.matrix(a.token_type_embedding, kAny, spec.hidden);
+    }
+    if (!a.embedding_norm.empty()) {
+        e.norm = r.norm(a.embedding_norm);
+    }
+    return out;
+}
+
+template <class T>
+std::optional<BasicNorm<T>> load_final_norm(const ModelFolder& folder, const ModelSpec& spec) {
+    const Reader<T> r{folder, spec, spec.root};
+    return r.norm(spec.arch.final_norm);
+}
+
+void check_layer_count(const ModelFolder& folder, const ModelSpec& spec) {
+    const std::string main = spec.arch.q + ".weight";
+    const std::string last = layer_prefix(spec, spec.layers - 1) + main;
+    const std::string next = layer_prefix(spec, spec.layers) + main;
+    if (folder.find(last) == nullptr) {
+        throw InputError(folder.path().string() + ": config says " + std::to_string(spec.layers) +
+                         " layers but there is no '" + last + "'");
+    }
+    if (folder.find(next) != nullptr) {
+        throw InputError(folder.path().string() + ": config says " + std::to_string(spec.layers) +
+                         " layers but the tensors hold more ('" + next + "')");
+    }
+}
+
+template BasicBlockWeights<float>
+load_block<float>(const ModelFolder&, const ModelSpec&, std::size_t);
+template BasicBlockWeights<double>
+load_block<double>(const ModelFolder&, const ModelSpec&, std::size_t);
+template ModelEmbeddings<float>
+load_model_embeddings<float>(const ModelFolder&, const ModelSpec&, const TokenIds&);
+template ModelEmbeddings<double>
+load_model_embeddings<double>(const ModelFolder&, const ModelSpec&, const TokenIds&);
+template std::optional<BasicNorm<float>> load_final_norm<float>(const ModelFolder&,
+                                                                const ModelSpec&);
+template std::optional<BasicNorm<double>> load_final_norm<double>(const ModelFolder&,
+                                                                  const ModelSpec&);
+
+} // namespace attn::model

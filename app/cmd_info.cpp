@@ -1,6 +1,7 @@
 // `attn info FILE`: the flags, and the summary io::*_info returns (attn/model/file_info.hpp),
 // printed as text or as one JSON line.
 #include "attn/model/file_info.hpp"
+#include "attn/model/store.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
 
@@ -20,7 +21,12 @@ void print(const model::FileInfo& info, bool json) {
     std::cout << (json ? info.json : info.text);
 }
 
-void run_info(const InfoArgs& a) {
+void run_info(const InfoArgs& args) {
+    // A model in the Hugging Face cache or Ollama's store is shown by its resolved path.
+    InfoArgs a = args;
+    if (a.file != "-") {
+        a.file = model::resolve_model_path(a.file, "").string();
+    }
     switch (model::info_kind(a.file)) {
     case model::InfoKind::gguf:
         return print(model::gguf_info(a.file), a.json);

@@ -17,7 +17,7 @@ if [ "$#" -gt 0 ]; then
     targets=("$@")
 else
     targets=(npy json_array problem batch_line heatmap_input safetensors npz token_list
-        safetensors_index gguf gguf_dequant tokenizer_json tokenize)
+        safetensors_index gguf gguf_dequant tokenizer_json tokenize ollama_manifest)
 fi
 
 if [[ -z "${FUZZ_BUILD:-}" ]]; then

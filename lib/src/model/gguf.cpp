@@ -16,6 +16,8 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <set>
 #include <unordered_set>
@@ -466,7 +468,18 @@ GgufHeader parse_gguf_header(std::span<const std::uint8_t> bytes,
 }
 
 bool is_gguf_path(std::string_view path) {
-    return io::has_extension(path, ".gguf");
+    if (io::has_extension(path, ".gguf")) {
+        return true;
+    }
+    // Whatever its name (Ollama's blobs are sha256-<hex>): a regular file that starts with
+    // the magic. The header itself is checked when the file is read.
+    std::error_code ec;
+    if (path.empty() || !std::filesystem::is_regular_file(std::string(path), ec)) {
+        return false;
+    }
+    std::ifstream in(std::string(path), std::ios::binary);
+    char magic[4] = {};
+    return in.read(magic, 4) && std::string_view(magic, 4) == "GGUF";
 }
 
 } // namespace attn::model

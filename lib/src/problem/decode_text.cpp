@@ -5,6 +5,7 @@
 // token_ids problem: this file adds nothing to how token_ids are computed with.
 #include "attn/io/number_text.hpp"
 #include "attn/model/gguf.hpp"
+#include "attn/model/store.hpp"
 #include "attn/text/tokenizer.hpp"
 #include "decode_detail.hpp"
 
@@ -44,8 +45,7 @@ fs::path tokenizer_folder(DecodeContext& cx) {
         throw InputError("text: params must name a model folder or a file in one, got " +
                          type_name(*file));
     }
-    const fs::path given(file->get<std::string>());
-    fs::path path = given.is_absolute() ? given : cx.base / given;
+    const fs::path path = model::resolve_model_path(file->get<std::string>(), cx.base);
     if (model::is_gguf_path(path.string())) { // a GGUF carries its own vocabulary
         return path;
     }

@@ -8,6 +8,7 @@
 #include "attn/io/json_text.hpp"
 #include "attn/io/stdin_read.hpp"
 #include "attn/io/token_list.hpp"
+#include "attn/model/store.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -304,7 +305,10 @@ problem_input(const ProblemFlags& a, std::string_view command, const StdinReader
             const auto bytes = read_stdin("--params");
             doc["params"] = io::parse_json_text(io::as_text(bytes), "params: <stdin>");
         } else {
-            doc["params"] = flag_path(a.params);
+            // A model by name (the Hugging Face cache, Ollama's store) stays a name.
+            std::error_code ec;
+            const bool by_name = model::is_store_name(a.params) && !fs::exists(a.params, ec);
+            doc["params"] = by_name ? a.params : flag_path(a.params);
         }
     }
     if (!a.layers.empty()) {

@@ -3,6 +3,7 @@
 #include "attn/problem/model_run.hpp"
 
 #include "attn/error.hpp"
+#include "attn/model/store.hpp"
 #include "attn/model/weights.hpp"
 #include "attn/problem/checks.hpp"
 #include "decode_detail.hpp"
@@ -279,7 +280,7 @@ bool is_model_run(const json& doc, const fs::path& base) {
         return false;
     }
     const std::string file = params_file(doc["params"]);
-    return !file.empty() && model::is_model_folder(resolve(file, base));
+    return !file.empty() && model::is_model_folder(model::resolve_model_path(file, base));
 }
 
 ModelRun decode_model_run(const json& doc_in, const fs::path& base, ArrayValues given) {
@@ -294,7 +295,7 @@ ModelRun decode_model_run(const json& doc_in, const fs::path& base, ArrayValues 
         }
     }
     const json& params = doc["params"];
-    const fs::path dir = resolve(params_file(params), base);
+    const fs::path dir = model::resolve_model_path(params_file(params), base);
     ModelRun run;
     try {
         run.folder = std::make_shared<const model::ModelFolder>(dir);

@@ -151,7 +151,8 @@ class GgufFile {
     GgufHeader header_;
 };
 
-/// True when a path ends in ".gguf" (case-insensitive).
+/// True when a path ends in ".gguf" (case-insensitive), or names a regular file that begins
+/// with GGUF's magic whatever its name (Ollama's blobs).
 bool is_gguf_path(std::string_view path);
 
 } // namespace attn::model

@@ -2,7 +2,7 @@
 // dequantizer is pinned bit for bit to gguf-py's values by gguf_test.cpp), per ggml type
 // and per SIMD target this CPU runs, on shapes that straddle the kernel's tiles (x rows
 // 1, 3, 17; W rows not a multiple of the tile), blocks (K = 32, 96; 256, 512 for the
-// K-quants) and its k-chunks and panels (K = 2304, 70 W rows); its dequantized panels
+// K-quants), its k-chunks and its panels (K = 2304, 70 W rows); its dequantized panels
 // equal dequantize_ggml's values; results bit-identical for any thread count; bad shapes
 // are InputErrors.
 #include "attn/model/matmul.hpp"
@@ -48,7 +48,7 @@ std::vector<Shape3> shapes_for(std::uint32_t type) {
             }
         }
     }
-    // Two k-chunks (2048 + 256) and several panels of W rows.
+    // Several k-chunks (1024 each) and panels of W rows (64 each).
     out.push_back({5, 70, 2304});
     return out;
 }
@@ -80,11 +80,11 @@ Reference reference(const std::vector<float>& x, const std::vector<float>& w, co
 
 /// The error bound. W's elements are the dequantized floats exactly (the panels go
 /// through the same dequantizer) and x is used as given (no activation quantization), so
-/// the only error is float32 summation: each output is a sum of K products, each product
-/// and partial sum rounded once (a fused multiply-add rounds both at once), in a tree
-/// (per-lane running sums, the lanes' reduction, the k-chunks) of depth at most K. The
-/// standard bound (Higham, Accuracy and Stability of Numerical Algorithms, §3.1) is
-/// |ŷ - y| <= γ_K · Σ_k |x_k · w_k|, γ_K = K·u / (1 - K·u), u = 2⁻²⁴.
+/// the only error is float32 summation: each output is a sum of K products accumulated in
+/// order along k (one fused multiply-add per product: one rounding each). The standard
+/// bound for such a sum (Higham, Accuracy and Stability of Numerical Algorithms, §3.1) is
+/// |ŷ - y| <= γ_K · Σ_k |x_k · w_k|, γ_K = K·u / (1 - K·u), u = 2⁻²⁴; it also holds for
+/// any summation tree of depth at most K, so it does not depend on the kernel's blocking.
 double bound(std::size_t k, double abs_sum) {
     const double u = std::ldexp(1.0, -24);
     const double ku = static_cast<double>(k) * u;

@@ -1,11 +1,13 @@
-// The stored-type matrix products' driver: checks the shapes, cuts W into panels of rows
+// The stored-type matrix products' driver: checks the shapes, cuts W into panels of 64 rows
 // (one task each, a fixed partition of y's columns), dequantizes a panel's k-chunk into a
-// per-thread float32 buffer and hands it to the SIMD panel product (both per SIMD target
-// in matmul_hwy.cpp; the dequantization bit-exact with ggml's). It never holds more of W as float32
-// than one panel.
+// per-thread float32 buffer (per SIMD target, matmul_hwy.cpp; bit-exact with ggml's),
+// transposes it into the micro-GEMM's B layout and multiplies (attn/micro_gemm.hpp, the
+// attention kernels' micro-GEMM). It never holds more of W as float32 than two panels per
+// thread.
 #include "attn/model/matmul.hpp"
 
 #include "attn/error.hpp"
+#include "attn/micro_gemm.hpp"
 #include "attn/model/quants.hpp"
 #include "attn/parallel.hpp"
 #include "model/matmul_ops.hpp"
@@ -17,11 +19,12 @@
 namespace attn::model {
 namespace {
 
-/// k per chunk: a W tile of the panel kernel (6 rows x 2048 floats, 48 KiB) stays in L1/L2
-/// while x's rows pass by, and the lanes are reduced once per 2048 products.
-constexpr std::size_t kChunk = 2048;
-/// Floats of W per panel buffer (256 KiB, in L2 with an x tile beside it).
-constexpr std::size_t kPanelFloats = std::size_t{64} * 1024;
+/// W rows per panel (one task): y's columns in one register tile of the micro-GEMM on
+/// AVX-512 (4 vectors of 16), four on AVX2.
+constexpr std::size_t kPanelRows = 64;
+/// k per chunk: a packed panel of 64 x 1024 floats (256 KiB) stays in L2 while every row
+/// of x passes it (the micro-GEMM walks it in passes of 256 k, 64 KiB each).
+constexpr std::size_t kChunk = 1024;
 
 std::vector<std::size_t> dims(std::size_t a, std::size_t b) {
     return {a, b};
@@ -59,6 +62,22 @@ const GgmlTypeTraits& check_shapes(std::span<const float> x,
     return *t;
 }
 
+/// dst[c, r] = src[r, c] for src [rows, cols]: in strips of 16 columns, so each source
+/// row's 16 floats are read once and the strip's destination rows stay in L1.
+void transpose(const float* src, std::size_t rows, std::size_t cols, float* dst) {
+    constexpr std::size_t strip = 16;
+    for (std::size_t c0 = 0; c0 < cols; c0 += strip) {
+        const std::size_t cn = std::min(strip, cols - c0);
+        for (std::size_t r = 0; r < rows; ++r) {
+            const float* s = src + r * cols + c0;
+            float* d = dst + c0 * rows + r;
+            for (std::size_t c = 0; c < cn; ++c) {
+                d[c * rows] = s[c];
+            }
+        }
+    }
+}
+
 } // namespace
 
 bool stored_matmul_supports(std::uint32_t type) {
@@ -82,36 +101,41 @@ void stored_matmul(std::span<const float> x,
         return;
     }
     const detail::MatmulOps& ops = detail::matmul_ops(options.simd);
-    // k-chunks of whole blocks (kChunk is a multiple of every block size); panels of whole
-    // register tiles, as many rows as kPanelFloats holds at this chunk.
-    const std::size_t chunk = std::min(k, kChunk);
-    const std::size_t tile = ops.tile_rows;
-    const std::size_t panel_rows = std::max(tile, kPanelFloats / chunk / tile * tile);
-    const std::size_t panels = (m + panel_rows - 1) / panel_rows;
+    const std::size_t chunk = std::min(k, kChunk); // whole blocks: a multiple of 256
+    const std::size_t panels = (m + kPanelRows - 1) / kPanelRows;
     const std::size_t row_bytes = k / t.block * t.block_bytes;
     const unsigned threads = attn::detail::resolve_threads(options.threads, panels);
-    std::vector<std::vector<float>> scratch(threads);
+    // Per thread: the panel's rows as dequantized [64, chunk], then packed as the
+    // micro-GEMM's B operand, transposed [chunk, 64].
+    std::vector<std::vector<float>> rows(threads);
+    std::vector<std::vector<float>> packed(threads);
     attn::detail::parallel_for(panels, threads, [&](unsigned worker, std::size_t task) {
-        std::vector<float>& buf = scratch[worker];
-        buf.resize(panel_rows * chunk);
-        const std::size_t m0 = task * panel_rows;
-        const std::size_t mc = std::min(panel_rows, m - m0);
+        std::vector<float>& w_rows = rows[worker];
+        std::vector<float>& w_t = packed[worker];
+        w_rows.resize(kPanelRows * chunk);
+        w_t.resize(kPanelRows * chunk);
+        const std::size_t m0 = task * kPanelRows;
+        const std::size_t mc = std::min(kPanelRows, m - m0);
         for (std::size_t k0 = 0; k0 < k; k0 += chunk) {
             const std::size_t kc = std::min(chunk, k - k0);
             for (std::size_t j = 0; j < mc; ++j) {
                 const std::size_t at = (m0 + j) * row_bytes + k0 / t.block * t.block_bytes;
-                ops.dequantize(w.type, t, w.bytes.data() + at, kc / t.block, buf.data() + j * kc);
+                ops.dequantize(
+                    w.type, t, w.bytes.data() + at, kc / t.block, w_rows.data() + j * kc);
             }
-            ops.panel({.x = x.data() + k0,
-                       .ldx = k,
-                       .n = rows_x,
-                       .w = buf.data(),
-                       .ldw = kc,
-                       .m = mc,
-                       .k = kc,
-                       .y = y.data() + m0,
-                       .ldy = m,
-                       .accumulate = k0 > 0});
+            transpose(w_rows.data(), mc, kc, w_t.data());
+            // y[:, m0 .. m0 + mc] (+)= x[:, k0 .. k0 + kc] · w_t
+            micro_gemm(options.simd,
+                       rows_x,
+                       mc,
+                       kc,
+                       x.data() + k0,
+                       k,
+                       w_t.data(),
+                       mc,
+                       y.data() + m0,
+                       m,
+                       k0 > 0);
         }
     });
 }

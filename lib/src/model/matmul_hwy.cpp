@@ -1,14 +1,9 @@
-// The SIMD kernel of the stored-type matrix products, written once over Google Highway and
-// compiled for every target the core's kernels are (kernel_ops_hwy.cpp: the x86 AVX3_DL,
-// AVX3, AVX2, SSE4, SSSE3; Arm's SVE and NEON; the fallback). This file is included once
-// per target by hwy/foreach_target.h; the HWY_ONCE part picks a table per call.
-//
-// The kernel is a dot-product tile: kNr rows of x against kMr rows of a dequantized W
-// panel, kNr x kMr vector accumulators summed along k, reduced across lanes once per
-// panel. Both operands are read along k, as they are stored (x row-major, W's rows as
-// dequantized), so nothing is transposed or packed. The panels are dequantized by
-// quant_blocks-inl.h compiled for the same target (the compiler vectorizes its loops for
-// it); matmul.cpp drives both.
+// The per-target part of the stored-type matrix products: the block dequantizers of
+// quant_blocks-inl.h compiled once per SIMD target the core's kernels are compiled for
+// (kernel_ops_hwy.cpp: x86 AVX3_DL, AVX3, AVX2, SSE4, SSSE3; Arm SVE and NEON; the
+// fallback), so the compiler vectorizes each panel's dequantization for the target that
+// then multiplies it (the core's micro-GEMM, attn/micro_gemm.hpp). This file is included
+// once per target by hwy/foreach_target.h; the HWY_ONCE part picks a table per call.
 #include "attn/error.hpp"
 #include "attn/kernels.hpp"
 #include "model/matmul_ops.hpp"
@@ -33,170 +28,10 @@
 
 HWY_BEFORE_NAMESPACE();
 namespace attn::model::detail::HWY_NAMESPACE {
-namespace {
-
-namespace hn = hwy::HWY_NAMESPACE;
-using D = hn::ScalableTag<float>;
-using V = hn::Vec<D>;
-
-// Tile: kNr rows of x by kMr rows of W, kNr x kMr accumulators, kNr x vectors and one W
-// vector live at once. 32 vector registers (AVX-512, NEON, SVE): 4 x 6 = 24 accumulators
-// + 4 + 1; 16 (AVX2, SSE4, SSSE3): 3 x 4 = 12 + 3 + 1; the fallback: 2 x 4.
-#if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128
-constexpr std::size_t kNr = 2;
-constexpr std::size_t kMr = 4;
-#elif HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3
-constexpr std::size_t kNr = 3;
-constexpr std::size_t kMr = 4;
-#else
-constexpr std::size_t kNr = 4;
-constexpr std::size_t kMr = 6;
-#endif
-static_assert(kNr <= 4 && kMr <= 6, "ATTN_DOT_TILE covers at most 4 x 6 slots");
-
-// The accumulators are named variables, not an array: SVE vectors are sizeless and cannot
-// be array elements. ATTN_DOT_TILE(OP) applies OP(i, j) to every slot of the largest tile;
-// `if constexpr` inside OP drops the slots outside NR x MR.
-// i and j are digits pasted into names: they cannot be parenthesised.
-// NOLINTBEGIN(bugprone-macro-parentheses)
-#define ATTN_DOT_ROW(OP, i) OP(i, 0) OP(i, 1) OP(i, 2) OP(i, 3) OP(i, 4) OP(i, 5)
-#define ATTN_DOT_TILE(OP)                                                                          \
-    ATTN_DOT_ROW(OP, 0) ATTN_DOT_ROW(OP, 1) ATTN_DOT_ROW(OP, 2) ATTN_DOT_ROW(OP, 3)
-#define ATTN_DOT_DECLARE(i, j) V acc##i##j = hn::Zero(d);
-#define ATTN_DOT_LOAD_X(i)                                                                         \
-    V x##i = hn::Zero(d);                                                                          \
-    if constexpr (i < NR) {                                                                        \
-        x##i = hn::LoadU(d, x + i * ldx + p);                                                      \
-    }
-#define ATTN_DOT_FMA(i, j)                                                                         \
-    if constexpr (i < NR) {                                                                        \
-        acc##i##j = hn::MulAdd(x##i, w##j, acc##i##j);                                             \
-    }
-// One W row's vector, then its FMAs against every x row (one W vector live at a time).
-#define ATTN_DOT_COLUMN(j)                                                                         \
-    if constexpr (j < MR) {                                                                        \
-        const V w##j = hn::LoadU(d, w + j * ldw + p);                                              \
-        ATTN_DOT_FMA(0, j) ATTN_DOT_FMA(1, j) ATTN_DOT_FMA(2, j) ATTN_DOT_FMA(3, j)                \
-    }
-// The lanes' sum, the k tail (k not a multiple of the lanes: only on wide SVE, since k is
-// a whole number of 32-element blocks) and the store.
-#define ATTN_DOT_STORE(i, j)                                                                       \
-    if constexpr (i < NR && j < MR) {                                                              \
-        float s = hn::GetLane(hn::SumOfLanes(d, acc##i##j));                                       \
-        for (std::size_t q = k_vec; q < k; ++q) {                                                  \
-            s += x[i * ldx + q] * w[j * ldw + q];                                                  \
-        }                                                                                          \
-        float* yp = y + i * ldy + j;                                                               \
-        *yp = accumulate ? *yp + s : s;                                                            \
-    }
-
-/// y tile [NR, MR] (+)= x[NR, k] · w[MR, k]ᵀ.
-template <std::size_t NR, std::size_t MR>
-void dot_tile(const float* HWY_RESTRICT x,
-              std::size_t ldx,
-              const float* HWY_RESTRICT w,
-              std::size_t ldw,
-              std::size_t k,
-              float* HWY_RESTRICT y,
-              std::size_t ldy,
-              bool accumulate) {
-    const D d;
-    const std::size_t lanes = hn::Lanes(d);
-    const std::size_t k_vec = k - k % lanes;
-    ATTN_DOT_TILE(ATTN_DOT_DECLARE)
-    for (std::size_t p = 0; p < k_vec; p += lanes) {
-        ATTN_DOT_LOAD_X(0)
-        ATTN_DOT_LOAD_X(1)
-        ATTN_DOT_LOAD_X(2)
-        ATTN_DOT_LOAD_X(3)
-        ATTN_DOT_COLUMN(0)
-        ATTN_DOT_COLUMN(1)
-        ATTN_DOT_COLUMN(2)
-        ATTN_DOT_COLUMN(3)
-        ATTN_DOT_COLUMN(4)
-        ATTN_DOT_COLUMN(5)
-    }
-    ATTN_DOT_TILE(ATTN_DOT_STORE)
-}
-// NOLINTEND(bugprone-macro-parentheses)
-
-#undef ATTN_DOT_ROW
-#undef ATTN_DOT_TILE
-#undef ATTN_DOT_DECLARE
-#undef ATTN_DOT_LOAD_X
-#undef ATTN_DOT_FMA
-#undef ATTN_DOT_COLUMN
-#undef ATTN_DOT_STORE
-
-using DotTile = decltype(&dot_tile<1, 1>);
-
-template <std::size_t NR> DotTile tile_of_width(std::size_t mr) {
-    switch (mr) {
-    case 1:
-        return &dot_tile<NR, 1>;
-    case 2:
-        return &dot_tile<NR, 2>;
-    case 3:
-        return &dot_tile<NR, 3>;
-    case 4:
-        if constexpr (kMr > 4) {
-            return &dot_tile<NR, 4>;
-        }
-        [[fallthrough]];
-    case 5:
-        if constexpr (kMr > 5) {
-            return &dot_tile<NR, 5>;
-        }
-        [[fallthrough]];
-    default:
-        return &dot_tile<NR, kMr>;
-    }
-}
-
-/// The tile for nr (<= kNr) rows of x by mr (<= kMr) rows of W.
-DotTile pick_tile(std::size_t nr, std::size_t mr) {
-    switch (nr) {
-    case 1:
-        return tile_of_width<1>(mr);
-    case 2:
-        if constexpr (kNr > 2) {
-            return tile_of_width<2>(mr);
-        }
-        [[fallthrough]];
-    case 3:
-        if constexpr (kNr > 3) {
-            return tile_of_width<3>(mr);
-        }
-        [[fallthrough]];
-    default:
-        return tile_of_width<kNr>(mr);
-    }
-}
-
-/// The panel in tiles: x's rows in steps of kNr (one x tile stays in L1 while it meets
-/// every W tile of the panel, which stays in L2), W's rows in steps of kMr.
-void panel(const PanelArgs& a) {
-    for (std::size_t i = 0; i < a.n; i += kNr) {
-        const std::size_t nr = a.n - i < kNr ? a.n - i : kNr;
-        for (std::size_t j = 0; j < a.m; j += kMr) {
-            const std::size_t mr = a.m - j < kMr ? a.m - j : kMr;
-            pick_tile(nr, mr)(a.x + i * a.ldx,
-                              a.ldx,
-                              a.w + j * a.ldw,
-                              a.ldw,
-                              a.k,
-                              a.y + i * a.ldy + j,
-                              a.ldy,
-                              a.accumulate);
-        }
-    }
-}
-
-} // namespace
 
 /// This target's table (referenced by the HWY_ONCE part below).
 extern const MatmulOps kMatmulOps;
-const MatmulOps kMatmulOps{.dequantize = &dequantize_blocks, .panel = &panel, .tile_rows = kMr};
+const MatmulOps kMatmulOps{.dequantize = &dequantize_blocks};
 
 } // namespace attn::model::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();

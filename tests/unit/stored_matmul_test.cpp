@@ -186,6 +186,13 @@ TEST(StoredMatmulErrors, NameWhatDoesNotFit) {
                        "weight bytes: expected 102, got 68");
     EXPECT_INPUT_ERROR(stored_matmul(x, 3, {8, 2, 32, q8}, y),
                        R"(x: expected shape \[3, 32\], got \[64\])");
+    const std::size_t huge = std::numeric_limits<std::size_t>::max() / 2;
+    EXPECT_INPUT_ERROR(stored_matmul(x, 2, {8, huge, 64, q8}, y),
+                       "weight bytes: expected a size that fits in 64 bits, got " +
+                           std::to_string(huge) + " x 68");
+    EXPECT_INPUT_ERROR(stored_matmul(x, huge, {8, 2, 32, q8}, y),
+                       "x: expected a size that fits in 64 bits, got " + std::to_string(huge) +
+                           " x 32");
     std::vector<float> y_short(3);
     EXPECT_INPUT_ERROR(stored_matmul(x, 2, {8, 2, 32, q8}, y_short),
                        R"(y: expected shape \[2, 2\], got \[3\])");

@@ -7,6 +7,7 @@
 #include "attn/model/matmul.hpp"
 
 #include "attn/error.hpp"
+#include "attn/io/detail.hpp"
 #include "attn/micro_gemm.hpp"
 #include "attn/model/quants.hpp"
 #include "attn/parallel.hpp"
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attn::model {
@@ -28,6 +30,16 @@ constexpr std::size_t kChunk = 1024;
 
 std::vector<std::size_t> dims(std::size_t a, std::size_t b) {
     return {a, b};
+}
+
+/// a · b, or InputError("WHAT: expected a size that fits in 64 bits, got A x B").
+std::size_t size_product(std::size_t a, std::size_t b, std::string_view what) {
+    std::size_t out = 0;
+    if (!io::detail::checked_mul(a, b, out)) {
+        throw InputError::field(
+            what, "a size that fits in 64 bits", std::to_string(a) + " x " + std::to_string(b));
+    }
+    return out;
 }
 
 /// The checks: a type we multiply, whole blocks per row, spans of the shapes' sizes.
@@ -48,15 +60,16 @@ const GgmlTypeTraits& check_shapes(std::span<const float> x,
                                     std::string(t->name),
                                 std::to_string(w.cols));
     }
-    const std::size_t bytes = w.rows * (w.cols / t->block) * t->block_bytes;
+    const std::size_t bytes =
+        size_product(w.rows, w.cols / t->block * t->block_bytes, "weight bytes");
     if (w.bytes.size() != bytes) {
         throw InputError::field(
             "weight bytes", std::to_string(bytes), std::to_string(w.bytes.size()));
     }
-    if (x.size() != rows_x * w.cols) {
+    if (x.size() != size_product(rows_x, w.cols, "x")) {
         throw InputError::shape("x", dims(rows_x, w.cols), {x.size()});
     }
-    if (y.size() != rows_x * w.rows) {
+    if (y.size() != size_product(rows_x, w.rows, "y")) {
         throw InputError::shape("y", dims(rows_x, w.rows), {y.size()});
     }
     return *t;

@@ -1,0 +1,48 @@
+// Matrix products on weights as a GGUF stores them: y = x · Wᵀ (nn.Linear) with W in its
+// ggml block format (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K, F16, BF16, F32), never
+// dequantized whole: a panel of W's rows at a time becomes float32 in a per-thread buffer
+// that stays in L2, and a SIMD kernel (Highway, run-time dispatch) multiplies it. It reads
+// no file: the caller hands it the stored bytes.
+#pragma once
+
+#include "attn/attention.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace attn::model {
+
+/// A weight matrix W[rows, cols] as stored: row-major, each row `cols / block` blocks of
+/// ggml type `type` (GgmlTypeTraits), `bytes` the whole matrix (borrowed).
+struct StoredMatrix {
+    std::uint32_t type = 0;
+    std::size_t rows = 0; ///< M: output features
+    std::size_t cols = 0; ///< K: input features
+    std::span<const std::uint8_t> bytes;
+};
+
+/// How stored_matmul runs: `threads` (0: all hardware threads) and the SIMD target
+/// (Simd::best, or one that simd_target() named, for tests and benchmarks).
+struct MatmulOptions {
+    unsigned threads = 1;
+    Simd simd = Simd::best;
+};
+
+/// Whether stored_matmul multiplies ggml type `type` (every dequantizable type).
+bool stored_matmul_supports(std::uint32_t type);
+
+/// y[n, m] = Σ_k x[n, k] · W[m, k] for n < rows_x, m < w.rows, k < w.cols: x is float32
+/// [rows_x, w.cols] row-major, y float32 [rows_x, w.rows] row-major (overwritten). W's
+/// elements are its dequantized values (bit-exact with ggml's dequantize_row_*); sums are
+/// float32, in an order fixed by the SIMD target alone, so y is bit-identical for any
+/// thread count (each task owns a fixed panel of W's rows, i.e. of y's columns).
+/// Throws InputError when the type is not supported, w.cols is not a whole number of
+/// blocks, or a span's size does not match the shapes.
+void stored_matmul(std::span<const float> x,
+                   std::size_t rows_x,
+                   const StoredMatrix& w,
+                   std::span<float> y,
+                   const MatmulOptions& options = {});
+
+} // namespace attn::model

@@ -1,0 +1,156 @@
+// The stored-type matrix products' driver: checks the shapes, cuts W into panels of 64 rows
+// (one task each, a fixed partition of y's columns), dequantizes a panel's k-chunk into a
+// per-thread float32 buffer (per SIMD target, matmul_hwy.cpp; bit-exact with ggml's),
+// transposes it into the micro-GEMM's B layout and multiplies (attn/micro_gemm.hpp, the
+// attention kernels' micro-GEMM). It never holds more of W as float32 than two panels per
+// thread.
+#include "attn/model/matmul.hpp"
+
+#include "attn/error.hpp"
+#include "attn/io/detail.hpp"
+#include "attn/micro_gemm.hpp"
+#include "attn/model/quants.hpp"
+#include "attn/parallel.hpp"
+#include "model/matmul_ops.hpp"
+
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attn::model {
+namespace {
+
+/// W rows per panel (one task): y's columns in one register tile of the micro-GEMM on
+/// AVX-512 (4 vectors of 16), four on AVX2.
+constexpr std::size_t kPanelRows = 64;
+/// k per chunk: a packed panel of 64 x 1024 floats (256 KiB) stays in L2 while every row
+/// of x passes it (the micro-GEMM walks it in passes of 256 k, 64 KiB each).
+constexpr std::size_t kChunk = 1024;
+
+std::vector<std::size_t> dims(std::size_t a, std::size_t b) {
+    return {a, b};
+}
+
+/// a · b, or InputError("WHAT: expected a size that fits in 64 bits, got A x B").
+std::size_t size_product(std::size_t a, std::size_t b, std::string_view what) {
+    std::size_t out = 0;
+    if (!io::detail::checked_mul(a, b, out)) {
+        throw InputError::field(
+            what, "a size that fits in 64 bits", std::to_string(a) + " x " + std::to_string(b));
+    }
+    return out;
+}
+
+/// The checks: a type we multiply, whole blocks per row, spans of the shapes' sizes.
+const GgmlTypeTraits& check_shapes(std::span<const float> x,
+                                   std::size_t rows_x,
+                                   const StoredMatrix& w,
+                                   std::span<float> y) {
+    const GgmlTypeTraits* t = ggml_type_traits(w.type);
+    if (t == nullptr || !t->dequantizable) {
+        throw InputError::field("weight type",
+                                "one of " + std::string(dequantizable_type_names()),
+                                t == nullptr ? "type " + std::to_string(w.type)
+                                             : std::string(t->name));
+    }
+    if (w.cols % t->block != 0) {
+        throw InputError::field("weight columns",
+                                "a multiple of " + std::to_string(t->block) + " for " +
+                                    std::string(t->name),
+                                std::to_string(w.cols));
+    }
+    const std::size_t bytes =
+        size_product(w.rows, w.cols / t->block * t->block_bytes, "weight bytes");
+    if (w.bytes.size() != bytes) {
+        throw InputError::field(
+            "weight bytes", std::to_string(bytes), std::to_string(w.bytes.size()));
+    }
+    if (x.size() != size_product(rows_x, w.cols, "x")) {
+        throw InputError::shape("x", dims(rows_x, w.cols), {x.size()});
+    }
+    if (y.size() != size_product(rows_x, w.rows, "y")) {
+        throw InputError::shape("y", dims(rows_x, w.rows), {y.size()});
+    }
+    return *t;
+}
+
+/// dst[c, r] = src[r, c] for src [rows, cols]: in strips of 16 columns, so each source
+/// row's 16 floats are read once and the strip's destination rows stay in L1.
+void transpose(const float* src, std::size_t rows, std::size_t cols, float* dst) {
+    constexpr std::size_t strip = 16;
+    for (std::size_t c0 = 0; c0 < cols; c0 += strip) {
+        const std::size_t cn = std::min(strip, cols - c0);
+        for (std::size_t r = 0; r < rows; ++r) {
+            const float* s = src + r * cols + c0;
+            float* d = dst + c0 * rows + r;
+            for (std::size_t c = 0; c < cn; ++c) {
+                d[c * rows] = s[c];
+            }
+        }
+    }
+}
+
+} // namespace
+
+bool stored_matmul_supports(std::uint32_t type) {
+    const GgmlTypeTraits* t = ggml_type_traits(type);
+    return t != nullptr && t->dequantizable;
+}
+
+void stored_matmul(std::span<const float> x,
+                   std::size_t rows_x,
+                   const StoredMatrix& w,
+                   std::span<float> y,
+                   const MatmulOptions& options) {
+    const GgmlTypeTraits& t = check_shapes(x, rows_x, w, y);
+    const std::size_t m = w.rows;
+    const std::size_t k = w.cols;
+    if (rows_x == 0 || m == 0) {
+        return;
+    }
+    if (k == 0) {
+        std::fill(y.begin(), y.end(), 0.0F);
+        return;
+    }
+    const detail::MatmulOps& ops = detail::matmul_ops(options.simd);
+    const std::size_t chunk = std::min(k, kChunk); // whole blocks: a multiple of 256
+    const std::size_t panels = (m + kPanelRows - 1) / kPanelRows;
+    const std::size_t row_bytes = k / t.block * t.block_bytes;
+    const unsigned threads = attn::detail::resolve_threads(options.threads, panels);
+    // Per thread: the panel's rows as dequantized [64, chunk], then packed as the
+    // micro-GEMM's B operand, transposed [chunk, 64].
+    std::vector<std::vector<float>> rows(threads);
+    std::vector<std::vector<float>> packed(threads);
+    attn::detail::parallel_for(panels, threads, [&](unsigned worker, std::size_t task) {
+        std::vector<float>& w_rows = rows[worker];
+        std::vector<float>& w_t = packed[worker];
+        w_rows.resize(kPanelRows * chunk);
+        w_t.resize(kPanelRows * chunk);
+        const std::size_t m0 = task * kPanelRows;
+        const std::size_t mc = std::min(kPanelRows, m - m0);
+        for (std::size_t k0 = 0; k0 < k; k0 += chunk) {
+            const std::size_t kc = std::min(chunk, k - k0);
+            for (std::size_t j = 0; j < mc; ++j) {
+                const std::size_t at = (m0 + j) * row_bytes + k0 / t.block * t.block_bytes;
+                ops.dequantize(
+                    w.type, t, w.bytes.data() + at, kc / t.block, w_rows.data() + j * kc);
+            }
+            transpose(w_rows.data(), mc, kc, w_t.data());
+            // y[:, m0 .. m0 + mc] (+)= x[:, k0 .. k0 + kc] · w_t
+            micro_gemm(options.simd,
+                       rows_x,
+                       mc,
+                       kc,
+                       x.data() + k0,
+                       k,
+                       w_t.data(),
+                       mc,
+                       y.data() + m0,
+                       m,
+                       k0 > 0);
+        }
+    });
+}
+
+} // namespace attn::model

@@ -1,0 +1,108 @@
+// The per-target part of the stored-type matrix products: the block dequantizers of
+// quant_blocks-inl.h compiled once per SIMD target the core's kernels are compiled for
+// (kernel_ops_hwy.cpp: x86 AVX3_DL, AVX3, AVX2, SSE4, SSSE3; Arm SVE and NEON; the
+// fallback), so the compiler vectorizes each panel's dequantization for the target that
+// then multiplies it (the core's micro-GEMM, attn/micro_gemm.hpp). This file is included
+// once per target by hwy/foreach_target.h; the HWY_ONCE part picks a table per call.
+#include "attn/error.hpp"
+#include "attn/kernels.hpp"
+#include "model/matmul_ops.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#ifndef HWY_COMPILE_ALL_ATTAINABLE
+#define HWY_COMPILE_ALL_ATTAINABLE 1
+#endif
+#ifndef HWY_WANT_AVX3_DL
+#define HWY_WANT_AVX3_DL 1
+#endif
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "model/matmul_hwy.cpp"
+#include <hwy/foreach_target.h> // IWYU pragma: keep
+#include <hwy/highway.h>
+
+// The block dequantizers, included here once per target.
+#include "model/quant_blocks-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace attn::model::detail::HWY_NAMESPACE {
+
+/// This target's table (referenced by the HWY_ONCE part below).
+extern const MatmulOps kMatmulOps;
+const MatmulOps kMatmulOps{.dequantize = &dequantize_blocks};
+
+} // namespace attn::model::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+
+namespace attn::model::detail {
+namespace {
+
+struct TargetOps {
+    std::int64_t target;
+    const MatmulOps* ops;
+};
+
+/// Every target compiled into this file, best first (Highway's order: lower bit = better).
+constexpr TargetOps kCompiled[] = {
+#if HWY_TARGETS & HWY_AVX3_DL
+    {HWY_AVX3_DL, &N_AVX3_DL::kMatmulOps},
+#endif
+#if HWY_TARGETS & HWY_AVX3
+    {HWY_AVX3, &N_AVX3::kMatmulOps},
+#endif
+#if HWY_TARGETS & HWY_AVX2
+    {HWY_AVX2, &N_AVX2::kMatmulOps},
+#endif
+#if HWY_TARGETS & HWY_SSE4
+    {HWY_SSE4, &N_SSE4::kMatmulOps},
+#endif
+#if HWY_TARGETS & HWY_SSSE3
+    {HWY_SSSE3, &N_SSSE3::kMatmulOps},
+#endif
+#if HWY_TARGETS & HWY_SVE2_128
+    {HWY_SVE2_128, &N_SVE2_128::kMatmulOps},
+#endif
+#if HWY_TARGETS & HWY_SVE_256
+    {HWY_SVE_256, &N_SVE_256::kMatmulOps},
+#endif
+#if HWY_TARGETS & HWY_SVE2
+    {HWY_SVE2, &N_SVE2::kMatmulOps},
+#endif
+#if HWY_TARGETS & HWY_SVE
+    {HWY_SVE, &N_SVE::kMatmulOps},
+#endif
+#if HWY_TARGETS & HWY_NEON
+    {HWY_NEON, &N_NEON::kMatmulOps},
+#endif
+#if HWY_TARGETS & HWY_EMU128
+    {HWY_EMU128, &N_EMU128::kMatmulOps},
+#endif
+#if HWY_TARGETS & HWY_SCALAR
+    {HWY_SCALAR, &N_SCALAR::kMatmulOps},
+#endif
+};
+
+} // namespace
+
+const MatmulOps& matmul_ops(Simd simd) {
+    // The core's kernels are compiled for the same targets and own the rule (and the
+    // messages) of which target a call may ask for: simd_target() throws unless it is
+    // compiled in and this CPU runs it.
+    const auto target = static_cast<std::int64_t>(
+        simd == Simd::best ? simd_supported().front() : simd_target(simd_name(simd)));
+    for (const TargetOps& t : kCompiled) {
+        if (t.target == target) {
+            return *t.ops;
+        }
+    }
+    throw InputError(std::string("simd: the ") + simd_name(simd) +
+                     " target is not compiled into the matrix products");
+}
+
+} // namespace attn::model::detail
+
+#endif // HWY_ONCE

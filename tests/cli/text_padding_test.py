@@ -53,40 +53,34 @@ def padded_ids(d):
     return ids, alone
 
 
-def expect_pad(name, d, pad, source):
+def expect_pad(name, d, pad):
     ids, alone = padded_ids(d)
     length = max(len(a) for a in alone)
     want = [a + [pad] * (length - len(a)) for a in alone]
     check(f"{name}: rows padded with {pad}", ids.tolist() == want, f"{ids.tolist()} vs {want}")
-    args = ["explain", "--params", d]
-    for t in TEXTS:
-        args += ["--text", t]
-    text = expect(args, name=f"explain {name}").decode()
-    check(f"{name}: explain names the pad id and where it came from",
-          f"padded with id {pad}: {source}" in text, text[:600])
 
 
 @test("GPT-2 (no pad token): padded with EOS, config.json eos_token_id")
 def _():
-    expect_pad("gpt2", TINY, 272, "config.json eos_token_id")
+    expect_pad("gpt2", TINY, 272)
 
 
 @test("config.json pad_token_id comes first")
 def _():
     d = folder("pad-config", lambda c: c.update(pad_token_id=7))
-    expect_pad("pad_token_id", d, 7, "config.json pad_token_id")
+    expect_pad("pad_token_id", d, 7)
 
 
 @test("the tokenizer's pad token before EOS")
 def _():
-    d = folder("pad-token", pad_token="<pad>")
-    expect_pad("<pad>", d, 272, "the tokenizer's <pad>")
+    d = folder("pad-token", lambda c: c.update(eos_token_id=9), pad_token="<pad>")
+    expect_pad("<pad>", d, 272)
 
 
 @test("neither pad nor EOS: 0")
 def _():
     d = folder("pad-none", lambda c: c.pop("eos_token_id"), pad_token="<|x|>")
-    expect_pad("none", d, 0, "no pad or EOS token")
+    expect_pad("none", d, 0)
 
 
 @test("a padded row's hidden states: those of its ids padded with EOS, under the padding")

@@ -25,7 +25,7 @@ void explain_options(CLI::App& cmd, ExplainArgs& a) {
 
 void run_explain(const ExplainArgs& a) {
     ProblemInput in = problem_input(a.problem, "explain");
-    if (problem::is_model_run(in.doc, in.base)) {
+    if (problem::is_model_run(in.doc, in.base, in.arrays.count("token_ids") != 0)) {
         std::cout << problem::explain(
                          problem::decode_model_run(in.doc, in.base, std::move(in.arrays)))
                          .str();

@@ -155,6 +155,7 @@ void run_heatmap(const HeatmapArgs& a) {
         const render::TermOptions t = term_options_for(a.color);
         term = render::heatmap_terminal(in, o, t);
     }
+    w.check_unchanged(); // a file cut while it was drawn: nothing written
     if (to_file) {
         write_output(a.output, bytes, format);
     }

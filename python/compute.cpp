@@ -247,8 +247,9 @@ Result run_model(const py::object& path,
                  std::uint64_t max_memory,
                  const py::kwargs& kwargs) {
     const std::string model = py::str(path);
-    if (!problem::is_model_run(json{{"params", model}}, ".")) {
-        throw InputError(model + ": not a model (a folder with config.json, or a .gguf file)");
+    if (!problem::is_model_run(json{{"params", model}}, ".", true)) {
+        throw InputError(model + ": not a model (a folder with config.json, a .safetensors file "
+                                 "with config.json beside it, or a .gguf file)");
     }
     if (text.is_none() == token_ids.is_none()) {
         throw InputError("run_model: give text=... or token_ids=... (one of them)");

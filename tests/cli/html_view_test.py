@@ -12,7 +12,8 @@ min/max as the PNG is); hovering names the tokens and the exact weight; switchin
 clicking a row lists its top keys; long maps are pooled and zoom to single cells; the head
 view draws a line per (query, key, head) weight of at least 1/64, hovering a token keeps
 only its lines, a head's checkbox removes its lines; the model view's thumbnail opens its
-panel in the map and the head view; a 12-layer x 12-head model view at 1024 tokens opens.
+panel in the map and the head view; a 12-layer x 12-head model view at 1024 tokens opens;
+at 1024 and 1280 px wide the side panel lies within the window, with no horizontal scrollbar.
 Exits 77 (skipped) when chromium is absent. Ends with "N passed, M failed".
 """
 import json
@@ -378,6 +379,22 @@ def main():
               and has_weight(t, float(wl[i, j])), (view, t))
         check("long map: no error, no request", page.errors() == [] and page.requests() == [],
               (page.errors(), page.requests()))
+
+    # The side panel (colorbar, the clicked row's bars, the help text) lies within the
+    # window at 1024 and 1280 px, its text wrapped there, with no horizontal scrollbar.
+    box_js = ("(() => { const e = document.documentElement, r = (id) => "
+              "document.getElementById(id).getBoundingClientRect(); return {left: r('side').left,"
+              " right: r('side').right, text: r('rowtitle').right, bars: r('bars').right, "
+              "width: e.clientWidth, scroll: e.scrollWidth}; })()")
+    for width in (1024, 1280):
+        with cdp.Browser(width=width, height=900) as browser:
+            page, why = load(browser, html)
+            box = page.eval(box_js)
+            check(f"{width} px: the side panel lies within the window", not why and
+                  0 <= box["left"] and max(box["right"], box["text"], box["bars"]) <=
+                  box["width"], (why, box))
+            check(f"{width} px: no horizontal scrollbar", not why and
+                  box["scroll"] <= box["width"], (why, box))
 
     with cdp.Browser() as browser:
         model_view_checks(browser, table)

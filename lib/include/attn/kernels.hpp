@@ -74,8 +74,9 @@ struct Workspace {
 };
 
 /// attend_materialized's workspace in precision T for q [B, H, Lq, D], k [Bk, Hkv, Lk, D],
-/// v [Bk, Hkv, Lk, Dv]: float packs Kᵀ (the size of K); without weights each thread scores
-/// into one QB x Lk block; top-k sorts a row's keys.
+/// v [Bk, Hkv, Lk, Dv]: float packs Kᵀ (the size of K); without weights, or with weights
+/// going to spec.weights_to, each thread scores into one QB x Lk block; top-k sorts a row's
+/// keys.
 template <class T>
 Workspace materialized_workspace(const Shape& q,
                                  const Shape& k,

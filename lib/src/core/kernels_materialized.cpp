@@ -208,7 +208,7 @@ Workspace materialized_workspace(const Shape& q,
     if constexpr (std::is_same_v<T, float>) {
         w.shared = detail::saturating_product({sizeof(float), k[0], k[1], q[3], lk}); // Kᵀ
     }
-    if (!spec.want_weights) {
+    if (!spec.want_weights || spec.weights_to != nullptr) { // rows scored into scratch
         w.per_thread = detail::saturating_product({sizeof(T), kQueryBlock, lk});
     }
     if (spec.top_k > 0) { // feature_row's list of a row's keys

@@ -6,9 +6,12 @@
 #include "attn/huge_pages.hpp"
 #include "attn/io/detail.hpp"
 #include "attn/io/limits.hpp"
+#include "map_guard.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -101,9 +104,30 @@ bool is_regular_file(const std::filesystem::path& path) {
     return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+namespace {
+
+/// A hook for the tests of a file truncated while mapped: with ATTN_TEST_MAPPED_PAUSE
+/// naming a FIFO, the process's first mapping waits for one byte from it before anything
+/// reads it.
+void pause_for_tests() {
+    static std::atomic<bool> paused{false};
+    const char* fifo = std::getenv("ATTN_TEST_MAPPED_PAUSE"); // NOLINT(concurrency-mt-unsafe)
+    if (fifo == nullptr || *fifo == '\0' || paused.exchange(true)) {
+        return;
+    }
+    const Fd fd(::open(fifo, O_RDONLY | O_CLOEXEC));
+    std::uint8_t byte = 0;
+    if (fd.get() >= 0) {
+        (void)read_some(fd.get(), &byte, 1);
+    }
+}
+
+} // namespace
+
 MappedFile::MappedFile(const std::filesystem::path& path) {
     const std::string file = path.string();
     const std::string shown = shown_path(file);
+    shown_ = shown;
     const Fd fd(open_for_reading(file));
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) {
@@ -121,11 +145,21 @@ MappedFile::MappedFile(const std::filesystem::path& path) {
         throw InputError::cannot_read(shown, errno);
     }
     data_ = static_cast<const std::uint8_t*>(p);
+    guard_ = guard_mapping(data_, size_);
+    pause_for_tests();
 }
 
 MappedFile::~MappedFile() {
+    unguard_mapping(guard_);
     if (data_ != nullptr) {
         ::munmap(const_cast<std::uint8_t*>(data_), size_);
+    }
+}
+
+void MappedFile::check_unchanged() const {
+    if (mapping_faulted(guard_)) {
+        throw InputError(shown_ + ": changed while it was being read (it shrank: another "
+                                  "process truncated or rewrote it)");
     }
 }
 

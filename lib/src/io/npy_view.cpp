@@ -10,6 +10,16 @@
 namespace attn::io {
 
 NpyView::NpyView(const std::filesystem::path& path, std::string_view name) : file_(path) {
+    try {
+        read_header(name);
+    } catch (const InputError&) {
+        file_.check_unchanged(); // zeros where the file was cut say nothing of the file
+        throw;
+    }
+    file_.check_unchanged();
+}
+
+void NpyView::read_header(std::string_view name) {
     const std::span<const std::uint8_t> bytes = file_.bytes();
     const NpyHeader header = parse_npy_header(bytes, name);
     const bool in_place = std::endian::native == std::endian::little && header.descr == "<f4" &&
@@ -34,6 +44,10 @@ NpyView::NpyView(const std::filesystem::path& path, std::string_view name) : fil
     offset_ = header.header_bytes;
     // The mapping is page-aligned and the payload's offset a multiple of 4 (checked above).
     values_ = {reinterpret_cast<const float*>(bytes.data() + offset_), count};
+}
+
+void NpyView::check_unchanged() const {
+    file_.check_unchanged();
 }
 
 void NpyView::release(std::size_t first, std::size_t count) const noexcept {

@@ -1,6 +1,6 @@
-// A GGUF file opened for reading: mapped read-only (a pipe or device is read whole), its
-// header parsed once, and each tensor dequantized to float32 only when asked, within the
-// memory limit. The header rules are in gguf.cpp, the dequantizers in gguf_quants.cpp.
+// A GGUF file opened for reading: mapped read-only (io::MappedFile; a pipe or device is read
+// whole), its header parsed once, and each tensor dequantized to float32 only when asked, within
+// the memory limit. The header rules are in gguf.cpp, the dequantizers in gguf_quants.cpp.
 #include "attn/error.hpp"
 #include "attn/io/detail.hpp"
 #include "attn/io/limits.hpp"
@@ -9,7 +9,6 @@
 
 #include <cerrno>
 #include <limits>
-#include <sys/mman.h>
 #include <sys/stat.h>
 
 namespace attn::model {
@@ -56,48 +55,41 @@ GgufFile::GgufFile(const std::filesystem::path& path)
     if (S_ISDIR(st.st_mode)) {
         throw InputError::cannot_read(shown_, EISDIR);
     }
+    fd.close();
     std::span<const std::uint8_t> bytes;
     if (S_ISREG(st.st_mode) && st.st_size > 0) {
-        map_size_ = static_cast<std::size_t>(st.st_size);
-        void* p = ::mmap(nullptr, map_size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
-        if (p == MAP_FAILED) {
-            throw InputError(shown_ + ": cannot map: " + io::detail::errno_text(errno));
-        }
-        map_ = static_cast<const std::uint8_t*>(p);
-        bytes = {map_, map_size_};
+        bytes = map_.emplace(path).bytes();
     } else {
-        fd.close();
         whole_ = io::read_file(path);
         bytes = whole_;
     }
     try {
         header_ = parse_gguf_header(bytes, bytes.size(), shown_);
-    } catch (...) {
-        if (map_ != nullptr) {
-            ::munmap(const_cast<std::uint8_t*>(map_), map_size_);
-            map_ = nullptr;
-        }
+    } catch (const InputError&) {
+        check_unchanged(); // zeros where the file was cut say nothing of the file
         throw;
     }
+    check_unchanged();
 }
 
-GgufFile::~GgufFile() {
-    if (map_ != nullptr) {
-        ::munmap(const_cast<std::uint8_t*>(map_), map_size_);
+void GgufFile::check_unchanged() const {
+    if (map_) {
+        map_->check_unchanged();
     }
 }
 
 std::span<const std::uint8_t> GgufFile::raw(const GgufTensor& t) const {
-    const std::span<const std::uint8_t> all = map_ != nullptr
-                                                  ? std::span<const std::uint8_t>(map_, map_size_)
-                                                  : std::span<const std::uint8_t>(whole_);
+    const std::span<const std::uint8_t> all =
+        map_ ? map_->bytes() : std::span<const std::uint8_t>(whole_);
     // parse_gguf_header checked that the tensor lies inside the file.
     return all.subspan(static_cast<std::size_t>(header_.data_start + t.offset),
                        static_cast<std::size_t>(t.bytes));
 }
 
 io::Array GgufFile::read(const GgufTensor& t) const {
-    return decode_gguf_tensor(t, raw(t), shown_);
+    io::Array out = decode_gguf_tensor(t, raw(t), shown_);
+    check_unchanged();
+    return out;
 }
 
 io::Array GgufFile::read_rows(const GgufTensor& t, std::span<const std::size_t> rows) const {
@@ -121,6 +113,7 @@ io::Array GgufFile::read_rows(const GgufTensor& t, std::span<const std::size_t> 
         const io::Array row = decode_gguf_tensor(one, raw(one), shown_);
         out.values.insert(out.values.end(), row.values.begin(), row.values.end());
     }
+    check_unchanged();
     return out;
 }
 

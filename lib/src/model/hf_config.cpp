@@ -191,6 +191,17 @@ HfConfig parse_hf_config(std::string_view text, const fs::path& path) {
                            return v;
                        });
 
+    for (auto [key, out] :
+         {std::pair{"pad_token_id", &c.pad_token_id}, std::pair{"eos_token_id", &c.eos_token_id}}) {
+        const auto it = doc.find(key);
+        const json* id = it == doc.end()                  ? nullptr
+                         : it->is_array() && !it->empty() ? &it->front()
+                         : it->is_array()                 ? nullptr
+                                                          : &*it;
+        if (id != nullptr && id->is_number_integer() && id->get<std::int64_t>() >= 0) {
+            *out = HfValue<std::int64_t>{id->get<std::int64_t>(), key};
+        }
+    }
     if (const auto it = doc.find("rope_scaling"); it != doc.end() && !it->is_null()) {
         c.rope_scaling =
             HfValue<RopeScaling>{parse_rope_scaling(*it, file + ": rope_scaling"), "rope_scaling"};

@@ -568,7 +568,8 @@ CheckpointParams load_checkpoint_params(const nlohmann::json& params,
             if (elsewhere.size() > 1) {
                 message += " (" + std::to_string(elsewhere.size()) + " prefixes)";
             }
-            message += ": set \"prefix\"";
+            message += ": set \"prefix\" (and \"layout\" if several fit) for one layer, or "
+                       "give the model's folder with its config.json for the whole model";
         } else {
             message += "; the file's " + std::to_string(names.size()) + " tensors hold none";
         }

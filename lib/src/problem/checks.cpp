@@ -46,7 +46,8 @@ std::vector<std::size_t> unravel(std::size_t flat, const std::vector<std::size_t
 
 } // namespace
 
-MemoryEstimate estimate_memory(const Problem& p, bool want_weights, unsigned threads) {
+MemoryEstimate
+estimate_memory(const Problem& p, bool want_weights, unsigned threads, bool weights_streamed) {
     constexpr std::uint64_t f32 = sizeof(float);
     constexpr std::uint64_t encoded = 12; // bytes per value of the result: copy + JSON text
     const std::uint64_t n_threads =
@@ -112,7 +113,7 @@ MemoryEstimate estimate_memory(const Problem& p, bool want_weights, unsigned thr
     // The attention output [B, H, Lq, Dv] and the final output with its copy and encoding.
     m.output = io::saturating_add(m.output, io::saturating_product({f32, b, h, lq, dv}));
     m.output = io::saturating_add(m.output, io::saturating_product({encoded, b, lq, out_features}));
-    if (want_weights) {
+    if (want_weights && !weights_streamed) {
         // The weights tensor, then the result's copy and its encoding.
         m.weights = io::saturating_product({f32 + encoded, b, h, lq, lk});
         m.weights_shape = plan.weights;
@@ -130,11 +131,19 @@ MemoryEstimate estimate_memory(const Problem& p, bool want_weights, unsigned thr
     const Shape qs{b, h, lq, d};
     const Shape ks{bk, hkv, lk, d};
     const Shape vs{bk, hkv, lk, dv};
+    // Streamed weights: the kernel writes each block of rows to the destination from its
+    // per-thread scratch (which attend_workspace counts when the spec has a destination).
     const SolveOptions options{.want_weights = want_weights, .threads = threads};
-    const Workspace workspace =
-        p.precision == Precision::f64
-            ? attend_workspace(qs, ks, vs, attention_spec<double>(p, options))
-            : attend_workspace(qs, ks, vs, attention_spec<float>(p, options));
+    const auto workspace_in = [&]<class T>(BasicAttentionSpec<T> spec) {
+        const WeightsDestination<T> sink{};
+        if (weights_streamed) {
+            spec.weights_to = &sink;
+        }
+        return attend_workspace(qs, ks, vs, spec);
+    };
+    const Workspace workspace = p.precision == Precision::f64
+                                    ? workspace_in(attention_spec<double>(p, options))
+                                    : workspace_in(attention_spec<float>(p, options));
     m.intermediates =
         io::saturating_add(m.intermediates, workspace.total(static_cast<unsigned>(n_threads)));
     m.total = io::saturating_add(io::saturating_add(m.inputs, m.intermediates),
@@ -142,8 +151,12 @@ MemoryEstimate estimate_memory(const Problem& p, bool want_weights, unsigned thr
     return m;
 }
 
-void check_memory(const Problem& p, bool want_weights, std::uint64_t max_bytes, unsigned threads) {
-    const MemoryEstimate m = estimate_memory(p, want_weights, threads);
+void check_memory(const Problem& p,
+                  bool want_weights,
+                  std::uint64_t max_bytes,
+                  unsigned threads,
+                  bool weights_streamed) {
+    const MemoryEstimate m = estimate_memory(p, want_weights, threads, weights_streamed);
     if (m.total <= max_bytes) {
         return;
     }

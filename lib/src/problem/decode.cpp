@@ -365,7 +365,11 @@ decode_problem(const nlohmann::json& doc_in, const std::filesystem::path& base, 
                          "attn explain, one problem at a time");
     }
     if (cx.has("layers")) {
-        throw InputError("layers: selects layers of hidden_states, which is not given");
+        throw InputError(cx.has("token_ids")
+                             ? "layers: selects layers of a whole model (params: its folder, or "
+                               "a .safetensors file with config.json beside it or \"config\"); "
+                               "a checkpoint without a config runs token_ids through one layer"
+                             : "layers: selects layers of hidden_states, which is not given");
     }
     const auto& fields = problem_fields();
     for (const auto& [key, value] : cx.doc.items()) {

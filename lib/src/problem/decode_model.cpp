@@ -161,11 +161,42 @@ void decode_norm(DecodeContext& cx, Problem& p) {
     for_each_precision(p, [&]<class T>(BasicInputs<T>& in) { in.norm = in_precision<T>(*norm); });
 }
 
+/// Token ids feed the first layer: a checkpoint with hub names of numbered layers (GPT-2's
+/// h.N.attn.*, BERT's bare encoder.layer.N.attention.*) and no "prefix" is read at its
+/// first layer's, as a model folder's first layer is; `params` as given otherwise.
+json first_layer_params(const json& params, const fs::path& base) {
+    const bool has_prefix = params.is_object() && params.contains("prefix");
+    const json& file = params.is_object() && params.contains("file") ? params["file"] : params;
+    if (has_prefix || !file.is_string()) {
+        return params;
+    }
+    std::optional<model::SafetensorsFile> st;
+    try {
+        st.emplace(resolved(file.get<std::string>(), base));
+    } catch (const InputError&) {
+        return params; // load_checkpoint_params names it
+    }
+    std::vector<std::string> names;
+    for (const model::SafetensorsEntry& e : st->header().tensors) {
+        names.push_back(e.name);
+    }
+    const std::optional<model::CheckpointLayers> layers = model::checkpoint_layers(st->header());
+    if (!model::detect_layouts(names).empty() || !layers || layers->prefixes.empty() ||
+        layers->prefixes.front().empty()) {
+        return params;
+    }
+    json out = params.is_object() ? params : json{{"file", file}};
+    out["prefix"] = layers->prefixes.front();
+    return out;
+}
+
 } // namespace
 
 const model::CheckpointParams& checkpoint_params(DecodeContext& cx, Problem& p) {
     if (!cx.checkpoint) {
-        cx.checkpoint = model::load_checkpoint_params(cx.doc["params"], cx.base, p.sources);
+        const json params =
+            cx.has("token_ids") ? first_layer_params(cx.doc["params"], cx.base) : cx.doc["params"];
+        cx.checkpoint = model::load_checkpoint_params(params, cx.base, p.sources);
     }
     return *cx.checkpoint;
 }

@@ -5,6 +5,7 @@
 // token_ids problem: this file adds nothing to how token_ids are computed with.
 #include "attn/io/number_text.hpp"
 #include "attn/model/gguf.hpp"
+#include "attn/model/hf_config.hpp"
 #include "attn/model/store.hpp"
 #include "attn/text/tokenizer.hpp"
 #include "decode_detail.hpp"
@@ -12,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 namespace attn::problem::detail {
 
@@ -59,6 +61,43 @@ fs::path tokenizer_folder(DecodeContext& cx) {
     return folder.empty() ? fs::path(".") : folder;
 }
 
+/// The id that pads a list's shorter rows, as Hugging Face pads them (the tokenizer's pad
+/// token; a model without one padded with EOS, as its users set pad_token = eos_token):
+/// config.json's pad_token_id, else the tokenizer's pad token ([PAD], <pad>, <|pad|>),
+/// else config.json's eos_token_id, else 0. `from` says which.
+std::int64_t pad_id(DecodeContext& cx,
+                    const fs::path& folder,
+                    const text::Tokenizer& tokenizer,
+                    std::string* from) {
+    std::optional<fs::path> file;
+    const json& params = cx.doc["params"];
+    if (params.is_object() && params.contains("config") && params["config"].is_string()) {
+        const fs::path c = params["config"].get<std::string>();
+        file = c.is_absolute() ? c : cx.base / c;
+    } else if (std::error_code ec; fs::is_regular_file(folder / "config.json", ec)) {
+        file = folder / "config.json";
+    }
+    const std::optional<model::HfConfig> config =
+        file ? std::optional(model::read_hf_config(*file)) : std::nullopt;
+    if (config && config->pad_token_id) {
+        *from = "config.json " + config->pad_token_id->key;
+        return config->pad_token_id->value;
+    }
+    for (const char* pad : {"[PAD]", "<pad>", "<|pad|>"}) {
+        const text::Encoding e = tokenizer.encode(pad, false);
+        if (e.ids.size() == 1 && e.tokens.size() == 1 && e.tokens.front() == pad) {
+            *from = std::string("the tokenizer's ") + pad;
+            return e.ids.front();
+        }
+    }
+    if (config && config->eos_token_id) {
+        *from = "config.json " + config->eos_token_id->key;
+        return config->eos_token_id->value;
+    }
+    *from = "no pad or EOS token";
+    return 0;
+}
+
 std::vector<std::string> texts_of(const json& j) {
     if (j.is_string()) {
         return {j.get<std::string>()};
@@ -98,7 +137,8 @@ void decode_text(DecodeContext& cx, Problem& p) {
     const bool special =
         !cx.has("special_tokens") || boolean(cx.doc["special_tokens"], "special_tokens");
     const std::vector<std::string> texts = texts_of(cx.doc["text"]);
-    const std::shared_ptr<const text::Tokenizer> tokenizer = cached_tokenizer(tokenizer_folder(cx));
+    const fs::path folder = tokenizer_folder(cx);
+    const std::shared_ptr<const text::Tokenizer> tokenizer = cached_tokenizer(folder);
     std::vector<text::Encoding> encodings;
     std::size_t length = 0;
     for (std::size_t i = 0; i < texts.size(); ++i) {
@@ -117,20 +157,25 @@ void decode_text(DecodeContext& cx, Problem& p) {
     if (length == 0) {
         throw InputError("text: no tokens (an empty text without special tokens)");
     }
-    // Right-padded rows (id 0 under a key padding mask of 0) and their vocabulary strings.
+    // Right-padded rows (the model's pad id under a key padding mask of 0) and their
+    // vocabulary strings.
+    const bool batched = cx.doc["text"].is_array();
+    std::string pad_from;
+    const std::int64_t pad = batched && !model::is_gguf_path(folder.string())
+                                 ? pad_id(cx, folder, *tokenizer, &pad_from)
+                                 : 0;
     json ids = json::array();
     json keep = json::array();
     std::vector<std::vector<std::string>> tokens;
     for (const text::Encoding& e : encodings) {
         std::vector<std::int64_t> row = e.ids;
-        row.resize(length, 0);
+        row.resize(length, pad);
         std::vector<int> k(e.ids.size(), 1);
         k.resize(length, 0);
         ids.push_back(row);
         keep.push_back(k);
         tokens.push_back(e.tokens);
     }
-    const bool batched = cx.doc["text"].is_array();
     cx.doc["token_ids"] = batched ? ids : ids[0];
     if (batched) {
         cx.doc["key_padding_mask"] = keep;
@@ -143,10 +188,13 @@ void decode_text(DecodeContext& cx, Problem& p) {
     }
     p.text_tokens = std::move(tokens);
     p.text_batched = batched;
-    p.settings.push_back({"token_ids",
-                          std::to_string(length) + " tokens" +
-                              (batched ? " (" + std::to_string(texts.size()) + " texts)" : ""),
-                          "text"});
+    p.settings.push_back(
+        {"token_ids",
+         std::to_string(length) + " tokens" +
+             (batched ? " (" + std::to_string(texts.size()) + " texts, padded with id " +
+                            std::to_string(pad) + ": " + pad_from + ")"
+                      : ""),
+         "text"});
 }
 
 Problem text_to_token_ids(json& doc, const fs::path& base) {

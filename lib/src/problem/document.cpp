@@ -40,7 +40,7 @@ bool DecodedDocument::is_model_run() const {
 
 DecodedDocument
 decode_document(json doc, const fs::path& base, ArrayValues given, bool every_layer) {
-    if (problem::is_model_run(doc, base)) {
+    if (problem::is_model_run(doc, base, given.count("token_ids") != 0)) {
         return {decode_model_run(doc, base, std::move(given))};
     }
     if (!every_layer) {

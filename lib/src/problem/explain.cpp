@@ -364,6 +364,11 @@ void memory_rows(Explanation& r, const Problem& p) {
               io::format_size(with.intermediates) + ", output " + io::format_size(with.output) +
               ", weights " + io::format_size(with.weights));
     r.more("~" + io::format_size(without.total) + " with --no-weights (no [Lq, Lk] matrix)");
+    if (weights_direct(p)) {
+        const MemoryEstimate streamed = estimate_memory(p, true, 1, true);
+        r.more("~" + io::format_size(streamed.total) +
+               " with --weights FILE.npy (float32: written to the file as computed)");
+    }
     const std::uint64_t per_thread = estimate_memory(p, true, 2).total - with.total;
     const std::uint64_t per_thread_lean = estimate_memory(p, false, 2).total - without.total;
     r.more("(1 thread; each further thread adds " + io::format_size(per_thread) + ", or " +

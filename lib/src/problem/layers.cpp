@@ -79,10 +79,11 @@ Array hidden_state(const Array& hs, std::size_t l) {
 void check_stack_memory(const LayerStack& s,
                         bool want_weights,
                         std::uint64_t max_bytes,
-                        unsigned threads) {
+                        unsigned threads,
+                        bool weights_streamed) {
     const std::uint64_t n = s.layers.size();
     const auto total = [&](bool weights) {
-        const MemoryEstimate m = estimate_memory(s.first, weights, threads);
+        const MemoryEstimate m = estimate_memory(s.first, weights, threads, weights_streamed);
         const std::uint64_t hidden = io::saturating_mul(
             s.first.precision == Precision::f64 ? 12 : 4, s.hidden_states.values.size());
         return io::saturating_add(
@@ -280,7 +281,8 @@ Solution solve_layer_stack(const LayerStack& s, const SolveOptions& options, boo
     check_stack_memory(s,
                        options.want_weights,
                        options.max_memory != 0 ? options.max_memory : io::memory_limit(),
-                       options.threads);
+                       options.threads,
+                       options.weights_to != nullptr && weights_direct(s.first));
     Solution out;
     std::optional<Array> output;
     const std::size_t n = s.layers.size();

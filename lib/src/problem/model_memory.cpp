@@ -94,7 +94,8 @@ ModelMemory estimate_model_memory(const ModelRun& run, const SolveOptions& optio
     // One layer's attention (its weights when kept, the kernel's scratch) from the shared
     // problem's estimate; every kept layer's weights and diagnostics again in the stacked
     // result, and the stack's copy while it is built.
-    const MemoryEstimate one = estimate_memory(p, options.want_weights, options.threads);
+    const MemoryEstimate one =
+        estimate_memory(p, options.want_weights, options.threads, options.weights_to != nullptr);
     const std::uint64_t weights_values = options.want_weights ? one.weights / (f64 ? 32 : 16) : 0;
     m.attention = saturating_add(one.intermediates, one.weights);
     const std::uint64_t diag_values =

@@ -3,6 +3,9 @@
 #include "attn/problem/model_run.hpp"
 
 #include "attn/error.hpp"
+#include "attn/io/file_read.hpp"
+#include "attn/model/hf_config.hpp"
+#include "attn/model/safetensors.hpp"
 #include "attn/model/store.hpp"
 #include "attn/model/weights.hpp"
 #include "attn/problem/checks.hpp"
@@ -275,12 +278,43 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
 
 } // namespace
 
-bool is_model_run(const json& doc, const fs::path& base) {
+namespace {
+
+/// A .safetensors file is its folder's model when the document runs token ids (or text)
+/// through it and a config.json says what model it is (beside it, or "config"); a
+/// "prefix", an input or hidden_states make it one layer's weights instead.
+bool is_model_file(const json& doc, const fs::path& file, bool ids_given) {
+    const auto has = [&doc](const char* field) {
+        return doc.contains(field) && !doc[field].is_null();
+    };
+    const json& params = doc["params"];
+    const bool config_given =
+        params.is_object() && params.contains("config") && !params["config"].is_null();
+    if (!model::is_safetensors_path(file.string()) || !io::is_regular_file(file) ||
+        (params.is_object() && params.contains("prefix")) ||
+        !(config_given || model::hf_config_beside(file))) {
+        return false;
+    }
+    for (const char* one_layer : {"input", "query", "key", "value", "context", "hidden_states"}) {
+        if (has(one_layer)) {
+            return false;
+        }
+    }
+    return ids_given || has("token_ids") || has("text");
+}
+
+} // namespace
+
+bool is_model_run(const json& doc, const fs::path& base, bool ids_given) {
     if (!doc.is_object() || !doc.contains("params")) {
         return false;
     }
     const std::string file = params_file(doc["params"]);
-    return !file.empty() && model::is_model_folder(model::resolve_model_path(file, base));
+    if (file.empty()) {
+        return false;
+    }
+    const fs::path path = model::resolve_model_path(file, base);
+    return model::is_model_folder(path) || is_model_file(doc, path, ids_given);
 }
 
 ModelRun decode_model_run(const json& doc_in, const fs::path& base, ArrayValues given) {

@@ -251,7 +251,8 @@ Solution solve(const Problem& p, const SolveOptions& options) {
     check_memory(p,
                  options.want_weights,
                  options.max_memory != 0 ? options.max_memory : io::memory_limit(),
-                 options.threads);
+                 options.threads,
+                 options.weights_to != nullptr && weights_direct(p));
     return p.precision == Precision::f64 ? solve_in<double>(p, options)
                                          : solve_in<float>(p, options);
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -34,7 +35,8 @@ class Fd {
 /// A regular file mapped read-only, for reading a large input in place (no copy in the
 /// process's memory; pages come from the page cache as they are read). Not copyable.
 /// Throws InputError("PATH: cannot read: REASON"), also for anything but a regular file.
-/// The file must not shrink while mapped (as any reader of a mapping assumes).
+/// A file that shrinks while mapped (another process truncates it) does not end the
+/// process: the pages past its new end read as zeros, and check_unchanged() says so.
 class MappedFile {
   public:
     explicit MappedFile(const std::filesystem::path& path);
@@ -47,10 +49,16 @@ class MappedFile {
     /// again from the page cache if touched later): memory stays bounded by what is being
     /// read, not by the file.
     void release(std::size_t offset, std::size_t length) const noexcept;
+    /// Throws InputError("PATH: changed while it was being read ...") when a read of the
+    /// mapping went past the file's end since it was mapped (what bytes() gave there were
+    /// zeros, not the file's): a reader calls it before it trusts or writes what it read.
+    void check_unchanged() const;
 
   private:
+    std::string shown_;
     const std::uint8_t* data_ = nullptr;
     std::size_t size_ = 0;
+    int guard_ = -1; ///< the mapping's slot in the SIGBUS guard, or -1
 };
 
 /// True when `path` ends in `ext` (".gguf", lower case), compared case-insensitively: the

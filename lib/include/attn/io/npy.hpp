@@ -121,8 +121,13 @@ class NpyView {
     /// Values [first, first + count) are no longer needed: a mapped payload's pages leave
     /// the process (read again if touched later); nothing for a decoded one.
     void release(std::size_t first, std::size_t count) const noexcept;
+    /// Throws InputError naming the file when it shrank while its values were read
+    /// (MappedFile::check_unchanged): call it before writing anything made from them.
+    void check_unchanged() const;
 
   private:
+    void read_header(std::string_view name);
+
     MappedFile file_;
     Array decoded_;
     std::vector<std::size_t> shape_;

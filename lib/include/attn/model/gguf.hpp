@@ -124,7 +124,6 @@ io::Array decode_gguf_tensor(const GgufTensor& tensor,
 class GgufFile {
   public:
     explicit GgufFile(const std::filesystem::path& path);
-    ~GgufFile();
     GgufFile(const GgufFile&) = delete;
     GgufFile& operator=(const GgufFile&) = delete;
 
@@ -144,10 +143,12 @@ class GgufFile {
     io::Array read_rows(const GgufTensor& tensor, std::span<const std::size_t> rows) const;
 
   private:
+    /// Throws InputError when the mapped file shrank since it was mapped.
+    void check_unchanged() const;
+
     std::string shown_;
-    const std::uint8_t* map_ = nullptr; ///< the mapping, or null
-    std::size_t map_size_ = 0;
-    std::vector<std::uint8_t> whole_; ///< or a pipe/device, read whole
+    std::optional<io::MappedFile> map_; ///< the mapping, or none
+    std::vector<std::uint8_t> whole_;   ///< or a pipe/device, read whole
     GgufHeader header_;
 };
 

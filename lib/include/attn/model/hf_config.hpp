@@ -8,6 +8,7 @@
 #include "attn/rope.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
@@ -43,6 +44,9 @@ struct HfConfig {
     std::optional<HfValue<std::size_t>> rotary_dim; ///< rotary_dim (GPT-J, CodeGen)
     /// rms_norm_eps | layer_norm_epsilon (GPT-2) | layer_norm_eps (BERT, GPT-NeoX)
     std::optional<HfValue<double>> norm_eps;
+    /// pad_token_id, eos_token_id (the first of a list, as Llama 3 writes it): ids >= 0;
+    /// left empty when of another type (they only pad a list of texts)
+    std::optional<HfValue<std::int64_t>> pad_token_id, eos_token_id;
 };
 
 /// Parses config.json text. `file` prefixes every message. Aliases of one value (e.g.

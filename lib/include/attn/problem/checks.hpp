@@ -27,8 +27,13 @@ struct MemoryEstimate {
 
 /// Counts the float32 buffers solve() allocates for `problem` (see MemoryEstimate), with the
 /// encoded result estimated at 12 bytes per value (JSON text; NPY needs 4). `threads` as in
-/// SolveOptions (0: all cores) sizes the per-thread kernel scratch.
-MemoryEstimate estimate_memory(const Problem& problem, bool want_weights, unsigned threads = 0);
+/// SolveOptions (0: all cores) sizes the per-thread kernel scratch. `weights_streamed`: the
+/// weights go to SolveOptions::weights_to as the kernel makes them (a --weights .npy file),
+/// so they cost each thread's block of rows, not [B, H, Lq, Lk].
+MemoryEstimate estimate_memory(const Problem& problem,
+                               bool want_weights,
+                               unsigned threads = 0,
+                               bool weights_streamed = false);
 
 /// Throws InputError when estimate_memory() exceeds `max_bytes`, naming both figures and,
 /// when the weights are what does not fit, suggesting --no-weights:
@@ -38,7 +43,8 @@ MemoryEstimate estimate_memory(const Problem& problem, bool want_weights, unsign
 void check_memory(const Problem& problem,
                   bool want_weights,
                   std::uint64_t max_bytes,
-                  unsigned threads = 0);
+                  unsigned threads = 0,
+                  bool weights_streamed = false);
 
 /// --check-finite: throws InputError for the first non-finite value in the problem's numeric
 /// arrays (query, key, value, input, context, params weights and biases; in bias only NaN

@@ -28,8 +28,13 @@ struct ModelRun {
     LayerStack stack;
 };
 
-/// Whether "params" names a model folder (a directory, or {"file": DIR}).
-bool is_model_run(const nlohmann::json& doc, const std::filesystem::path& base);
+/// Whether "params" names a whole model: a folder (a directory, or {"file": DIR}), a
+/// .gguf file, or a .safetensors file with config.json beside it (or "config") that the
+/// document runs token ids or text through (`ids_given`: token_ids handed over as an
+/// array), without a "prefix", an input or hidden_states (one layer's weights then).
+bool is_model_run(const nlohmann::json& doc,
+                  const std::filesystem::path& base,
+                  bool ids_given = false);
 
 /// Decodes a whole-model document: opens the folder, reads config.json into the
 /// architecture's spec, reads token_ids and the shared fields. Throws InputError.

@@ -38,6 +38,13 @@ struct LoadedWeights {
             view->release(first, count);
         }
     }
+    /// Throws InputError naming the file when a mapped file shrank while it was read
+    /// (io::NpyView::check_unchanged); nothing unless mapped.
+    void check_unchanged() const {
+        if (view) {
+            view->check_unchanged();
+        }
+    }
 };
 
 /// Reads weights from `path` ("-": the bytes `read_stdin` returns). A bare .npz gives its

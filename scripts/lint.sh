@@ -10,7 +10,11 @@
 # clang-tidy reads a build's compile_commands.json: LINT_BUILD (CI: build/ci, the clang
 # build it has just made), else the dev preset's (build/dev; configured here if it is
 # missing), so it sees the flags the build uses and nothing is compiled for it. bench/ is
-# not in those builds, so not analysed.
+# not in those builds, so not analysed. In a unity build of the unit tests (the ci preset,
+# ATTN_UNITY_TESTS) the database holds the batches CMake generated, not the test files:
+# each batch is analysed as one translation unit with tests/.clang-tidy's checks, and its
+# test files' findings are reported as theirs (a test file named on the command line runs
+# its batch).
 # Files run in parallel (GNU parallel, one job per core, each file's findings printed
 # together); the exit status is non-zero when any file has a finding.
 set -euo pipefail
@@ -45,25 +49,39 @@ if [[ ! -f "$db" ]]; then
 fi
 export build
 # Our translation units in the database (the build's generated sources, the embedded font
-# and HTML files, are bytes, not code).
-mapfile -t files < <(python3 - "$db" "$PWD" <<'EOF'
-import json, sys
+# and HTML files, are bytes, not code), and the unity batches of test files, each followed
+# by the files it includes ("BATCH FILE...", for a file named on the command line).
+mapfile -t units < <(python3 - "$db" "$PWD" <<'EOF'
+import json, re, sys
 db, root = sys.argv[1], sys.argv[2] + "/"
 seen = sorted({e["file"] for e in json.load(open(db))})
 for f in seen:
     rel = f[len(root):] if f.startswith(root) else ""
     if rel.split("/")[0] in ("lib", "app", "python", "tests"):
         print(rel)
+    elif re.search(r"/Unity/unity_[0-9]+_cxx\.cxx$", rel):
+        parts = re.findall(r'^#include "([^"]+)"', open(f).read(), re.M)
+        parts = [p[len(root):] if p.startswith(root) else p for p in parts]
+        if not parts or not all(p.startswith("tests/") for p in parts):
+            sys.exit(f"lint: {rel}: a unity batch of files outside tests/ ({parts})")
+        print(rel, *parts)
 EOF
 )
+files=()
+for u in "${units[@]}"; do
+    files+=("${u%% *}")
+done
 if [[ $# -gt 0 ]]; then
+    named=()
     for f in "$@"; do
-        if ! printf '%s\n' "${files[@]}" | grep -qxF "$f"; then
+        unit=$(printf '%s\n' "${units[@]}" | grep -E "(^| )$f( |\$)" | head -n 1 || true)
+        if [[ -z "$unit" ]]; then
             echo "lint: $f is not a translation unit of lib/, app/, python/ or tests/ in $db" >&2
             exit 2
         fi
+        named+=("${unit%% *}")
     done
-    files=("$@")
+    mapfile -t files < <(printf '%s\n' "${named[@]}" | sort -u)
 fi
 if [[ ${#files[@]} -eq 0 ]]; then
     echo "lint: no translation units found in $db" >&2
@@ -80,6 +98,11 @@ tidy_one() {
     # HWY_DISABLED_TARGETS from what it compiles.
     if [[ "$1" == lib/src/core/kernel_ops_hwy.cpp ]]; then
         extra+=("--extra-arg=-DHWY_DISABLED_TARGETS=(HWY_AVX3_DL|HWY_SSE4|HWY_SSSE3)")
+    fi
+    # A unity batch lies in the build folder, which has no .clang-tidy of its own: the test
+    # files it includes take tests/.clang-tidy's checks, as they would one by one.
+    if [[ "$1" == */Unity/unity_*_cxx.cxx ]]; then
+        extra+=("--config-file=tests/.clang-tidy")
     fi
     # The database holds g++'s flags: clang does not know some of its warning options.
     local out rc=0 TIMEFORMAT="%R %U %S $1"

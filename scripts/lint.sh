@@ -52,8 +52,8 @@ export build
 # and HTML files, are bytes, not code). A unity build's batches (CMake's Unity/unity_N_cxx.cxx)
 # are joined into one translation unit per target for clang-tidy, $build/lint/TARGET.cxx
 # with its own compile database beside it: the cost of analysing a batch is mostly its
-# headers, so 60 unit tests in one unit took about 20 s of CPU where their 8 batches took
-# about 160 s. Each is printed with the files it includes ("UNIT FILE...", to find the
+# headers, so 60 unit tests in one unit took about 30 s of CPU where 8 batches of them
+# took about 160 s. Each is printed with the files it includes ("UNIT FILE...", to find the
 # unit of a file named on the command line).
 mapfile -t units < <(python3 - "$db" "$PWD" "$build" <<'EOF'
 import json, os, re, sys

@@ -4,16 +4,18 @@
 # warnings as errors, the tests and the libFuzzer targets), then
 #   oracles the tokenizer tests' npm oracles (scripts/setup_node_oracles.sh)
 #   format  clang-format-14 on every tracked C++ file
-#   build   the ci preset
+#   build   the ci preset (the unit tests as a unity build: ATTN_UNITY_TESTS)
 #   tidy    clang-tidy-14 on every source of lib/ and app/ (and python/) with that build's
 #           compile commands, and a cheap check set on tests/ (scripts/lint.sh)
 #   test    every CTest of that build: unit, oracle, CLI, browser, fuzz-corpus replays
 #           (each replay under every SIMD target the CPU runs), all under ASan + UBSan
-#   fuzz    libFuzzer on every target from its corpus (scripts/fuzz_smoke.sh)
+#   fuzz    libFuzzer on every target from its corpus, one target per core
+#           (scripts/fuzz_smoke.sh)
 #   gcc     the library and the CLI compiled by g++ 12 at -O3 (README's first command's
 #           compiler and level), any warning an error; not run again
 # and prints each step's wall time at the end, passed or not, so a CI log shows where the
-# time goes. Steps: `bash scripts/ci.sh [STEP...]` runs only those, in this order.
+# time goes, with the CPU time (user + system) of its processes: on a shared machine the
+# wall time says how busy the machine was, the CPU time what the step costs. Steps: `bash scripts/ci.sh [STEP...]` runs only those, in this order.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,8 +59,29 @@ step_gcc() {
     echo "gcc: the -O3 build of lib/ and app/ is warning-free"
 }
 
+# cpu_ms: the CPU milliseconds (user + system) of this shell's finished child processes so
+# far, from bash's `times` (its second line: children's user and system time, as
+# 1m2.345s), run in this shell: in a pipe or $(...) it would count a subshell's children.
+cpu_file=$(mktemp)
+trap 'rm -f "$cpu_file"' EXIT
+cpu_ms=0
+count_cpu() {
+    times >"$cpu_file"
+    local line t m sec ms
+    { read -r line && read -r line; } <"$cpu_file"
+    cpu_ms=0
+    for t in $line; do
+        m=${t%%m*}
+        sec=${t#*m}
+        sec=${sec%s}
+        ms=${sec#*.}
+        cpu_ms=$((cpu_ms + m * 60000 + 10#${sec%.*} * 1000 + 10#$ms))
+    done
+}
+
 names=()
 times=()
+cpus=()
 results=()
 status=0
 start_all=$(date +%s)
@@ -66,10 +89,14 @@ for s in "${all[@]}"; do
     [[ " ${steps[*]} " == *" $s "* ]] || continue
     echo "ci: --- $s ---"
     t0=$(date +%s)
+    count_cpu
+    c0=$cpu_ms
     rc=0
     "step_$s" || rc=$?
     names+=("$s")
     times+=($(($(date +%s) - t0)))
+    count_cpu
+    cpus+=($(((cpu_ms - c0) / 1000)))
     results+=("$([[ $rc -eq 0 ]] && echo ok || echo "FAILED (exit $rc)")")
     if [[ $rc -ne 0 ]]; then
         status=1
@@ -81,7 +108,10 @@ total=$(($(date +%s) - start_all))
 echo
 echo "ci: step times ($(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p' | head -n 1)):"
 for i in "${!names[@]}"; do
-    printf 'ci:   %-8s %5d s  %s\n' "${names[$i]}" "${times[$i]}" "${results[$i]}"
+    printf 'ci:   %-8s %5d s  %6d s CPU  %s\n' "${names[$i]}" "${times[$i]}" "${cpus[$i]}" \
+        "${results[$i]}"
 done
-printf 'ci:   %-8s %5d s  (%d min %d s)\n' total "$total" $((total / 60)) $((total % 60))
+count_cpu
+printf 'ci:   %-8s %5d s  %6d s CPU  (%d min %d s)\n' total "$total" $((cpu_ms / 1000)) \
+    $((total / 60)) $((total % 60))
 exit "$status"

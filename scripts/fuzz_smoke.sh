@@ -6,6 +6,9 @@
 # written to). Every input that reaches solve() runs under every SIMD target the CPU has.
 # A crash, leak, sanitizer report or failed property fails the script; the input that did
 # it is kept in build/fuzz/fuzz-artifacts/<target>/ for tests/fuzz/regressions/<target>/.
+# Targets run FUZZ_JOBS at a time (default: one per core), each on one core, so on 2 cores
+# the smoke takes half the wall time of one after another for the same fuzzing per target
+# (-max_total_time is wall time).
 # Needs clang and libclang-rt-14-dev (scripts/setup.sh installs them).
 # Usage: scripts/fuzz_smoke.sh [TARGET...]      e.g. FUZZ_SECONDS=600 scripts/fuzz_smoke.sh npy
 set -euo pipefail
@@ -27,21 +30,29 @@ cmake --build --preset "$preset" --target "${targets[@]/%/_fuzz}"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-status=0
-for t in "${targets[@]}"; do
-    artifacts="build/$preset/fuzz-artifacts/$t"
+export preset seconds work
+# One target: its line (and its log's tail when it fails) printed together, whatever runs
+# beside it.
+fuzz_one() {
+    local t=$1
+    local artifacts="build/$preset/fuzz-artifacts/$t"
     mkdir -p "$work/$t" "$artifacts"
-    log="$work/$t.log"
+    local log="$work/$t.log"
     if OPENBLAS_NUM_THREADS=1 "build/$preset/tests/fuzz/${t}_fuzz" "$work/$t" \
         "tests/fuzz/corpus/$t" "tests/fuzz/regressions/$t" \
         -max_total_time="$seconds" -max_len=4096 -artifact_prefix="$artifacts/" \
         -print_final_stats=1 >"$log" 2>&1; then
+        local done_line
         done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1 | tr -s ' \t' ' ' || true)
         echo "fuzz_smoke: $t: ok (${seconds}s): $done_line"
     else
         echo "fuzz_smoke: $t: FAILED; the input is in $artifacts/" >&2
         tail -n 60 "$log" >&2
-        status=1
+        return 1
     fi
-done
+}
+export -f fuzz_one
+status=0
+printf '%s\n' "${targets[@]}" |
+    parallel --will-cite --halt never -j "${FUZZ_JOBS:-$(nproc)}" fuzz_one || status=1
 exit "$status"

@@ -10,7 +10,11 @@
 # clang-tidy reads a build's compile_commands.json: LINT_BUILD (CI: build/ci, the clang
 # build it has just made), else the dev preset's (build/dev; configured here if it is
 # missing), so it sees the flags the build uses and nothing is compiled for it. bench/ is
-# not in those builds, so not analysed.
+# not in those builds, so not analysed. In a unity build of the unit tests (the ci preset,
+# ATTN_UNITY_TESTS) the database holds the batches CMake generated, not the test files:
+# all of them are analysed as one translation unit with tests/.clang-tidy's checks, and
+# the test files' findings are reported as theirs (a test file named on the command line
+# runs that unit).
 # Files run in parallel (GNU parallel, one job per core, each file's findings printed
 # together); the exit status is non-zero when any file has a finding.
 set -euo pipefail
@@ -45,25 +49,66 @@ if [[ ! -f "$db" ]]; then
 fi
 export build
 # Our translation units in the database (the build's generated sources, the embedded font
-# and HTML files, are bytes, not code).
-mapfile -t files < <(python3 - "$db" "$PWD" <<'EOF'
-import json, sys
-db, root = sys.argv[1], sys.argv[2] + "/"
-seen = sorted({e["file"] for e in json.load(open(db))})
-for f in seen:
+# and HTML files, are bytes, not code). A unity build's batches (CMake's Unity/unity_N_cxx.cxx)
+# are joined into one translation unit per target for clang-tidy, $build/lint/TARGET.cxx
+# with its own compile database beside it: the cost of analysing a batch is mostly its
+# headers, so 60 unit tests in one unit took about 30 s of CPU where 8 batches of them
+# took about 160 s. Each is printed with the files it includes ("UNIT FILE...", to find the
+# unit of a file named on the command line).
+mapfile -t units < <(python3 - "$db" "$PWD" "$build" <<'EOF'
+import json, os, re, sys
+db, root, build = sys.argv[1], sys.argv[2] + "/", sys.argv[3]
+entries = json.load(open(db))
+batches = {}
+for f, e in sorted({e["file"]: e for e in entries}.items()):
     rel = f[len(root):] if f.startswith(root) else ""
     if rel.split("/")[0] in ("lib", "app", "python", "tests"):
         print(rel)
+    elif re.search(r"/Unity/unity_[0-9]+_cxx\.cxx$", rel):
+        batches.setdefault(os.path.dirname(os.path.dirname(f)), []).append(e)
+lint_db = []
+for target_dir, group in sorted(batches.items()):
+    group.sort(key=lambda e: int(re.search(r"unity_([0-9]+)_cxx", e["file"]).group(1)))
+    parts = []
+    for e in group:
+        parts += re.findall(r'^#include "([^"]+)"', open(e["file"]).read(), re.M)
+    parts = [p[len(root):] if p.startswith(root) else p for p in parts]
+    if not parts or not all(p.startswith("tests/") for p in parts):
+        sys.exit(f"lint: {target_dir}: a unity build of files outside tests/ ({parts})")
+    name = os.path.basename(target_dir).removesuffix(".dir")
+    unit = f"{build}/lint/{name}.cxx"
+    os.makedirs(f"{build}/lint", exist_ok=True)
+    text = "/* clang-tidy's unit for the unity build of " + name + " (scripts/lint.sh) */\n"
+    text += "".join(f'#include "{root}{p}"\n' for p in parts)
+    if not os.path.exists(unit) or open(unit).read() != text:
+        open(unit, "w").write(text)
+    first = group[0]
+    entry = {"directory": first["directory"], "file": root + unit}
+    if "command" in first:
+        entry["command"] = first["command"].replace(first["file"], root + unit)
+    else:
+        entry["arguments"] = [root + unit if a == first["file"] else a for a in first["arguments"]]
+    lint_db.append(entry)
+    print(unit, *parts)
+if lint_db:
+    json.dump(lint_db, open(f"{build}/lint/compile_commands.json", "w"), indent=1)
 EOF
 )
+files=()
+for u in "${units[@]}"; do
+    files+=("${u%% *}")
+done
 if [[ $# -gt 0 ]]; then
+    named=()
     for f in "$@"; do
-        if ! printf '%s\n' "${files[@]}" | grep -qxF "$f"; then
+        unit=$(printf '%s\n' "${units[@]}" | grep -E "(^| )$f( |\$)" | head -n 1 || true)
+        if [[ -z "$unit" ]]; then
             echo "lint: $f is not a translation unit of lib/, app/, python/ or tests/ in $db" >&2
             exit 2
         fi
+        named+=("${unit%% *}")
     done
-    files=("$@")
+    mapfile -t files < <(printf '%s\n' "${named[@]}" | sort -u)
 fi
 if [[ ${#files[@]} -eq 0 ]]; then
     echo "lint: no translation units found in $db" >&2
@@ -81,9 +126,16 @@ tidy_one() {
     if [[ "$1" == lib/src/core/kernel_ops_hwy.cpp ]]; then
         extra+=("--extra-arg=-DHWY_DISABLED_TARGETS=(HWY_AVX3_DL|HWY_SSE4|HWY_SSSE3)")
     fi
+    # A unity build's unit lies in the build folder, which has no .clang-tidy of its own:
+    # the test files it includes take tests/.clang-tidy's checks, as they would one by one.
+    local db_dir=$build
+    if [[ "$1" == "$build"/lint/*.cxx ]]; then
+        db_dir=$build/lint
+        extra+=("--config-file=tests/.clang-tidy")
+    fi
     # The database holds g++'s flags: clang does not know some of its warning options.
     local out rc=0 TIMEFORMAT="%R %U %S $1"
-    { time out=$(clang-tidy-14 -p "$build" --quiet --warnings-as-errors='*' \
+    { time out=$(clang-tidy-14 -p "$db_dir" --quiet --warnings-as-errors='*' \
         --header-filter="^$PWD/(lib|app|python|tests)/" \
         --extra-arg=-Wno-unknown-warning-option "${extra[@]}" "$1" 2>&1) || rc=$?; } 2>>"$times"
     # Only the findings: not clang's count of the warnings it suppressed in other headers.

@@ -18,8 +18,6 @@ namespace {
 
 using namespace testing;
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
-
 // Each property test runs once per SIMD target this CPU runs:
 // Attention/AttentionTarget.<test>/<target>.
 class AttentionTarget : public ::testing::TestWithParam<Simd> {};

@@ -14,7 +14,7 @@
 namespace {
 
 using Tensor64 = attn::BasicTensor<double>;
-constexpr double inf = std::numeric_limits<double>::infinity();
+constexpr double inf64 = std::numeric_limits<double>::infinity();
 
 TEST(AddBiasF64, BroadcastsBatchHeadsAndQueriesInDouble) {
     std::optional<Tensor64> bias;
@@ -29,7 +29,7 @@ TEST(AddBiasF64, BroadcastsBatchHeadsAndQueriesInDouble) {
 
     Tensor64 heads = Tensor64::from_shape({1, 2, 2, 3}); // [1, H, Lq, Lk]
     std::fill(heads.begin(), heads.end(), 0.2);
-    heads(0, 1, 1, 2) = -inf;
+    heads(0, 1, 1, 2) = -inf64;
     attn::io::add_bias(bias, heads, 2, 3, "mask");
     EXPECT_EQ(attn::shape_of(*bias), (std::vector<std::size_t>{2, 2, 2, 3}));
     // 0.1 + 0.2 in double is 0.30000000000000004; through float32 it would not be.
@@ -37,8 +37,8 @@ TEST(AddBiasF64, BroadcastsBatchHeadsAndQueriesInDouble) {
     EXPECT_NE((*bias)(0, 1, 1, 0), static_cast<double>(0.1f + 0.2f));
     EXPECT_EQ((*bias)(1, 0, 0, 1), 20.0 + 0.2);
     EXPECT_EQ((*bias)(0, 1, 0, 2), 3.0 + 0.2);
-    EXPECT_EQ((*bias)(1, 1, 1, 2), -inf);
-    EXPECT_EQ((*bias)(0, 1, 1, 2), -inf);
+    EXPECT_EQ((*bias)(1, 1, 1, 2), -inf64);
+    EXPECT_EQ((*bias)(0, 1, 1, 2), -inf64);
 }
 
 TEST(AddBiasF64, AFullSizeFirstTermIsTakenAsItIs) {

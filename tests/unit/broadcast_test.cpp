@@ -21,13 +21,12 @@ namespace {
 using nlohmann::json;
 using testing::all_close;
 using testing::f32_tol;
+using testing::kInf;
+using testing::kNaN;
 using testing::random_mask;
 using testing::random_tensor;
 using testing::simd_label;
 using testing::simd_targets;
-
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 /// `t` [.., .., 1|Lq, Lk] written out to [.., .., lq, Lk].
 template <class T> xt::xtensor<T, 4> spread_queries(const xt::xtensor<T, 4>& t, std::size_t lq) {

@@ -17,10 +17,6 @@
 namespace attn::testing {
 namespace {
 
-std::filesystem::path gguf_fixture(const std::string& name) {
-    return std::filesystem::path(ATTN_SOURCE_DIR) / "tests" / "unit" / "fixtures" / "gguf" / name;
-}
-
 /// Every matrix of the folder: read_rows equals the rows of read, bit for bit.
 void expect_rows_of_every_matrix(const model::ModelFolder& folder) {
     std::size_t matrices = 0;

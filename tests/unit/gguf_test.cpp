@@ -19,10 +19,6 @@ using model::GgufHeader;
 using model::GgufType;
 using model::GgufValue;
 
-std::filesystem::path gguf_fixture(const std::string& name) {
-    return std::filesystem::path(ATTN_SOURCE_DIR) / "tests" / "unit" / "fixtures" / "gguf" / name;
-}
-
 TEST(GgufQuants, EveryTypeEqualsGgufPyBitForBit) {
     const model::GgufFile file(gguf_fixture("quants.gguf"));
     const std::vector<std::uint8_t> npz = fixture_bytes("gguf/quants_expected.npz");

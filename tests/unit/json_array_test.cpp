@@ -26,7 +26,7 @@ namespace {
 
 using nlohmann::json;
 using testing::expect_same_float;
-using Shape = std::vector<std::size_t>;
+using Dims = std::vector<std::size_t>;
 
 constexpr float inf = std::numeric_limits<float>::infinity();
 
@@ -52,29 +52,29 @@ std::string expect_json_error(std::string_view text,
 
 TEST(JsonArray, Ranks1To4) {
     Array a = parse("[1, 2, 3]");
-    EXPECT_EQ(a.shape, (Shape{3}));
+    EXPECT_EQ(a.shape, (Dims{3}));
     EXPECT_EQ(a.values, (std::vector<float>{1, 2, 3}));
     EXPECT_EQ(a.dtype, "json");
     EXPECT_FALSE(a.is_bool);
 
     a = parse("[[1, 2], [3, 4], [5, 6]]");
-    EXPECT_EQ(a.shape, (Shape{3, 2}));
+    EXPECT_EQ(a.shape, (Dims{3, 2}));
     EXPECT_EQ(a.values, (std::vector<float>{1, 2, 3, 4, 5, 6}));
 
     a = parse("[[[1, 2, 3], [4, 5, 6]]]");
-    EXPECT_EQ(a.shape, (Shape{1, 2, 3}));
+    EXPECT_EQ(a.shape, (Dims{1, 2, 3}));
     EXPECT_EQ(a.values, (std::vector<float>{1, 2, 3, 4, 5, 6}));
 
     a = parse("[[[[1], [2]], [[3], [4]]], [[[5], [6]], [[7], [8]]]]");
-    EXPECT_EQ(a.shape, (Shape{2, 2, 2, 1}));
+    EXPECT_EQ(a.shape, (Dims{2, 2, 2, 1}));
     EXPECT_EQ(a.values, (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}));
 }
 
 TEST(JsonArray, EmptyArrays) {
-    EXPECT_EQ(parse("[]").shape, (Shape{0}));
-    EXPECT_EQ(parse("[[], []]").shape, (Shape{2, 0}));
-    EXPECT_EQ(parse("[[]]").shape, (Shape{1, 0}));
-    EXPECT_EQ(parse("[[[]], [[]]]").shape, (Shape{2, 1, 0}));
+    EXPECT_EQ(parse("[]").shape, (Dims{0}));
+    EXPECT_EQ(parse("[[], []]").shape, (Dims{2, 0}));
+    EXPECT_EQ(parse("[[]]").shape, (Dims{1, 0}));
+    EXPECT_EQ(parse("[[[]], [[]]]").shape, (Dims{2, 1, 0}));
     EXPECT_TRUE(parse("[[], []]").values.empty());
     EXPECT_FALSE(parse("[]", ArrayKind::mask).is_bool); // no booleans seen
 }
@@ -101,7 +101,7 @@ TEST(JsonArray, NumbersBecomeFloat32) {
 
 TEST(JsonArray, InfAndNanStrings) {
     const Array a = parse(R"([["inf", "-inf"], ["nan", 1]])");
-    EXPECT_EQ(a.shape, (Shape{2, 2}));
+    EXPECT_EQ(a.shape, (Dims{2, 2}));
     EXPECT_EQ(a.values[0], inf);
     EXPECT_EQ(a.values[1], -inf);
     EXPECT_TRUE(std::isnan(a.values[2]));
@@ -261,9 +261,9 @@ TEST(JsonEncode, ZeroDimensions) {
 
 TEST(JsonEncode, RoundTripThroughNlohmann) {
     std::mt19937 rng(99);
-    const std::vector<Shape> shapes = {
+    const std::vector<Dims> shapes = {
         {1}, {7}, {3, 4}, {1, 1}, {2, 3, 4}, {2, 1, 3, 2}, {3, 3, 1, 1}};
-    for (const Shape& shape : shapes) {
+    for (const Dims& shape : shapes) {
         std::size_t count = 1;
         for (const std::size_t d : shape) {
             count *= d;
@@ -318,11 +318,11 @@ class JsonArrayFile : public attn::testing::TempDirTest {
 TEST_F(JsonArrayFile, ReadsByExtensionAnyCase) {
     const Array a =
         attn::io::read_array_file(write("m.JSON", "[[true, false]]\n"), ArrayKind::mask);
-    EXPECT_EQ(a.shape, (Shape{1, 2}));
+    EXPECT_EQ(a.shape, (Dims{1, 2}));
     EXPECT_TRUE(a.is_bool);
     EXPECT_EQ(
         attn::io::read_array_file(write("q.json", " [1, \"nan\", 2] "), ArrayKind::numeric).shape,
-        (Shape{3}));
+        (Dims{3}));
 }
 
 TEST_F(JsonArrayFile, InvalidJsonNamesFileAndByte) {

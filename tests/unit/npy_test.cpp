@@ -185,13 +185,12 @@ TEST(NpyFloat16, SpecialValues) {
     const std::vector<std::uint16_t> bits = {
         0x0001, 0x03ff, 0x0400, 0x7bff, 0x7c00, 0xfc00, 0x7e00, 0x8000, 0x3c00, 0xc000};
     const Array a = parse_npy(make_npy(dict_for("<f2", "(10,)"), payload_of(bits)), "h.npy");
-    const float inf = std::numeric_limits<float>::infinity();
     EXPECT_EQ(a.values[0], 0x1p-24f);           // smallest subnormal
     EXPECT_EQ(a.values[1], 1023.0f * 0x1p-24f); // largest subnormal
     EXPECT_EQ(a.values[2], 0x1p-14f);           // smallest normal
     EXPECT_EQ(a.values[3], 65504.0f);           // largest finite
-    EXPECT_EQ(a.values[4], inf);
-    EXPECT_EQ(a.values[5], -inf);
+    EXPECT_EQ(a.values[4], kInf);
+    EXPECT_EQ(a.values[5], -kInf);
     EXPECT_TRUE(std::isnan(a.values[6]));
     EXPECT_TRUE(a.values[7] == 0.0f && std::signbit(a.values[7])); // -0
     EXPECT_EQ(a.values[8], 1.0f);

@@ -25,7 +25,7 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 /// The contract's worked example and its hand-derived result (README, seed_example.py).
-const char* const kSeedDot = R"({"variant": "dot",
+const char* const kOutputsSeedDot = R"({"variant": "dot",
     "query": [[1, 0, 1], [0, 1, 1]], "key": [[1, 0, 1], [1, 1, 0], [0, 1, 1]],
     "value": [[10, 0], [0, 10], [5, 5]]})";
 const std::vector<float> kSeedOutput = {6.820876f, 3.1791236f, 5.0f, 5.0f};
@@ -113,7 +113,7 @@ TEST_F(OutputsTest, ChecksBeforeTheWork) {
 }
 
 TEST_F(OutputsTest, ArraysByExtension) {
-    const Problem p = problem(kSeedDot);
+    const Problem p = problem(kOutputsSeedDot);
     const Solution s = solve(p, {});
     OutputOptions o;
     o.output = file("out.npy");
@@ -165,7 +165,7 @@ TEST_F(OutputsTest, JsonOutputWithExtrasIsTheDocument) {
 }
 
 TEST_F(OutputsTest, DocumentOnStdoutWithoutWhatWentToAFile) {
-    const Problem p = problem(kSeedDot);
+    const Problem p = problem(kOutputsSeedDot);
     const Solution s = solve(p, {});
     OutputOptions o;
     const WrittenOutputs all = write(p, s, o);
@@ -185,7 +185,7 @@ TEST_F(OutputsTest, DocumentOnStdoutWithoutWhatWentToAFile) {
 }
 
 TEST_F(OutputsTest, ConflictsWriteNothing) {
-    const Problem p = problem(kSeedDot);
+    const Problem p = problem(kOutputsSeedDot);
     const Solution s = solve(p, {});
     OutputOptions o;
     o.output = "-";
@@ -216,7 +216,7 @@ TEST_F(OutputsTest, FullyMaskedRowsWarn) {
 }
 
 TEST_F(OutputsTest, MappedWeightsFileOnlyForFloat32Npy) {
-    const Problem p = problem(kSeedDot);
+    const Problem p = problem(kOutputsSeedDot);
     OutputOptions o;
     EXPECT_EQ(map_weights_file(p, o), nullptr); // no --weights
     o.weights = file("w.json");

@@ -28,7 +28,7 @@ namespace {
 
 using namespace testing;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kInf64 = std::numeric_limits<double>::infinity();
 
 /// One row of the table: a query row's raw scores and what the spec holds for it.
 struct RowCase {
@@ -58,7 +58,7 @@ RefRow reference_row(const RowCase& c) {
     const bool bottom_right = c.causal == Causal::bottom_right || c.align == Align::bottom_right;
     const auto s = static_cast<std::int64_t>(bottom_right ? lk - c.lq : 0);
     const auto i = static_cast<std::int64_t>(c.i);
-    RefRow out{std::vector<double>(lk), std::vector<double>(lk, 0.0), -kInf};
+    RefRow out{std::vector<double>(lk), std::vector<double>(lk, 0.0), -kInf64};
     for (std::size_t jj = 0; jj < lk; ++jj) {
         const auto j = static_cast<std::int64_t>(jj);
         double x = c.raw[jj] * c.scale; // q·kᵀ * scaling
@@ -72,7 +72,7 @@ RefRow reference_row(const RowCase& c) {
             x += -c.slopes[c.h] * static_cast<double>(std::abs(i + s - j));
         }
         bool keep = (c.mask.empty() || c.mask[jj] != 0) && (c.pad.empty() || c.pad[jj] != 0) &&
-                    (c.bias.empty() || c.bias[jj] != -kInf);
+                    (c.bias.empty() || c.bias[jj] != -kInf64);
         if (c.causal != Causal::none) {
             keep = keep && j <= i + s;
         }
@@ -82,20 +82,20 @@ RefRow reference_row(const RowCase& c) {
         if (c.window.right >= 0) {
             keep = keep && j <= i + s + c.window.right;
         }
-        out.scores[jj] = keep ? x : -kInf; // masked_fill(~keep, -inf)
+        out.scores[jj] = keep ? x : -kInf64; // masked_fill(~keep, -inf)
     }
     // gpt-oss: cat([scores, sink]), subtract the max, softmax, drop the sink's column. A
     // row with no visible key is zeros (the contract; a sink alone does not make it seen).
     bool seen = false;
-    double m = c.sinks.empty() ? -kInf : c.sinks[c.h];
+    double m = c.sinks.empty() ? -kInf64 : c.sinks[c.h];
     for (const double x : out.scores) {
-        seen = seen || x != -kInf;
+        seen = seen || x != -kInf64;
         m = std::isnan(x) ? m : std::max(m, x);
     }
     if (!seen) {
         return out;
     }
-    m = m == -kInf ? 0.0 : m;
+    m = m == -kInf64 ? 0.0 : m;
     double sum = c.sinks.empty() ? 0.0 : std::exp(c.sinks[c.h] - m);
     for (const double x : out.scores) {
         sum += std::exp(x - m);
@@ -153,7 +153,7 @@ std::vector<RowCase> row_cases() {
     const std::vector<double> raw{0.7, -1.3, 2.9, 0.0, -0.4, 5.2, 1.1, -2.2, 0.35};
     std::vector<double> with_nan = raw;
     with_nan[2] = std::nan("");
-    const std::vector<double> bias{0.25, -0.5, -kInf, 1.0, 0.0, -3.0, 0.5, -kInf, 2.0};
+    const std::vector<double> bias{0.25, -0.5, -kInf64, 1.0, 0.0, -3.0, 0.5, -kInf64, 2.0};
     const std::vector<std::uint8_t> mask{1, 1, 1, 0, 1, 1, 1, 1, 0};
     const std::vector<std::uint8_t> pad{1, 0, 1, 1, 1, 1, 1, 1, 1};
     return {
@@ -171,7 +171,7 @@ std::vector<RowCase> row_cases() {
         {.name = "window 1,2", .raw = raw, .window = {1, 2}},
         {.name = "sinks", .raw = raw, .scale = 0.5, .sinks = {0.3, 2.0}},
         {.name = "a sink above every score", .raw = raw, .scale = 0.1, .sinks = {0.3, 9.0}},
-        {.name = "a -inf sink", .raw = raw, .sinks = {0.0, -kInf}},
+        {.name = "a -inf sink", .raw = raw, .sinks = {0.0, -kInf64}},
         {.name = "a visible NaN", .raw = with_nan, .sinks = {0.0, 1.0}},
         {.name = "no visible key, with a sink",
          .raw = raw,
@@ -211,7 +211,7 @@ template <class T> void check_table(double tol) {
         for (std::size_t j = 0; j < raw.size(); ++j) {
             EXPECT_PRED3(near, got.scores[j], want.scores[j], tol) << "score of key " << j;
             EXPECT_PRED3(near, got.weights[j], want.weights[j], tol) << "weight of key " << j;
-            if (want.scores[j] == -kInf) {
+            if (want.scores[j] == -kInf64) {
                 EXPECT_EQ(got.weights[j], T{0}) << "a blocked key's weight is exactly 0";
             }
         }
@@ -374,8 +374,8 @@ template <class A>
 ::testing::AssertionResult lse_close(const A& got, std::vector<double> want, double tol) {
     std::vector<double> have(got.begin(), got.end());
     for (std::size_t i = 0; i < want.size() && i < have.size(); ++i) {
-        if (want[i] == -kInf) {
-            if (have[i] != -kInf) {
+        if (want[i] == -kInf64) {
+            if (have[i] != -kInf64) {
                 return ::testing::AssertionFailure()
                        << "lse of row " << i << ": got " << have[i] << ", expected -inf";
             }

@@ -17,9 +17,6 @@ namespace {
 
 using namespace testing;
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
 // bs = 64 (query block) and 128 (key block): 1, 2, 3, bs-1, bs, bs+1, 3·bs+2, and 113.
 const std::size_t kQuerySizes[] = {1, 2, 3, 63, 64, 65, 113, 194};
 const std::size_t kKeySizes[] = {1, 2, 3, 127, 128, 129, 113, 386};
@@ -28,14 +25,14 @@ std::vector<double> to_double(const Tensor& t) {
     return {t.begin(), t.end()};
 }
 
-struct Case {
+struct StreamCase {
     std::size_t b, h, hkv, lq, lk, d, dv;
     Causal causal;
     bool mask, bias, padding;
     float spread; // inputs uniform in [-spread, spread]
 };
 
-std::string describe(const Case& c, Simd simd) {
+std::string describe(const StreamCase& c, Simd simd) {
     return "lq=" + std::to_string(c.lq) + " lk=" + std::to_string(c.lk) +
            " d=" + std::to_string(c.d) + " dv=" + std::to_string(c.dv) +
            " causal=" + std::to_string(static_cast<int>(c.causal)) +
@@ -45,7 +42,7 @@ std::string describe(const Case& c, Simd simd) {
 
 /// Streaming vs the float64 reference and vs the materialized kernel, same spec, for
 /// each SIMD target in `simds` (one reference computation serves them all).
-void check_case(const Case& c, unsigned seed, const std::vector<Simd>& simds) {
+void check_stream_case(const StreamCase& c, unsigned seed, const std::vector<Simd>& simds) {
     std::mt19937 rng(seed);
     const Tensor q = random_tensor(rng, {c.b, c.h, c.lq, c.d}, -c.spread, c.spread);
     const Tensor k = random_tensor(rng, {c.b, c.hkv, c.lk, c.d}, -c.spread, c.spread);
@@ -82,8 +79,8 @@ void check_case(const Case& c, unsigned seed, const std::vector<Simd>& simds) {
     }
 }
 
-void check_case(const Case& c, unsigned seed, Simd simd) {
-    check_case(c, seed, std::vector<Simd>{simd});
+void check_stream_case(const StreamCase& c, unsigned seed, Simd simd) {
+    check_stream_case(c, seed, std::vector<Simd>{simd});
 }
 
 TEST(Streaming, MatchesReferenceAndMaterializedAcrossBlockSizes) {
@@ -94,9 +91,9 @@ TEST(Streaming, MatchesReferenceAndMaterializedAcrossBlockSizes) {
                 continue; // the float64 reference is slow in Debug; one big case suffices
             }
             for (Causal causal : {Causal::none, Causal::top_left, Causal::bottom_right}) {
-                check_case({1, 2, 1, lq, lk, 16, 24, causal, false, false, false, 1.0f},
-                           seed++,
-                           simd_targets());
+                check_stream_case({1, 2, 1, lq, lk, 16, 24, causal, false, false, false, 1.0f},
+                                  seed++,
+                                  simd_targets());
             }
         }
     }
@@ -110,11 +107,11 @@ TEST(Streaming, MatchesReferenceWithMasksBiasPaddingAndGroups) {
         {
             for (Causal causal : {Causal::none, Causal::top_left, Causal::bottom_right}) {
                 const std::vector<Simd> targets = simd_targets();
-                check_case(
+                check_stream_case(
                     {2, 4, 2, lq, lk, 8, 5, causal, true, true, true, 1.0f}, seed++, targets);
-                check_case(
+                check_stream_case(
                     {1, 1, 1, lq, lk, 64, 64, causal, false, true, false, 1.0f}, seed++, targets);
-                check_case(
+                check_stream_case(
                     {2, 2, 2, lq, lk, 16, 17, causal, false, false, true, 1.0f}, seed++, targets);
             }
         }
@@ -129,11 +126,11 @@ TEST_P(StreamingKernel, WideScoreRangesRescaleAndUnderflowCorrectly) {
     // and most exp() arguments fall below the float range (exactly 0).
     unsigned seed = 300;
     for (std::size_t lk : {std::size_t{129}, std::size_t{386}}) {
-        check_case(
+        check_stream_case(
             {1, 2, 1, 65, lk, 32, 16, Causal::none, false, false, false, 6.0f}, seed++, GetParam());
-        check_case({1, 2, 1, 65, lk, 128, 128, Causal::top_left, false, false, false, 3.0f},
-                   seed++,
-                   GetParam());
+        check_stream_case({1, 2, 1, 65, lk, 128, 128, Causal::top_left, false, false, false, 3.0f},
+                          seed++,
+                          GetParam());
     }
     // Keys sorted by ascending score: every block raises every row's max.
     const std::size_t lk = 300;

@@ -37,6 +37,11 @@ inline void expect_same_float(float actual, float expected, std::size_t index) {
     }
 }
 
+/// tests/unit/fixtures/gguf/NAME: the GGUF files gguf_fixtures.py and its siblings wrote.
+inline std::filesystem::path gguf_fixture(const std::string& name) {
+    return std::filesystem::path(ATTN_SOURCE_DIR) / "tests" / "unit" / "fixtures" / "gguf" / name;
+}
+
 /// The bytes of tests/unit/fixtures/NAME: files numpy wrote (npy_fixtures.py,
 /// npz_fixtures.py) and what numpy says of them.
 inline std::vector<std::uint8_t> fixture_bytes(const std::string& name) {

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <exception>
 #include <gtest/gtest.h>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <regex>
@@ -30,6 +31,9 @@ inline void PrintTo(Simd simd, std::ostream* os) {
 } // namespace attn
 
 namespace attn::testing {
+
+inline constexpr float kInf = std::numeric_limits<float>::infinity();
+inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 inline Tensor random_tensor(std::mt19937& rng, Shape s, float lo = -1.0f, float hi = 1.0f) {
     std::uniform_real_distribution<float> dist(lo, hi);

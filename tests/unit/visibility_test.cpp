@@ -21,15 +21,15 @@
 namespace attn {
 namespace {
 
-struct Case {
+struct VisibilityCase {
     Causal causal;
     Window window;
     Align align;
     std::size_t lq, lk;
 };
 
-std::vector<Case> cases() {
-    std::vector<Case> out;
+std::vector<VisibilityCase> cases() {
+    std::vector<VisibilityCase> out;
     for (const Causal c : {Causal::none, Causal::top_left, Causal::bottom_right}) {
         for (const Window w : {Window{},
                                Window{0, 0},
@@ -49,7 +49,7 @@ std::vector<Case> cases() {
     return out;
 }
 
-std::string name(const Case& c) {
+std::string name(const VisibilityCase& c) {
     return "causal " + std::to_string(static_cast<int>(c.causal)) + " window [" +
            std::to_string(c.window.left) + ", " + std::to_string(c.window.right) + "] align " +
            std::to_string(static_cast<int>(c.align)) + " " + std::to_string(c.lq) + "x" +
@@ -57,7 +57,7 @@ std::string name(const Case& c) {
 }
 
 TEST(Visibility, KeyRuleMatchesTheReference) {
-    for (const Case& c : cases()) {
+    for (const VisibilityCase& c : cases()) {
         SCOPED_TRACE(name(c));
         const Tensor q = Tensor::from_shape({1, 1, c.lq, 2});
         const Tensor k = Tensor::from_shape({1, 1, c.lk, 2});

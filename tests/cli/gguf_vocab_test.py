@@ -95,7 +95,13 @@ def tiny_hf_folder():
     models = os.path.join(ROOT, "tests", "unit", "fixtures", "gguf", "models")
     folder = path("hf-llama")
     os.makedirs(folder, exist_ok=True)
-    shutil.copy(os.path.join(models, "llama_config.json"), os.path.join(folder, "config.json"))
+    with open(os.path.join(models, "llama_config.json")) as f:
+        config = json.load(f)
+    # The ids a converted llama's config.json holds (the GGUF's bos/eos): a list of texts
+    # pads with EOS on both sides.
+    config.update({"bos_token_id": 1, "eos_token_id": 2})
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f)
     t = np.load(os.path.join(models, "llama_hf.npz"))
     ref.write_safetensors(os.path.join(folder, "model.safetensors"),
                           [(k, "F32", t[k]) for k in sorted(t.files)])

@@ -13,7 +13,7 @@ import shutil
 
 import numpy as np
 
-from harness import SAMPLES, check, expect, main, path, test
+from harness import ROOT, SAMPLES, check, expect, main, path, test
 
 TINY = os.path.join(SAMPLES, "tiny-gpt2")
 TEXTS = ["the cat sat on the mat", "a cat"]
@@ -40,21 +40,21 @@ def folder(name, config_edit=None, pad_token=None):
     return d
 
 
-def padded_ids(d):
+def padded_ids(d, texts=TEXTS):
     """The token ids a two-text run pads (from its .npz), and attn tokenize's own ids."""
     out = path(os.path.basename(d) + ".npz")
     args = ["compute", "--params", d, "--return", "hidden_states", "-o", out]
-    for t in TEXTS:
+    for t in texts:
         args += ["--text", t]
     expect(args, name=f"compute {d}")
     ids = np.load(out)["token_ids"]
     alone = [json.loads(expect(["tokenize", d, "--text", t], name=f"tokenize {t}"))["token_ids"]
-             for t in TEXTS]
+             for t in texts]
     return ids, alone
 
 
-def expect_pad(name, d, pad):
-    ids, alone = padded_ids(d)
+def expect_pad(name, d, pad, texts=TEXTS):
+    ids, alone = padded_ids(d, texts)
     length = max(len(a) for a in alone)
     want = [a + [pad] * (length - len(a)) for a in alone]
     check(f"{name}: rows padded with {pad}", ids.tolist() == want, f"{ids.tolist()} vs {want}")
@@ -81,6 +81,13 @@ def _():
 def _():
     d = folder("pad-none", lambda c: c.pop("eos_token_id"), pad_token="<|x|>")
     expect_pad("none", d, 0)
+
+
+@test("a GGUF: tokenizer.ggml.padding_token_id, else tokenizer.ggml.eos_token_id")
+def _():
+    # llama_vocab.gguf (gguf_vocab_fixtures.py): eos_token_id 2, no padding_token_id.
+    gguf = os.path.join(ROOT, "tests", "unit", "fixtures", "gguf", "vocab", "llama_vocab.gguf")
+    expect_pad("GGUF EOS", gguf, 2, ["a b ab ba", "ba a"])
 
 
 @test("a padded row's hidden states: those of its ids padded with EOS, under the padding")

@@ -10,6 +10,7 @@
 #include "attn/text/tokenizer.hpp"
 #include "decode_detail.hpp"
 
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -98,6 +99,22 @@ std::int64_t pad_id(DecodeContext& cx,
     return 0;
 }
 
+/// A GGUF's pad id, as llama.cpp's vocabulary reads it: tokenizer.ggml.padding_token_id,
+/// else tokenizer.ggml.eos_token_id, else 0 (pad_id's order for a folder).
+std::int64_t gguf_pad_id(const fs::path& file, std::string* from) {
+    const model::GgufFile gguf(file);
+    for (const char* key : {"tokenizer.ggml.padding_token_id", "tokenizer.ggml.eos_token_id"}) {
+        const model::GgufValue* v = gguf.header().find_value(key);
+        const std::optional<std::uint64_t> id = v != nullptr ? v->as_uint() : std::nullopt;
+        if (id && *id <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+            *from = std::string("GGUF ") + key;
+            return static_cast<std::int64_t>(*id);
+        }
+    }
+    *from = "no pad or EOS token";
+    return 0;
+}
+
 std::vector<std::string> texts_of(const json& j) {
     if (j.is_string()) {
         return {j.get<std::string>()};
@@ -161,9 +178,11 @@ void decode_text(DecodeContext& cx, Problem& p) {
     // vocabulary strings.
     const bool batched = cx.doc["text"].is_array();
     std::string pad_from;
-    const std::int64_t pad = batched && !model::is_gguf_path(folder.string())
-                                 ? pad_id(cx, folder, *tokenizer, &pad_from)
-                                 : 0;
+    std::int64_t pad = 0;
+    if (batched) {
+        pad = model::is_gguf_path(folder.string()) ? gguf_pad_id(folder, &pad_from)
+                                                   : pad_id(cx, folder, *tokenizer, &pad_from);
+    }
     json ids = json::array();
     json keep = json::array();
     std::vector<std::vector<std::string>> tokens;

@@ -7,7 +7,6 @@
 #include "attn/io/file_read.hpp"
 #include "attn/io/json_text.hpp"
 #include "attn/problem/document.hpp"
-#include "attn/problem/flags.hpp"
 #include "attn/problem/model_run.hpp"
 #include "attn/problem/problem.hpp"
 #include "attn/problem/solve.hpp"

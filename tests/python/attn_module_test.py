@@ -389,7 +389,7 @@ def test_heatmaps_are_the_clis():
              "tokens: expected 3 tokens (one per query and key), got 2"),
             (lambda: attn.heatmap(w, format="jpg"),
              'format: expected "png", "svg" or "html", got "jpg"'),
-            (lambda: attn.heatmap(w, head=5), "--head 5: weights has 2 heads")), exact=True)
+            (lambda: attn.heatmap(w, head=5), "head 5: weights has 2 heads")), exact=True)
 
 
 @test

@@ -51,7 +51,7 @@ struct PanelRef {
 };
 
 /// The panels `batch`/`head` pick (kAll: every one); at most kMaxPanels (kMaxModelPanels
-/// with layers). Messages name the picks as the CLI's --batch/--head. Throws InputError.
+/// with layers). Messages name the picks as options batch/head (option_name). Throws InputError.
 std::vector<PanelRef>
 pick_panels(const Dims& d, std::int64_t batch, std::int64_t head, const std::string& name);
 
@@ -82,7 +82,7 @@ std::vector<std::uint8_t> blocked_cells(
     const problem::Problem& p, std::size_t b, std::size_t h, std::size_t lq, std::size_t lk);
 
 /// Token labels for both axes (one per query and key): checked against a map of Lq = Lk =
-/// tokens.size(). `what` names them in messages ("--tokens"). Throws InputError.
+/// tokens.size(). `what` names them in messages ("tokens"). Throws InputError.
 void check_tokens(const std::vector<std::string>& tokens, const Dims& d, const std::string& what);
 
 } // namespace attn::plot

@@ -3,15 +3,19 @@
 // decoded once and solved by the right function. `attn compute` and attn.compute are this.
 #pragma once
 
+#include "attn/io/array.hpp"
 #include "attn/problem/layers.hpp"
 #include "attn/problem/model_run.hpp"
 #include "attn/problem/problem.hpp"
 #include "attn/problem/solve.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -33,6 +37,18 @@ struct DecodedDocument {
     /// True for a whole model's forward pass.
     bool is_model_run() const;
 };
+
+/// PROBLEM's bytes as a JSON object: InputError "NAME: expected a JSON object (a problem),
+/// got TYPE" for any other JSON value; an array file given where a problem is expected (the
+/// -q forgotten: NPY, or a zip archive such as .npz) is named as such. Every front end's
+/// reader of a problem file.
+nlohmann::json problem_json(std::span<const std::uint8_t> bytes, const std::string& name);
+
+/// The precision in which an array handed over with `doc` is read (stdin, the Python
+/// module's arrays): f64 when the problem is computed in f64, so float64 values are not
+/// rounded through float32 on the way. `given` (a front end's own setting of the field,
+/// empty: none) wins over the document's "precision".
+io::Precision array_precision(const nlohmann::json& doc, std::string_view given = {});
 
 /// Decodes `doc` as the front ends do, in this order: a whole model (is_model_run), every
 /// layer of a checkpoint (is_layer_stack; `given` holding "hidden_states" counts as the

@@ -30,7 +30,8 @@ struct Explanation {
     void row(const std::string& label, const std::string& text) { rows.push_back({label, text}); }
     void more(const std::string& text) { rows.push_back({"", text}); }
     /// The rows as text: each label in a 13-character column, then its text; continuation
-    /// rows indented to the text; one line each.
+    /// rows indented to the text; one line each. Options are named by attn::option_name
+    /// (the CLI prints them as flags).
     std::string str() const;
 };
 

@@ -90,7 +90,7 @@ struct PreparedHeatmap {
 /// over unmasked cells; a block is masked only when all its cells are), and fixes the
 /// colour range from the displayed values of all panels (or vmin/vmax, or the clip
 /// quantiles; log: smallest positive value, at most 6 decades below vmax).
-/// Throws InputError naming the option ("--vmin", "--clip", ...) or the labels.
+/// Throws InputError naming the option (option_name: "vmin", "clip", ...) or the labels.
 PreparedHeatmap prepare_heatmap(const HeatmapInput& input,
                                 const HeatmapOptions& options,
                                 std::size_t max_rows,
@@ -116,7 +116,7 @@ struct HeatmapFigure {
 /// panel, pooling beyond that, so the image size is bounded whatever Lq and Lk are. An axis
 /// with tokens grows its map (up to max_grown_side) until every token is drawn; past that
 /// the labels are thinned and label_notes says so.
-/// Throws InputError as prepare_heatmap() does, and for --annotate on a pooled map.
+/// Throws InputError as prepare_heatmap() does, and for annotate on a pooled map.
 HeatmapFigure heatmap_figure(const HeatmapInput& input, const HeatmapOptions& options);
 
 /// heatmap_figure() rasterised.

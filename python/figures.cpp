@@ -216,9 +216,7 @@ Figure heatmap(const py::object& weights,
     if (!title.is_none()) {
         o.title = title.cast<std::string>();
     } else if (d.has_layers) {
-        o.title =
-            "model view: " + std::to_string(refs.size() / std::max<std::size_t>(in.grid_cols, 1)) +
-            " layers \u00D7 " + std::to_string(in.grid_cols) + " heads";
+        o.title = plot::model_view_title(d, b, h);
     } else {
         o.title = "attention weights" + plot::picked_suffix(d, b, h);
     }

@@ -14,13 +14,12 @@ std::vector<PanelRef>
 pick_panels(const Dims& d, std::int64_t batch, std::int64_t head, const std::string& name) {
     if (batch != kAll && static_cast<std::size_t>(batch) >= d.batches) {
         throw InputError(option_name("batch") + " " + std::to_string(batch) + ": " + name +
-                         " has " + std::to_string(d.batches) + " batch entr" +
-                         (d.batches == 1 ? "y" : "ies") +
+                         " has " + counted(d.batches, "batch entry", "batch entries") +
                          (d.has_batch ? "" : " (no batch dimension)"));
     }
     if (head != kAll && static_cast<std::size_t>(head) >= d.heads) {
         throw InputError(option_name("head") + " " + std::to_string(head) + ": " + name + " has " +
-                         std::to_string(d.heads) + " head" + (d.heads == 1 ? "" : "s") +
+                         counted(d.heads, "head", "heads") +
                          (d.has_heads ? "" : " (no head dimension)"));
     }
     std::vector<PanelRef> out;
@@ -63,6 +62,17 @@ pick_panels(const Dims& d, std::int64_t batch, std::int64_t head, const std::str
                          " N and/or " + option_name("head") + " N");
     }
     return out;
+}
+
+std::string counted(std::size_t n, const char* one, const char* many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+std::string model_view_title(const Dims& d, std::int64_t batch, std::int64_t head) {
+    return "model view: " + counted(d.layers, "layer", "layers") +
+           (d.has_batch && batch == kAll ? " \u00D7 " + counted(d.batches, "batch", "batches")
+                                         : "") +
+           " \u00D7 " + counted(head == kAll ? d.heads : 1, "head", "heads");
 }
 
 std::string picked_suffix(const Dims& d, std::int64_t batch, std::int64_t head) {

@@ -11,10 +11,6 @@ namespace attn::plot {
 
 namespace {
 
-std::string count(std::size_t n, const char* one, const char* many) {
-    return std::to_string(n) + " " + (n == 1 ? one : many);
-}
-
 /// Labels of one axis: the flag's, else --tokens, else the document's (whose count must be
 /// the map's: `field` and `n` name it).
 std::vector<std::string> axis_labels(const std::optional<std::vector<std::string>>& flag,
@@ -64,10 +60,7 @@ WeightsFigure result_figure(const io::Array& weights,
     render::HeatmapOptions& o = f.options;
     o.title = title.empty() ? "attention weights" : title;
     if (d.has_layers) {
-        o.title = (title.empty() ? "" : title + ": ") +
-                  "model view: " + count(d.layers, "layer", "layers") +
-                  (d.has_batch ? " \u00D7 " + count(d.batches, "batch", "batches") : "") +
-                  " \u00D7 " + count(d.heads, "head", "heads");
+        o.title = (title.empty() ? "" : title + ": ") + model_view_title(d, kAll, kAll);
     }
     o.font_size = font_size;
     o.columns = columns;

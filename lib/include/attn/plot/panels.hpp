@@ -55,6 +55,15 @@ struct PanelRef {
 std::vector<PanelRef>
 pick_panels(const Dims& d, std::int64_t batch, std::int64_t head, const std::string& name);
 
+/// "1 layer", "4 heads": a count and its noun, singular for 1 (the one plural rule of
+/// titles and messages).
+std::string counted(std::size_t n, const char* one, const char* many);
+
+/// The title of a model view (`d` has layers), as both front ends give it: "model view:
+/// 2 layers × 4 heads" for the panels picked ("1 head" when `head` is picked), with
+/// " × 3 batches" before the heads when every entry of a batch axis is drawn.
+std::string model_view_title(const Dims& d, std::int64_t batch, std::int64_t head);
+
 /// A suffix naming the single panel picked (" · head 3"), for the default title.
 std::string picked_suffix(const Dims& d, std::int64_t batch, std::int64_t head);
 

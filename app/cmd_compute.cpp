@@ -45,9 +45,6 @@ void run_compute(const ComputeArgs& a) {
         }
         spinner.emplace(progress_wanted(a.out.quiet), "computing");
     }
-    if (a.out.check_finite) {
-        problem::check_document_finite(d);
-    }
     // Before the work, so nothing is lost.
     cli::check_outputs(d.first(), a.problem.problem, a.out, d.wants_hidden_states());
     const std::unique_ptr<WeightsFile> weights =

@@ -51,9 +51,6 @@ process_line(const std::string& line, std::uint64_t line_no, const LineContext& 
             }
         }
         const DecodedDocument d = decode_document(std::move(doc), ctx.base, {}, false);
-        if (ctx.check_finite) {
-            check_document_finite(d);
-        }
         const Solution s = solve_document(d, ctx.solve, ctx.check_finite);
         return {document_result(d, s) + "\n",
                 line_no,

@@ -91,6 +91,9 @@ void check_document_finite(const DecodedDocument& d) {
 }
 
 Solution solve_document(const DecodedDocument& d, const SolveOptions& options, bool check_finite) {
+    if (check_finite) {
+        check_document_finite(d); // before any work, the first layer's too
+    }
     if (const auto* run = std::get_if<ModelRun>(&d.decoded)) {
         return solve_model_run(*run, options);
     }

@@ -471,4 +471,14 @@ std::string Explanation::str() const {
     return out.str();
 }
 
+Explanation explain(const json& doc, const std::string& name, const DecodedDocument& d) {
+    if (const auto* run = std::get_if<ModelRun>(&d.decoded)) {
+        return explain(*run);
+    }
+    if (const auto* stack = std::get_if<LayerStack>(&d.decoded)) {
+        return explain(doc, name, *stack);
+    }
+    return explain(doc, name, std::get<Problem>(d.decoded));
+}
+
 } // namespace attn::problem

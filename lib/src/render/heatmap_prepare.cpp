@@ -41,6 +41,22 @@ std::string percent(double q) {
 
 } // namespace
 
+ColorScale color_scale_named(const std::string& name) {
+    if (name != "linear" && name != "log") {
+        throw InputError(option_name("scale") + ": expected \"linear\" or \"log\", got \"" + name +
+                         "\"");
+    }
+    return name == "log" ? ColorScale::log : ColorScale::linear;
+}
+
+PoolMode pool_mode_named(const std::string& name) {
+    if (name != "max" && name != "mean") {
+        throw InputError(option_name("pool") + ": expected \"max\" or \"mean\", got \"" + name +
+                         "\"");
+    }
+    return name == "mean" ? PoolMode::mean : PoolMode::max;
+}
+
 namespace detail {
 
 void validate_heatmap(const HeatmapInput& in, const HeatmapOptions& o) {

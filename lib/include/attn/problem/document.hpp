@@ -59,12 +59,13 @@ DecodedDocument decode_document(nlohmann::json doc,
                                 ArrayValues given = {},
                                 bool every_layer = true);
 
-/// --check-finite before solving: the problem's inputs, or a stack's first layer (the
+/// check_finite before solving: the problem's inputs, or a stack's first layer (the
 /// others are checked as they are solved). Nothing for a model run. Throws InputError.
 void check_document_finite(const DecodedDocument& d);
 
-/// Solves a decoded document: solve, solve_layer_stack (checking each layer's inputs when
-/// `check_finite`) or solve_model_run.
+/// Solves a decoded document: solve, solve_layer_stack or solve_model_run. `check_finite`:
+/// NaN/inf inputs refused (check_document_finite before any work, then each layer's inputs
+/// as it is solved); the front ends' one call for it.
 Solution solve_document(const DecodedDocument& d, const SolveOptions& options, bool check_finite);
 
 /// The result document of a solved one (result_document, or stack_result_document for a

@@ -4,6 +4,7 @@
 // with and without weights. Rows of (label, text) that a front end prints.
 #pragma once
 
+#include "attn/problem/document.hpp"
 #include "attn/problem/layers.hpp"
 #include "attn/problem/model_run.hpp"
 #include "attn/problem/problem.hpp"
@@ -47,6 +48,11 @@ Explanation explain(const nlohmann::json& doc, const std::string& name, const La
 /// A whole model's forward pass: where each value came from, and the block every layer
 /// repeats.
 Explanation explain(const ModelRun& run);
+
+/// The plan of a decoded document, whatever it holds (decode_document's dispatch): a whole
+/// model, every layer of a checkpoint, or one problem. `doc` is the document it was decoded
+/// from, `name` its name. What `attn explain` prints.
+Explanation explain(const nlohmann::json& doc, const std::string& name, const DecodedDocument& d);
 
 /// The query rows (over every batch and head) that see no key, as compute would warn; no
 /// count (nullopt) when the problem has more than `cell_limit` cells, too many to visit.

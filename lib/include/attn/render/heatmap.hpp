@@ -21,6 +21,13 @@ enum class ColorScale { linear, log };
 enum class PoolMode { max, mean };
 enum class Annotate { automatic, on, off };
 
+/// The colour scale named "linear" or "log" (every front end's one reading of the option
+/// `scale`); InputError naming the option for anything else.
+ColorScale color_scale_named(const std::string& name);
+
+/// The pooling named "max" or "mean" (the option `pool`); InputError for anything else.
+PoolMode pool_mode_named(const std::string& name);
+
 /// One map of rows x cols weights (row-major), e.g. one head.
 struct HeatmapPanel {
     std::string title;                    ///< e.g. "head 3"; shown when there are 2+ panels

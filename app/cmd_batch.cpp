@@ -16,7 +16,7 @@ namespace attn::app {
 
 namespace {
 
-struct BatchArgs : problem::BatchFlags {
+struct BatchArgs : cli::BatchFlags {
     std::string file;
     bool quiet = false;
     std::string max_memory;
@@ -26,7 +26,7 @@ struct BatchArgs : problem::BatchFlags {
 int run_batch(const BatchArgs& a) {
     apply_memory_limit(a.max_memory); // per line: each line's problem must fit
     const io::LineInput input(a.file);
-    const problem::BatchPlan plan = problem::plan_batch(a, input.base);
+    const problem::BatchPlan plan = cli::plan_batch(a, input.base);
     // A line longer than the memory limit could not be decoded anyway: skip it unread.
     io::LineReader reader(input.fd, input.name, io::memory_limit());
     // With stdout on the terminal too, the result lines themselves show progress.

@@ -2,8 +2,8 @@
 // flags, solves it, and writes the result document or the requested files ("-" is
 // stdin/stdout). Each flag sets the problem field of the same meaning; paths given as
 // flags are relative to the working folder, paths inside the problem to its folder.
+#include "attn/cli/outputs.hpp"
 #include "attn/problem/document.hpp"
-#include "attn/problem/outputs.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
 
@@ -45,13 +45,10 @@ void run_compute(const ComputeArgs& a) {
         }
         spinner.emplace(progress_wanted(a.out.quiet), "computing");
     }
-    if (a.out.check_finite) {
-        problem::check_document_finite(d);
-    }
     // Before the work, so nothing is lost.
-    problem::check_outputs(d.first(), a.problem.problem, a.out, d.wants_hidden_states());
+    cli::check_outputs(d.first(), a.problem.problem, a.out, d.wants_hidden_states());
     const std::unique_ptr<WeightsFile> weights =
-        problem::map_weights_file(d.first(), a.out, d.layers());
+        cli::map_weights_file(d.first(), a.out, d.layers());
     problem::SolveOptions options = a.out.solve_options();
     options.weights_to = weights != nullptr ? &weights->to : nullptr; // the kernel writes them
     const problem::Solution solution = problem::solve_document(d, options, a.out.check_finite);

@@ -1,10 +1,10 @@
 // `attn explain [PROBLEM]`: what a problem resolves to, without computing it
-// (problem::explain: shapes, heads, scale, the visibility grid, memory). It loads the
+// (problem::explain of decode_document: shapes, heads, scale, the visibility grid, memory,
+// its options printed as flags). It loads the
 // arrays (to know their shapes and masks) but never multiplies anything.
+#include "attn/cli/flags.hpp"
+#include "attn/problem/document.hpp"
 #include "attn/problem/explain.hpp"
-#include "attn/problem/layers.hpp"
-#include "attn/problem/model_run.hpp"
-#include "attn/problem/problem.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
 
@@ -25,19 +25,9 @@ void explain_options(CLI::App& cmd, ExplainArgs& a) {
 
 void run_explain(const ExplainArgs& a) {
     ProblemInput in = problem_input(a.problem, "explain");
-    if (problem::is_model_run(in.doc, in.base, in.arrays.count("token_ids") != 0)) {
-        std::cout << problem::explain(
-                         problem::decode_model_run(in.doc, in.base, std::move(in.arrays)))
-                         .str();
-    } else if (problem::is_layer_stack(in.doc)) {
-        const problem::LayerStack stack =
-            problem::decode_layer_stack(in.doc, in.base, std::move(in.arrays));
-        std::cout << problem::explain(in.doc, in.name, stack).str();
-    } else {
-        const problem::Problem problem =
-            problem::decode_problem(in.doc, in.base, std::move(in.arrays));
-        std::cout << problem::explain(in.doc, in.name, problem).str();
-    }
+    const problem::DecodedDocument d =
+        problem::decode_document(in.doc, in.base, std::move(in.arrays));
+    std::cout << cli::with_flags(problem::explain(in.doc, in.name, d).str());
     flush_stdout();
 }
 

@@ -89,8 +89,8 @@ render::HeatmapOptions options_from(const HeatmapArgs& a) {
     if (a.clip_opt != nullptr && a.clip_opt->count() > 0) {
         o.clip = a.clip;
     }
-    o.scale = a.scale == "log" ? render::ColorScale::log : render::ColorScale::linear;
-    o.pool = a.pool == "mean" ? render::PoolMode::mean : render::PoolMode::max;
+    o.scale = render::color_scale_named(a.scale);
+    o.pool = render::pool_mode_named(a.pool);
     o.annotate = a.no_annotate ? render::Annotate::off
                  : a.annotate  ? render::Annotate::on
                                : render::Annotate::automatic;

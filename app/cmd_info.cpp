@@ -18,7 +18,7 @@ struct InfoArgs {
 };
 
 void print(const model::FileInfo& info, bool json) {
-    std::cout << (json ? info.json : info.text);
+    std::cout << (json ? info.json : cli::with_flags(info.text));
 }
 
 void run_info(const InfoArgs& args) {

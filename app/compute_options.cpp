@@ -1,5 +1,5 @@
-// The problem flags of the subcommands (CLI11), filling problem::ProblemFlags; what the
-// values mean is attn/problem/flags.hpp's.
+// The problem flags of the subcommands (CLI11), filling cli::ProblemFlags; what the
+// values mean is attn/cli/problem_flags.hpp's.
 #include "compute_options.hpp"
 
 #include "cli.hpp"

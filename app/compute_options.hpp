@@ -1,14 +1,14 @@
 // What `compute`, `explain`, `batch`, `diff` and `info` share: the declarations of the
-// problem, output and limit flags (CLI11), filling the library's plain structs
-// (attn/problem/flags.hpp, attn/problem/outputs.hpp), and the writing of one solved
+// problem, output and limit flags (CLI11), filling attn_cli's plain structs
+// (attn/cli/problem_flags.hpp, attn/cli/outputs.hpp), and the writing of one solved
 // problem. No subcommand is registered here.
 #pragma once
 
+#include "attn/cli/outputs.hpp"
+#include "attn/cli/problem_flags.hpp"
 #include "attn/io/array.hpp"
 #include "attn/io/stdin_read.hpp"
-#include "attn/problem/flags.hpp"
 #include "attn/problem/layers.hpp"
-#include "attn/problem/outputs.hpp"
 #include "attn/problem/problem.hpp"
 #include "attn/problem/solve.hpp"
 
@@ -20,14 +20,14 @@
 namespace attn::app {
 
 // The library's names, as the subcommands use them.
-using problem::CommonProblemFlags;
-using ProblemArgs = problem::ProblemFlags;
+using cli::CommonProblemFlags;
+using ProblemArgs = cli::ProblemFlags;
+using cli::OutputOptions;
+using cli::problem_input;
+using cli::ProblemInput;
+using cli::WeightsFile;
 using io::read_array_arg;
 using io::read_stdin;
-using problem::OutputOptions;
-using problem::problem_input;
-using problem::ProblemInput;
-using problem::WeightsFile;
 
 /// Registers the positional PROBLEM and the field flags (--query/-q, ..., --variant).
 void add_problem_options(CLI::App& cmd, ProblemArgs& args);
@@ -50,7 +50,7 @@ CLI::Option* add_simd_option(CLI::App& cmd, Simd& simd);
 /// Call it before anything is read. Throws InputError for a bad SIZE.
 void apply_memory_limit(const std::string& max_memory);
 
-/// Writes the requested files (problem::write_outputs, --heatmap through
+/// Writes the requested files (cli::write_outputs, --heatmap through
 /// write_heatmap_file) or the result document on stdout, and warns about fully masked rows
 /// on stderr unless --quiet. `stack`: a stacked every-layer result (problem is its first
 /// layer's).

@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
     try {
         return run(argc, argv);
     } catch (const attn::InputError& e) {
-        std::cerr << "attn: error: " << e.what() << '\n';
+        std::cerr << "attn: error: " << attn::cli::error_text(e) << '\n';
         return 2;
     } catch (const attn::SystemError& e) {
         std::cerr << "attn: error: " << e.what() << '\n';

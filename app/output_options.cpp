@@ -1,11 +1,11 @@
 // The output and limit flags of `compute` (and `batch`'s limits), filling
-// problem::OutputOptions, and the final writes of one solved problem: the files through
-// problem::write_outputs, the result document on stdout, the warning on stderr.
+// cli::OutputOptions, and the final writes of one solved problem: the files through
+// cli::write_outputs, the result document on stdout, the warning on stderr.
+#include "attn/cli/outputs.hpp"
 #include "attn/error.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/number_text.hpp"
 #include "attn/kernels.hpp"
-#include "attn/problem/outputs.hpp"
 #include "cli.hpp"
 #include "compute_options.hpp"
 #include "heatmap_render.hpp"
@@ -100,17 +100,17 @@ void emit_solution(const problem::Problem& problem,
                    const OutputOptions& o,
                    const problem::LayerStack* stack,
                    WeightsFile* weights_file) {
-    const problem::WrittenOutputs written =
-        problem::write_outputs(problem,
-                               s,
-                               o,
-                               stack,
-                               weights_file,
-                               [&](const std::string& path,
-                                   const io::Array& weights,
-                                   const std::vector<std::size_t>& layers) {
-                                   write_heatmap_file(path, weights, &problem, o, layers);
-                               });
+    const cli::WrittenOutputs written =
+        cli::write_outputs(problem,
+                           s,
+                           o,
+                           stack,
+                           weights_file,
+                           [&](const std::string& path,
+                               const io::Array& weights,
+                               const std::vector<std::size_t>& layers) {
+                               write_heatmap_file(path, weights, &problem, o, layers);
+                           });
     if (written.document) {
         std::cout << *written.document << '\n';
         flush_stdout();

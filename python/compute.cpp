@@ -7,7 +7,6 @@
 #include "attn/io/file_read.hpp"
 #include "attn/io/json_text.hpp"
 #include "attn/problem/document.hpp"
-#include "attn/problem/flags.hpp"
 #include "attn/problem/model_run.hpp"
 #include "attn/problem/problem.hpp"
 #include "attn/problem/solve.hpp"
@@ -39,18 +38,6 @@ struct ProblemIn {
     fs::path base = ".";
     problem::ArrayValues given;
 };
-
-/// Whether the problem asks for precision f64, which decides how its arrays are read (the
-/// CLI's stdin rule: float64 inputs not rounded through float32).
-io::Precision precision_of(const py::dict& fields) {
-    if (fields.contains("precision")) {
-        const py::object p = fields["precision"];
-        if (py::isinstance<py::str>(p) && p.cast<std::string>() == "f64") {
-            return io::Precision::f64;
-        }
-    }
-    return io::Precision::f32;
-}
 
 /// params: a path (as in the document), or a mapping whose array-likes are handed over as
 /// "params.NAME" (a state dict straight from module.state_dict()).
@@ -94,10 +81,14 @@ ProblemIn problem_of(const py::object& problem, const py::dict& kwargs) {
         const std::string key = py::str(k);
         fields[py::str(key == "returns" ? "return" : key)] = v; // keywords win
     }
-    const io::Precision precision =
-        fields.contains("precision")
-            ? precision_of(fields)
-            : (in.doc.value("precision", "") == "f64" ? io::Precision::f64 : io::Precision::f32);
+    // How the arrays are read (the library's rule): a keyword's precision (None: the field
+    // absent, so f32) wins over the file's.
+    std::string given;
+    if (fields.contains("precision")) {
+        const py::object p = fields["precision"];
+        given = py::isinstance<py::str>(p) ? p.cast<std::string>() : "f32";
+    }
+    const io::Precision precision = problem::array_precision(in.doc, given);
     for (const auto& [k, v] : fields) {
         const std::string key = py::str(k);
         in.doc.erase(key);
@@ -173,9 +164,6 @@ Solved solve_problem(ProblemIn& in, const problem::SolveOptions& options, bool c
     out.batched = p.batched;
     out.text_tokens = p.text_tokens;
     out.text_batched = p.text_batched;
-    if (check_finite) {
-        problem::check_document_finite(d);
-    }
     out.solution = problem::solve_document(d, options, check_finite);
     if (const problem::LayerStack* stack = d.stack()) {
         out.layers = stack->layers;

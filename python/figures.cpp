@@ -1,15 +1,19 @@
 // attn.heatmap, attn.view and attn.model_view: weights (numpy, torch, an attn.Result, or
-// Hugging Face's outputs.attentions) drawn by the library (attn/plot: panels, hatching,
-// encoding; attn_render: pixels) into an attn.Figure that Jupyter shows inline.
+// Hugging Face's outputs.attentions) drawn by the library (plot::file_figure, as `attn
+// heatmap` draws a file; plot::encode_figure; attn_render: pixels) into an attn.Figure
+// that Jupyter shows inline.
 #include "attn/error.hpp"
 #include "attn/io/atomic_file.hpp"
 #include "attn/io/token_list.hpp"
 #include "attn/plot/encode.hpp"
 #include "attn/plot/panels.hpp"
+#include "attn/plot/weights_figure.hpp"
+#include "attn/problem/weights_read.hpp"
 #include "module.hpp"
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attn::python {
@@ -90,31 +94,11 @@ std::vector<std::string> strings_of(const py::object& v, const char* what) {
     throw InputError::string_list(what, type_of(v));
 }
 
-/// A label list checked against its axis (the CLI's message for a document's tokens).
-void check_axis(const std::vector<std::string>& labels, std::size_t n, const char* what) {
-    if (!labels.empty() && labels.size() != n) {
-        throw InputError::label_count(what, n, labels.size());
-    }
-}
-
 template <class T> std::optional<T> optional_of(const py::object& v) {
     if (v.is_none()) {
         return std::nullopt;
     }
     return v.cast<T>();
-}
-
-plot::FileFormat format_of(const std::string& f) {
-    if (f == "png") {
-        return plot::FileFormat::png;
-    }
-    if (f == "svg") {
-        return plot::FileFormat::svg;
-    }
-    if (f == "html") {
-        return plot::FileFormat::html;
-    }
-    throw InputError("format: expected \"png\", \"svg\" or \"html\", got \"" + f + "\"");
 }
 
 render::HeatmapOptions options_of(const py::dict& o) {
@@ -123,16 +107,8 @@ render::HeatmapOptions options_of(const py::dict& o) {
     out.vmin = optional_of<double>(o["vmin"]);
     out.vmax = optional_of<double>(o["vmax"]);
     out.clip = optional_of<double>(o["clip"]);
-    const auto scale = o["scale"].cast<std::string>();
-    if (scale != "linear" && scale != "log") {
-        throw InputError("scale: expected \"linear\" or \"log\", got \"" + scale + "\"");
-    }
-    out.scale = scale == "log" ? render::ColorScale::log : render::ColorScale::linear;
-    const auto pool = o["pool"].cast<std::string>();
-    if (pool != "max" && pool != "mean") {
-        throw InputError("pool: expected \"max\" or \"mean\", got \"" + pool + "\"");
-    }
-    out.pool = pool == "mean" ? render::PoolMode::mean : render::PoolMode::max;
+    out.scale = render::color_scale_named(o["scale"].cast<std::string>());
+    out.pool = render::pool_mode_named(o["pool"].cast<std::string>());
     const std::optional<bool> annotate = optional_of<bool>(o["annotate"]);
     out.annotate = !annotate   ? render::Annotate::automatic
                    : *annotate ? render::Annotate::on
@@ -145,16 +121,11 @@ render::HeatmapOptions options_of(const py::dict& o) {
 }
 
 /// The weights an argument stands for: an attn.Result's (with its labels and layers), or
-/// an array.
-struct Weights {
-    io::Array array;
-    std::vector<std::string> query_tokens, key_tokens;
-    std::vector<std::size_t> layers;
-    bool rank3_is_batch = false;
-};
-
-Weights weights_of(const py::object& w) {
-    Weights out;
+/// an array; `rank3_is_batch`: a result's rank-3 weights are [B, Lq, Lk] (its problem was
+/// batched, one head).
+problem::LoadedWeights weights_of(const py::object& w, bool& rank3_is_batch) {
+    problem::LoadedWeights out;
+    out.name = "weights";
     if (py::hasattr(w, "rows_fully_masked") && py::hasattr(w, "weights")) { // attn.Result
         if (w.attr("weights").is_none()) {
             throw InputError("weights: the result has no weights (computed with "
@@ -166,7 +137,7 @@ Weights weights_of(const py::object& w) {
         if (!w.attr("layers").is_none()) {
             out.layers = w.attr("layers").cast<std::vector<std::size_t>>();
         }
-        out.rank3_is_batch = w.attr("_rank3_is_batch").cast<bool>();
+        rank3_is_batch = w.attr("_rank3_is_batch").cast<bool>();
         return out;
     }
     out.array = array_in(w, "weights", io::Precision::f32);
@@ -183,49 +154,42 @@ Figure heatmap(const py::object& weights,
                const py::object& layers,
                const py::object& title,
                const py::kwargs& rest) {
-    Weights w = weights_of(weights);
-    const plot::FileFormat f = format_of(format);
+    bool rank3_is_batch = false;
+    problem::LoadedWeights w = weights_of(weights, rank3_is_batch);
+    const plot::FileFormat f = plot::format_named(format);
     if (!layers.is_none()) {
         w.layers = layers.cast<std::vector<std::size_t>>();
     }
-    const std::int64_t h = head.is_none() ? plot::kAll : head.cast<std::int64_t>();
-    const std::int64_t b = batch.is_none() ? plot::kAll : batch.cast<std::int64_t>();
-    const std::size_t plain_rank = w.array.shape.size() - (w.layers.empty() ? 0 : 1);
-    // A result's rank-3 weights are [B, Lq, Lk] when its problem was batched (one head);
-    // a bare array's first axis is the heads unless batch= says it is the batch.
-    problem::WeightsAxes axes = problem::axes_of_rank(plain_rank);
-    if (plain_rank == 3 && (w.rank3_is_batch || b != plot::kAll)) {
-        axes = {.batch = true, .heads = false};
+    // The figure as `attn heatmap` makes it (plot::file_figure): a bare array's first axis
+    // of three is the heads unless batch= says it is the batch; a result's says itself.
+    plot::FileFigureOptions o;
+    o.head = head.is_none() ? plot::kAll : head.cast<std::int64_t>();
+    o.batch = batch.is_none() ? plot::kAll : batch.cast<std::int64_t>();
+    w.axes = problem::axes_of_rank(w.array.shape.size() - (w.layers.empty() ? 0 : 1));
+    if (w.axes.rank() == 3 && rank3_is_batch) {
+        w.axes = {.batch = true, .heads = false};
     }
-    const plot::Dims d = plot::dims_of(w.array.shape, axes, "weights", w.layers);
-    const std::vector<plot::PanelRef> refs = plot::pick_panels(d, b, h, "weights");
-    plot::PanelData data;
-    render::HeatmapInput in = plot::make_input(w.array, d, refs, data);
-    const std::vector<std::string> both = strings_of(tokens, "tokens");
-    if (!both.empty()) {
-        plot::check_tokens(both, d, "tokens");
-        in.row_labels = in.col_labels = both;
-    } else {
-        in.row_labels =
-            query_tokens.is_none() ? w.query_tokens : strings_of(query_tokens, "query_tokens");
-        in.col_labels = key_tokens.is_none() ? w.key_tokens : strings_of(key_tokens, "key_tokens");
-        check_axis(in.row_labels, d.lq, "query_tokens");
-        check_axis(in.col_labels, d.lk, "key_tokens");
+    if (std::vector<std::string> both = strings_of(tokens, "tokens"); !both.empty()) {
+        o.tokens = std::move(both);
     }
-    render::HeatmapOptions o = options_of(rest);
+    if (!query_tokens.is_none()) {
+        o.ylabels = strings_of(query_tokens, "query_tokens");
+    }
+    if (!key_tokens.is_none()) {
+        o.xlabels = strings_of(key_tokens, "key_tokens");
+    }
     if (!title.is_none()) {
         o.title = title.cast<std::string>();
-    } else if (d.has_layers) {
-        o.title =
-            "model view: " + std::to_string(refs.size() / std::max<std::size_t>(in.grid_cols, 1)) +
-            " layers \u00D7 " + std::to_string(in.grid_cols) + " heads";
-    } else {
-        o.title = "attention weights" + plot::picked_suffix(d, b, h);
+    }
+    o.options = options_of(rest);
+    plot::WeightsFigure fig = plot::file_figure(w, o);
+    if (!o.title && fig.dims.has_layers) {
+        fig.options.title = plot::model_view_title(fig.dims, o.batch, o.head);
     }
     plot::Encoded e;
     {
         const py::gil_scoped_release unlocked;
-        e = plot::encode_figure(in, o, f);
+        e = plot::encode_figure(fig.input, fig.options, f);
     }
     const py::module_ warnings = py::module_::import("warnings");
     for (const std::string& message : e.warnings) {

@@ -389,7 +389,7 @@ def test_heatmaps_are_the_clis():
              "tokens: expected 3 tokens (one per query and key), got 2"),
             (lambda: attn.heatmap(w, format="jpg"),
              'format: expected "png", "svg" or "html", got "jpg"'),
-            (lambda: attn.heatmap(w, head=5), "--head 5: weights has 2 heads")), exact=True)
+            (lambda: attn.heatmap(w, head=5), "head 5: weights has 2 heads")), exact=True)
 
 
 @test
@@ -436,6 +436,36 @@ def test_every_layer_from_hidden_states_equals_the_cli():
     assert got.tokens == ["a", "b", "c", "d"]
     fig = attn.model_view(got, title="T")  # the stacked result: layers x heads
     assert fig.data == attn.model_view(tuple(got.weights), got.tokens, title="T").data
+
+
+@test
+def test_a_model_views_title_counts_as_the_clis():
+    # One layer of one head: the CLI's compute --heatmap of every layer titles it
+    # "model view: 1 layer × 1 head"; the module says the same (never "1 layers").
+    r = rng(9)
+    E = 4
+    tensors = [(f"layers.0.attn.{name}", "F32", r.standard_normal(shape).astype(np.float32))
+               for name, shape in (("w_q", (E, E)), ("w_k", (E, E)), ("w_v", (E, E)),
+                                   ("w_o", (E, E)))]
+    ckpt = os.path.join(TMP, "one_layer.safetensors")
+    ref.write_safetensors(ckpt, sorted(tensors))
+    hs = r.standard_normal((2, 3, E), dtype=np.float32)
+    hs_path = os.path.join(TMP, "one_layer_hs.npy")
+    np.save(hs_path, hs)
+    svg = os.path.join(TMP, "one_layer.svg")
+    p = subprocess.run([ATTN, "compute", "-", "--heatmap", svg], env=CLI_ENV,
+                       input=json.dumps({"hidden_states": hs_path, "params": ckpt,
+                                         "num_heads": 1}),
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    want = "model view: 1 layer \u00d7 1 head"
+    with open(svg, encoding="utf-8") as f:
+        assert want in f.read()
+    got = attn.compute(hidden_states=hs, params=ckpt, num_heads=1)
+    for fig in (attn.model_view(got, format="svg"), attn.heatmap(got.weights, format="svg",
+                                                                layers=got.layers)):
+        text = fig.data.decode("utf-8")
+        assert want in text and "1 layers" not in text, text[:400]
 
 
 @test

@@ -1,6 +1,8 @@
 // attn::cli flags: the count and precision checks, the closest flag of a parse error, the
-// parse-error line and the unknown command's message, on a small CLI11 app.
+// parse-error line and the unknown command's message, on a small CLI11 app; the library's
+// fields spelled as flags (flag_of, error_text).
 #include "attn/cli/flags.hpp"
+#include "attn/render/heatmap.hpp"
 #include "unit/test_util.hpp"
 
 #include <CLI/CLI.hpp>
@@ -80,6 +82,49 @@ TEST_F(Flags, UnknownCommandNamesTheClosest) {
                           "--help')"));
     EXPECT_EQ(unknown_command(app, "xyzzy").what(),
               std::string("unknown command 'xyzzy' (see 'attn --help')"));
+}
+
+TEST(FieldsAsFlags, TheTableAndTheRule) {
+    EXPECT_EQ(flag_of("colormap"), "--cmap");
+    EXPECT_EQ(flag_of("annotate=False"), "--no-annotate");
+    EXPECT_EQ(flag_of("key_tokens"), "--xlabels");
+    EXPECT_EQ(flag_of("query_tokens"), "--ylabels");
+    EXPECT_EQ(flag_of("num_heads"), "--heads");
+    EXPECT_EQ(flag_of("max_memory"), "--max-memory");
+    EXPECT_EQ(flag_of("font_size"), "--font-size");
+    EXPECT_EQ(flag_of("vmin"), "--vmin");
+}
+
+TEST(FieldsAsFlags, AMessageReadsFieldsInTheLibraryAndFlagsOnTheCommandLine) {
+    const InputError e(option_name("vmin") + ": must be > 0 with " + option_name("scale") + " log");
+    EXPECT_EQ(std::string(e.what()), "vmin: must be > 0 with scale log");
+    EXPECT_EQ(error_text(e), "--vmin: must be > 0 with --scale log");
+    // The factories keep the marks: the named form of a field's rule.
+    const InputError f = InputError::field(option_name("font_size"), "4 to 72 (points)");
+    EXPECT_EQ(std::string(f.what()), "font_size: expected 4 to 72 (points)");
+    EXPECT_EQ(error_text(f), "--font-size: expected 4 to 72 (points)");
+    // A message without options, and a copy, are as they were.
+    const InputError plain("query: expected a file");
+    EXPECT_EQ(error_text(plain), "query: expected a file");
+    const InputError copy = e; // NOLINT(performance-unnecessary-copy-initialization)
+    EXPECT_EQ(error_text(copy), "--vmin: must be > 0 with --scale log");
+    EXPECT_EQ(with_flags("(" + option_name("no_weights") + ")"), "(--no-weights)");
+}
+
+TEST(FieldsAsFlags, TheRenderersRefusalsNameTheFlagsOnTheCommandLine) {
+    const std::vector<float> values(4, 0.25f);
+    render::HeatmapInput in;
+    in.rows = in.cols = 2;
+    in.panels.push_back({"", values, {}});
+    render::HeatmapOptions o;
+    o.colormap = "jet";
+    try {
+        (void)render::heatmap(in, o);
+        FAIL() << "expected InputError";
+    } catch (const InputError& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("colormap: unknown colormap 'jet'", 0), 0U);
+        EXPECT_EQ(error_text(e).rfind("--cmap: unknown colormap 'jet'", 0), 0U);
+    }
 }
 
 } // namespace

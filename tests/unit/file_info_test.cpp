@@ -1,6 +1,7 @@
 // io::*_info: what `attn info` prints of an array, a .npz archive (numpy's savez fixture)
 // and a .safetensors checkpoint (the tests' writer), as text and as one JSON line; which
 // reader a path goes to; io::has_extension, the one extension test.
+#include "attn/error.hpp"
 #include "attn/io/file_read.hpp"
 #include "attn/model/file_info.hpp"
 #include "unit/safetensors_bytes.hpp"
@@ -85,17 +86,17 @@ TEST_F(SafetensorsInfo, ATableOfTensorsAndTheLayersFound) {
                                                     {pre + "o_proj.weight", {4, 4}, w}}))
                                  .string();
     const FileInfo info = safetensors_info(path);
-    EXPECT_EQ(info.text,
+    EXPECT_EQ(spell_options(info.text),
               path + ": safetensors, 4 tensors, 256 B of data\n"
                      "  model.layers.0.self_attn.k_proj.weight  F32   [4, 4]  64 B\n" // file order
                      "  model.layers.0.self_attn.o_proj.weight  F32   [4, 4]  64 B\n"
                      "  model.layers.0.self_attn.q_proj.weight  F32   [4, 4]  64 B\n"
                      "  model.layers.0.self_attn.v_proj.weight  F32   [4, 4]  64 B\n"
-                     "attention layers (params: {\"file\", \"prefix\", \"layout\"}, or --params "
-                     "FILE --prefix P --layout L):\n"
+                     "attention layers (params: {\"file\", \"prefix\", \"layout\"}, or params "
+                     "FILE prefix P layout L):\n"
                      "  llama      prefix 'model.layers.0.self_attn.'\n"
                      "model: llama, 1 layer, heads ?, kv heads ?, head dim ?, norm none, rope "
-                     "yes (no config.json beside it: give --heads)\n");
+                     "yes (no config.json beside it: give num_heads)\n");
     const nlohmann::json j = nlohmann::json::parse(info.json);
     EXPECT_EQ(j["format"], "safetensors");
     EXPECT_EQ(j["tensors"].size(), 4U);

@@ -300,27 +300,27 @@ TEST(HeatmapErrors, BadOptionsNameTheFlag) {
     HeatmapOptions o;
     o.vmin = 1.0;
     o.vmax = 0.5;
-    EXPECT_EQ(message(input_3x3(), o).rfind("--vmin/--vmax:", 0), 0u);
+    EXPECT_EQ(message(input_3x3(), o).rfind("vmin/vmax:", 0), 0u);
     o = {};
     o.scale = ColorScale::log;
     o.vmin = 0.0;
-    EXPECT_EQ(message(input_3x3(), o), "--vmin: must be > 0 with --scale log");
+    EXPECT_EQ(message(input_3x3(), o), "vmin: must be > 0 with scale log");
     o = {};
     o.colormap = "jet";
-    EXPECT_EQ(message(input_3x3(), o).rfind("--cmap: unknown colormap 'jet'", 0), 0u);
+    EXPECT_EQ(message(input_3x3(), o).rfind("colormap: unknown colormap 'jet'", 0), 0u);
     o = {};
     o.clip = 0.2;
-    EXPECT_EQ(message(input_3x3(), o).rfind("--clip:", 0), 0u);
+    EXPECT_EQ(message(input_3x3(), o).rfind("clip:", 0), 0u);
     HeatmapInput in = input_3x3();
     in.col_labels = {"a", "b"};
-    EXPECT_EQ(message(in, {}), "--xlabels: expected 3 key labels (one per key), got 2");
+    EXPECT_EQ(message(in, {}), "key_tokens: expected 3 key labels (one per key), got 2");
     HeatmapInput big;
     std::vector<float> w(std::size_t{600} * 600, 0.5f);
     big.rows = big.cols = 600;
     big.panels.push_back({"", w, {}});
     o = {};
     o.annotate = Annotate::on;
-    EXPECT_EQ(message(big, o).rfind("--annotate: the map is pooled", 0), 0u);
+    EXPECT_EQ(message(big, o).rfind("annotate: the map is pooled", 0), 0u);
 }
 
 TEST(HeatmapLabels, RotatedWhenTheyCollideThinnedWhenTooMany) {

@@ -138,8 +138,8 @@ TEST(HtmlView, RefusesMoreCellsThanTheLimitNamingHeadAndPool) {
     } catch (const attn::InputError& e) {
         const std::string m = e.what();
         EXPECT_NE(m.find("8 cells"), std::string::npos) << m;
-        EXPECT_NE(m.find("--head"), std::string::npos) << m;
-        EXPECT_NE(m.find("--pool"), std::string::npos) << m;
+        EXPECT_NE(m.find("pick panels with head N"), std::string::npos) << m;
+        EXPECT_NE(m.find("pooled with pool max|mean"), std::string::npos) << m;
         EXPECT_EQ(m.find('\n'), std::string::npos) << m;
     }
     limits.max_cells = 8;

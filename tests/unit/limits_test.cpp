@@ -156,7 +156,7 @@ TEST(Sizes, ParseSize) {
     EXPECT_LE(parse_size("50%"), parse_size("100%"));
     for (const char* bad : {"", "-1", "4X", "1e9", "G", "nan", "inf", "101%", "1..2G"}) {
         const std::string m = input_error_of([&] { parse_size(bad); });
-        EXPECT_EQ(m.rfind("--max-memory: expected a size", 0), 0U) << bad << ": " << m;
+        EXPECT_EQ(m.rfind("max_memory: expected a size", 0), 0U) << bad << ": " << m;
     }
     EXPECT_NE(input_error_of([] { parse_size("99999999999T"); }).find("too large"),
               std::string::npos);
@@ -233,14 +233,14 @@ TEST(Memory, PrecisionF64CountsItsDoubles) {
 TEST(Memory, RefusalNamesTheFiguresAndSuggestsNoWeights) {
     const Problem p = long_problem(2000, 3000);
     const std::string m = input_error_of([&] { check_memory(p, true, 10U << 20, 1); });
-    EXPECT_EQ(m.rfind("--max-memory: this problem needs about ", 0), 0U) << m;
+    EXPECT_EQ(m.rfind("max_memory: this problem needs about ", 0), 0U) << m;
     EXPECT_NE(m.find("the weights [2000, 3000] take 91.6 MiB"), std::string::npos) << m;
     EXPECT_NE(m.find("more than the limit of 10.0 MiB"), std::string::npos) << m;
-    EXPECT_NE(m.find("without weights (--no-weights) it needs"), std::string::npos) << m;
+    EXPECT_NE(m.find("without weights (no_weights) it needs"), std::string::npos) << m;
     EXPECT_NO_THROW(check_memory(p, false, 10U << 20, 1));
     // When even the lean path does not fit, there is no suggestion.
     const std::string tight = input_error_of([&] { check_memory(p, true, 1000, 1); });
-    EXPECT_EQ(tight.find("--no-weights"), std::string::npos) << tight;
+    EXPECT_EQ(tight.find("no_weights"), std::string::npos) << tight;
 }
 
 TEST(Memory, SolveRefusesBeforeAllocatingTheWeights) {
@@ -250,7 +250,7 @@ TEST(Memory, SolveRefusesBeforeAllocatingTheWeights) {
     o.max_memory = 10U << 20;
     std::string m;
     const std::size_t largest = largest_allocation_of([&] { solve(p, o); }, &m);
-    EXPECT_EQ(m.rfind("--max-memory:", 0), 0U) << m;
+    EXPECT_EQ(m.rfind("max_memory:", 0), 0U) << m;
     EXPECT_LT(largest, 1U << 20); // the 24 MB weights were never allocated
 }
 
@@ -414,7 +414,7 @@ TEST_F(Limits, CheckFiniteNamesFieldFileAndIndex) {
         R"({"query": [[1, 2, 3], [4, 5, "nan"]], "key": [[1, 2, 3]], "value": [[1]]})");
     const Problem p = decode_problem(literal, dir_);
     EXPECT_EQ(input_error_of([&] { check_finite(p); }),
-              "query: non-finite value nan at [1, 2] (--check-finite)");
+              "query: non-finite value nan at [1, 2] (check_finite)");
 
     const std::string k =
         npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
@@ -425,7 +425,7 @@ TEST_F(Limits, CheckFiniteNamesFieldFileAndIndex) {
     const Problem q = decode_problem(from_file, dir_);
     EXPECT_EQ(input_error_of([&] { check_finite(q); }),
               "key: " + (dir_ / "k.npy").string() +
-                  ": non-finite value -inf at [1, 1] (--check-finite)");
+                  ": non-finite value -inf at [1, 1] (check_finite)");
 
     // -inf in bias blocks (allowed); NaN or +inf in bias is refused; masks are not checked.
     auto ok = nlohmann::json::parse(R"({"query": [[1.0]], "key": [[1.0], [2.0]],
@@ -433,11 +433,11 @@ TEST_F(Limits, CheckFiniteNamesFieldFileAndIndex) {
     EXPECT_NO_THROW(check_finite(decode_problem(ok, dir_)));
     ok["bias"] = nlohmann::json::parse(R"([["inf", 0]])");
     EXPECT_EQ(input_error_of([&] { check_finite(decode_problem(ok, dir_)); }),
-              "bias: non-finite value inf at [0, 0] (--check-finite)");
+              "bias: non-finite value inf at [0, 0] (check_finite)");
     ok["bias"] = nlohmann::json::parse("[[0, 0]]");
     ok["params"] = nlohmann::json::parse(R"({"w_q": [["nan"]], "w_k": null, "w_v": null})");
     EXPECT_EQ(input_error_of([&] { check_finite(decode_problem(ok, dir_)); }),
-              "params.w_q: non-finite value nan at [0, 0] (--check-finite)");
+              "params.w_q: non-finite value nan at [0, 0] (check_finite)");
 }
 
 // --- outputs that are inputs

@@ -60,7 +60,7 @@ TEST(Plot, PanelsPickedAndTheModelViewGrid) {
     EXPECT_EQ(in.panels[4].values.data(), w.values.data() + 64);
     EXPECT_EQ(pick_panels(d, kAll, 2, "w").size(), 2U);
     EXPECT_EQ(picked_suffix(d, kAll, 2), " \u00B7 head 2");
-    EXPECT_INPUT_ERROR(pick_panels(d, kAll, 3, "w"), "^--head 3: w has 3 heads");
+    EXPECT_INPUT_ERROR(pick_panels(d, kAll, 3, "w"), "^head 3: w has 3 heads");
 }
 
 TEST(Plot, BlockedCellsFollowTheProblemsVisibility) {

@@ -2,6 +2,7 @@
 // (attn/problem/batch.hpp): a document decoded as one problem, every layer of a
 // checkpoint (samples/layers) or refused as a batch line, solved as solve() solves it, and
 // a line's failure made its error line.
+#include "attn/cli/problem_flags.hpp"
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
 #include "attn/io/json_lines.hpp"
@@ -144,21 +145,21 @@ TEST(BatchLine, FullyMaskedRowsAreNoted) {
 TEST(BatchPlanTest, LinesInParallelThreadsSplitTheCores) {
     const unsigned cores = usable_cores();
     EXPECT_GE(cores, 1U);
-    BatchFlags f;
+    cli::BatchFlags f;
     f.scale = "0.5";
     f.no_weights = true;
-    BatchPlan plan = plan_batch(f, "/data");
+    BatchPlan plan = cli::plan_batch(f, "/data");
     EXPECT_EQ(plan.jobs, cores);
     EXPECT_EQ(plan.lines.solve.threads, 1U);
     EXPECT_FALSE(plan.lines.solve.want_weights);
     EXPECT_EQ(plan.lines.base, fs::path("/data"));
     EXPECT_EQ(plan.lines.defaults, json::parse(R"({"scale": 0.5})"));
     f.jobs = 1;
-    EXPECT_EQ(plan_batch(f, ".").lines.solve.threads, cores);
+    EXPECT_EQ(cli::plan_batch(f, ".").lines.solve.threads, cores);
     f.threads = 3;
-    EXPECT_EQ(plan_batch(f, ".").lines.solve.threads, 3U);
+    EXPECT_EQ(cli::plan_batch(f, ".").lines.solve.threads, 3U);
     f.scale = "x";
-    EXPECT_INPUT_ERROR(plan_batch(f, "."), "--scale: expected a finite number");
+    EXPECT_INPUT_ERROR(cli::plan_batch(f, "."), "--scale: expected a finite number");
 }
 
 TEST(BatchWarnings, NoneForAnUntouchedWriter) {

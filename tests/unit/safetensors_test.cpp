@@ -390,7 +390,7 @@ TEST_F(SafetensorsFileTest, DecodeProblemLoadsACheckpointLayer) {
     EXPECT_EQ(p.sources[2].first_nonfinite, std::optional<std::size_t>(5));
     expect_error([&] { attn::problem::check_finite(p); },
                  "params." + pre + "q_proj.weight: " + (dir_ / "llama.safetensors").string() +
-                     ": non-finite value nan at [1, 1] (--check-finite)",
+                     ": non-finite value nan at [1, 1] (check_finite)",
                  "params.");
 
     // An explicit num_kv_heads wins (and here disagrees with the shapes: the layer says so).

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -21,10 +23,32 @@ class Error : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+/// Marks an option's name inside a message (see option_name).
+inline constexpr char kOptionMark = '\x1f';
+
+/// An option's name inside a message: `field` as the problem document and the Python
+/// module spell it ("vmin", "max_memory", "colormap"), marked. what() reads it as `field`;
+/// a front end that spells options its own way renders InputError::marked() (the CLI:
+/// cli::error_text, which writes the flag). The library names fields, never flags.
+/// Example: InputError(option_name("vmin") + ": must be > 0 with " + option_name("scale") +
+///          " log") reads "vmin: must be > 0 with scale log" (the CLI prints the same with
+///          the flags of vmin and scale).
+std::string option_name(std::string_view field);
+
+/// `marked` with each option_name in it spelled by `spell` (the field itself when null).
+std::string spell_options(std::string_view marked,
+                          const std::function<std::string(std::string_view)>& spell = {});
+
 /// The input cannot be used as given (flags, parse errors, shapes). CLI exit 2.
 class InputError : public Error {
   public:
-    using Error::Error;
+    /// `message` may name options through option_name(): what() reads them as fields.
+    explicit InputError(const std::string& message);
+    explicit InputError(const char* message) : InputError(std::string(message)) {}
+
+    /// The message with its options marked (option_name), for a front end that renders
+    /// them its own way; what() is spell_options(marked()).
+    const std::string& marked() const noexcept { return *marked_; }
 
     /// "what: expected EXPECTED, got GOT" (", got GOT" left out when `got` is empty): a
     /// field, flag or argument that is not of the form it must have. Every kind below that
@@ -66,6 +90,9 @@ class InputError : public Error {
     /// its header says (NPY).
     static InputError
     trailing_bytes(std::string_view what, std::uint64_t header_bytes, std::uint64_t file_bytes);
+
+  private:
+    std::shared_ptr<const std::string> marked_; // shared: copying an exception never throws
 };
 
 /// The one wording of the fully-masked warning (no "warning:" prefix): "ROWS can see no key

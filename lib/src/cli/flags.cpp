@@ -5,7 +5,9 @@
 #include "attn/suggest.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attn::cli {
@@ -25,6 +27,34 @@ std::string command_of(const CLI::App& root) {
 }
 
 } // namespace
+
+std::string flag_of(std::string_view field) {
+    // The options whose flag is not their field's name.
+    static const std::pair<std::string_view, std::string_view> renamed[] = {
+        {"colormap", "--cmap"},
+        {"annotate=False", "--no-annotate"},
+        {"query_tokens", "--ylabels"},
+        {"key_tokens", "--xlabels"},
+        {"num_heads", "--heads"},
+        {"key_padding_mask", "--key-padding"},
+    };
+    for (const auto& [name, flag] : renamed) {
+        if (name == field) {
+            return std::string(flag);
+        }
+    }
+    std::string flag = "--" + std::string(field);
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    return flag;
+}
+
+std::string with_flags(std::string_view marked) {
+    return spell_options(marked, flag_of);
+}
+
+std::string error_text(const InputError& e) {
+    return with_flags(e.marked());
+}
 
 const CLI::Validator& positive_count() {
     static const CLI::Validator v(

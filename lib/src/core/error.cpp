@@ -24,6 +24,33 @@ std::string shape_string(const std::vector<std::size_t>& shape) {
     return out.str();
 }
 
+std::string option_name(std::string_view field) {
+    return kOptionMark + std::string(field) + kOptionMark;
+}
+
+std::string spell_options(std::string_view marked,
+                          const std::function<std::string(std::string_view)>& spell) {
+    std::string out;
+    out.reserve(marked.size());
+    std::size_t at = 0;
+    for (;;) {
+        const std::size_t open = marked.find(kOptionMark, at);
+        const std::size_t close =
+            open == std::string_view::npos ? open : marked.find(kOptionMark, open + 1);
+        if (close == std::string_view::npos) {
+            out += marked.substr(at); // no (complete) mark left: the rest as it is
+            return out;
+        }
+        out += marked.substr(at, open - at);
+        const std::string_view field = marked.substr(open + 1, close - open - 1);
+        out += spell ? spell(field) : std::string(field);
+        at = close + 1;
+    }
+}
+
+InputError::InputError(const std::string& message)
+    : Error(spell_options(message)), marked_(std::make_shared<const std::string>(message)) {}
+
 InputError
 InputError::field(std::string_view what, std::string_view expected, std::string_view got) {
     return InputError(std::string(what) + ": expected " + std::string(expected) +

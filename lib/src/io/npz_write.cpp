@@ -67,7 +67,8 @@ std::vector<std::uint8_t> encode_npz(const std::vector<NpzMember>& members) {
         total += 2 * (46 + m.name.size() + 4) + m.npy.size();
     }
     if (total >= std::numeric_limits<std::uint32_t>::max() || members.size() > 0xFFFFU) {
-        throw InputError("--output: an .npz of these results would reach 4 GiB, more than attn "
+        throw InputError(option_name("output") +
+                         ": an .npz of these results would reach 4 GiB, more than attn "
                          "writes in one archive: write each array to its own .npy file");
     }
     std::vector<std::uint8_t> out;

@@ -413,7 +413,7 @@ ModelSpec model_spec(std::string_view text,
     std::string type;
     if (layout) {
         type = *layout;
-        o.push_back({"architecture", type, "--layout"});
+        o.push_back({"architecture", type, option_name("layout")});
     } else if (c.model_type) {
         type = c.model_type->value;
         o.push_back({"architecture", type, "config.json: model_type"});

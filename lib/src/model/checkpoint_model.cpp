@@ -77,7 +77,7 @@ io::Array read_tensor(const SafetensorsFile& file,
     try {
         a = file.read(e);
     } catch (const InputError& err) {
-        throw InputError(std::string("params: ") + err.what());
+        throw InputError(std::string("params: ") + err.marked());
     }
     if (a.shape.size() != rank) {
         throw InputError::rank(

@@ -56,7 +56,9 @@ std::string model_line(const nlohmann::json& m) {
         << text(m["kv_heads"]) << ", head dim " << text(m["head_dim"]) << ", norm "
         << (m["norm"].is_null() ? std::string("none") : m["norm"].get<std::string>()) << ", rope "
         << (m["rope"].get<bool>() ? "yes" : "no")
-        << (m.contains("config") ? " (config.json)" : " (no config.json beside it: give --heads)")
+        << (m.contains("config")
+                ? " (config.json)"
+                : " (no config.json beside it: give " + option_name("num_heads") + ")")
         << '\n';
     return out.str();
 }
@@ -129,8 +131,9 @@ FileInfo safetensors_info(const std::string& file) {
     if (j["layers"].empty()) {
         out << "no attention layer attn recognises (layouts attn, torch-mha, gpt2, llama, bert)\n";
     } else {
-        out << "attention layers (params: {\"file\", \"prefix\", \"layout\"}, or --params FILE "
-               "--prefix P --layout L):\n";
+        out << "attention layers (params: {\"file\", \"prefix\", \"layout\"}, or "
+            << option_name("params") << " FILE " << option_name("prefix") << " P "
+            << option_name("layout") << " L):\n";
         for (const auto& l : j["layers"]) {
             out << "  " << pad(l["layout"].get<std::string>(), 9) << "  prefix '"
                 << io::message_text(l["prefix"].get<std::string>()) << "'\n";

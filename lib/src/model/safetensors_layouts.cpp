@@ -511,7 +511,7 @@ CheckpointParams load_checkpoint_params(const nlohmann::json& params,
     try {
         st.emplace(full);
     } catch (const InputError& e) {
-        throw InputError(std::string("params: ") + e.what());
+        throw InputError(std::string("params: ") + e.marked());
     }
     const std::string what = "params: " + st->shown();
     sources.push_back({"params", full, {}, std::nullopt, 0.0f});
@@ -597,7 +597,7 @@ CheckpointParams load_checkpoint_params(const nlohmann::json& params,
         try {
             a = st->read(*e);
         } catch (const InputError& err) {
-            throw InputError(std::string("params: ") + err.what());
+            throw InputError(std::string("params: ") + err.marked());
         }
         io::ProblemSource s{"params." + e->name, full, a.shape, std::nullopt, 0.0f};
         note_first_nonfinite(a, s);

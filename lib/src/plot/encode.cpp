@@ -32,11 +32,17 @@ std::string missing_glyphs_warning() {
 
 } // namespace
 
+FileFormat format_named(const std::string& name) {
+    if (name != "png" && name != "svg" && name != "html") {
+        throw InputError(option_name("format") + ": expected \"png\", \"svg\" or \"html\", got \"" +
+                         name + "\"");
+    }
+    return name == "png" ? FileFormat::png : name == "svg" ? FileFormat::svg : FileFormat::html;
+}
+
 FileFormat file_format(const std::string& path, const std::string& format, const char* flag) {
-    if (format == "png" || format == "svg" || format == "html") {
-        return format == "png"   ? FileFormat::png
-               : format == "svg" ? FileFormat::svg
-                                 : FileFormat::html;
+    if (!format.empty()) {
+        return format_named(format);
     }
     const std::string ext = io::lower_extension(path);
     if (path == "-" || (ext.empty() && io::written_in_place(path))) {

@@ -13,14 +13,13 @@ namespace attn::plot {
 std::vector<PanelRef>
 pick_panels(const Dims& d, std::int64_t batch, std::int64_t head, const std::string& name) {
     if (batch != kAll && static_cast<std::size_t>(batch) >= d.batches) {
-        throw InputError("--batch " + std::to_string(batch) + ": " + name + " has " +
-                         std::to_string(d.batches) + " batch entr" +
-                         (d.batches == 1 ? "y" : "ies") +
+        throw InputError(option_name("batch") + " " + std::to_string(batch) + ": " + name +
+                         " has " + counted(d.batches, "batch entry", "batch entries") +
                          (d.has_batch ? "" : " (no batch dimension)"));
     }
     if (head != kAll && static_cast<std::size_t>(head) >= d.heads) {
-        throw InputError("--head " + std::to_string(head) + ": " + name + " has " +
-                         std::to_string(d.heads) + " head" + (d.heads == 1 ? "" : "s") +
+        throw InputError(option_name("head") + " " + std::to_string(head) + ": " + name + " has " +
+                         counted(d.heads, "head", "heads") +
                          (d.has_heads ? "" : " (no head dimension)"));
     }
     std::vector<PanelRef> out;
@@ -52,15 +51,28 @@ pick_panels(const Dims& d, std::int64_t batch, std::int64_t head, const std::str
             name + ": " + std::to_string(out.size()) + " panels (" + std::to_string(d.layers) +
             " layers x " + std::to_string(d.batches) + " batches x " + std::to_string(d.heads) +
             " heads) are too many for one model view (at most " + std::to_string(kMaxModelPanels) +
-            "); pick with --head N and/or --batch N, or compute fewer --layers");
+            "); pick with " + option_name("head") + " N and/or " + option_name("batch") +
+            " N, or compute fewer " + option_name("layers"));
     }
     if (!d.has_layers && out.size() > kMaxPanels) {
         throw InputError(name + ": " + std::to_string(out.size()) + " panels (" +
                          std::to_string(d.batches) + " batches x " + std::to_string(d.heads) +
                          " heads) are too many for one figure (at most " +
-                         std::to_string(kMaxPanels) + "); pick with --batch N and/or --head N");
+                         std::to_string(kMaxPanels) + "); pick with " + option_name("batch") +
+                         " N and/or " + option_name("head") + " N");
     }
     return out;
+}
+
+std::string counted(std::size_t n, const char* one, const char* many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+std::string model_view_title(const Dims& d, std::int64_t batch, std::int64_t head) {
+    return "model view: " + counted(d.layers, "layer", "layers") +
+           (d.has_batch && batch == kAll ? " \u00D7 " + counted(d.batches, "batch", "batches")
+                                         : "") +
+           " \u00D7 " + counted(head == kAll ? d.heads : 1, "head", "heads");
 }
 
 std::string picked_suffix(const Dims& d, std::int64_t batch, std::int64_t head) {
@@ -186,7 +198,8 @@ std::vector<std::uint8_t> blocked_cells(
 void check_tokens(const std::vector<std::string>& tokens, const Dims& d, const std::string& what) {
     if (d.lq != d.lk) {
         throw InputError(what + ": the map has " + std::to_string(d.lq) + " queries and " +
-                         std::to_string(d.lk) + " keys; label them with --ylabels and --xlabels");
+                         std::to_string(d.lk) + " keys; label them with " +
+                         option_name("query_tokens") + " and " + option_name("key_tokens"));
     }
     if (tokens.size() != d.lk) {
         throw InputError::label_count(what, d.lk, tokens.size(), "one per query and key");

@@ -11,10 +11,6 @@ namespace attn::plot {
 
 namespace {
 
-std::string count(std::size_t n, const char* one, const char* many) {
-    return std::to_string(n) + " " + (n == 1 ? one : many);
-}
-
 /// Labels of one axis: the flag's, else --tokens, else the document's (whose count must be
 /// the map's: `field` and `n` name it).
 std::vector<std::string> axis_labels(const std::optional<std::vector<std::string>>& flag,
@@ -47,9 +43,9 @@ WeightsFigure result_figure(const io::Array& weights,
     const std::size_t rank = weights.shape.size() - (layers.empty() ? 0 : 1);
     const problem::WeightsAxes axes =
         problem != nullptr ? problem::weights_axes(*problem) : problem::axes_of_rank(rank);
-    f.dims = dims_of(weights.shape, axes, "--heatmap", layers);
+    f.dims = dims_of(weights.shape, axes, option_name("heatmap"), layers);
     const Dims& d = f.dims;
-    f.refs = pick_panels(d, kAll, kAll, "--heatmap");
+    f.refs = pick_panels(d, kAll, kAll, option_name("heatmap"));
     if (problem != nullptr) {
         for (const auto& r : f.refs) {
             f.data.masked.push_back(blocked_cells(*problem, r.b, r.h, d.lq, d.lk));
@@ -64,10 +60,7 @@ WeightsFigure result_figure(const io::Array& weights,
     render::HeatmapOptions& o = f.options;
     o.title = title.empty() ? "attention weights" : title;
     if (d.has_layers) {
-        o.title = (title.empty() ? "" : title + ": ") +
-                  "model view: " + count(d.layers, "layer", "layers") +
-                  (d.has_batch ? " \u00D7 " + count(d.batches, "batch", "batches") : "") +
-                  " \u00D7 " + count(d.heads, "head", "heads");
+        o.title = (title.empty() ? "" : title + ": ") + model_view_title(d, kAll, kAll);
     }
     o.font_size = font_size;
     o.columns = columns;
@@ -88,7 +81,7 @@ WeightsFigure file_figure(const problem::LoadedWeights& w, const FileFigureOptio
     if (axes.rank() == 3 && o.batch != kAll) {
         // --batch on [X, Lq, Lk]: the user says X is the batch.
         if (o.head != kAll) {
-            throw InputError("--batch, --head: " + w.name +
+            throw InputError(option_name("batch") + ", " + option_name("head") + ": " + w.name +
                              " has rank 3 [H or B, Lq, Lk]: give one of them");
         }
         axes = {.batch = true, .heads = false};
@@ -116,7 +109,7 @@ WeightsFigure file_figure(const problem::LoadedWeights& w, const FileFigureOptio
         };
     }
     if (o.tokens) {
-        check_tokens(*o.tokens, d, "--tokens");
+        check_tokens(*o.tokens, d, option_name("tokens"));
     }
     f.input.col_labels = axis_labels(o.xlabels, o.tokens, w.key_tokens, w.name, "key_tokens", d.lk);
     f.input.row_labels =

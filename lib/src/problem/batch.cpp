@@ -13,7 +13,6 @@
 
 namespace attn::problem {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 unsigned usable_cores() {
@@ -26,20 +25,6 @@ unsigned usable_cores() {
         }
     }
     return std::max(1u, std::thread::hardware_concurrency());
-}
-
-BatchPlan plan_batch(const BatchFlags& flags, const fs::path& base) {
-    const unsigned cores = usable_cores();
-    BatchPlan plan;
-    plan.jobs = flags.jobs > 0 ? flags.jobs : cores;
-    plan.lines.base = base;
-    apply_common_flags(flags, plan.lines.defaults);
-    plan.lines.solve.want_weights = !flags.no_weights;
-    plan.lines.check_finite = flags.check_finite;
-    // Parallel lines, one thread each, rather than parallel rows inside one small problem.
-    plan.lines.solve.threads = flags.threads > 0 ? flags.threads : std::max(1u, cores / plan.jobs);
-    plan.lines.solve.simd = flags.simd;
-    return plan;
 }
 
 namespace {
@@ -66,9 +51,6 @@ process_line(const std::string& line, std::uint64_t line_no, const LineContext& 
             }
         }
         const DecodedDocument d = decode_document(std::move(doc), ctx.base, {}, false);
-        if (ctx.check_finite) {
-            check_document_finite(d);
-        }
         const Solution s = solve_document(d, ctx.solve, ctx.check_finite);
         return {document_result(d, s) + "\n",
                 line_no,
@@ -77,6 +59,8 @@ process_line(const std::string& line, std::uint64_t line_no, const LineContext& 
                 d.first().warnings};
     } catch (const std::bad_alloc&) {
         return error_line(id, line_no, "out of memory");
+    } catch (const InputError& e) {
+        return error_line(id, line_no, ctx.error_text ? ctx.error_text(e) : e.what());
     } catch (const std::exception& e) {
         return error_line(id, line_no, e.what());
     } catch (...) {

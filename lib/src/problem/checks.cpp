@@ -160,7 +160,8 @@ void check_memory(const Problem& p,
     if (m.total <= max_bytes) {
         return;
     }
-    std::string message = "--max-memory: this problem needs about " + format_size(m.total);
+    std::string message =
+        option_name("max_memory") + ": this problem needs about " + format_size(m.total);
     if (want_weights && m.weights > 0) {
         message +=
             " (the weights " + dims_text(m.weights_shape) + " take " + format_size(m.weights) + ")";
@@ -172,8 +173,8 @@ void check_memory(const Problem& p,
     if (want_weights) {
         const MemoryEstimate lean = estimate_memory(p, false, threads);
         if (lean.total <= max_bytes) {
-            message += "; without weights (--no-weights) it needs " + format_size(lean.total) +
-                       ", which fits";
+            message += "; without weights (" + option_name("no_weights") + ") it needs " +
+                       format_size(lean.total) + ", which fits";
         }
     }
     throw InputError(message);
@@ -189,8 +190,8 @@ void check_finite(const Problem& p) {
             where += ": " + io::message_text(s.path.string());
         }
         throw InputError(where + ": non-finite value " + io::format_float(s.nonfinite_value) +
-                         " at " + shape_string(unravel(*s.first_nonfinite, s.shape)) +
-                         " (--check-finite)");
+                         " at " + shape_string(unravel(*s.first_nonfinite, s.shape)) + " (" +
+                         option_name("check_finite") + ")");
     }
 }
 

@@ -96,7 +96,7 @@ Array load_array(const json& j,
         try {
             a = read_array_file(full, kind, precision, sink, name);
         } catch (const InputError& e) {
-            throw InputError(name + ": " + e.what());
+            throw InputError(name + ": " + e.marked());
         }
         if (rank4 != nullptr && *rank4) {
             record_source(sources,

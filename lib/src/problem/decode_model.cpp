@@ -143,7 +143,7 @@ void decode_norm(DecodeContext& cx, Problem& p) {
     try {
         file.emplace(cx.checkpoint->file);
     } catch (const InputError& e) {
-        throw InputError(std::string("params: ") + e.what());
+        throw InputError(std::string("params: ") + e.marked());
     }
     const std::optional<Norm> norm =
         model::load_layer_norm(*file, *p.layout, p.prefix, eps, p.sources);
@@ -226,7 +226,7 @@ void decode_config(DecodeContext& cx, Problem& p) {
     try {
         cx.config = model::read_hf_config(*config);
     } catch (const InputError& e) {
-        throw InputError(std::string("params.config: ") + e.what());
+        throw InputError(std::string("params.config: ") + e.marked());
     }
     p.sources.push_back({"params.config", *config, {}, std::nullopt, 0.0f});
 }
@@ -262,7 +262,7 @@ void decode_token_ids(DecodeContext& cx, Problem& p) {
     try {
         file.emplace(c.file);
     } catch (const InputError& e) {
-        throw InputError(std::string("params: ") + e.what());
+        throw InputError(std::string("params: ") + e.marked());
     }
     std::string from;
     const Embeddings e =

@@ -280,7 +280,7 @@ decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in, Prob
         try {
             bytes = read_file(full);
         } catch (const InputError& e) {
-            throw InputError(std::string("params: ") + e.what());
+            throw InputError(std::string("params: ") + e.marked());
         }
         j = parse_json_text(
             std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),

@@ -1,6 +1,9 @@
 // One dispatch for every front end: a whole model, every layer, or one problem.
 #include "attn/problem/document.hpp"
 
+#include "attn/error.hpp"
+#include "attn/io/array.hpp"
+#include "attn/io/json_text.hpp"
 #include "attn/problem/checks.hpp"
 
 #include <utility>
@@ -38,6 +41,31 @@ bool DecodedDocument::is_model_run() const {
     return std::holds_alternative<ModelRun>(decoded);
 }
 
+json problem_json(std::span<const std::uint8_t> bytes, const std::string& name) {
+    if (io::looks_like_npy(bytes)) {
+        throw InputError(name + ": this is an array (NPY), not a problem; did you mean -q " + name +
+                         " (or -k, -v, -x)?");
+    }
+    if (bytes.size() >= 4 && bytes[0] == 'P' && bytes[1] == 'K' && bytes[2] == 3 && bytes[3] == 4) {
+        throw InputError(name + ": this is a zip archive (.npz?), not a problem; did you mean -q " +
+                         name + ":query (or -k, -v, -x)?");
+    }
+    json doc = io::parse_json_text(io::as_text(bytes), name);
+    if (!doc.is_object()) {
+        throw InputError(name + ": expected a JSON object (a problem), got " +
+                         std::string(doc.type_name()));
+    }
+    return doc;
+}
+
+io::Precision array_precision(const json& doc, std::string_view given) {
+    if (!given.empty()) {
+        return given == "f64" ? io::Precision::f64 : io::Precision::f32;
+    }
+    const auto it = doc.find("precision");
+    return it != doc.end() && *it == "f64" ? io::Precision::f64 : io::Precision::f32;
+}
+
 DecodedDocument
 decode_document(json doc, const fs::path& base, ArrayValues given, bool every_layer) {
     if (problem::is_model_run(doc, base, given.count("token_ids") != 0)) {
@@ -63,6 +91,9 @@ void check_document_finite(const DecodedDocument& d) {
 }
 
 Solution solve_document(const DecodedDocument& d, const SolveOptions& options, bool check_finite) {
+    if (check_finite) {
+        check_document_finite(d); // before any work, the first layer's too
+    }
     if (const auto* run = std::get_if<ModelRun>(&d.decoded)) {
         return solve_model_run(*run, options);
     }

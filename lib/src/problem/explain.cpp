@@ -355,7 +355,7 @@ void score_rows(Explanation& r, const json& doc, const Problem& p, const Problem
 
 /// Memory (the estimate solve() checks) and the warnings compute gives.
 void memory_rows(Explanation& r, const Problem& p) {
-    // Memory: the same estimate that solve() checks against --max-memory / memory_limit().
+    // Memory: the same estimate that solve() checks against max_memory / memory_limit().
     const MemoryEstimate with = estimate_memory(p, true, 1);
     const MemoryEstimate without = estimate_memory(p, false, 1);
     r.row("memory",
@@ -363,16 +363,17 @@ void memory_rows(Explanation& r, const Problem& p) {
               io::format_size(with.inputs) + ", intermediates " +
               io::format_size(with.intermediates) + ", output " + io::format_size(with.output) +
               ", weights " + io::format_size(with.weights));
-    r.more("~" + io::format_size(without.total) + " with --no-weights (no [Lq, Lk] matrix)");
+    r.more("~" + io::format_size(without.total) + " with " + option_name("no_weights") +
+           " (no [Lq, Lk] matrix)");
     if (weights_direct(p)) {
         const MemoryEstimate streamed = estimate_memory(p, true, 1, true);
-        r.more("~" + io::format_size(streamed.total) +
-               " with --weights FILE.npy (float32: written to the file as computed)");
+        r.more("~" + io::format_size(streamed.total) + " with " + option_name("weights") +
+               " FILE.npy (float32: written to the file as computed)");
     }
     const std::uint64_t per_thread = estimate_memory(p, true, 2).total - with.total;
     const std::uint64_t per_thread_lean = estimate_memory(p, false, 2).total - without.total;
     r.more("(1 thread; each further thread adds " + io::format_size(per_thread) + ", or " +
-           io::format_size(per_thread_lean) + " with --no-weights)");
+           io::format_size(per_thread_lean) + " with " + option_name("no_weights") + ")");
     // The likely mistakes compute warns about, shown by explain too.
     for (std::size_t i = 0; i < p.warnings.size(); ++i) {
         if (i == 0) {
@@ -473,6 +474,16 @@ std::string Explanation::str() const {
         out << r.label << std::string(pad, ' ') << r.text << '\n';
     }
     return out.str();
+}
+
+Explanation explain(const json& doc, const std::string& name, const DecodedDocument& d) {
+    if (const auto* run = std::get_if<ModelRun>(&d.decoded)) {
+        return explain(*run);
+    }
+    if (const auto* stack = std::get_if<LayerStack>(&d.decoded)) {
+        return explain(doc, name, *stack);
+    }
+    return explain(doc, name, std::get<Problem>(d.decoded));
 }
 
 } // namespace attn::problem

@@ -94,12 +94,12 @@ void check_stack_memory(const LayerStack& s,
     if (need <= max_bytes) {
         return;
     }
-    std::string message = "--max-memory: these " + std::to_string(n) + " layers need about " +
-                          io::format_size(need) + ", more than the limit of " +
-                          io::format_size(max_bytes);
+    std::string message = option_name("max_memory") + ": these " + std::to_string(n) +
+                          " layers need about " + io::format_size(need) +
+                          ", more than the limit of " + io::format_size(max_bytes);
     if (want_weights && total(false) <= max_bytes) {
-        message += "; without weights (--no-weights) they need " + io::format_size(total(false)) +
-                   ", which fits";
+        message += "; without weights (" + option_name("no_weights") + ") they need " +
+                   io::format_size(total(false)) + ", which fits";
     }
     throw InputError(message);
 }
@@ -203,7 +203,7 @@ LayerStack decode_layer_stack(const json& doc, const fs::path& base, ArrayValues
             names.push_back(e.name);
         }
     } catch (const InputError& e) {
-        throw InputError(std::string("params: ") + e.what());
+        throw InputError(std::string("params: ") + e.marked());
     }
     const std::vector<model::CheckpointLayer> found = model::checkpoint_layers(
         names,

@@ -122,8 +122,8 @@ void check_model_memory(const ModelRun& run, const SolveOptions& options) {
         return;
     }
     std::string message =
-        "--max-memory: this model run needs about " + io::format_size(m.total) + " (embeddings " +
-        io::format_size(m.embeddings) + ", one layer's weights " +
+        option_name("max_memory") + ": this model run needs about " + io::format_size(m.total) +
+        " (embeddings " + io::format_size(m.embeddings) + ", one layer's weights " +
         io::format_size(m.layer_weights) + ", activations " +
         io::format_size(saturating_add(m.activations, m.attention)) + ", results of " +
         std::to_string(run.stack.layers.size()) + " layers " + io::format_size(m.results) +
@@ -133,7 +133,7 @@ void check_model_memory(const ModelRun& run, const SolveOptions& options) {
         lean.want_weights = false;
         const ModelMemory without = estimate_model_memory(run, lean);
         if (without.total <= limit) {
-            message += "; without weights (--no-weights) it needs " +
+            message += "; without weights (" + option_name("no_weights") + ") it needs " +
                        io::format_size(without.total) + ", which fits";
         }
     }

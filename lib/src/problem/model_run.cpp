@@ -334,7 +334,7 @@ ModelRun decode_model_run(const json& doc_in, const fs::path& base, ArrayValues 
     try {
         run.folder = std::make_shared<const model::ModelFolder>(dir);
     } catch (const InputError& e) {
-        throw InputError(std::string("params: ") + e.what());
+        throw InputError(std::string("params: ") + e.marked());
     }
     std::optional<fs::path> config = run.folder->config();
     if (const auto c = params_text(params, "config")) {

@@ -97,8 +97,8 @@ double annotation_size(const HeatmapInput& in,
     double fs_annot = 0.0;
     if (o.annotate != Annotate::off) {
         if (pooled && o.annotate == Annotate::on) {
-            throw InputError("--annotate: the map is pooled (" + m.notes.front() +
-                             "); annotate a smaller map or use --no-annotate");
+            throw InputError(option_name("annotate") + ": the map is pooled (" + m.notes.front() +
+                             "); annotate a smaller map or use " + option_name("annotate=False"));
         }
         if (!pooled) {
             std::string widest;
@@ -134,10 +134,11 @@ double annotation_size(const HeatmapInput& in,
                 const double side =
                     std::max(cw * static_cast<double>(m.cols), ch * static_cast<double>(m.rows));
                 if (side > kMaxAnnotatedSide * s) {
-                    throw InputError("--annotate: a " + std::to_string(in.rows) + "x" +
-                                     std::to_string(in.cols) + " map is too large to annotate (" +
+                    throw InputError(option_name("annotate") + ": a " + std::to_string(in.rows) +
+                                     "x" + std::to_string(in.cols) +
+                                     " map is too large to annotate (" +
                                      std::to_string(static_cast<long>(side)) +
-                                     " px per side); use --no-annotate");
+                                     " px per side); use " + option_name("annotate=False"));
                 }
             }
         }

@@ -15,7 +15,8 @@ inline std::size_t ceil_div(std::size_t a, std::size_t b) {
     return (a + b - 1) / b;
 }
 
-/// Throws InputError naming the option ("--vmin", "--xlabels", ...) that is out of range.
+/// Throws InputError naming the option (option_name: "vmin", "key_tokens", ...) that is out
+/// of range.
 void validate_heatmap(const HeatmapInput& in, const HeatmapOptions& o);
 
 /// The colour range of every unmasked cell at full resolution (prepare_heatmap's rule

@@ -41,6 +41,22 @@ std::string percent(double q) {
 
 } // namespace
 
+ColorScale color_scale_named(const std::string& name) {
+    if (name != "linear" && name != "log") {
+        throw InputError(option_name("scale") + ": expected \"linear\" or \"log\", got \"" + name +
+                         "\"");
+    }
+    return name == "log" ? ColorScale::log : ColorScale::linear;
+}
+
+PoolMode pool_mode_named(const std::string& name) {
+    if (name != "max" && name != "mean") {
+        throw InputError(option_name("pool") + ": expected \"max\" or \"mean\", got \"" + name +
+                         "\"");
+    }
+    return name == "mean" ? PoolMode::mean : PoolMode::max;
+}
+
 namespace detail {
 
 void validate_heatmap(const HeatmapInput& in, const HeatmapOptions& o) {
@@ -56,11 +72,11 @@ void validate_heatmap(const HeatmapInput& in, const HeatmapOptions& o) {
         ATTN_ASSERT(p.masked.empty() || p.masked.size() == in.rows * in.cols);
     }
     if (!in.col_labels.empty() && in.col_labels.size() != in.cols) {
-        throw InputError("--xlabels: expected " + std::to_string(in.cols) +
+        throw InputError(option_name("key_tokens") + ": expected " + std::to_string(in.cols) +
                          " key labels (one per key), got " + std::to_string(in.col_labels.size()));
     }
     if (!in.row_labels.empty() && in.row_labels.size() != in.rows) {
-        throw InputError("--ylabels: expected " + std::to_string(in.rows) +
+        throw InputError(option_name("query_tokens") + ": expected " + std::to_string(in.rows) +
                          " query labels (one per query), got " +
                          std::to_string(in.row_labels.size()));
     }
@@ -69,36 +85,39 @@ void validate_heatmap(const HeatmapInput& in, const HeatmapOptions& o) {
         for (const auto& n : colormap_names()) {
             names += (names.empty() ? "" : ", ") + n;
         }
-        throw InputError("--cmap: unknown colormap '" + o.colormap + "' (expected one of " + names +
-                         ", optionally with _r)");
+        throw InputError(option_name("colormap") + ": unknown colormap '" + o.colormap +
+                         "' (expected one of " + names + ", optionally with _r)");
     }
     if (o.vmin && !std::isfinite(*o.vmin)) {
-        throw InputError("--vmin: expected a finite number");
+        throw InputError(option_name("vmin") + ": expected a finite number");
     }
     if (o.vmax && !std::isfinite(*o.vmax)) {
-        throw InputError("--vmax: expected a finite number");
+        throw InputError(option_name("vmax") + ": expected a finite number");
     }
     if (o.vmin && o.vmax && !(*o.vmin < *o.vmax)) {
-        throw InputError("--vmin/--vmax: vmin (" + format_fixed(*o.vmin, 6) +
-                         ") must be less than vmax (" + format_fixed(*o.vmax, 6) + ")");
+        throw InputError(option_name("vmin") + "/" + option_name("vmax") + ": vmin (" +
+                         format_fixed(*o.vmin, 6) + ") must be less than vmax (" +
+                         format_fixed(*o.vmax, 6) + ")");
     }
     if (o.scale == ColorScale::log && o.vmin && !(*o.vmin > 0.0)) {
-        throw InputError("--vmin: must be > 0 with --scale log");
+        throw InputError(option_name("vmin") + ": must be > 0 with " + option_name("scale") +
+                         " log");
     }
     if (o.scale == ColorScale::log && o.vmax && !(*o.vmax > 0.0)) {
-        throw InputError("--vmax: must be > 0 with --scale log");
+        throw InputError(option_name("vmax") + ": must be > 0 with " + option_name("scale") +
+                         " log");
     }
     if (o.clip && !(*o.clip >= 0.5 && *o.clip <= 1.0)) {
-        throw InputError("--clip: expected a quantile in [0.5, 1], e.g. 0.99");
+        throw InputError(option_name("clip") + ": expected a quantile in [0.5, 1], e.g. 0.99");
     }
     if (o.decimals < 0 || o.decimals > 6) {
-        throw InputError("--decimals: expected 0 to 6");
+        throw InputError(option_name("decimals") + ": expected 0 to 6");
     }
     if (!(o.font_size >= 4.0 && o.font_size <= 72.0)) {
-        throw InputError("--font-size: expected 4 to 72 (points)");
+        throw InputError(option_name("font_size") + ": expected 4 to 72 (points)");
     }
     if (!(o.dpi >= 25.0 && o.dpi <= 600.0)) {
-        throw InputError("--dpi: expected 25 to 600");
+        throw InputError(option_name("dpi") + ": expected 25 to 600");
     }
 }
 
@@ -222,9 +241,9 @@ ColorNorm range_of(const HeatmapOptions& o, Visit visit, std::vector<std::string
         hi = log ? hi * 10.0 : hi + d;
     }
     if (!(lo < hi)) {
-        throw InputError(std::string(o.vmin ? "--vmin" : "--vmax") +
-                         ": the colour range is empty (" + format_fixed(lo, 6) + " to " +
-                         format_fixed(hi, 6) + "); give both --vmin and --vmax");
+        throw InputError(option_name(o.vmin ? "vmin" : "vmax") + ": the colour range is empty (" +
+                         format_fixed(lo, 6) + " to " + format_fixed(hi, 6) + "); give both " +
+                         option_name("vmin") + " and " + option_name("vmax"));
     }
     return {lo, hi, o.scale};
 }

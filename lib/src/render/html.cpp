@@ -247,9 +247,9 @@ heatmap_html_bytes(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLi
         throw InputError("HTML view: " + std::to_string(in.panels.size()) + " panels of " +
                          std::to_string(in.rows) + "x" + std::to_string(in.cols) + " = " +
                          grouped(cells) + " cells are too many for one page (at most " +
-                         grouped(limits.max_cells) +
-                         "); pick panels with --head N or --batch N, or draw a PNG (pooled "
-                         "with --pool max|mean)");
+                         grouped(limits.max_cells) + "); pick panels with " + option_name("head") +
+                         " N or " + option_name("batch") + " N, or draw a PNG (pooled with " +
+                         option_name("pool") + " max|mean)");
     }
     detail::validate_heatmap(in, o);
     // Full resolution: the colour range from every cell, as an unpooled PNG has it.

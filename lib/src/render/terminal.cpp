@@ -442,9 +442,10 @@ heatmap_terminal(const HeatmapInput& in, const HeatmapOptions& o, const TermOpti
         }
     }
     if (o.annotate == Annotate::on) {
-        throw InputError("--annotate: a " + std::to_string(in.rows) + "x" +
+        throw InputError(option_name("annotate") + ": a " + std::to_string(in.rows) + "x" +
                          std::to_string(in.cols) +
-                         " map does not fit the terminal with values; use --no-annotate");
+                         " map does not fit the terminal with values; use " +
+                         option_name("annotate=False"));
     }
     return pixel_mode(in, o, term);
 }

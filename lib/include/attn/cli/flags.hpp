@@ -7,9 +7,24 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attn::cli {
+
+/// The flag of an option the library names by its field (attn::option_name): "colormap"
+/// -> "--cmap", "max_memory" -> "--max-memory", "annotate=False" -> "--no-annotate". The
+/// command line's one table of the names that differ; any other field is "--" and the
+/// field with '-' for '_' ("font_size" -> "--font-size").
+std::string flag_of(std::string_view field);
+
+/// Library text as the command line prints it: each option_name in `marked` spelled as its
+/// flag (flag_of). For InputError::marked() (error_text) and any text of the library's
+/// that names options (the info summary).
+std::string with_flags(std::string_view marked);
+
+/// An InputError's message as the command line prints it: with_flags(e.marked()).
+std::string error_text(const InputError& e);
 
 /// A CLI11 check for counts (--threads, --jobs, --heads, ...): a whole number >= 1, with a
 /// plain message ("--threads: expected a whole number of at least 1, got '0'").

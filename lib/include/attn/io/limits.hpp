@@ -49,20 +49,20 @@ void set_memory_limit(std::uint64_t bytes);
 /// powers of 1024 (an optional "B" or "iB" after them; case-insensitive), "25%" (of
 /// physical memory), or "none"/"unlimited" (unlimited_memory). Throws
 /// InputError("NAME: expected a size such as 4G, 512M or 50%, got 'TEXT'").
-std::uint64_t parse_size(std::string_view text, std::string_view name = "--max-memory");
+std::uint64_t parse_size(std::string_view text, std::string_view name = "max_memory");
 
 /// "0 B", "512 B", "1.5 KiB", "37.3 GiB" (one decimal from KiB up).
 std::string format_size(std::uint64_t bytes);
 
 /// A path the command line reads or writes, and the name to show for it.
 struct NamedPath {
-    std::string name; ///< "query", "PROBLEM", "--output", ...
+    std::string name; ///< "query", "PROBLEM", the CLI's output flag, ...
     std::filesystem::path path;
 };
 
 /// Refuses an output that is one of the inputs, or the same file as another output:
-///   "--output: q.npy is also the input of query; refusing to overwrite an input"
-///   "--weights: o.npy is also the file of --output"
+///   "NAME: q.npy is also the input of query; refusing to overwrite an input"
+///   "NAME: o.npy is also the file of OTHER" (OTHER: the other output's name)
 /// Two paths are the same file when std::filesystem::equivalent says so (both exist:
 /// hard links and symlinks count), else when their weakly_canonical forms are equal.
 /// Outputs that are empty or "-" (stdout) are skipped. Throws InputError.

@@ -14,7 +14,7 @@ namespace attn::io {
 /// commas ("a,b,c"). A name that looks like a file (no comma, and a '/' or an extension
 /// .txt/.json/.tokens) but does not exist is an error rather than one token.
 /// Throws InputError starting with "FLAG ARG: ".
-/// Example: parse_token_list("the,cat,sat", "--tokens") -> {"the", "cat", "sat"}.
+/// Example: parse_token_list("the,cat,sat", "tokens") -> {"the", "cat", "sat"}.
 std::vector<std::string> parse_token_list(const std::string& arg, std::string_view flag);
 
 /// The tokens of a token file's bytes (what parse_token_list does with a file): a JSON

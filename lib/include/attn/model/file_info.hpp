@@ -12,6 +12,8 @@
 namespace attn::model {
 
 /// One summary as printed: `json` is one line, `text` one or more; each ends in '\n'.
+/// `text` names options by attn::option_name (the CLI prints them as flags, spell_options
+/// as fields).
 struct FileInfo {
     std::string json;
     std::string text;

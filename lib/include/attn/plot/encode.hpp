@@ -18,6 +18,10 @@ enum class FileFormat { png, svg, html };
 /// without an extension. `flag` names the path in the message ("-o"). Throws InputError.
 FileFormat file_format(const std::string& path, const std::string& format, const char* flag);
 
+/// The format named "png", "svg" or "html" (the option `format`); InputError naming the
+/// option for anything else.
+FileFormat format_named(const std::string& name);
+
 /// A figure's bytes and what a front end should warn about (one line each, without a
 /// "warning:" prefix).
 struct Encoded {

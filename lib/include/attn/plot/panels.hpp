@@ -51,9 +51,18 @@ struct PanelRef {
 };
 
 /// The panels `batch`/`head` pick (kAll: every one); at most kMaxPanels (kMaxModelPanels
-/// with layers). Messages name the picks as the CLI's --batch/--head. Throws InputError.
+/// with layers). Messages name the picks as options batch/head (option_name). Throws InputError.
 std::vector<PanelRef>
 pick_panels(const Dims& d, std::int64_t batch, std::int64_t head, const std::string& name);
+
+/// "1 layer", "4 heads": a count and its noun, singular for 1 (the one plural rule of
+/// titles and messages).
+std::string counted(std::size_t n, const char* one, const char* many);
+
+/// The title of a model view (`d` has layers), as both front ends give it: "model view:
+/// 2 layers × 4 heads" for the panels picked ("1 head" when `head` is picked), with
+/// " × 3 batches" before the heads when every entry of a batch axis is drawn.
+std::string model_view_title(const Dims& d, std::int64_t batch, std::int64_t head);
 
 /// A suffix naming the single panel picked (" · head 3"), for the default title.
 std::string picked_suffix(const Dims& d, std::int64_t batch, std::int64_t head);
@@ -82,7 +91,7 @@ std::vector<std::uint8_t> blocked_cells(
     const problem::Problem& p, std::size_t b, std::size_t h, std::size_t lq, std::size_t lk);
 
 /// Token labels for both axes (one per query and key): checked against a map of Lq = Lk =
-/// tokens.size(). `what` names them in messages ("--tokens"). Throws InputError.
+/// tokens.size(). `what` names them in messages ("tokens"). Throws InputError.
 void check_tokens(const std::vector<std::string>& tokens, const Dims& d, const std::string& what);
 
 } // namespace attn::plot

@@ -42,7 +42,7 @@ struct WeightsFigure {
 /// problem::weights_axes; `layers`: a stacked result's layer numbers, the model view),
 /// hatched where the problem blocks, labelled by its tokens, titled by its id, else
 /// `name`, else "attention weights". `problem` may be nullptr (weights as a bare array).
-/// Throws InputError as dims_of and pick_panels do ("--heatmap" names the weights).
+/// Throws InputError as dims_of and pick_panels do (option "heatmap" names the weights).
 WeightsFigure result_figure(const io::Array& weights,
                             const problem::Problem* problem,
                             const std::vector<std::size_t>& layers,
@@ -59,7 +59,7 @@ struct FileFigureOptions {
     std::optional<std::string> title; ///< else `title_base` and the panel picked
     std::string title_base = "attention weights";
     /// A keep-mask's reader (empty: no mask), called once the panels are picked; `mask_flag`
-    /// names it in messages ("--mask m.npy").
+    /// names it in messages (the CLI: its flag and the file).
     std::function<io::Array()> read_mask;
     std::string mask_flag;
     bool hatch_zeros = false;       ///< also hatch weights that are exactly 0

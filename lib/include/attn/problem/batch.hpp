@@ -4,26 +4,18 @@
 // shows progress and prints.
 #pragma once
 
+#include "attn/error.hpp"
 #include "attn/io/line_pipeline.hpp"
-#include "attn/problem/flags.hpp"
 #include "attn/problem/solve.hpp"
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 namespace attn::problem {
-
-/// A batch run's flags; empty/0 = not given.
-struct BatchFlags : CommonProblemFlags {
-    unsigned jobs = 0;    ///< --jobs: lines in parallel; 0: all usable cores
-    unsigned threads = 0; ///< --threads per problem; 0: cores / jobs (at least 1)
-    Simd simd = Simd::best;
-    bool no_weights = false;
-    bool check_finite = false;
-};
 
 /// What every line shares.
 struct LineContext {
@@ -31,7 +23,9 @@ struct LineContext {
     nlohmann::json defaults = nlohmann::json::object(); ///< fields set on every line that
                                                         ///< does not set them itself
     SolveOptions solve;                                 ///< weights or not, threads per problem
-    bool check_finite = false; ///< --check-finite: NaN/inf inputs fail the line
+    bool check_finite = false; ///< check_finite: NaN/inf inputs fail the line
+    /// An InputError's text in its error line (null: what(); the CLI: its flags).
+    std::function<std::string(const InputError&)> error_text;
 };
 
 /// A batch run: the workers and what every line shares.
@@ -39,11 +33,6 @@ struct BatchPlan {
     unsigned jobs = 1;
     LineContext lines;
 };
-
-/// The run of `flags` over an input whose relative paths resolve against `base`: the
-/// common flags as every line's defaults, parallel lines of one thread each rather than
-/// parallel rows inside one small problem. Throws InputError for a malformed --scale.
-BatchPlan plan_batch(const BatchFlags& flags, const std::filesystem::path& base);
 
 /// Parses, decodes, solves and formats one line (a document as attn compute takes it,
 /// decode_document, except every layer of a checkpoint: refused). Never throws for a bad line: the

@@ -36,9 +36,10 @@ MemoryEstimate estimate_memory(const Problem& problem,
                                bool weights_streamed = false);
 
 /// Throws InputError when estimate_memory() exceeds `max_bytes`, naming both figures and,
-/// when the weights are what does not fit, suggesting --no-weights:
-///   "--max-memory: this problem needs about 74.5 GiB (the weights [4, 100000, 100000]
-///    take 74.5 GiB), more than the limit of 11.7 GiB; without weights (--no-weights) it
+/// when the weights are what does not fit, suggesting no_weights (options named by
+/// option_name):
+///   "max_memory: this problem needs about 74.5 GiB (the weights [4, 100000, 100000]
+///    take 74.5 GiB), more than the limit of 11.7 GiB; without weights (no_weights) it
 ///    needs 6.1 MiB, which fits"
 void check_memory(const Problem& problem,
                   bool want_weights,

@@ -3,15 +3,19 @@
 // decoded once and solved by the right function. `attn compute` and attn.compute are this.
 #pragma once
 
+#include "attn/io/array.hpp"
 #include "attn/problem/layers.hpp"
 #include "attn/problem/model_run.hpp"
 #include "attn/problem/problem.hpp"
 #include "attn/problem/solve.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -34,6 +38,18 @@ struct DecodedDocument {
     bool is_model_run() const;
 };
 
+/// PROBLEM's bytes as a JSON object: InputError "NAME: expected a JSON object (a problem),
+/// got TYPE" for any other JSON value; an array file given where a problem is expected (the
+/// -q forgotten: NPY, or a zip archive such as .npz) is named as such. Every front end's
+/// reader of a problem file.
+nlohmann::json problem_json(std::span<const std::uint8_t> bytes, const std::string& name);
+
+/// The precision in which an array handed over with `doc` is read (stdin, the Python
+/// module's arrays): f64 when the problem is computed in f64, so float64 values are not
+/// rounded through float32 on the way. `given` (a front end's own setting of the field,
+/// empty: none) wins over the document's "precision".
+io::Precision array_precision(const nlohmann::json& doc, std::string_view given = {});
+
 /// Decodes `doc` as the front ends do, in this order: a whole model (is_model_run), every
 /// layer of a checkpoint (is_layer_stack; `given` holding "hidden_states" counts as the
 /// field), else one problem (decode_problem). `every_layer` false (batch lines): a
@@ -43,12 +59,13 @@ DecodedDocument decode_document(nlohmann::json doc,
                                 ArrayValues given = {},
                                 bool every_layer = true);
 
-/// --check-finite before solving: the problem's inputs, or a stack's first layer (the
+/// check_finite before solving: the problem's inputs, or a stack's first layer (the
 /// others are checked as they are solved). Nothing for a model run. Throws InputError.
 void check_document_finite(const DecodedDocument& d);
 
-/// Solves a decoded document: solve, solve_layer_stack (checking each layer's inputs when
-/// `check_finite`) or solve_model_run.
+/// Solves a decoded document: solve, solve_layer_stack or solve_model_run. `check_finite`:
+/// NaN/inf inputs refused (check_document_finite before any work, then each layer's inputs
+/// as it is solved); the front ends' one call for it.
 Solution solve_document(const DecodedDocument& d, const SolveOptions& options, bool check_finite);
 
 /// The result document of a solved one (result_document, or stack_result_document for a

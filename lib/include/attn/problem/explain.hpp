@@ -4,6 +4,7 @@
 // with and without weights. Rows of (label, text) that a front end prints.
 #pragma once
 
+#include "attn/problem/document.hpp"
 #include "attn/problem/layers.hpp"
 #include "attn/problem/model_run.hpp"
 #include "attn/problem/problem.hpp"
@@ -30,7 +31,8 @@ struct Explanation {
     void row(const std::string& label, const std::string& text) { rows.push_back({label, text}); }
     void more(const std::string& text) { rows.push_back({"", text}); }
     /// The rows as text: each label in a 13-character column, then its text; continuation
-    /// rows indented to the text; one line each.
+    /// rows indented to the text; one line each. Options are named by attn::option_name
+    /// (the CLI prints them as flags).
     std::string str() const;
 };
 
@@ -46,6 +48,11 @@ Explanation explain(const nlohmann::json& doc, const std::string& name, const La
 /// A whole model's forward pass: where each value came from, and the block every layer
 /// repeats.
 Explanation explain(const ModelRun& run);
+
+/// The plan of a decoded document, whatever it holds (decode_document's dispatch): a whole
+/// model, every layer of a checkpoint, or one problem. `doc` is the document it was decoded
+/// from, `name` its name. What `attn explain` prints.
+Explanation explain(const nlohmann::json& doc, const std::string& name, const DecodedDocument& d);
 
 /// The query rows (over every batch and head) that see no key, as compute would warn; no
 /// count (nullopt) when the problem has more than `cell_limit` cells, too many to visit.

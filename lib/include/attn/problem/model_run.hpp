@@ -59,7 +59,7 @@ struct ModelMemory {
 /// What a model run would need with these options: shapes only, nothing read.
 ModelMemory estimate_model_memory(const ModelRun& run, const SolveOptions& options);
 
-/// Refuses (InputError "--max-memory: this model run needs about ...") a run whose
+/// Refuses (InputError "max_memory: this model run needs about ...") a run whose
 /// estimate exceeds options.max_memory (0: io::memory_limit()), before anything is read.
 void check_model_memory(const ModelRun& run, const SolveOptions& options);
 

@@ -21,6 +21,13 @@ enum class ColorScale { linear, log };
 enum class PoolMode { max, mean };
 enum class Annotate { automatic, on, off };
 
+/// The colour scale named "linear" or "log" (every front end's one reading of the option
+/// `scale`); InputError naming the option for anything else.
+ColorScale color_scale_named(const std::string& name);
+
+/// The pooling named "max" or "mean" (the option `pool`); InputError for anything else.
+PoolMode pool_mode_named(const std::string& name);
+
 /// One map of rows x cols weights (row-major), e.g. one head.
 struct HeatmapPanel {
     std::string title;                    ///< e.g. "head 3"; shown when there are 2+ panels
@@ -90,7 +97,7 @@ struct PreparedHeatmap {
 /// over unmasked cells; a block is masked only when all its cells are), and fixes the
 /// colour range from the displayed values of all panels (or vmin/vmax, or the clip
 /// quantiles; log: smallest positive value, at most 6 decades below vmax).
-/// Throws InputError naming the option ("--vmin", "--clip", ...) or the labels.
+/// Throws InputError naming the option (option_name: "vmin", "clip", ...) or the labels.
 PreparedHeatmap prepare_heatmap(const HeatmapInput& input,
                                 const HeatmapOptions& options,
                                 std::size_t max_rows,
@@ -116,7 +123,7 @@ struct HeatmapFigure {
 /// panel, pooling beyond that, so the image size is bounded whatever Lq and Lk are. An axis
 /// with tokens grows its map (up to max_grown_side) until every token is drawn; past that
 /// the labels are thinned and label_notes says so.
-/// Throws InputError as prepare_heatmap() does, and for --annotate on a pooled map.
+/// Throws InputError as prepare_heatmap() does, and for annotate on a pooled map.
 HeatmapFigure heatmap_figure(const HeatmapInput& input, const HeatmapOptions& options);
 
 /// heatmap_figure() rasterised.

@@ -30,8 +30,8 @@ struct HtmlLimits {
 /// The page for `input` drawn with `options` (colormap, vmin/vmax, scale, clip, pool for
 /// the overview, title, decimals). The colour range is fixed from all cells at full
 /// resolution, as prepare_heatmap() does. Throws InputError as prepare_heatmap() does,
-/// and when the input has more cells than `limits.max_cells` (one line naming --head and
-/// --batch, and a pooled PNG).
+/// and when the input has more cells than `limits.max_cells` (one line naming the options
+/// head and batch, and a pooled PNG).
 std::string heatmap_html(const HeatmapInput& input,
                          const HeatmapOptions& options,
                          const HtmlLimits& limits = {});

@@ -19,7 +19,13 @@
 #include <string>
 #include <vector>
 
-namespace attn::problem {
+namespace attn::cli {
+
+// The library's names, as the outputs use them.
+using problem::LayerStack;
+using problem::Problem;
+using problem::Solution;
+using problem::SolveOptions;
 
 /// The output settings; empty/0 = not given.
 struct OutputOptions {
@@ -115,4 +121,4 @@ WrittenOutputs write_outputs(const Problem& problem,
                              WeightsFile* weights_file,
                              const HeatmapWriter& heatmap);
 
-} // namespace attn::problem
+} // namespace attn::cli

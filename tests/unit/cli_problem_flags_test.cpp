@@ -1,9 +1,10 @@
-// The problem flags' values into the problem document (attn/problem/flags.hpp): each
+// The problem flags' values into the problem document (attn/cli/problem_flags.hpp): each
 // flag's field as the contract (shared/interface.md, README) names it, the messages of a
 // malformed value, and problem_input with stdin given by the test.
+#include "attn/cli/problem_flags.hpp"
 #include "attn/error.hpp"
 #include "attn/io/npy.hpp"
-#include "attn/problem/flags.hpp"
+#include "attn/problem/document.hpp"
 #include "unit/test_files.hpp"
 #include "unit/test_util.hpp"
 
@@ -13,11 +14,12 @@
 #include <string>
 #include <vector>
 
-namespace attn::problem {
+namespace attn::cli {
 namespace {
 
 using namespace attn::testing;
 using nlohmann::json;
+using problem::problem_json;
 
 TEST(FlagValues, ScaleNumberOrDefault) {
     EXPECT_EQ(parse_scale_flag("0.125"), json(0.125));
@@ -270,4 +272,4 @@ TEST_F(ProblemInputTest, TextFilesAndParamsFromStdin) {
 }
 
 } // namespace
-} // namespace attn::problem
+} // namespace attn::cli

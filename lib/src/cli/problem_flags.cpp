@@ -1,7 +1,8 @@
-// The problem flags' values -> the problem document (flags.hpp). The flags themselves are
-// declared by the front end (app/compute_options.cpp).
-#include "attn/problem/flags.hpp"
+// The problem flags' values -> the problem document (problem_flags.hpp). The flags
+// themselves are declared by the front end (app/compute_options.cpp).
+#include "attn/cli/problem_flags.hpp"
 
+#include "attn/cli/flags.hpp"
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
 #include "attn/io/file_read.hpp"
@@ -9,6 +10,7 @@
 #include "attn/io/stdin_read.hpp"
 #include "attn/io/token_list.hpp"
 #include "attn/model/store.hpp"
+#include "attn/problem/document.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -16,7 +18,7 @@
 #include <tuple>
 #include <utility>
 
-namespace attn::problem {
+namespace attn::cli {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -237,23 +239,6 @@ void apply_common_flags(const CommonProblemFlags& f, json& doc) {
     }
 }
 
-json problem_json(std::span<const std::uint8_t> bytes, const std::string& name) {
-    if (io::looks_like_npy(bytes)) {
-        throw InputError(name + ": this is an array (NPY), not a problem; did you mean -q " + name +
-                         " (or -k, -v, -x)?");
-    }
-    if (bytes.size() >= 4 && bytes[0] == 'P' && bytes[1] == 'K' && bytes[2] == 3 && bytes[3] == 4) {
-        throw InputError(name + ": this is a zip archive (.npz?), not a problem; did you mean -q " +
-                         name + ":query (or -k, -v, -x)?");
-    }
-    json doc = io::parse_json_text(io::as_text(bytes), name);
-    if (!doc.is_object()) {
-        throw InputError(name + ": expected a JSON object (a problem), got " +
-                         std::string(doc.type_name()));
-    }
-    return doc;
-}
-
 ProblemInput
 problem_input(const ProblemFlags& a, std::string_view command, const StdinReader& stdin_reader) {
     const StdinReader read_stdin = stdin_reader ? stdin_reader : StdinReader(io::read_stdin);
@@ -261,19 +246,17 @@ problem_input(const ProblemFlags& a, std::string_view command, const StdinReader
     if (!a.problem.empty()) {
         if (a.problem == "-") {
             in.name = "<stdin>";
-            in.doc = problem_json(read_stdin("PROBLEM"), in.name);
+            in.doc = problem::problem_json(read_stdin("PROBLEM"), in.name);
         } else {
             in.name = a.problem;
-            in.doc = problem_json(io::read_file(a.problem), a.problem);
+            in.doc = problem::problem_json(io::read_file(a.problem), a.problem);
             in.base = fs::absolute(fs::path(a.problem)).parent_path();
         }
     }
     json& doc = in.doc;
     // An array read from stdin is handed over as read: with its float64 values too when the
     // problem is computed in f64 (so it is not rounded through float32 on the way).
-    const bool f64 = a.precision == "f64" || (a.precision.empty() && doc.contains("precision") &&
-                                              doc["precision"] == "f64");
-    const io::Precision stdin_precision = f64 ? io::Precision::f64 : io::Precision::f32;
+    const io::Precision stdin_precision = problem::array_precision(doc, a.precision);
     // Flags override the problem's fields; "-" reads the array from stdin.
     const std::tuple<const std::string*, const char*, const char*, io::ArrayKind> arrays[] = {
         {&a.query, "query", "--query", io::ArrayKind::numeric},
@@ -350,4 +333,19 @@ nlohmann::json parse_scale_flag(const std::string& s) {
     return flag_number(s, "--scale", "a finite number or 'default'");
 }
 
-} // namespace attn::problem
+problem::BatchPlan plan_batch(const BatchFlags& flags, const fs::path& base) {
+    const unsigned cores = problem::usable_cores();
+    problem::BatchPlan plan;
+    plan.jobs = flags.jobs > 0 ? flags.jobs : cores;
+    plan.lines.base = base;
+    apply_common_flags(flags, plan.lines.defaults);
+    plan.lines.solve.want_weights = !flags.no_weights;
+    plan.lines.check_finite = flags.check_finite;
+    // Parallel lines, one thread each, rather than parallel rows inside one small problem.
+    plan.lines.solve.threads = flags.threads > 0 ? flags.threads : std::max(1u, cores / plan.jobs);
+    plan.lines.solve.simd = flags.simd;
+    plan.lines.error_text = error_text;
+    return plan;
+}
+
+} // namespace attn::cli

@@ -1,11 +1,11 @@
-// Where a solved problem goes (attn/problem/outputs.hpp): formats by extension or --format,
+// Where a solved problem goes (attn/cli/outputs.hpp): formats by extension or --format,
 // the checks before any work, and the files write_outputs makes, read back by the real
 // readers (io::read_array_file, io::read_npz_array). The numbers are the contract's worked
 // example (README: samples/seed_dot.json).
+#include "attn/cli/outputs.hpp"
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
 #include "attn/io/npz.hpp"
-#include "attn/problem/outputs.hpp"
 #include "attn/problem/problem.hpp"
 #include "attn/problem/solve.hpp"
 #include "unit/test_files.hpp"
@@ -17,11 +17,12 @@
 #include <string>
 #include <vector>
 
-namespace attn::problem {
+namespace attn::cli {
 namespace {
 
 using namespace attn::testing;
 using nlohmann::json;
+using problem::decode_problem;
 namespace fs = std::filesystem;
 
 /// The contract's worked example and its hand-derived result (README, seed_example.py).
@@ -234,4 +235,4 @@ TEST_F(OutputsTest, MappedWeightsFileOnlyForFloat32Npy) {
 }
 
 } // namespace
-} // namespace attn::problem
+} // namespace attn::cli

@@ -1,6 +1,6 @@
 // Where a solved problem goes: formats by extension or --format, the checks before any
 // work, and the files written, each atomically ("-" is stdout).
-#include "attn/problem/outputs.hpp"
+#include "attn/cli/outputs.hpp"
 
 #include "attn/error.hpp"
 #include "attn/io/limits.hpp"
@@ -14,7 +14,7 @@
 #include <filesystem>
 #include <utility>
 
-namespace attn::problem {
+namespace attn::cli {
 
 namespace fs = std::filesystem;
 
@@ -204,4 +204,4 @@ WrittenOutputs write_outputs(const Problem& problem,
     return out;
 }
 
-} // namespace attn::problem
+} // namespace attn::cli

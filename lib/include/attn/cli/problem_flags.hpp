@@ -1,9 +1,11 @@
 // A command line's problem flags as plain values, and their translation into the problem
 // document: each flag sets the field of the same meaning (a flag overrides its field).
 // The front end declares the flags (app/: CLI11) and fills these structs; everything the
-// values mean is here, under unit tests.
+// values mean is here, under unit tests. The library below names fields; this layer names
+// flags.
 #pragma once
 
+#include "attn/problem/batch.hpp"
 #include "attn/problem/problem.hpp"
 
 #include <cstdint>
@@ -16,7 +18,9 @@
 #include <string_view>
 #include <vector>
 
-namespace attn::problem {
+namespace attn::cli {
+
+using problem::ArrayValues;
 
 /// The problem flags `batch` shares with `compute` (batch: defaults for every line); empty
 /// or 0 = not given.
@@ -92,12 +96,6 @@ ProblemInput problem_input(const ProblemFlags& args,
                            std::string_view command,
                            const StdinReader& read_stdin = {});
 
-/// PROBLEM's bytes as a JSON object: InputError "NAME: expected a JSON object (a problem),
-/// got TYPE" for any other JSON value; an array file given where a problem is expected (the
-/// -q forgotten: NPY, or a zip archive such as .npz) is named as such. Every front end's
-/// reader of a problem file.
-nlohmann::json problem_json(std::span<const std::uint8_t> bytes, const std::string& name);
-
 // --- the flags' values ------------------------------------------------------------------
 
 /// "0.125", "1", "default"/"none"/"null" (-> null). Throws InputError for anything else.
@@ -119,4 +117,21 @@ nlohmann::json flag_numbers(const std::string& s, const char* flag, bool neg_inf
 /// "none", "off" or "false": the flag turns its feature off.
 bool is_off(const std::string& s);
 
-} // namespace attn::problem
+// --- batch --------------------------------------------------------------------------------
+
+/// A batch run's flags; empty/0 = not given.
+struct BatchFlags : CommonProblemFlags {
+    unsigned jobs = 0;    ///< --jobs: lines in parallel; 0: all usable cores
+    unsigned threads = 0; ///< --threads per problem; 0: cores / jobs (at least 1)
+    Simd simd = Simd::best;
+    bool no_weights = false;
+    bool check_finite = false;
+};
+
+/// The run of `flags` over an input whose relative paths resolve against `base`: the
+/// common flags as every line's defaults, parallel lines of one thread each rather than
+/// parallel rows inside one small problem, error lines worded with flags (error_text).
+/// Throws InputError for a malformed --scale.
+problem::BatchPlan plan_batch(const BatchFlags& flags, const std::filesystem::path& base);
+
+} // namespace attn::cli

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Fails when a file of the library below the command line (lib/ outside its cli/ folders)
-holds the literal `"--`: a flag's name. The library names fields ("colormap", "max_memory",
+holds a literal that starts with `"--` and a letter: a flag's name (a bare "--", such as
+huggingface_hub's separator in models--ORG--NAME, is not one). The library names fields ("colormap", "max_memory",
 through attn::option_name); the cli layer maps a field to its flag when the CLI prints, so
 a Python user is never told about a flag. Prints FILE:LINE for each one found."""
 import pathlib
+import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+FLAG = re.compile(r'"--[A-Za-z]')
 CLI_FOLDERS = (pathlib.PurePosixPath("src/cli"), pathlib.PurePosixPath("include/attn/cli"))
 
 
@@ -24,7 +27,7 @@ def main() -> int:
         if below_cli(relative):
             continue
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
-            if '"--' in line:
+            if FLAG.search(line):
                 bad.append(f"{path.relative_to(lib.parent)}:{number}: {line.strip()}")
     for b in bad:
         print(f"a flag's name below cli/: {b}", file=sys.stderr)

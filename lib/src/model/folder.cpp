@@ -62,76 +62,56 @@ bool is_model_folder(const fs::path& path) {
     return fs::is_directory(path, ec) || is_gguf_path(path.string());
 }
 
-ModelFolder::ModelFolder(const fs::path& path) : path_(path) {
+SafetensorsFolder::SafetensorsFolder(const fs::path& path) : path_(path.string()) {
     std::error_code ec;
-    if (is_gguf_path(path.string()) && !fs::is_directory(path, ec)) {
-        gguf_ = std::make_unique<GgufModel>(path);
-        const std::vector<std::string> names = gguf_->names();
-        gguf_entries_.reserve(names.size());
-        for (const std::string& name : names) {
-            const GgufSource* source = gguf_->find(name);
-            const GgufTensor* t = gguf_->file().header().find(source->gguf_name);
-            SafetensorsEntry e;
-            e.name = name;
-            e.dtype = std::string(ggml_type_traits(t->type)->name);
-            e.shape = t->shape;
-            if (source->fix == GgufFix::transpose && e.shape.size() == 2) {
-                std::swap(e.shape[0], e.shape[1]);
-            }
-            gguf_entries_.push_back(std::move(e));
-        }
-        for (const SafetensorsEntry& e : gguf_entries_) {
-            tensors_.emplace(e.name, Where{0, &e});
-        }
-        return;
-    }
-    const auto add = [this](const fs::path& file) {
-        files_.push_back(std::make_unique<SafetensorsFile>(file));
-        return files_.size() - 1;
-    };
     if (!fs::is_directory(path, ec)) {
-        const std::size_t i = add(path);
-        for (const SafetensorsEntry& e : files_[i]->header().tensors) {
-            tensors_.emplace(e.name, Where{i, &e});
-        }
-        config_ = hf_config_beside(path);
+        add_file(path);
         return;
-    }
-    const fs::path config = path / "config.json";
-    if (fs::is_regular_file(config, ec)) {
-        config_ = config;
     }
     const fs::path index = path / safetensors_index_name;
     const fs::path single = path / "model.safetensors";
-    if (!fs::exists(index, ec)) {
-        if (!fs::exists(single, ec)) {
-            throw InputError(path.string() + ": no model.safetensors and no " +
-                             safetensors_index_name + " in this folder");
-        }
-        const std::size_t i = add(single);
-        for (const SafetensorsEntry& e : files_[i]->header().tensors) {
-            tensors_.emplace(e.name, Where{i, &e});
-        }
+    if (fs::exists(index, ec)) {
+        add_shards(path, index);
         return;
     }
+    if (!fs::exists(single, ec)) {
+        throw InputError(path.string() + ": no model.safetensors and no " + safetensors_index_name +
+                         " in this folder");
+    }
+    add_file(single);
+}
+
+const SafetensorsFile& SafetensorsFolder::add_file(const fs::path& file) {
+    files_.push_back(std::make_unique<SafetensorsFile>(file));
+    const SafetensorsFile& f = *files_.back();
+    for (const SafetensorsEntry& e : f.header().tensors) {
+        if (where_.emplace(e.name, Where{&f, &e}).second) {
+            add(TensorInfo{e.name, e.dtype, e.shape});
+        }
+    }
+    return f;
+}
+
+void SafetensorsFolder::add_shards(const fs::path& folder, const fs::path& index) {
+    std::error_code ec;
     const std::vector<std::uint8_t> bytes = io::read_file(index);
     const std::map<std::string, std::string> map = parse_safetensors_index(
         std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
         index.string());
-    std::map<std::string, std::size_t> shard_index;
+    std::map<std::string, const SafetensorsFile*> shards;
     for (const auto& [tensor, shard] : map) {
-        if (shard_index.count(shard) == 0) {
-            const fs::path file = path / shard;
+        if (shards.count(shard) == 0) {
+            const fs::path file = folder / shard;
             if (!fs::exists(file, ec)) {
                 throw InputError(index.string() + ": shard " + quote_name(shard) +
                                  " (holding tensor " + quote_name(tensor) + ") is missing");
             }
-            shard_index.emplace(shard, add(file));
+            shards.emplace(shard, &add_file(file));
         }
     }
     // Every tensor of every shard is listed there, and once.
-    for (const auto& [shard, i] : shard_index) {
-        for (const SafetensorsEntry& e : files_[i]->header().tensors) {
+    for (const auto& [shard, file] : shards) {
+        for (const SafetensorsEntry& e : file->header().tensors) {
             const auto it = map.find(e.name);
             if (it == map.end() || it->second != shard) {
                 throw InputError(index.string() + ": tensor " + quote_name(e.name) + " is in " +
@@ -139,69 +119,83 @@ ModelFolder::ModelFolder(const fs::path& path) : path_(path) {
                                  (it == map.end() ? std::string("does not list it")
                                                   : "puts it in " + quote_name(it->second)));
             }
-            tensors_.emplace(e.name, Where{i, &e});
         }
     }
     for (const auto& [tensor, shard] : map) {
-        if (tensors_.count(tensor) == 0) {
+        if (where_.count(tensor) == 0) {
             throw InputError(index.string() + ": tensor " + quote_name(tensor) +
                              " is not in its shard " + quote_name(shard));
         }
     }
 }
 
-std::vector<std::string> ModelFolder::names() const {
+const SafetensorsFolder::Where& SafetensorsFolder::where(std::string_view name) const {
+    const auto it = where_.find(name);
+    if (it == where_.end()) {
+        throw InputError(path_ + ": no tensor " + quote_name(name));
+    }
+    return it->second;
+}
+
+io::Array SafetensorsFolder::read(std::string_view name) const {
+    const Where& w = where(name);
+    return w.file->read(*w.entry);
+}
+
+io::Array SafetensorsFolder::read_rows(std::string_view name,
+                                       std::span<const std::size_t> rows) const {
+    const Where& w = where(name);
+    return w.file->read_rows(*w.entry, rows);
+}
+
+std::optional<StoredTensor> SafetensorsFolder::stored(std::string_view name) const {
+    const Where& w = where(name);
+    return w.file->stored(*w.entry);
+}
+
+std::vector<std::string> SafetensorsFolder::files() const {
     std::vector<std::string> out;
-    out.reserve(tensors_.size());
-    for (const auto& [name, where] : tensors_) {
-        out.push_back(name);
-    }
-    return out;
-}
-
-const SafetensorsEntry* ModelFolder::find(std::string_view name) const {
-    const auto it = tensors_.find(name);
-    return it == tensors_.end() ? nullptr : it->second.entry;
-}
-
-io::Array ModelFolder::read_rows(std::string_view name, std::span<const std::size_t> rows) const {
-    const auto it = tensors_.find(name);
-    if (it == tensors_.end()) {
-        throw InputError(path_.string() + ": no tensor " + quote_name(name));
-    }
-    if (gguf_ != nullptr) {
-        return gguf_->read_rows(name, rows);
-    }
-    return files_[it->second.file]->read_rows(*it->second.entry, rows);
-}
-
-io::Array ModelFolder::read(std::string_view name) const {
-    const auto it = tensors_.find(name);
-    if (it == tensors_.end()) {
-        throw InputError(path_.string() + ": no tensor " + quote_name(name));
-    }
-    if (gguf_ != nullptr) {
-        return gguf_->read(name);
-    }
-    return files_[it->second.file]->read(*it->second.entry);
-}
-
-std::optional<std::string> ModelFolder::gguf_config_text() const {
-    if (gguf_ == nullptr) {
-        return std::nullopt;
-    }
-    return gguf_->config().dump();
-}
-
-std::vector<std::string> ModelFolder::shards() const {
-    std::vector<std::string> out;
-    if (gguf_ != nullptr) {
-        out.push_back(gguf_->file().shown());
-    }
+    out.reserve(files_.size());
     for (const auto& f : files_) {
         out.push_back(f->shown());
     }
     return out;
+}
+
+ModelFolder::ModelFolder(const fs::path& path) : path_(path) {
+    std::error_code ec;
+    const bool folder = fs::is_directory(path, ec);
+    if (is_gguf_path(path.string()) && !folder) {
+        source_ = std::make_unique<GgufModel>(path);
+        return;
+    }
+    source_ = std::make_unique<SafetensorsFolder>(path);
+    if (!folder) {
+        config_ = hf_config_beside(path);
+    } else if (fs::is_regular_file(path / "config.json", ec)) {
+        config_ = path / "config.json";
+    }
+}
+
+void ModelFolder::require(std::string_view name) const {
+    if (source_->find(name) == nullptr) {
+        throw InputError(path_.string() + ": no tensor " + quote_name(name));
+    }
+}
+
+io::Array ModelFolder::read(std::string_view name) const {
+    require(name);
+    return source_->read(name);
+}
+
+io::Array ModelFolder::read_rows(std::string_view name, std::span<const std::size_t> rows) const {
+    require(name);
+    return source_->read_rows(name, rows);
+}
+
+std::optional<StoredTensor> ModelFolder::stored(std::string_view name) const {
+    require(name);
+    return source_->stored(name);
 }
 
 } // namespace attn::model

@@ -6,6 +6,7 @@
 
 #include "attn/error.hpp"
 #include "attn/io/detail.hpp"
+#include "attn/model/quants.hpp"
 #include "detail.hpp"
 
 #include <algorithm>
@@ -395,26 +396,42 @@ GgufModel::GgufModel(const std::filesystem::path& path) : file_(path) {
                              " (attn maps llama.cpp's token_embd, blk.N.attn_*, blk.N.ffn_*, "
                              "output_norm, output)");
         }
-        sources_.emplace(std::move(mapped->first), std::move(mapped->second));
+        TensorInfo info{mapped->first, std::string(ggml_type_traits(t.type)->name), t.shape};
+        if (mapped->second.fix == GgufFix::transpose && info.shape.size() == 2) {
+            std::swap(info.shape[0], info.shape[1]);
+        }
+        if (sources_.emplace(std::move(mapped->first), std::move(mapped->second)).second) {
+            add(std::move(info));
+        }
     }
 }
 
-std::vector<std::string> GgufModel::names() const {
-    std::vector<std::string> out;
-    out.reserve(sources_.size());
-    for (const auto& [name, source] : sources_) {
-        out.push_back(name);
-    }
-    return out;
-}
-
-const GgufSource* GgufModel::find(std::string_view hf_name) const {
+const GgufSource* GgufModel::source(std::string_view hf_name) const {
     const auto it = sources_.find(hf_name);
     return it == sources_.end() ? nullptr : &it->second;
 }
 
+const GgufSource& GgufModel::require(std::string_view hf_name) const {
+    const GgufSource* s = source(hf_name);
+    if (s == nullptr) {
+        throw InputError(file_.shown() + ": no tensor " + quote_name(hf_name));
+    }
+    return *s;
+}
+
+std::optional<StoredTensor> GgufModel::stored(std::string_view hf_name) const {
+    const GgufSource& s = require(hf_name);
+    const GgufTensor& t = *file_.header().find(s.gguf_name);
+    StoredTensor out;
+    out.type = t.type;
+    out.shape = t.shape;
+    out.bytes = file_.raw(t);
+    out.fix = s.fix;
+    return out;
+}
+
 io::Array GgufModel::read_rows(std::string_view hf_name, std::span<const std::size_t> rows) const {
-    const GgufSource* s = find(hf_name);
+    const GgufSource* s = source(hf_name);
     if (s != nullptr && s->fix == GgufFix::none) {
         return file_.read_rows(*file_.header().find(s->gguf_name), rows);
     }
@@ -433,10 +450,7 @@ io::Array GgufModel::read_rows(std::string_view hf_name, std::span<const std::si
 }
 
 io::Array GgufModel::read(std::string_view hf_name) const {
-    const GgufSource* s = find(hf_name);
-    if (s == nullptr) {
-        throw InputError(file_.shown() + ": no tensor " + quote_name(hf_name));
-    }
+    const GgufSource* s = &require(hf_name);
     io::Array a = file_.read(s->gguf_name);
     const std::string what = file_.shown() + ": tensor " + quote_name(s->gguf_name);
     switch (s->fix) {

@@ -89,6 +89,15 @@ const GgmlTypeTraits* ggml_type_traits(std::uint32_t type) {
     return &type_table[type];
 }
 
+std::optional<std::uint32_t> ggml_type_named(std::string_view name) {
+    for (std::size_t i = 0; i < type_table.size(); ++i) {
+        if (!name.empty() && type_table[i].name == name) {
+            return static_cast<std::uint32_t>(i);
+        }
+    }
+    return std::nullopt;
+}
+
 std::string_view dequantizable_type_names() {
     return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K";
 }

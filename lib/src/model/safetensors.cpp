@@ -7,6 +7,7 @@
 #include "attn/error.hpp"
 #include "attn/io/detail.hpp"
 #include "attn/io/limits.hpp"
+#include "attn/model/quants.hpp"
 #include "detail.hpp"
 
 #include <algorithm>
@@ -264,11 +265,13 @@ void check_tiling(const std::vector<SafetensorsEntry>& tensors,
     }
 }
 
-/// Refuses a float32 copy of `count` elements (plus `extra` bytes) above memory_limit().
+/// Refuses a float32 copy of `count` elements (plus `extra` bytes) above memory_limit(), or
+/// (`as` the dtype, count 0) a copy of the stored bytes.
 void check_fits(std::size_t count,
                 std::uint64_t extra,
                 const SafetensorsEntry& e,
-                std::string_view name) {
+                std::string_view name,
+                std::string_view as = "float32") {
     std::size_t bytes = 0;
     const std::uint64_t limit = io::memory_limit();
     const bool fits = checked_mul(count, sizeof(float), bytes) &&
@@ -277,7 +280,7 @@ void check_fits(std::size_t count,
     if (need > limit) {
         throw InputError(tensor_where(name, e.name) + "the array of shape " +
                          shape_string(e.shape) + " needs " + io::format_size(need) +
-                         " to load as float32, more than the memory limit of " +
+                         " to load as " + std::string(as) + ", more than the memory limit of " +
                          io::format_size(limit) + " (--max-memory)");
     }
 }
@@ -487,6 +490,28 @@ io::Array SafetensorsFile::read_rows(const SafetensorsEntry& e,
         out.dtype = row.dtype;
         out.values.insert(out.values.end(), row.values.begin(), row.values.end());
     }
+    return out;
+}
+
+std::optional<StoredTensor> SafetensorsFile::stored(const SafetensorsEntry& e) const {
+    const std::optional<std::uint32_t> type = ggml_type_named(e.dtype);
+    if (!type) {
+        return std::nullopt;
+    }
+    StoredTensor out;
+    out.type = *type;
+    out.shape = e.shape;
+    const auto bytes = static_cast<std::size_t>(e.end - e.begin);
+    if (fd_.get() < 0) {
+        const auto start = static_cast<std::size_t>(header_.data_start + e.begin);
+        out.bytes = std::span<const std::uint8_t>(whole_).subspan(start, bytes);
+        return out;
+    }
+    check_fits(0, bytes, e, shown_, e.dtype);
+    auto held = std::make_shared<std::vector<std::uint8_t>>(bytes);
+    pread_exactly(fd_.get(), held->data(), bytes, header_.data_start + e.begin, shown_);
+    out.bytes = *held;
+    out.holder = std::move(held);
     return out;
 }
 

@@ -37,10 +37,9 @@ template <class T> struct Reader {
     bool has(const std::string& name) const { return folder.find(prefix + name) != nullptr; }
 
     /// The tensor's entry, its shape checked against `want` (kAny: any size).
-    const SafetensorsEntry& entry(const std::string& name,
-                                  const std::vector<std::size_t>& want) const {
+    const TensorInfo& entry(const std::string& name, const std::vector<std::size_t>& want) const {
         const std::string full = prefix + name;
-        const SafetensorsEntry* e = folder.find(full);
+        const TensorInfo* e = folder.find(full);
         if (e == nullptr) {
             throw InputError(folder.path().string() + ": the " + spec.arch.model_type +
                              " model has no tensor '" + full + "'");

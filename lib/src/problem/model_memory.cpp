@@ -19,7 +19,7 @@ using io::saturating_add;
 using io::saturating_mul;
 using io::saturating_product;
 
-std::uint64_t elements(const model::SafetensorsEntry& e) {
+std::uint64_t elements(const model::TensorInfo& e) {
     std::uint64_t n = 1;
     for (const std::size_t d : e.shape) {
         n = saturating_mul(n, d);
@@ -37,7 +37,7 @@ std::pair<std::uint64_t, std::uint64_t> tensors_under(const model::ModelFolder& 
         if (name.compare(0, prefix.size(), prefix) != 0) {
             continue;
         }
-        if (const model::SafetensorsEntry* e = f.find(name)) {
+        if (const model::TensorInfo* e = f.find(name)) {
             values = saturating_add(values, elements(*e));
             for (const std::size_t d : e->shape) {
                 widest = std::max<std::uint64_t>(widest, d);
@@ -49,7 +49,7 @@ std::pair<std::uint64_t, std::uint64_t> tensors_under(const model::ModelFolder& 
 
 std::uint64_t
 table_values(const model::ModelFolder& f, const model::ModelSpec& s, const std::string& n) {
-    const model::SafetensorsEntry* e = n.empty() ? nullptr : f.find(s.root + n);
+    const model::TensorInfo* e = n.empty() ? nullptr : f.find(s.root + n);
     return e == nullptr ? 0 : elements(*e);
 }
 

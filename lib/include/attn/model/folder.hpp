@@ -8,6 +8,7 @@
 #include "attn/io/array.hpp"
 #include "attn/model/gguf_model.hpp"
 #include "attn/model/safetensors.hpp"
+#include "attn/model/tensor_source.hpp"
 
 #include <cstddef>
 #include <filesystem>
@@ -35,9 +36,41 @@ std::map<std::string, std::string> parse_safetensors_index(std::string_view text
 /// Whether `path` is a whole model: a folder, or a .gguf file (llama.cpp's checkpoints).
 bool is_model_folder(const std::filesystem::path& path);
 
-/// A model's tensors: a folder (index + shards, or model.safetensors), one .safetensors
-/// file, or a .gguf file (model::GgufModel: Hugging Face names and layout, its metadata as
-/// config.json). Shard headers are read on opening; tensor data on read().
+/// A safetensors model's tensors (model::TensorSource): a folder holding the index and its
+/// shards, or model.safetensors, or one .safetensors file. Shard headers are read on opening;
+/// tensor data on read(), pread from its shard (the shards are not mapped).
+class SafetensorsFolder final : public TensorSource {
+  public:
+    /// `path`: the folder or the file. Throws InputError("PATH: ...") naming the folder, the
+    /// index, the shard or the tensor.
+    explicit SafetensorsFolder(const std::filesystem::path& path);
+
+    io::Array read(std::string_view name) const override;
+    io::Array read_rows(std::string_view name, std::span<const std::size_t> rows) const override;
+    /// Read from the shard now into `holder` (SafetensorsFile::stored).
+    std::optional<StoredTensor> stored(std::string_view name) const override;
+    std::vector<std::string> files() const override;
+
+  private:
+    struct Where {
+        const SafetensorsFile* file = nullptr;
+        const SafetensorsEntry* entry = nullptr;
+    };
+    /// The tensor's shard and entry; InputError("PATH: no tensor 'NAME'") when absent.
+    const Where& where(std::string_view name) const;
+    /// Opens a shard and lists its tensors.
+    const SafetensorsFile& add_file(const std::filesystem::path& file);
+    /// Opens the shards `index` names in `folder` and checks that they and the index agree.
+    void add_shards(const std::filesystem::path& folder, const std::filesystem::path& index);
+
+    std::string path_; ///< the folder or file as given, for messages
+    std::vector<std::unique_ptr<SafetensorsFile>> files_;
+    std::map<std::string, Where, std::less<>> where_;
+};
+
+/// A model's tensors and configuration: a safetensors folder or file (SafetensorsFolder, its
+/// config.json beside it) or a .gguf file (model::GgufModel: Hugging Face names and layout,
+/// its metadata as config.json), one model::TensorSource either way.
 class ModelFolder {
   public:
     /// Throws InputError("PATH: ...") naming the folder, the shard or the tensor.
@@ -48,32 +81,33 @@ class ModelFolder {
     /// config.json in the folder (or beside the file), if it is there (never for a GGUF).
     const std::optional<std::filesystem::path>& config() const { return config_; }
     /// A GGUF's metadata as config.json text (gguf_hf_config), or empty for safetensors.
-    std::optional<std::string> gguf_config_text() const;
+    std::optional<std::string> gguf_config_text() const { return source_->config_text(); }
+    /// Where the tensors are.
+    const TensorSource& source() const { return *source_; }
     /// Every tensor name, sorted.
-    std::vector<std::string> names() const;
-    /// The tensor called `name` (its header entry), or null.
-    const SafetensorsEntry* find(std::string_view name) const;
-    /// The tensor as float32, read from its shard now. Throws InputError naming it (and
+    std::vector<std::string> names() const { return source_->names(); }
+    /// The tensor called `name`, or null.
+    const TensorInfo* find(std::string_view name) const { return source_->find(name); }
+    /// The tensor as float32, read from its file now. Throws InputError naming it (and
     /// "PATH: no tensor 'NAME'" when it is absent).
     io::Array read(std::string_view name) const;
     /// Rows `rows` (in that order) of the matrix read(name) gives, shape [rows.size(),
     /// columns], reading (or dequantizing) only those rows where the file allows: what a
     /// token embedding of a large vocabulary costs is the tokens in use, not the table.
     io::Array read_rows(std::string_view name, std::span<const std::size_t> rows) const;
-    /// The shard files, as messages name them.
-    std::vector<std::string> shards() const;
+    /// The tensor's stored bytes and type (TensorSource::stored), "PATH: no tensor 'NAME'"
+    /// when it is absent.
+    std::optional<StoredTensor> stored(std::string_view name) const;
+    /// The files read, as messages name them.
+    std::vector<std::string> shards() const { return source_->files(); }
 
   private:
+    /// InputError("PATH: no tensor 'NAME'") unless the source has the tensor.
+    void require(std::string_view name) const;
+
     std::filesystem::path path_;
     std::optional<std::filesystem::path> config_;
-    std::vector<std::unique_ptr<SafetensorsFile>> files_;
-    struct Where {
-        std::size_t file = 0;
-        const SafetensorsEntry* entry = nullptr;
-    };
-    std::map<std::string, Where, std::less<>> tensors_;
-    std::unique_ptr<GgufModel> gguf_;            ///< a .gguf file, or null
-    std::vector<SafetensorsEntry> gguf_entries_; ///< its tensors' names and shapes
+    std::unique_ptr<TensorSource> source_;
 };
 
 } // namespace attn::model

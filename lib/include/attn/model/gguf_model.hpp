@@ -9,6 +9,7 @@
 
 #include "attn/io/array.hpp"
 #include "attn/model/gguf.hpp"
+#include "attn/model/tensor_source.hpp"
 
 #include <filesystem>
 #include <map>
@@ -25,13 +26,7 @@ namespace attn::model {
 std::string_view gguf_architecture_names();
 
 /// What llama.cpp's converter did to a tensor that reading it must undo.
-enum class GgufFix {
-    none,
-    unpermute_q, ///< LlamaModel.permute(w, n_head, n_head)
-    unpermute_k, ///< LlamaModel.permute(w, n_head, n_head_kv)
-    minus_one,   ///< Gemma's norm weights: the converter stored w + 1
-    transpose,   ///< GPT-2's Conv1D weights: the converter stored w.T
-};
+using GgufFix = StoredFix;
 
 /// Where one Hugging Face tensor comes from.
 struct GgufSource {
@@ -87,8 +82,9 @@ gguf_summary(const GgufHeader& h, std::string_view name, const GgufFile* data = 
 /// Throws InputError naming `what` when the rows do not split into n_head even halves.
 void unpermute_rows(io::Array& w, std::size_t n_head, std::string_view what);
 
-/// A GGUF file as a Hugging Face model: names() and read() in Hugging Face's terms.
-class GgufModel {
+/// A GGUF file as a Hugging Face model (model::TensorSource): names and read() in Hugging
+/// Face's terms; find() gives the shape read() gives and the GGUF type's name as dtype.
+class GgufModel final : public TensorSource {
   public:
     /// Opens and checks the file, maps every tensor name (a tensor the architecture does not
     /// name is an error naming it), and builds the config. Throws InputError("PATH: ...").
@@ -99,20 +95,28 @@ class GgufModel {
     const std::string& architecture() const { return arch_; }
     /// The config.json equivalent (gguf_hf_config).
     const nlohmann::json& config() const { return config_; }
-    /// Every tensor's Hugging Face name, sorted.
-    std::vector<std::string> names() const;
     /// The GGUF tensor behind a Hugging Face name, or null.
-    const GgufSource* find(std::string_view hf_name) const;
+    const GgufSource* source(std::string_view hf_name) const;
     /// The tensor as float32 in Hugging Face's layout, dequantized now.
     /// Throws InputError("PATH: no tensor 'NAME'") when it is absent.
-    io::Array read(std::string_view hf_name) const;
+    io::Array read(std::string_view hf_name) const override;
     /// Rows `rows` of a matrix read() would give, shape [rows.size(), columns]: a tensor
     /// stored as it is read (the token embedding) dequantizes only those rows' blocks; one
     /// the reading must fix is read whole first. Throws InputError as read() and
     /// GgufFile::read_rows do.
-    io::Array read_rows(std::string_view hf_name, std::span<const std::size_t> rows) const;
+    io::Array read_rows(std::string_view hf_name, std::span<const std::size_t> rows) const override;
+    /// The GGUF tensor's bytes inside the file's mapping (GgufFile::raw), its ggml type, and
+    /// the fix read() applies. Never empty: a GGUF holds only ggml's types.
+    std::optional<StoredTensor> stored(std::string_view hf_name) const override;
+    /// The file, as messages show it.
+    std::vector<std::string> files() const override { return {file_.shown()}; }
+    /// config().dump().
+    std::optional<std::string> config_text() const override { return config_.dump(); }
 
   private:
+    /// The source of a tensor that is there; InputError("PATH: no tensor 'NAME'") if not.
+    const GgufSource& require(std::string_view hf_name) const;
+
     GgufFile file_;
     std::string arch_;
     nlohmann::json config_;

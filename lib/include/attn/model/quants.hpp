@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -23,6 +24,10 @@ struct GgmlTypeTraits {
 /// The traits of ggml type `type`, or null when ggml defines no such type (numbers ggml
 /// removed, such as 4, 5 and 31..33, count as unknown).
 const GgmlTypeTraits* ggml_type_traits(std::uint32_t type);
+
+/// The ggml type called `name` ("BF16", "Q4_K"), or empty: how a safetensors dtype, whose
+/// names are ggml's where both have the type, becomes ggml's number.
+std::optional<std::uint32_t> ggml_type_named(std::string_view name);
 
 /// "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K".
 std::string_view dequantizable_type_names();

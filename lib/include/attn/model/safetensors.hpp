@@ -9,6 +9,7 @@
 #include "attn/io/file_read.hpp"
 #include "attn/io/source.hpp"
 #include "attn/layer.hpp"
+#include "attn/model/tensor_source.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -92,6 +93,10 @@ class SafetensorsFile {
     /// [rows.size(), columns]: only those rows' bytes are read. Throws InputError for a tensor
     /// that is not a matrix, a row past its end, or what read() refuses.
     io::Array read_rows(const SafetensorsEntry& entry, std::span<const std::size_t> rows) const;
+    /// The tensor's bytes as stored, its dtype as ggml's type (ggml_type_named), or empty for
+    /// a dtype ggml lacks (BOOL, U8, F8_*): read now into `holder` from a regular file
+    /// (InputError above memory_limit()), in place for a pipe's bytes held whole.
+    std::optional<StoredTensor> stored(const SafetensorsEntry& entry) const;
 
   private:
     std::string shown_;

@@ -8,6 +8,7 @@ namespace attn::app {
 
 // --- problem flags ------------------------------------------------------------------------
 
+// NOLINTNEXTLINE(readability-function-size): split in the fields branch
 void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
     cmd.add_option("problem", args.problem, "JSON problem file, or - for stdin");
     auto* g_in = "Inputs (override the problem's fields; FILE may be - for stdin)";

@@ -277,9 +277,8 @@ std::string repr(const Result& r) {
     return out + ")";
 }
 
-} // namespace
-
-void register_compute(py::module_& m) {
+/// attn.Result: its arrays, labels and warnings, as attributes.
+void register_result(py::module_& m) {
     py::class_<Result>(m,
                        "Result",
                        "The result of attn.compute: numpy arrays in the shapes of the CLI's result "
@@ -313,6 +312,12 @@ void register_compute(py::module_& m) {
             "warnings", &Result::warnings, "the warnings given (also through warnings.warn)")
         .def_readonly("_rank3_is_batch", &Result::batched)
         .def("__repr__", &repr);
+}
+
+} // namespace
+
+void register_compute(py::module_& m) {
+    register_result(m);
 
     m.def(
         "compute",

@@ -242,6 +242,7 @@ Heatmap options (as `attn heatmap`'s flags): colormap="viridis" (matplotlib's na
 
 } // namespace
 
+// NOLINTNEXTLINE(readability-function-size): split in the fields branch
 void register_figures(py::module_& m) {
     py::class_<Figure>(m,
                        "Figure",

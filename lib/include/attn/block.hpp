@@ -32,17 +32,27 @@ enum class Residual {
 };
 
 /// The MLP: down(act(up·x + b_up)) + b_down, or gated (llama): down(act(gate·x) ⊙ up·x).
-/// Weights in nn.Linear layout [out, in].
+/// Weights in nn.Linear layout [out, in]. E: the model width, I: the MLP's width (up's rows):
+///   up    [I, E]   up_bias    [I]
+///   gate  [I, E]   gate_bias  [I]
+///   down  [E, I]   down_bias  [E]
 template <class T> struct BasicMlp {
-    BasicMatrix<T> up;                       ///< [I, E]
-    std::optional<BasicVector<T>> up_bias;   ///< [I]
-    std::optional<BasicMatrix<T>> gate;      ///< [I, E]: gated MLP when present
-    std::optional<BasicVector<T>> gate_bias; ///< [I]
-    BasicMatrix<T> down;                     ///< [E, I]
-    std::optional<BasicVector<T>> down_bias; ///< [E]
+    BasicMatrix<T> up;
+    std::optional<BasicVector<T>> up_bias;
+    std::optional<BasicMatrix<T>> gate; ///< gated MLP when present
+    std::optional<BasicVector<T>> gate_bias;
+    BasicMatrix<T> down;
+    std::optional<BasicVector<T>> down_bias;
 };
 
-/// One block's weights. T: float or double.
+/// One block's weights. T: float or double. E: the model width; H, Hkv: query and key/value
+/// heads; D, Dv: query/key and value head dims (a checkpoint's D = Dv = head_dim):
+///   attention.w_q  [H·D, E]     attention.b_q  [H·D]
+///   attention.w_k  [Hkv·D, E]   attention.b_k  [Hkv·D]
+///   attention.w_v  [Hkv·Dv, E]  attention.b_v  [Hkv·Dv]
+///   attention.w_o  [E, H·Dv]    attention.b_o  [E]
+///   attention_norm, mlp_norm: weight [E], bias [E]
+///   mlp: up, gate [I, E], down [E, I] (BasicMlp)
 template <class T> struct BasicBlockWeights {
     BasicProjections<T> attention;
     /// pre_norm/parallel: before attention; post_norm: after attention's residual.
@@ -57,8 +67,12 @@ struct BlockSpec {
     Activation activation = Activation::gelu_erf;
 };
 
+/// One block's result over x [B, L, E]:
+///   hidden             [B, L, E]
+///   attention.output   [B, L, E]
+///   attention.weights  [B, H, L, L]  (when the layer spec wants weights)
 template <class T> struct BasicBlockResult {
-    BasicTensor3<T> hidden;        ///< [B, L, E]: the next block's input
+    BasicTensor3<T> hidden;        ///< the next block's input
     BasicLayerResult<T> attention; ///< the attention layer's result (weights, diagnostics)
 };
 

@@ -21,10 +21,15 @@ using TokenIds = xt::xtensor<std::int64_t, 2>;
 ///   bert:  token = word_embeddings, position = position_embeddings,
 ///          token_type = token_type_embeddings (row 0: every token has type 0),
 ///          norm = embeddings.LayerNorm
+/// V: the vocabulary, E: the model width, P: the positions, Tt: the token types:
+///   token       [V, E]
+///   position    [P, E]
+///   token_type  [Tt, E]  (Tt >= 1)
+///   norm        weight, bias [E]
 template <class T> struct BasicEmbeddings {
-    xt::xtensor<T, 2> token;                     ///< [V, E]
-    std::optional<xt::xtensor<T, 2>> position;   ///< [P, E]; row position_offset + l added
-    std::optional<xt::xtensor<T, 2>> token_type; ///< [types, E]; row 0 added
+    xt::xtensor<T, 2> token;
+    std::optional<xt::xtensor<T, 2>> position;   ///< row position_offset + l added
+    std::optional<xt::xtensor<T, 2>> token_type; ///< row 0 added
     std::optional<BasicNorm<T>> norm;            ///< applied to the sum
 };
 using Embeddings = BasicEmbeddings<float>;

@@ -20,6 +20,13 @@ namespace attn {
 /// nn.Linear-layout projection weights ([out, in]); an absent weight is the identity
 /// (no projection), an absent bias is zero. w_o absent: no output projection.
 /// T: float (Projections) or double (BasicProjections<double>, precision f64).
+/// Eq, Ek, Ev: the query, key and value sources' features; H, Hkv: query and key/value
+/// heads; D, Dv: query/key and value head dims; Eo: the output's features (LayerPlan):
+///   w_q  [H·D, Eq]     b_q  [H·D]
+///   w_k  [Hkv·D, Ek]   b_k  [Hkv·D]
+///   w_v  [Hkv·Dv, Ev]  b_v  [Hkv·Dv]
+///   w_o  [Eo, H·Dv]    b_o  [Eo]
+/// A bias without its weight has the source's features (b_q [Eq], ...; b_o [H·Dv]).
 template <class T> struct BasicProjections {
     std::optional<xt::xtensor<T, 2>> w_q, w_k, w_v, w_o;
     std::optional<xt::xtensor<T, 1>> b_q, b_k, b_v, b_o;
@@ -35,7 +42,11 @@ using Projections = BasicProjections<float>;
 /// T = double: the same weights not rounded through float32, w = (2u - 1) / sqrt(in)
 /// exactly as double arithmetic gives it (float rounds that to float32).
 /// What random_projections draws: the seed, the sources' widths, the projected dim and
-/// the heads, and which optional weights exist.
+/// the heads, and which optional weights exist. Its shapes, as BasicProjections names them:
+///   w_q  [dim, e_q]     b_q  [dim]
+///   w_k  [kv_dim, e_k]  b_k  [kv_dim]
+///   w_v  [kv_dim, e_v]  b_v  [kv_dim]
+///   w_o  [e_q, dim]     b_o  [e_q]
 struct RandomInit {
     std::uint64_t seed = 0;
     std::size_t e_q = 0, e_k = 0, e_v = 0; ///< widths of the query, key and value sources
@@ -79,6 +90,14 @@ struct LayerShapes {
 template <class T>
 LayerPlan plan_layer(const LayerShapes& shapes, const BasicProjections<T>* projections);
 
+/// How attend_layer() composes one layer. Its tensors (B, Bk, Lq, Lk, H, Eq, Ek, Ev as
+/// attend_layer() names them):
+///   projections                  as BasicProjections
+///   attention.keep_mask, .bias   [B|1, H|1, Lq|1, Lk]
+///   attention.key_padding        [B|1, 1, 1, Lk]
+///   norm                         weight, bias [Eq]: every source goes through it, so
+///                                Eq = Ek = Ev
+///   rope_positions               query [Lq] or [B·Lq], key [Lk] or [Bk·Lk]
 template <class T> struct BasicLayerSpec {
     std::size_t num_heads = 1;
     std::size_t num_kv_heads = 0;                     ///< 0: num_heads
@@ -94,11 +113,15 @@ template <class T> struct BasicLayerSpec {
 };
 using LayerSpec = BasicLayerSpec<float>;
 
+/// attend_layer()'s result (Eo: the output's features, H·Dv without w_o; K: top_k):
+///   output       [B, Lq, Eo]
+///   weights      [B, H, Lq, Lk]      iff attention.want_weights
+///   diagnostics  [B, H, Lq, 1 or K]  as attend() returns them
 template <class T> struct BasicLayerResult {
-    xt::xtensor<T, 3> output;                 ///< [B, Lq, E_out]
-    std::optional<xt::xtensor<T, 4>> weights; ///< [B, H, Lq, Lk] iff attention.want_weights
+    xt::xtensor<T, 3> output;
+    std::optional<xt::xtensor<T, 4>> weights;
     std::int64_t rows_fully_masked = 0;
-    BasicRowDiagnostics<T> diagnostics{}; ///< [B, H, Lq, 1 or K], as attend() returns them
+    BasicRowDiagnostics<T> diagnostics{};
 };
 using LayerResult = BasicLayerResult<float>;
 

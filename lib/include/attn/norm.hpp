@@ -12,11 +12,14 @@ namespace attn {
 
 enum class NormKind { layer_norm, rms_norm };
 
-/// One norm with its checkpoint weights. T: float or double.
+/// One norm with its checkpoint weights, over the last axis of x [B, L, E]. T: float or
+/// double.
+///   weight  [E]
+///   bias    [E]
 template <class T> struct BasicNorm {
     NormKind kind = NormKind::layer_norm;
-    xt::xtensor<T, 1> weight;              ///< [E]
-    std::optional<xt::xtensor<T, 1>> bias; ///< [E]; LayerNorm only (absent: zero)
+    xt::xtensor<T, 1> weight;
+    std::optional<xt::xtensor<T, 1>> bias; ///< LayerNorm only (absent: zero)
     double eps = 1e-5;                     ///< >= 0
     const char* name = "norm";             ///< e.g. "ln_1", for messages
 };

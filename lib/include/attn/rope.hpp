@@ -35,6 +35,10 @@ struct RopeScaling {
     double original_max_position_embeddings = 8192.0; ///< llama3
 };
 
+/// One model's rotation. It holds no tensor; the ones it makes, for heads of dim D with
+/// Dr = rope_dim() rotated features:
+///   inverse frequencies  [Dr/2]  (rope_inverse_frequencies)
+///   rotated              x [B, H, L, D]: features 0 … Dr−1 rotate, Dr … D−1 stay
 struct RopeSpec {
     double theta = 10000.0; ///< the base (`rope_theta`)
     RopeStyle style = RopeStyle::neox;
@@ -44,7 +48,9 @@ struct RopeSpec {
 
 /// Positions of the rows of a [B, H, L, D] tensor: L values shared by every batch row, or
 /// B·L values (row-major [B, L]) for per-sequence positions (packed or left-padded
-/// batches, as Hugging Face's position_ids [B, L]).
+/// batches, as Hugging Face's position_ids [B, L]). For q [B, H, Lq, D], k [Bk, Hkv, Lk, D]:
+///   query  [Lq] or [B·Lq]
+///   key    [Lk] or [Bk·Lk]
 struct RopePositions {
     std::vector<std::int64_t> query;
     std::vector<std::int64_t> key;

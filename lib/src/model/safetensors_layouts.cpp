@@ -417,6 +417,154 @@ void check_out_proj_model(const json& params,
                      ": set --layout (e.g. --layout opt)");
 }
 
+/// The checkpoint's fields: a path, or {"file", "prefix", "layout"} ("config" is read by
+/// the caller).
+struct CheckpointFields {
+    std::string file;
+    std::string prefix;
+    std::optional<ParamsLayout> layout;
+};
+
+CheckpointFields checkpoint_fields(const nlohmann::json& params) {
+    CheckpointFields f;
+    if (params.is_string()) {
+        f.file = params.get<std::string>();
+    } else if (params.is_object()) {
+        for (const auto& [key, value] : params.items()) {
+            if (key == "file" || key == "prefix") {
+                if (!value.is_string()) {
+                    throw InputError("params." + key + ": expected a string, got " +
+                                     std::string(value.type_name()));
+                }
+                (key == "file" ? f.file : f.prefix) = value.get<std::string>();
+            } else if (key == "layout") {
+                if (!value.is_null()) {
+                    f.layout = parse_layout(value);
+                }
+            } else if (key != "config") { // config.json: read by the caller
+                throw InputError("params: unknown field " + quote_name(key) +
+                                 " of a checkpoint (expected file, prefix, layout, config)");
+            }
+        }
+        if (!params.contains("file")) {
+            throw InputError("params: a checkpoint needs \"file\" (the .safetensors path)");
+        }
+    } else {
+        throw InputError("params: expected the path of a .safetensors file or an object "
+                         "{\"file\", \"prefix\", \"layout\"}, got " +
+                         std::string(params.type_name()));
+    }
+    return f;
+}
+
+/// The message when no layout's tensors are at `prefix`: what was looked for, and the
+/// prefixes that do hold them.
+std::string no_weights_message(const std::string& what,
+                               const std::optional<ParamsLayout>& layout,
+                               const std::string& prefix,
+                               const std::vector<std::string>& names,
+                               const std::vector<const LayoutInfo*>& candidates) {
+    std::string looked;
+    std::set<std::string_view> seen; // opt and llama share q_proj.weight
+    for (const LayoutInfo* info : candidates) {
+        for (const std::string_view sig : info->signatures) {
+            if (seen.insert(sig).second) {
+                looked += (looked.empty() ? "" : ", ") + std::string(sig);
+            }
+        }
+    }
+    std::string message = what + ": no " + (layout ? std::string(layout_name(*layout)) + " " : "") +
+                          "attention weights at prefix " + quote_name(prefix) + " (looked for " +
+                          looked + ")";
+    const std::set<std::string> elsewhere = prefixes_with(names, candidates);
+    if (!elsewhere.empty()) {
+        message += "; the file has them at prefix ";
+        std::size_t shown = 0;
+        for (const std::string& pre : elsewhere) {
+            if (shown == 3) {
+                message += ", ...";
+                break;
+            }
+            message += (shown > 0 ? ", " : "") + quote_name(pre);
+            ++shown;
+        }
+        if (elsewhere.size() > 1) {
+            message += " (" + std::to_string(elsewhere.size()) + " prefixes)";
+        }
+        message += ": set \"prefix\" (and \"layout\" if several fit) for one layer, or "
+                   "give the model's folder with its config.json for the whole model";
+    } else {
+        message += "; the file's " + std::to_string(names.size()) + " tensors hold none";
+    }
+    return message;
+}
+
+/// The one layout whose tensors are at `prefix` (`layout` when given), adding the '.' the
+/// prefix may lack. Throws InputError when none or several fit.
+ParamsLayout choose_layout(const std::vector<std::string>& names,
+                           const std::optional<ParamsLayout>& layout,
+                           std::string& prefix,
+                           const std::string& what) {
+    std::vector<const LayoutInfo*> candidates;
+    for (const LayoutInfo& info : layouts()) {
+        if (!layout || info.layout == *layout) {
+            candidates.push_back(&info);
+        }
+    }
+    auto found_at = [&](const std::string& pre) {
+        std::vector<ParamsLayout> found = detect_layouts(names_at(names, pre));
+        if (layout) {
+            const bool ok = std::find(found.begin(), found.end(), *layout) != found.end();
+            found.assign(ok ? 1 : 0, *layout);
+        }
+        return found;
+    };
+    std::vector<ParamsLayout> found = found_at(prefix);
+    if (found.empty() && !prefix.empty() && prefix.back() != '.' &&
+        !found_at(prefix + ".").empty()) {
+        prefix += '.';
+        found = found_at(prefix);
+    }
+    if (found.empty()) {
+        throw InputError(no_weights_message(what, layout, prefix, names, candidates));
+    }
+    if (found.size() > 1) {
+        std::string list;
+        for (const ParamsLayout l : found) {
+            list += (list.empty() ? "" : " and ") + std::string(layout_name(l));
+        }
+        throw InputError(what + ": the tensors at prefix " + quote_name(prefix) +
+                         " match the layouts " + list + ": set \"layout\"");
+    }
+    return found.front();
+}
+
+/// The chosen layout's tensors at `prefix` (those present), each noted in `sources`.
+std::map<std::string, io::Array> read_layout_tensors(const SafetensorsFile& st,
+                                                     ParamsLayout chosen,
+                                                     const std::string& prefix,
+                                                     const fs::path& full,
+                                                     std::vector<io::ProblemSource>& sources) {
+    std::map<std::string, io::Array> tensors;
+    for (const std::string_view key : layout_info(chosen).tensors) {
+        const SafetensorsEntry* e = st.header().find(prefix + std::string(key));
+        if (e == nullptr) {
+            continue;
+        }
+        io::Array a;
+        try {
+            a = st.read(*e);
+        } catch (const InputError& err) {
+            throw InputError(std::string("params: ") + err.marked());
+        }
+        io::ProblemSource s{"params." + e->name, full, a.shape, std::nullopt, 0.0f};
+        note_first_nonfinite(a, s);
+        sources.push_back(std::move(s));
+        tensors.emplace(std::string(key), std::move(a));
+    }
+    return tensors;
+}
+
 } // namespace
 
 std::string_view layout_name(ParamsLayout layout) {
@@ -475,37 +623,8 @@ bool is_safetensors_path(std::string_view path) {
 CheckpointParams load_checkpoint_params(const nlohmann::json& params,
                                         const std::filesystem::path& base,
                                         std::vector<io::ProblemSource>& sources) {
-    std::string file;
-    std::string prefix;
-    std::optional<ParamsLayout> layout;
-    if (params.is_string()) {
-        file = params.get<std::string>();
-    } else if (params.is_object()) {
-        for (const auto& [key, value] : params.items()) {
-            if (key == "file" || key == "prefix") {
-                if (!value.is_string()) {
-                    throw InputError("params." + key + ": expected a string, got " +
-                                     std::string(value.type_name()));
-                }
-                (key == "file" ? file : prefix) = value.get<std::string>();
-            } else if (key == "layout") {
-                if (!value.is_null()) {
-                    layout = parse_layout(value);
-                }
-            } else if (key != "config") { // config.json: read by the caller
-                throw InputError("params: unknown field " + quote_name(key) +
-                                 " of a checkpoint (expected file, prefix, layout, config)");
-            }
-        }
-        if (!params.contains("file")) {
-            throw InputError("params: a checkpoint needs \"file\" (the .safetensors path)");
-        }
-    } else {
-        throw InputError("params: expected the path of a .safetensors file or an object "
-                         "{\"file\", \"prefix\", \"layout\"}, got " +
-                         std::string(params.type_name()));
-    }
-    const fs::path p = file;
+    CheckpointFields f = checkpoint_fields(params);
+    const fs::path p = f.file;
     const fs::path full = p.is_absolute() ? p : base / p;
     std::optional<SafetensorsFile> st;
     try {
@@ -520,91 +639,13 @@ CheckpointParams load_checkpoint_params(const nlohmann::json& params,
     for (const SafetensorsEntry& e : st->header().tensors) {
         names.push_back(e.name);
     }
-    std::vector<const LayoutInfo*> candidates;
-    for (const LayoutInfo& info : layouts()) {
-        if (!layout || info.layout == *layout) {
-            candidates.push_back(&info);
-        }
+    const ParamsLayout chosen = choose_layout(names, f.layout, f.prefix, what);
+    if (chosen == ParamsLayout::opt && !f.layout) {
+        check_out_proj_model(params, base, full, what, f.prefix);
     }
-    auto found_at = [&](const std::string& pre) {
-        std::vector<ParamsLayout> found = detect_layouts(names_at(names, pre));
-        if (layout) {
-            const bool ok = std::find(found.begin(), found.end(), *layout) != found.end();
-            found.assign(ok ? 1 : 0, *layout);
-        }
-        return found;
-    };
-    std::vector<ParamsLayout> found = found_at(prefix);
-    if (found.empty() && !prefix.empty() && prefix.back() != '.' &&
-        !found_at(prefix + ".").empty()) {
-        prefix += '.';
-        found = found_at(prefix);
-    }
-    if (found.empty()) {
-        std::string looked;
-        std::set<std::string_view> seen; // opt and llama share q_proj.weight
-        for (const LayoutInfo* info : candidates) {
-            for (const std::string_view sig : info->signatures) {
-                if (seen.insert(sig).second) {
-                    looked += (looked.empty() ? "" : ", ") + std::string(sig);
-                }
-            }
-        }
-        std::string message =
-            what + ": no " + (layout ? std::string(layout_name(*layout)) + " " : "") +
-            "attention weights at prefix " + quote_name(prefix) + " (looked for " + looked + ")";
-        const std::set<std::string> elsewhere = prefixes_with(names, candidates);
-        if (!elsewhere.empty()) {
-            message += "; the file has them at prefix ";
-            std::size_t shown = 0;
-            for (const std::string& pre : elsewhere) {
-                if (shown == 3) {
-                    message += ", ...";
-                    break;
-                }
-                message += (shown > 0 ? ", " : "") + quote_name(pre);
-                ++shown;
-            }
-            if (elsewhere.size() > 1) {
-                message += " (" + std::to_string(elsewhere.size()) + " prefixes)";
-            }
-            message += ": set \"prefix\" (and \"layout\" if several fit) for one layer, or "
-                       "give the model's folder with its config.json for the whole model";
-        } else {
-            message += "; the file's " + std::to_string(names.size()) + " tensors hold none";
-        }
-        throw InputError(message);
-    }
-    if (found.size() > 1) {
-        std::string list;
-        for (const ParamsLayout l : found) {
-            list += (list.empty() ? "" : " and ") + std::string(layout_name(l));
-        }
-        throw InputError(what + ": the tensors at prefix " + quote_name(prefix) +
-                         " match the layouts " + list + ": set \"layout\"");
-    }
-    const ParamsLayout chosen = found.front();
-    if (chosen == ParamsLayout::opt && !layout) {
-        check_out_proj_model(params, base, full, what, prefix);
-    }
-    std::map<std::string, io::Array> tensors;
-    for (const std::string_view key : layout_info(chosen).tensors) {
-        const SafetensorsEntry* e = st->header().find(prefix + std::string(key));
-        if (e == nullptr) {
-            continue;
-        }
-        io::Array a;
-        try {
-            a = st->read(*e);
-        } catch (const InputError& err) {
-            throw InputError(std::string("params: ") + err.marked());
-        }
-        io::ProblemSource s{"params." + e->name, full, a.shape, std::nullopt, 0.0f};
-        note_first_nonfinite(a, s);
-        sources.push_back(std::move(s));
-        tensors.emplace(std::string(key), std::move(a));
-    }
-    return {map_layout(chosen, tensors, what, prefix), chosen, prefix, full};
+    const std::map<std::string, io::Array> tensors =
+        read_layout_tensors(*st, chosen, f.prefix, full, sources);
+    return {map_layout(chosen, tensors, what, f.prefix), chosen, f.prefix, full};
 }
 
 std::size_t implied_num_kv_heads(const Projections& projections, std::size_t num_heads) {

@@ -201,25 +201,9 @@ Projections npz_layer(const json& refs, const fs::path& full, Problem& problem) 
     return model::map_layout(found.front(), tensors, what, "");
 }
 
-/// Decodes "params" into the projections of each precision p holds.
-/// Returns what the weights came from when that does not carry the head count (a
-/// checkpoint, an nn.MultiheadAttention state dict), else nullptr.
-const char*
-decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in, Problem& problem) {
-    std::vector<ProblemSource>& sources = problem.sources;
-    if (is_checkpoint_params(j_in)) {
-        // attn/model/safetensors.hpp. F32/F16/BF16 tensors are exact in float32: widening them
-        // for f64 loses nothing.
-        const model::CheckpointParams& c = checkpoint_params(cx, problem);
-        for_each_precision(problem, [&]<class T>(BasicInputs<T>& in) {
-            in.projections = in_precision<T>(c.projections);
-        });
-        problem.layout = c.layout;
-        problem.prefix = c.prefix;
-        return "a checkpoint";
-    }
-    // The weights a params object may hold, in load order: w_q, w_k, w_v, w_o, b_q, ..., then
-    // the state-dict names.
+/// The weights a params object may hold, in load order: w_q, w_k, w_v, w_o, b_q, ..., then
+/// the state-dict names.
+const std::vector<std::string>& params_names() {
     static const std::vector<std::string> names = {"w_q",
                                                    "w_k",
                                                    "w_v",
@@ -235,10 +219,12 @@ decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in, Prob
                                                    "v_proj_weight",
                                                    "out_proj.weight",
                                                    "out_proj.bias"};
-    json j = j_in;
-    fs::path base = base_in;
-    // Weights handed over already read ("params.w_q", a front end's arrays) join an inline
-    // params object as if it held them.
+    return names;
+}
+
+/// Weights handed over already read ("params.w_q", a front end's arrays), taken out of
+/// cx.given: they join an inline params object `j` as if it held them ("<array>").
+std::map<std::string, Array> take_given_weights(DecodeContext& cx, json& j) {
     std::map<std::string, Array> given;
     for (auto it = cx.given.begin(); it != cx.given.end();) {
         if (it->first.rfind("params.", 0) != 0) {
@@ -260,6 +246,69 @@ decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in, Prob
         given[key].copy_borrowed(); // weights are read into tensors of their own
         it = cx.given.erase(it);
     }
+    return given;
+}
+
+/// Every key of a params object is a weight it may hold (params_names()).
+void check_weight_names(const json& j) {
+    const std::vector<std::string>& names = params_names();
+    for (const auto& [key, value] : j.items()) {
+        if (std::find(names.begin(), names.end(), key) == names.end()) {
+            const std::string suggestion = did_you_mean(key, names);
+            throw InputError("params: unknown weight '" + shown(key) + "'" +
+                             (suggestion.empty()
+                                  ? " (expected w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o or the "
+                                    "names of an nn.MultiheadAttention state dict)"
+                                  : suggestion));
+        }
+    }
+}
+
+/// The weights of params object `j` (paths relative to `base`) and those handed over, by
+/// name, each recorded in problem.sources.
+std::map<std::string, Array> load_params_arrays(const json& j,
+                                                std::map<std::string, Array>& given,
+                                                const fs::path& base,
+                                                Problem& problem) {
+    std::vector<ProblemSource>& sources = problem.sources;
+    std::map<std::string, Array> arrays;
+    for (const std::string& key : params_names()) {
+        if (const auto it = given.find(key); it != given.end()) {
+            arrays[key] = handed_over(std::move(it->second), problem.precision);
+            record_source(sources, "params." + key, {}, arrays[key], ArrayKind::numeric);
+        } else if (j.contains(key) && !j[key].is_null()) { // null: the identity, as if absent
+            arrays[key] = load_array(j[key],
+                                     std::string("params.") + key,
+                                     ArrayKind::numeric,
+                                     base,
+                                     sources,
+                                     problem.precision);
+        }
+    }
+    return arrays;
+}
+
+/// Decodes "params" into the projections of each precision p holds.
+/// Returns what the weights came from when that does not carry the head count (a
+/// checkpoint, an nn.MultiheadAttention state dict), else nullptr.
+const char*
+decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in, Problem& problem) {
+    std::vector<ProblemSource>& sources = problem.sources;
+    if (is_checkpoint_params(j_in)) {
+        // attn/model/safetensors.hpp. F32/F16/BF16 tensors are exact in float32: widening them
+        // for f64 loses nothing.
+        const model::CheckpointParams& c = checkpoint_params(cx, problem);
+        for_each_precision(problem, [&]<class T>(BasicInputs<T>& in) {
+            in.projections = in_precision<T>(c.projections);
+        });
+        problem.layout = c.layout;
+        problem.prefix = c.prefix;
+        return "a checkpoint";
+    }
+    const std::vector<std::string>& names = params_names();
+    json j = j_in;
+    fs::path base = base_in;
+    std::map<std::string, Array> given = take_given_weights(cx, j);
     if (j.is_string()) {
         const fs::path p = j.get<std::string>();
         const fs::path full = p.is_absolute() ? p : base_in / p;
@@ -293,31 +342,9 @@ decode_params(DecodeContext& cx, const json& j_in, const fs::path& base_in, Prob
                          "holding one, got " +
                          type_name(j));
     }
-    for (const auto& [key, value] : j.items()) {
-        if (std::find(names.begin(), names.end(), key) == names.end()) {
-            const std::string suggestion = did_you_mean(key, names);
-            throw InputError("params: unknown weight '" + shown(key) + "'" +
-                             (suggestion.empty()
-                                  ? " (expected w_q, w_k, w_v, w_o, b_q, b_k, b_v, b_o or the "
-                                    "names of an nn.MultiheadAttention state dict)"
-                                  : suggestion));
-        }
-    }
+    check_weight_names(j);
     check_input_projections(j);
-    std::map<std::string, Array> arrays;
-    for (const std::string& key : names) {
-        if (const auto it = given.find(key); it != given.end()) {
-            arrays[key] = handed_over(std::move(it->second), problem.precision);
-            record_source(sources, "params." + key, {}, arrays[key], ArrayKind::numeric);
-        } else if (j.contains(key) && !j[key].is_null()) { // null: the identity, as if absent
-            arrays[key] = load_array(j[key],
-                                     std::string("params.") + key,
-                                     ArrayKind::numeric,
-                                     base,
-                                     sources,
-                                     problem.precision);
-        }
-    }
+    const std::map<std::string, Array> arrays = load_params_arrays(j, given, base, problem);
     for_each_precision(problem, [&]<class T>(BasicInputs<T>& in) {
         in.projections = build_projections<T>(arrays);
     });

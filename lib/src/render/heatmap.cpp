@@ -342,17 +342,17 @@ void title_and_notes(Builder& b,
     }
 }
 
-} // namespace
+/// The grid's columns and each panel's room: `target` px per map side, up to `grown` for
+/// an axis with tokens, and each axis's budget (what its tokens need, within the two).
+struct MapRoom {
+    std::size_t ncols;
+    double target, grown;
+    TokenPitch token_need;
+    double budget_x, budget_y;
+};
 
-HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
-    validate_heatmap(in, o);
-    const Colormap cmap = *find_colormap(o.colormap);
-    const Sizes z(o);
-    const double s = z.s, pt = z.pt, fs_label = z.fs_label, fs_tick = z.fs_tick, lw = z.lw;
-    const double tick_len = z.tick_len, tick_pad = z.tick_pad, label_pad = z.label_pad;
-    const double title_pad = z.title_pad;
-    const FontMetrics m_tick = z.m_tick, m_label = z.m_label;
-
+MapRoom map_room(const HeatmapInput& in, const HeatmapOptions& o, const Sizes& z) {
+    const double s = z.s;
     const std::size_t n = in.panels.size();
     // The model view fixes its columns (heads); else --cols, else about square.
     const std::size_t ncols = in.grid_cols > 0 ? std::min(in.grid_cols, n)
@@ -368,11 +368,46 @@ HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
         std::max(target,
                  std::floor(o.max_grown_side * 2.0 /
                             static_cast<double>(std::max<std::size_t>(2, ncols)) * s));
-    const TokenPitch token_need = token_pitch(in, fs_tick);
+    const TokenPitch token_need = token_pitch(in, z.fs_tick);
     const auto budget = [&](double pitch, std::size_t count) {
         return std::clamp(pitch * static_cast<double>(count), target, grown);
     };
-    const double budget_x = budget(token_need.x, in.cols), budget_y = budget(token_need.y, in.rows);
+    return {ncols,
+            target,
+            grown,
+            token_need,
+            budget(token_need.x, in.cols),
+            budget(token_need.y, in.rows)};
+}
+
+/// The colorbar's box: right of the grid (`grid_w` wide), spanning the panel rows from
+/// `top` to `bottom`.
+Box colorbar_box(const Sizes& z, double grid_w, double top, double bottom) {
+    const double s = z.s;
+    const double cb_x = grid_w + z.lw + std::round(std::clamp(0.05 * grid_w, 12 * s, 30 * s));
+    const double cb_y = top;
+    const double cb_h = bottom - cb_y;
+    const double cb_w = std::round(std::clamp(cb_h / 20, 10 * s, 20 * s));
+    return {cb_x, cb_y, cb_w, cb_h};
+}
+
+} // namespace
+
+HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
+    validate_heatmap(in, o);
+    const Colormap cmap = *find_colormap(o.colormap);
+    const Sizes z(o);
+    const double s = z.s, pt = z.pt, fs_label = z.fs_label, fs_tick = z.fs_tick, lw = z.lw;
+    const double tick_len = z.tick_len, tick_pad = z.tick_pad, label_pad = z.label_pad;
+    const double title_pad = z.title_pad;
+    const FontMetrics m_tick = z.m_tick, m_label = z.m_label;
+
+    const std::size_t n = in.panels.size();
+    const MapRoom room = map_room(in, o, z);
+    const std::size_t ncols = room.ncols;
+    const TokenPitch& token_need = room.token_need;
+    const double target = room.target, grown = room.grown;
+    const double budget_x = room.budget_x, budget_y = room.budget_y;
 
     HeatmapFigure hf;
     hf.map = prepare_heatmap(
@@ -450,11 +485,7 @@ HeatmapFigure heatmap_figure(const HeatmapInput& in, const HeatmapOptions& o) {
     // Colorbar on the right, spanning all panel rows.
     const std::size_t used_cols = std::min(n, ncols);
     const double grid_w = static_cast<double>(used_cols) * (W + hgap) - hgap;
-    const double cb_x = grid_w + lw + std::round(std::clamp(0.05 * grid_w, 12 * s, 30 * s));
-    const double cb_y = row_y.front();
-    const double cb_h = row_y.back() + H - cb_y;
-    const double cb_w = std::round(std::clamp(cb_h / 20, 10 * s, 20 * s));
-    hf.colorbar = {cb_x, cb_y, cb_w, cb_h};
+    hf.colorbar = colorbar_box(z, grid_w, row_y.front(), row_y.back() + H);
     colorbar(b, z, cmap, m, hf.colorbar);
 
     // Title and notes above everything placed so far.

@@ -216,10 +216,9 @@ std::string table_mode(const HeatmapInput& in,
     return p.take();
 }
 
-std::string pixel_mode(const HeatmapInput& in, const HeatmapOptions& o, const TermOptions& term) {
-    const bool color = term.color != TermColor::none;
-    const auto max_lines = static_cast<std::size_t>(std::max(4, term.max_lines));
-    // Row labels first (their width limits the columns), from an upper bound of their width.
+/// The row labels' width: the longest label (at most kMaxLabel), else the row count's
+/// digits.
+std::size_t row_label_width(const HeatmapInput& in) {
     std::size_t yw = std::min(
         kMaxLabel, in.row_labels.empty() ? std::to_string(in.rows).size() : std::size_t{kMaxLabel});
     if (!in.row_labels.empty()) {
@@ -228,6 +227,121 @@ std::string pixel_mode(const HeatmapInput& in, const HeatmapOptions& o, const Te
             yw = std::max(yw, std::min(kMaxLabel, text_length(l)));
         }
     }
+    return yw;
+}
+
+/// x labels: the source index (or token) of every step-th displayed column; the step (1, 2,
+/// 5, 10, 20, ...) leaves room for the longest.
+std::size_t x_label_step(const HeatmapInput& in, const PreparedHeatmap& m, std::size_t kx) {
+    std::size_t xmax = 0;
+    for (std::size_t j = 0; j < m.cols; ++j) {
+        xmax = std::max(xmax, text_length(label(in.col_labels, j * m.pool_cols, 8)));
+    }
+    std::size_t step = 1;
+    while (step * kx < xmax + 1) {
+        step = step == 1 ? 2 : step == 2 ? 5 : step * 2;
+    }
+    return step;
+}
+
+/// Tokens that do not fit are skipped, never silently: one line says how many show.
+void skipped_labels_line(Painter& p,
+                         const HeatmapInput& in,
+                         std::size_t key_stride,
+                         std::size_t query_stride) {
+    std::string skipped;
+    if (!in.col_labels.empty() && key_stride > 1) {
+        skipped = "1 in " + std::to_string(key_stride) + " key tokens";
+    }
+    if (!in.row_labels.empty() && query_stride > 1) {
+        skipped += (skipped.empty() ? "" : " and ") + std::string("1 in ") +
+                   std::to_string(query_stride) + " query tokens";
+    }
+    if (!skipped.empty()) {
+        p.text("labels: " + skipped +
+               " shown (the terminal is too small for all; -o FILE.svg "
+               "draws every one)");
+        p.end_line();
+    }
+}
+
+/// The cells of panel k's line whose upper pixel row is `top`: each displayed column kx
+/// characters wide, a displayed row ky pixel rows tall; with colour, half blocks whose
+/// background is the pixel row below.
+void pixel_cells(Painter& p,
+                 const PreparedHeatmap& m,
+                 const Colormap& cmap,
+                 std::size_t k,
+                 std::size_t top,
+                 std::size_t kx,
+                 std::size_t ky,
+                 std::size_t px_rows,
+                 bool color) {
+    const std::size_t r = top / ky; // displayed row of the upper pixel
+    for (std::size_t j = 0; j < m.cols; ++j) {
+        const std::size_t a = r * m.cols + j;
+        const auto cell_color = [&](std::size_t idx) {
+            return m.states[k][idx] == CellState::value
+                       ? cmap(m.norm(static_cast<double>(m.values[k][idx])))
+                       : kMaskedBg;
+        };
+        for (std::size_t x = 0; x < kx; ++x) {
+            if (!color) {
+                p.text(m.states[k][a] == CellState::value
+                           ? shade(m.norm(static_cast<double>(m.values[k][a])))
+                           : kHatch);
+                continue;
+            }
+            const std::size_t below = ((top + 1) / ky) * m.cols + j;
+            const bool has_below = top + 1 < px_rows;
+            if (m.states[k][a] != CellState::value &&
+                (!has_below || m.states[k][below] != CellState::value)) {
+                // Blocked (or NaN) on the whole line: hatched, as in the legend, so
+                // that it never reads as a small weight.
+                p.fg(kMaskedFg);
+                p.bg(kMaskedBg);
+                p.text(kHatch);
+                continue;
+            }
+            p.fg(cell_color(a));
+            if (has_below) {
+                p.bg(cell_color(below));
+            } else {
+                p.default_bg();
+            }
+            p.text(kUpperHalf);
+        }
+    }
+}
+
+/// The x labels under a panel: every step-th displayed column's, left-aligned, each
+/// skipped when the previous one reaches it.
+void x_labels_line(Painter& p,
+                   const HeatmapInput& in,
+                   const PreparedHeatmap& m,
+                   std::size_t yw,
+                   std::size_t kx,
+                   std::size_t step) {
+    std::string xs(yw + 1, ' ');
+    std::size_t end = 0;
+    for (std::size_t j = 0; j < m.cols; j += step) {
+        const std::string s = label(in.col_labels, j * m.pool_cols, 8);
+        if (j * kx < end) {
+            continue;
+        }
+        xs.resize(yw + 1 + j * kx, ' ');
+        xs += s;
+        end = j * kx + text_length(s) + 1;
+    }
+    p.text(xs);
+    p.end_line();
+}
+
+std::string pixel_mode(const HeatmapInput& in, const HeatmapOptions& o, const TermOptions& term) {
+    const bool color = term.color != TermColor::none;
+    const auto max_lines = static_cast<std::size_t>(std::max(4, term.max_lines));
+    // Row labels first (their width limits the columns).
+    const std::size_t yw = row_label_width(in);
     const auto width = static_cast<std::size_t>(std::max(16, term.width));
     const std::size_t max_cols = width > yw + 2 ? width - yw - 2 : 8;
     // Pixel rows: two per line with colour (half blocks), one per line without.
@@ -246,33 +360,10 @@ std::string pixel_mode(const HeatmapInput& in, const HeatmapOptions& o, const Te
     // Every line is labelled when it holds one displayed row; two rows a line (colour)
     // label every 4th line of a tall map.
     const std::size_t label_every = lines <= 12 || per_line == 1 ? 1 : 4;
-    // x labels: source index (or token) of every step-th displayed column, left-aligned.
-    std::size_t xmax = 0;
-    for (std::size_t j = 0; j < m.cols; ++j) {
-        xmax = std::max(xmax, text_length(label(in.col_labels, j * m.pool_cols, 8)));
-    }
-    std::size_t step = 1;
-    while (step * kx < xmax + 1) {
-        step = step == 1 ? 2 : step == 2 ? 5 : step * 2;
-    }
+    const std::size_t step = x_label_step(in, m, kx);
     header(p, o, m);
-    // Tokens that do not fit are skipped, never silently: one line says how many show.
-    const std::size_t key_stride = step * m.pool_cols;
-    const std::size_t query_stride = (ky > 1 ? 1 : label_every * per_line) * m.pool_rows;
-    std::string skipped;
-    if (!in.col_labels.empty() && key_stride > 1) {
-        skipped = "1 in " + std::to_string(key_stride) + " key tokens";
-    }
-    if (!in.row_labels.empty() && query_stride > 1) {
-        skipped += (skipped.empty() ? "" : " and ") + std::string("1 in ") +
-                   std::to_string(query_stride) + " query tokens";
-    }
-    if (!skipped.empty()) {
-        p.text("labels: " + skipped +
-               " shown (the terminal is too small for all; -o FILE.svg "
-               "draws every one)");
-        p.end_line();
-    }
+    skipped_labels_line(
+        p, in, step * m.pool_cols, (ky > 1 ? 1 : label_every * per_line) * m.pool_rows);
     for (std::size_t k = 0; k < in.panels.size(); ++k) {
         if (in.panels.size() > 1) {
             p.text(in.panels[k].title);
@@ -289,55 +380,10 @@ std::string pixel_mode(const HeatmapInput& in, const HeatmapOptions& o, const Te
             const bool show = ky > 1 ? first_line_of_row : l % label_every == 0;
             const std::string y = show ? label(in.row_labels, r * m.pool_rows, kMaxLabel) : "";
             p.text(pad_left(y, yw) + " ");
-            for (std::size_t j = 0; j < m.cols; ++j) {
-                const std::size_t a = r * m.cols + j;
-                const auto cell_color = [&](std::size_t idx) {
-                    return m.states[k][idx] == CellState::value
-                               ? cmap(m.norm(static_cast<double>(m.values[k][idx])))
-                               : kMaskedBg;
-                };
-                for (std::size_t x = 0; x < kx; ++x) {
-                    if (!color) {
-                        p.text(m.states[k][a] == CellState::value
-                                   ? shade(m.norm(static_cast<double>(m.values[k][a])))
-                                   : kHatch);
-                        continue;
-                    }
-                    const std::size_t below = ((top + 1) / ky) * m.cols + j;
-                    const bool has_below = top + 1 < px_rows;
-                    if (m.states[k][a] != CellState::value &&
-                        (!has_below || m.states[k][below] != CellState::value)) {
-                        // Blocked (or NaN) on the whole line: hatched, as in the legend, so
-                        // that it never reads as a small weight.
-                        p.fg(kMaskedFg);
-                        p.bg(kMaskedBg);
-                        p.text(kHatch);
-                        continue;
-                    }
-                    p.fg(cell_color(a));
-                    if (has_below) {
-                        p.bg(cell_color(below));
-                    } else {
-                        p.default_bg();
-                    }
-                    p.text(kUpperHalf);
-                }
-            }
+            pixel_cells(p, m, cmap, k, top, kx, ky, px_rows, color);
             p.end_line();
         }
-        std::string xs(yw + 1, ' ');
-        std::size_t end = 0;
-        for (std::size_t j = 0; j < m.cols; j += step) {
-            const std::string s = label(in.col_labels, j * m.pool_cols, 8);
-            if (j * kx < end) {
-                continue;
-            }
-            xs.resize(yw + 1 + j * kx, ' ');
-            xs += s;
-            end = j * kx + text_length(s) + 1;
-        }
-        p.text(xs);
-        p.end_line();
+        x_labels_line(p, in, m, yw, kx, step);
     }
     footer(p, o, m, cmap, term.color);
     return p.take();

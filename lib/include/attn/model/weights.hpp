@@ -14,6 +14,15 @@
 namespace attn::model {
 
 /// Layer `layer`'s weights, read now. T: float, or double (each float32 value widened).
+/// BasicBlockWeights' shapes with the config's sizes (E: hidden, H: heads, Hkv: kv heads,
+/// D: head dim, I: the up weight's rows; fused and Conv1D tensors already split and
+/// transposed):
+///   attention.w_q  [H·D, E]     attention.b_q  [H·D]
+///   attention.w_k  [Hkv·D, E]   attention.b_k  [Hkv·D]
+///   attention.w_v  [Hkv·D, E]   attention.b_v  [Hkv·D]
+///   attention.w_o  [E, H·D]     attention.b_o  [E]
+///   attention_norm, mlp_norm: weight, bias [E]
+///   mlp.up, mlp.gate  [I, E]    mlp.down  [E, I]
 /// Throws InputError naming the tensor: missing, or a shape that disagrees with the config
 /// ("model.layers.0.self_attn.q_proj.weight: expected shape [64, 64], got [32, 64]
 /// (config.json: heads 4, head dim 16, hidden size 64)").
@@ -22,9 +31,16 @@ BasicBlockWeights<T>
 load_block(const ModelFolder& folder, const ModelSpec& spec, std::size_t layer);
 
 /// The embedding tables a run on token ids `ids` needs, and the ids that index them.
+/// B, L: the ids' shape; U: the distinct ids in use; E: the hidden size; P, Tt as
+/// BasicEmbeddings:
+///   tables.token       [U, E]   (the rows of the ids in use, by increasing id)
+///   tables.position    [P, E]
+///   tables.token_type  [Tt, E]
+///   tables.norm        weight, bias [E]
+///   ids                [B, L]   (each in [0, U))
 template <class T> struct ModelEmbeddings {
-    BasicEmbeddings<T> tables; ///< token: only the rows of the ids in use, by increasing id
-    TokenIds ids;              ///< the run's ids renumbered to rows of tables.token
+    BasicEmbeddings<T> tables;
+    TokenIds ids; ///< the run's ids renumbered to rows of tables.token
 };
 
 /// The embedding tables (token, learned positions, token type, embedding norm) for `ids`:

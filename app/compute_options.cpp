@@ -8,8 +8,10 @@ namespace attn::app {
 
 // --- problem flags ------------------------------------------------------------------------
 
-// NOLINTNEXTLINE(readability-function-size): split in the fields branch
-void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
+namespace {
+
+/// The problem file and the flags that override its input fields.
+void add_input_options(CLI::App& cmd, ProblemArgs& args) {
     cmd.add_option("problem", args.problem, "JSON problem file, or - for stdin");
     auto* g_in = "Inputs (override the problem's fields; FILE may be - for stdin)";
     cmd.add_option("-q,--query", args.query, "Q: .npy/.json, [L,E], [B,L,E] or [B,H,L,D]")
@@ -87,6 +89,10 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
     cmd.add_option(
            "--variant", args.variant, "preset: dot, scaled, self, masked-self, cross, multihead")
         ->group(g_in);
+}
+
+/// What the attention computes: heads, scale, masks, positions, features.
+void add_attention_options(CLI::App& cmd, ProblemArgs& args) {
     auto* g_att = "Attention";
     cmd.add_option("--heads", args.heads, "num_heads")->check(positive_count())->group(g_att);
     cmd.add_option("--kv-heads", args.kv_heads, "num_kv_heads (grouped-query when < heads)")
@@ -169,6 +175,10 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
                    args.rope_offset,
                    "position of query 0 (default Lk - Lq; keys sit at 0 .. Lk-1)")
         ->group(g_att);
+}
+
+/// The per-row diagnostics added to the result.
+void add_return_options(CLI::App& cmd, ProblemArgs& args) {
     auto* g_ret = "Extra outputs";
     cmd.add_option("--return",
                    args.returns,
@@ -186,6 +196,14 @@ void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
                  "weights averaged over heads, as nn.MultiheadAttention's default "
                  "average_attn_weights=True ([B, Lq, Lk]; rank-4 inputs [B, 1, Lq, Lk])")
         ->group(g_ret);
+}
+
+} // namespace
+
+void add_problem_options(CLI::App& cmd, ProblemArgs& args) {
+    add_input_options(cmd, args);
+    add_attention_options(cmd, args);
+    add_return_options(cmd, args);
 }
 
 } // namespace attn::app

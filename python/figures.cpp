@@ -242,8 +242,10 @@ Heatmap options (as `attn heatmap`'s flags): colormap="viridis" (matplotlib's na
 
 } // namespace
 
-// NOLINTNEXTLINE(readability-function-size): split in the fields branch
-void register_figures(py::module_& m) {
+namespace {
+
+/// attn.Figure: a drawn heatmap's bytes and how Jupyter shows them.
+void register_figure_class(py::module_& m) {
     py::class_<Figure>(m,
                        "Figure",
                        "A heatmap's bytes: shown inline by Jupyter (_repr_png_, _repr_svg_, "
@@ -257,7 +259,10 @@ void register_figures(py::module_& m) {
         .def("_repr_svg_", &Figure::repr_svg)
         .def("_repr_html_", &Figure::repr_html)
         .def("__repr__", &Figure::repr);
+}
 
+/// attn.heatmap and attn.view.
+void register_heatmap(py::module_& m) {
     const py::dict defaults;
     m.def(
         "heatmap",
@@ -377,6 +382,13 @@ batch: which batch entry (default 0); format: "html" (default), "png" or "svg"; 
 )doc") + kOptionsDoc)
             .c_str());
     (void)defaults;
+}
+
+} // namespace
+
+void register_figures(py::module_& m) {
+    register_figure_class(m);
+    register_heatmap(m);
 }
 
 } // namespace attn::python

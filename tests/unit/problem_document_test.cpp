@@ -104,10 +104,10 @@ TEST(BatchLine, ResultDefaultsAndErrors) {
     const Problem p = decode_problem(json::parse(kSeedDot), ".");
     EXPECT_EQ(ok.text, result_document(p, solve(p, {})) + "\n");
 
-    CommonProblemFlags flags;
+    cli::CommonProblemFlags flags;
     flags.causal = "top-left";
     ctx.defaults = json::object();
-    apply_common_flags(flags, ctx.defaults);
+    cli::apply_common_flags(flags, ctx.defaults);
     const json causal = json::parse(process_line(json::parse(kSeedDot).dump(), 2, ctx).text);
     EXPECT_EQ(causal["weights"][0], json::parse("[1, 0, 0]")); // query 0 sees key 0 alone
     json own = json::parse(kSeedDot);

@@ -153,7 +153,7 @@ TEST_F(ReadWeights, FileFigureBatchHeadLabelsAndTitle) {
     EXPECT_EQ(b.options.title, "w.npy \u00B7 batch 1");
     EXPECT_TRUE(b.input.release); // a mapped file's panels are released
     o.head = 0;
-    EXPECT_INPUT_ERROR(file_figure(w, o), "^--batch, --head: .*w.npy has rank 3");
+    EXPECT_INPUT_ERROR(file_figure(w, o), "^batch, head: .*w.npy has rank 3");
     o.batch = kAll;
     o.head = 2;
     o.title = "mine";
@@ -164,7 +164,7 @@ TEST_F(ReadWeights, FileFigureBatchHeadLabelsAndTitle) {
     EXPECT_EQ(h.input.col_labels, (std::vector<std::string>{"x", "y"}));
     EXPECT_EQ(h.input.row_labels, (std::vector<std::string>{"a", "b"}));
     o.tokens = std::vector<std::string>{"a"};
-    EXPECT_INPUT_ERROR(file_figure(w, o), "^--tokens: expected 2 tokens");
+    EXPECT_INPUT_ERROR(file_figure(w, o), "^tokens: expected 2 tokens");
     o.tokens.reset();
     o.hatch_zeros = true;
     o.read_mask = [] {

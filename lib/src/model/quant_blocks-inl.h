@@ -7,8 +7,8 @@
 // Included twice over (Highway's -inl.h convention): by quants.cpp for its static target
 // (dequantize_ggml), and per SIMD target by matmul_hwy.cpp, whose panels the compiler
 // then vectorizes for that target. It checks nothing: its callers have.
-#ifndef ATTN_MODEL_QUANT_BLOCKS_DECLARED_
-#define ATTN_MODEL_QUANT_BLOCKS_DECLARED_
+#ifndef ATTN_MODEL_QUANT_BLOCKS_DECL_INL_H_
+#define ATTN_MODEL_QUANT_BLOCKS_DECL_INL_H_
 namespace attn::model::detail {
 /// Every binary16 value as float32, indexed by its bits (quants.cpp).
 const float* f16_table();

@@ -197,7 +197,7 @@ fs::path resolve_hf(const HfName& n, const std::string& label, const fs::path& a
     }
     const std::string rev = n.revision.empty() ? "main" : n.revision;
     const std::string commit = hf_commit(repo, label, rev);
-    const fs::path snapshot = repo / "snapshots" / commit;
+    fs::path snapshot = repo / "snapshots" / commit;
     if (!fs::is_directory(snapshot, ec)) {
         throw InputError("params: " + label + ": revision " + quote_name(rev) + " is commit " +
                          commit + ", which has no snapshot folder " + shown(snapshot));
@@ -264,7 +264,7 @@ fs::path resolve_ollama(std::string_view spec, const std::string& label) {
         }
         std::string digest = ollama_model_digest(read_text(m), shown(m));
         digest[6] = '-'; // "sha256:hex" -> the blob's file name "sha256-hex"
-        const fs::path blob = root / "blobs" / digest;
+        fs::path blob = root / "blobs" / digest;
         if (!fs::is_regular_file(blob, ec)) {
             throw InputError("params: " + label + ": " + shown(m) + " names the blob " +
                              shown(blob) + ", which is not there");
@@ -320,7 +320,7 @@ bool is_store_name(const std::string& name) {
 
 fs::path resolve_model_path(const std::string& name, const fs::path& base) {
     const fs::path given(name);
-    const fs::path full = given.is_absolute() ? given : base / given;
+    fs::path full = given.is_absolute() ? given : base / given;
     std::error_code ec;
     if (fs::exists(full, ec)) {
         return full;

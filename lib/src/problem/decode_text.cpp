@@ -48,7 +48,7 @@ fs::path tokenizer_folder(DecodeContext& cx) {
         throw InputError("text: params must name a model folder or a file in one, got " +
                          type_name(*file));
     }
-    const fs::path path = model::resolve_model_path(file->get<std::string>(), cx.base);
+    fs::path path = model::resolve_model_path(file->get<std::string>(), cx.base);
     if (model::is_gguf_path(path.string())) { // a GGUF carries its own vocabulary
         return path;
     }

@@ -174,9 +174,9 @@ INSTANTIATE_TEST_SUITE_P(TypesAndTargets,
                          case_name);
 
 TEST(StoredMatmulErrors, NameWhatDoesNotFit) {
-    const std::vector<std::uint8_t> q8(34 * 2); // two Q8_0 blocks: [2, 32] or [1, 64]
-    const std::vector<float> x(2 * 32);
-    std::vector<float> y(2 * 2);
+    const std::vector<std::uint8_t> q8(std::size_t{34} * 2); // two Q8_0 blocks: [2, 32] or [1, 64]
+    const std::vector<float> x(std::size_t{2} * 32);
+    std::vector<float> y(std::size_t{2} * 2);
     stored_matmul(x, 2, {8, 2, 32, q8}, y); // fits
     EXPECT_INPUT_ERROR(stored_matmul(x, 2, {9, 2, 32, q8}, y),
                        "weight type: expected one of F32, .*, got Q8_1");

@@ -28,7 +28,8 @@ set(attn_gcc12_restrict
     lib/src/problem/model_run.cpp lib/src/io/map_guard.cpp)
 set(attn_gcc12_array_bounds
     lib/src/io/json_lines.cpp lib/src/io/json_text.cpp lib/src/model/rope_field.cpp
-    lib/src/model/safetensors.cpp lib/src/problem/decode_fields.cpp lib/src/problem/solve.cpp
+    lib/src/model/safetensors.cpp lib/src/problem/decode_fields.cpp lib/src/problem/decode_params.cpp
+    lib/src/problem/solve.cpp
     lib/src/cli/problem_flags.cpp lib/src/problem/document.cpp lib/src/model/store.cpp
     lib/src/problem/decode_text.cpp lib/src/problem/model_run.cpp lib/src/cli/outputs.cpp lib/src/model/gguf_info.cpp
     app/cmd_tokenize.cpp lib/src/model/gguf_rope.cpp lib/src/text/gguf_vocab.cpp

@@ -4,7 +4,7 @@
 # warnings as errors, the tests and the libFuzzer targets), then
 #   oracles the tokenizer tests' npm oracles (scripts/setup_node_oracles.sh)
 #   format  clang-format-14 on every tracked C++ file
-#   build   the ci preset (the unit tests as a unity build: ATTN_UNITY_TESTS)
+#   build   the ci preset (every target a unity build: ATTN_UNITY)
 #   tidy    clang-tidy-14 on every source of lib/ and app/ (and python/) with that build's
 #           compile commands, and a cheap check set on tests/ (scripts/lint.sh)
 #   test    every CTest of that build: unit, oracle, CLI, browser, fuzz-corpus replays

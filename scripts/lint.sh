@@ -10,11 +10,11 @@
 # clang-tidy reads a build's compile_commands.json: LINT_BUILD (CI: build/ci, the clang
 # build it has just made), else the dev preset's (build/dev; configured here if it is
 # missing), so it sees the flags the build uses and nothing is compiled for it. bench/ is
-# not in those builds, so not analysed. In a unity build of the unit tests (the ci preset,
-# ATTN_UNITY_TESTS) the database holds the batches CMake generated, not the test files:
-# all of them are analysed as one translation unit with tests/.clang-tidy's checks, and
-# the test files' findings are reported as theirs (a test file named on the command line
-# runs that unit).
+# not in those builds, so not analysed. In a unity build (the ci preset, ATTN_UNITY) the
+# database holds the batches CMake generated, not the source files: each target's batches
+# are analysed as one translation unit with the checks of the target's folder (.clang-tidy,
+# app/.clang-tidy, tests/.clang-tidy), and the files' findings are reported as theirs (a
+# file named on the command line runs its target's unit).
 # Files run in parallel (GNU parallel, one job per core, each file's findings printed
 # together); the exit status is non-zero when any file has a finding.
 set -euo pipefail
@@ -52,8 +52,9 @@ export build
 # and HTML files, are bytes, not code). A unity build's batches (CMake's Unity/unity_N_cxx.cxx)
 # are joined into one translation unit per target for clang-tidy, $build/lint/TARGET.cxx
 # with its own compile database beside it: the cost of analysing a batch is mostly its
-# headers, so 60 unit tests in one unit took about 30 s of CPU where 8 batches of them
-# took about 160 s. Each is printed with the files it includes ("UNIT FILE...", to find the
+# headers (clang-tidy's matchers visit every declaration of the standard library,
+# nlohmann/json and xtensor), so 60 unit tests in one unit took about 30 s of CPU where 8
+# batches of them took about 160 s. Each is printed with the files it includes ("UNIT FILE...", to find the
 # unit of a file named on the command line).
 mapfile -t units < <(python3 - "$db" "$PWD" "$build" <<'EOF'
 import json, os, re, sys
@@ -73,13 +74,16 @@ for target_dir, group in sorted(batches.items()):
     for e in group:
         parts += re.findall(r'^#include "([^"]+)"', open(e["file"]).read(), re.M)
     parts = [p[len(root):] if p.startswith(root) else p for p in parts]
-    if not parts or not all(p.startswith("tests/") for p in parts):
-        sys.exit(f"lint: {target_dir}: a unity build of files outside tests/ ({parts})")
+    tops = {p.split("/")[0] for p in parts}
+    if len(tops) != 1 or not tops <= {"lib", "app", "python", "tests"}:
+        sys.exit(f"lint: {target_dir}: a unity build of files of several folders ({parts})")
     name = os.path.basename(target_dir).removesuffix(".dir")
     unit = f"{build}/lint/{name}.cxx"
     os.makedirs(f"{build}/lint", exist_ok=True)
     text = "/* clang-tidy's unit for the unity build of " + name + " (scripts/lint.sh) */\n"
-    text += "".join(f'#include "{root}{p}"\n' for p in parts)
+    # Including a .cpp is what a unity build does: not a finding here.
+    text += "".join(f'#include "{root}{p}" // NOLINT(bugprone-suspicious-include)\n'
+                    for p in parts)
     if not os.path.exists(unit) or open(unit).read() != text:
         open(unit, "w").write(text)
     first = group[0]
@@ -127,11 +131,17 @@ tidy_one() {
         extra+=("--extra-arg=-DHWY_DISABLED_TARGETS=(HWY_AVX3_DL|HWY_SSE4|HWY_SSSE3)")
     fi
     # A unity build's unit lies in the build folder, which has no .clang-tidy of its own:
-    # the test files it includes take tests/.clang-tidy's checks, as they would one by one.
+    # the files it includes take their folder's checks, as they would one by one.
     local db_dir=$build
     if [[ "$1" == "$build"/lint/*.cxx ]]; then
         db_dir=$build/lint
-        extra+=("--config-file=tests/.clang-tidy")
+        local first
+        first=$(sed -n 's|^#include "'"$PWD"'/\([a-z]*\)/.*|\1|p' "$1" | head -n 1)
+        if [[ -f "$first/.clang-tidy" ]]; then
+            extra+=("--config-file=$first/.clang-tidy")
+        else
+            extra+=("--config-file=.clang-tidy")
+        fi
     fi
     # The database holds g++'s flags: clang does not know some of its warning options.
     local out rc=0 TIMEFORMAT="%R %U %S $1"

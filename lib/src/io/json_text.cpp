@@ -107,4 +107,9 @@ nlohmann::json parse_json_text(std::string_view text, std::string_view name) {
     }
 }
 
+std::string value_text(const nlohmann::json& value) {
+    const std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return std::string(value.type_name()) + " " + message_text(text, 60);
+}
+
 } // namespace attn::io

@@ -237,11 +237,6 @@ std::vector<Architecture> make_table() {
     };
 }
 
-std::string got(const json& j) {
-    return std::string(j.type_name()) + " " +
-           io::message_text(j.dump(-1, ' ', false, json::error_handler_t::replace), 60);
-}
-
 /// The value of `key` when present and not null.
 const json* value_of(const json& doc, const std::string& key) {
     const auto it = doc.find(key);
@@ -254,7 +249,7 @@ bool flag(const json& doc, const std::string& key, bool fallback, const std::str
         return fallback;
     }
     if (!v->is_boolean()) {
-        throw InputError(file + ": " + key + ": expected true or false, got " + got(*v));
+        throw InputError(file + ": " + key + ": expected true or false, got " + io::value_text(*v));
     }
     return v->get<bool>();
 }
@@ -277,7 +272,7 @@ std::optional<std::string> text(const json& doc, const std::string& key, const s
         return std::nullopt;
     }
     if (!v->is_string()) {
-        throw InputError(file + ": " + key + ": expected a string, got " + got(*v));
+        throw InputError(file + ": " + key + ": expected a string, got " + io::value_text(*v));
     }
     return v->get<std::string>();
 }
@@ -337,7 +332,7 @@ void read_sliding_window(ModelSpec& s,
     } else if (!it->is_null()) {
         if (!it->is_number_unsigned() || it->get<std::size_t>() == 0) {
             throw InputError(file + ": sliding_window: expected a positive integer, got " +
-                             got(*it));
+                             io::value_text(*it));
         }
         s.sliding_window = it->get<std::size_t>();
     }
@@ -348,7 +343,7 @@ void read_sliding_window(ModelSpec& s,
     if (const json* types = value_of(doc, "layer_types")) {
         if (!types->is_array() || types->size() != s.layers) {
             throw InputError(file + ": layer_types: expected a list of " +
-                             std::to_string(s.layers) + " strings, got " + got(*types));
+                             std::to_string(s.layers) + " strings, got " + io::value_text(*types));
         }
         for (std::size_t l = 0; l < s.layers; ++l) {
             const json& t = (*types)[l];
@@ -356,7 +351,7 @@ void read_sliding_window(ModelSpec& s,
             if (kind != "sliding_attention" && kind != "full_attention") {
                 throw InputError(file + ": layer_types[" + std::to_string(l) +
                                  "]: expected \"sliding_attention\" or \"full_attention\", got " +
-                                 got(t));
+                                 io::value_text(t));
             }
             s.sliding_layers[l] = kind == "sliding_attention";
         }
@@ -366,7 +361,7 @@ void read_sliding_window(ModelSpec& s,
     if (const json* m = value_of(doc, "max_window_layers")) {
         if (!m->is_number_unsigned()) {
             throw InputError(file + ": max_window_layers: expected an integer >= 0, got " +
-                             got(*m));
+                             io::value_text(*m));
         }
         from = m->get<std::size_t>();
     }
@@ -469,7 +464,7 @@ read_activation(ModelSpec& s, const json& doc, const std::string& type, const st
     if (const json* v = value_of(doc, a.activation_key)) {
         if (!v->is_string()) {
             throw InputError(file + ": " + a.activation_key + ": expected a string, got " +
-                             got(*v));
+                             io::value_text(*v));
         }
         s.activation_name = v->get<std::string>();
         act_from = "config.json: " + a.activation_key;
@@ -558,7 +553,7 @@ void read_positions(ModelSpec& s,
     if (a.positions == PositionScheme::roberta) {
         if (const json* v = value_of(doc, "pad_token_id")) {
             if (!v->is_number_integer()) {
-                throw InputError(file + ": pad_token_id: expected an integer, got " + got(*v));
+                throw InputError(file + ": pad_token_id: expected an integer, got " + io::value_text(*v));
             }
             s.pad_token_id = v->get<std::int64_t>();
         }

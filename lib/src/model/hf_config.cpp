@@ -20,18 +20,13 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string got(const json& j) {
-    const std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace);
-    return std::string(j.type_name()) + " " + io::message_text(text, 60);
-}
-
 /// A positive integer (JSON integer type; 12.0 is refused like "12").
 std::size_t positive_integer(const json& j, const std::string& where) {
     // nlohmann stores non-negative integers as unsigned, negative ones as signed.
     if (j.is_number_unsigned() && j.get<std::uint64_t>() > 0) {
         return static_cast<std::size_t>(j.get<std::uint64_t>());
     }
-    throw InputError(where + ": expected a positive integer, got " + got(j));
+    throw InputError(where + ": expected a positive integer, got " + io::value_text(j));
 }
 
 /// A finite number (integer or not).
@@ -42,7 +37,7 @@ double finite_number(const json& j, const std::string& where) {
             return v;
         }
     }
-    throw InputError(where + ": expected a finite number, got " + got(j));
+    throw InputError(where + ": expected a finite number, got " + io::value_text(j));
 }
 
 /// The first non-null of `keys` in `doc`; aliases that are both present must agree.
@@ -66,7 +61,7 @@ std::optional<HfValue<T>> lookup(const json& doc,
             first = &*it;
         } else if (!(found->value == value)) {
             throw InputError(file + ": " + found->key + " and " + name + " disagree (" +
-                             got(*first) + " vs " + got(*it) + ")");
+                             io::value_text(*first) + " vs " + io::value_text(*it) + ")");
         }
     }
     return found;
@@ -75,7 +70,7 @@ std::optional<HfValue<T>> lookup(const json& doc,
 double positive_number(const json& j, const std::string& where) {
     const double v = finite_number(j, where);
     if (v <= 0.0) {
-        throw InputError(where + ": expected a number > 0, got " + got(j));
+        throw InputError(where + ": expected a number > 0, got " + io::value_text(j));
     }
     return v;
 }
@@ -85,7 +80,7 @@ double positive_number(const json& j, const std::string& where) {
 RopeScaling parse_rope_scaling(const json& j, std::string_view where_in) {
     const std::string where(where_in);
     if (!j.is_object()) {
-        throw InputError(where + ": expected an object, got " + got(j));
+        throw InputError(where + ": expected an object, got " + io::value_text(j));
     }
     std::optional<std::string> type;
     for (const char* key : {"rope_type", "type"}) {
@@ -94,7 +89,7 @@ RopeScaling parse_rope_scaling(const json& j, std::string_view where_in) {
             continue;
         }
         if (!it->is_string()) {
-            throw InputError(where + "." + key + ": expected a string, got " + got(*it));
+            throw InputError(where + "." + key + ": expected a string, got " + io::value_text(*it));
         }
         if (type && *type != it->get<std::string>()) {
             throw InputError(where + ": rope_type and type disagree (" + *type + " vs " +
@@ -148,7 +143,7 @@ HfConfig parse_hf_config(std::string_view text, const fs::path& path) {
     c.model_type = lookup<std::string>(
         doc, {"model_type"}, "", file, [](const json& j, const std::string& where) {
             if (!j.is_string()) {
-                throw InputError(where + ": expected a string, got " + got(j));
+                throw InputError(where + ": expected a string, got " + io::value_text(j));
             }
             return j.get<std::string>();
         });
@@ -173,7 +168,7 @@ HfConfig parse_hf_config(std::string_view text, const fs::path& path) {
         [](const json& j, const std::string& where) {
             const double v = positive_number(j, where);
             if (v > 1.0) {
-                throw InputError(where + ": expected a number in (0, 1], got " + got(j));
+                throw InputError(where + ": expected a number in (0, 1], got " + io::value_text(j));
             }
             return v;
         });
@@ -186,7 +181,7 @@ HfConfig parse_hf_config(std::string_view text, const fs::path& path) {
                        [](const json& j, const std::string& where) {
                            const double v = finite_number(j, where);
                            if (v < 0.0) {
-                               throw InputError(where + ": expected a number >= 0, got " + got(j));
+                               throw InputError(where + ": expected a number >= 0, got " + io::value_text(j));
                            }
                            return v;
                        });
@@ -209,7 +204,7 @@ HfConfig parse_hf_config(std::string_view text, const fs::path& path) {
     // transformers 5 writes "rope_parameters": {"rope_type": .., "rope_theta": .., ...}.
     if (const auto it = doc.find("rope_parameters"); it != doc.end() && !it->is_null()) {
         if (!it->is_object()) {
-            throw InputError(file + ": rope_parameters: expected an object, got " + got(*it));
+            throw InputError(file + ": rope_parameters: expected an object, got " + io::value_text(*it));
         }
         const auto theta =
             lookup<double>(*it, {"rope_theta"}, "rope_parameters.", file, positive_number);

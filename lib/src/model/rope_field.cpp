@@ -5,6 +5,7 @@
 
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/io/json_text.hpp"
 #include "attn/model/hf_config.hpp"
 
 #include <cmath>
@@ -19,21 +20,17 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string got(const json& j) {
-    return std::string(j.type_name()) + " " +
-           io::message_text(j.dump(-1, ' ', false, json::error_handler_t::replace), 60);
-}
-
 double theta_of(const json& j, const std::string& where) {
     if (j.is_number() && std::isfinite(j.get<double>()) && j.get<double>() > 0.0) {
         return j.get<double>();
     }
-    throw InputError(where + ": expected a number > 0, got " + got(j));
+    throw InputError(where + ": expected a number > 0, got " + io::value_text(j));
 }
 
 std::vector<std::int64_t> position_list(const json& j, const std::string& where) {
     if (!j.is_array()) {
-        throw InputError(where + ": expected a list of integer positions, got " + got(j));
+        throw InputError(where + ": expected a list of integer positions, got " +
+                         io::value_text(j));
     }
     std::vector<std::int64_t> out;
     out.reserve(j.size());
@@ -41,7 +38,7 @@ std::vector<std::int64_t> position_list(const json& j, const std::string& where)
         const json& v = j[i];
         if (!v.is_number_integer()) {
             throw InputError(where + "[" + std::to_string(i) + "]: expected an integer, got " +
-                             got(v));
+                             io::value_text(v));
         }
         if (v.is_number_unsigned() &&
             v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
@@ -65,7 +62,7 @@ RopeField parse_rope_field(const json& j, std::string_view where_in) {
         return f;
     }
     if (!j.is_object()) {
-        throw InputError(where + ": expected true, a theta or an object, got " + got(j));
+        throw InputError(where + ": expected true, a theta or an object, got " + io::value_text(j));
     }
     for (const auto& [key, value] : j.items()) {
         const std::string name = where + "." + key;
@@ -78,18 +75,19 @@ RopeField parse_rope_field(const json& j, std::string_view where_in) {
                 f.spec.style = RopeStyle::interleaved;
             } else {
                 throw InputError(name + ": expected \"neox\" or \"interleaved\", got " +
-                                 got(value));
+                                 io::value_text(value));
             }
         } else if (key == "dim") {
             if (!value.is_number_unsigned() || value.get<std::uint64_t>() == 0) {
-                throw InputError(name + ": expected a positive even integer, got " + got(value));
+                throw InputError(name + ": expected a positive even integer, got " +
+                                 io::value_text(value));
             }
             f.spec.dim = static_cast<std::size_t>(value.get<std::uint64_t>());
         } else if (key == "offset") {
             if (!value.is_number_integer() ||
                 (value.is_number_unsigned() &&
                  value.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))) {
-                throw InputError(name + ": expected an integer, got " + got(value));
+                throw InputError(name + ": expected an integer, got " + io::value_text(value));
             }
             f.offset = value.get<std::int64_t>();
         } else if (key == "positions") {

@@ -43,14 +43,6 @@ std::string dims(const Dims& d) {
     return shape_string(d);
 }
 
-/// Drops the leading batch dim of an unbatched problem (the user's own rank).
-Dims user_rank(Dims d, bool batched) {
-    if (!batched) {
-        d.erase(d.begin());
-    }
-    return d;
-}
-
 std::string masking_text(const Problem& p) {
     std::vector<std::string> parts;
     const KeyRule rule(p.causal, p.window, p.window_align, p.lq, p.lk);

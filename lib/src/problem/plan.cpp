@@ -3,18 +3,6 @@
 
 namespace attn::problem {
 
-namespace {
-
-/// Drops the leading batch dim of an unbatched problem (the user's own rank).
-std::vector<std::size_t> user_rank(std::vector<std::size_t> d, bool batched) {
-    if (!batched) {
-        d.erase(d.begin());
-    }
-    return d;
-}
-
-} // namespace
-
 ProblemPlan plan_problem(const Problem& p) {
     ProblemPlan plan;
     if (p.direct_heads) {
@@ -45,6 +33,13 @@ ProblemPlan plan_problem(const Problem& p) {
     }
     plan.weights = user_rank(plan.weights, p.batched);
     return plan;
+}
+
+std::vector<std::size_t> user_rank(std::vector<std::size_t> dims, bool batched) {
+    if (!batched) {
+        dims.erase(dims.begin());
+    }
+    return dims;
 }
 
 } // namespace attn::problem

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
 
 namespace attn::io {
@@ -23,5 +24,9 @@ void check_json_depth(std::string_view text,
 /// Parses JSON text (a problem document) with one-line errors: "NAME: invalid JSON: ...".
 /// Text nested deeper than max_json_depth is refused before parsing (check_json_depth).
 nlohmann::json parse_json_text(std::string_view text, std::string_view name);
+
+/// A JSON value as a message shows what was found: its type and its text, shortened to 60
+/// characters ("string \"abc\"", "number -1", "array [1,2]").
+std::string value_text(const nlohmann::json& value);
 
 } // namespace attn::io

@@ -25,4 +25,7 @@ struct ProblemPlan : LayerPlan {
 /// projected features stay 0. Never throws.
 ProblemPlan plan_problem(const Problem& problem);
 
+/// A shape in the user's rank: drops the leading batch dim of an unbatched problem.
+std::vector<std::size_t> user_rank(std::vector<std::size_t> dims, bool batched);
+
 } // namespace attn::problem

@@ -67,6 +67,7 @@ using cli::DelayedSpinner;
 using cli::positive_count;
 using cli::precision_name;
 using cli::progress_wanted;
+using cli::LayerProgress;
 using cli::ProgressLine;
 
 /// Prints "attn: warning: MESSAGE" on stderr (unless warnings are silenced).

@@ -51,6 +51,13 @@ void run_compute(const ComputeArgs& a) {
         cli::map_weights_file(d.first(), a.out, d.layers());
     problem::SolveOptions options = a.out.solve_options();
     options.weights_to = weights != nullptr ? &weights->to : nullptr; // the kernel writes them
+    // A model run says which layer it is on: in the spinner's line on a terminal, one line
+    // per layer with --progress elsewhere.
+    const bool lines = a.out.progress && !a.out.quiet && !progress_wanted(a.out.quiet);
+    if (d.is_model_run() && !a.out.quiet) {
+        options.on_layer =
+            LayerProgress(&*spinner, lines, d.first().batch * d.first().lq, cli::stderr_sink());
+    }
     const problem::Solution solution = problem::solve_document(d, options, a.out.check_finite);
     spinner->stop();
     // A model run's heatmap is titled without the PROBLEM file's name (as before the move).

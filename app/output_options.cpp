@@ -44,11 +44,22 @@ void add_output_options(CLI::App& cmd, OutputOptions& out) {
     cmd.add_option("--dtype", out.dtype, "precision of .npy outputs: f32 (default) or f64")
         ->check(precision_name())
         ->group(g);
+    cmd.add_option("--weights-dtype",
+                   out.weights_dtype,
+                   "element type of the weights in --weights FILE.npy and --output FILE.npz: "
+                   "f32 (default) or f16 (half the size, each value rounded to nearest)")
+        ->check(CLI::IsMember({"f32", "f16"}))
+        ->group(g);
     cmd.add_option("--threads", out.threads, "worker threads (default: all cores)")
         ->check(positive_count())
         ->group(g);
     add_simd_option(cmd, out.simd)->group(g);
     cmd.add_flag("--quiet", out.quiet, "no warnings and no progress on stderr")->group(g);
+    cmd.add_flag("--progress",
+                 out.progress,
+                 "a model run's progress on stderr even when it is not a terminal: one line "
+                 "per layer (on a terminal it is shown anyway)")
+        ->group(g);
     add_limit_options(cmd, out.max_memory, out.check_finite);
 }
 

@@ -37,6 +37,40 @@ def long_ids(n):
     return name
 
 
+@test("--progress: one line per layer on stderr off a terminal, none without it or with -q")
+def _progress():
+    folder, *_ = build("llama")
+    ids = long_ids(16)
+    base = ["compute", "--params", folder, "--token-ids", ids, "--no-weights",
+            "--output", path("p.npz")]
+    _, _, err = run(base + ["--progress"])
+    lines = [l for l in err.splitlines() if l.startswith("attn: layer ")]
+    check("one line per layer, in order",
+          [l.split(",")[0] for l in lines] == ["attn: layer %d of %d" % (i + 1, NL)
+                                               for i in range(NL)], err)
+    check("tokens counted", all(", 16 tokens" in l for l in lines), err)
+    for extra in ([], ["--progress", "--quiet"]):
+        _, _, err = run(base + extra)
+        check("nothing with %s" % (extra or "stderr off a terminal"), "layer" not in err, err)
+
+
+@test("--weights-dtype f16: every layer's weights as numpy rounds the float32 ones")
+def _f16_stack():
+    folder, *_ = build("llama")
+    ids = long_ids(40)
+    base = ["compute", "--params", folder, "--token-ids", ids, "--output", path("o.npy")]
+    expect(base + ["--weights", path("w32.npy")])
+    expect(base + ["--weights", path("w16.npy"), "--weights-dtype", "f16"])
+    a, b = np.load(path("w32.npy")), np.load(path("w16.npy"))
+    check("float16 [layers, H, L, L]", b.dtype == np.float16 and b.shape == a.shape,
+          "%s %s" % (b.dtype, b.shape))
+    check("bit-exact astype(float16)",
+          np.array_equal(a.astype(np.float16).view(np.uint16), b.view(np.uint16)), "")
+    check("half the bytes",
+          os.path.getsize(path("w16.npy")) - 128 == (os.path.getsize(path("w32.npy")) - 128) // 2,
+          "")
+
+
 @test("max-memory refuses a model run before reading it, naming what fits")
 def _refused():
     folder, *_ = build("llama")

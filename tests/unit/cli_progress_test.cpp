@@ -26,6 +26,26 @@ TEST(ProgressLineText, TheBarStopsFullWhenMoreWasReadThanTheSize) {
               "\rb: 10 done, 5/s, 2.0 s [####################] 100%\033[K");
 }
 
+TEST(LayerProgressText, RateIsAWholeForwardsAndTimeLeftFollowsThePace) {
+    // 4 of 16 layers of 512 tokens in 2 s: 0.5 s a layer, 8 s a forward (64 tokens/s), 6 s
+    // left for the other 12.
+    EXPECT_EQ(layer_progress_text(4, 16, 512, 2.0),
+              "layer 4 of 16, 512 tokens, 64 tokens/s, 2.0 s, about 6.0 s left");
+    EXPECT_EQ(layer_progress_text(16, 16, 512, 8.0),
+              "layer 16 of 16, 512 tokens, 64 tokens/s, 8.0 s");
+    EXPECT_EQ(layer_progress_text(1, 16, 512, 0.0), "layer 1 of 16, 512 tokens");
+}
+
+TEST(LayerProgress, ForcedLinesGoToTheSinkOnePerLayer) {
+    std::string drawn;
+    LayerProgress progress(nullptr, true, 8, [&drawn](std::string_view s) { drawn += s; });
+    progress(1, 2);
+    progress(2, 2);
+    EXPECT_EQ(drawn.rfind("attn: layer 1 of 2, 8 tokens", 0), 0U) << drawn;
+    EXPECT_NE(drawn.find("\nattn: layer 2 of 2, 8 tokens"), std::string::npos) << drawn;
+    EXPECT_EQ(drawn.back(), '\n');
+}
+
 TEST(SpinnerText, FramesCycle) {
     EXPECT_EQ(spinner_text("computing", 0, 2.34), "\rattn: computing | 2.3 s\033[K");
     EXPECT_EQ(spinner_text("computing", 3, 0.0), "\rattn: computing \\ 0.0 s\033[K");

@@ -4,6 +4,7 @@
 #include "attn/cli/progress.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -74,6 +75,24 @@ std::string spinner_text(std::string_view label, std::size_t frame, double elaps
     std::string line = "\rattn: ";
     line.append(label).append(1, ' ').append(1, frames[frame % 4]).append(1, ' ');
     return line.append(fixed1(elapsed_seconds)).append(" s\033[K");
+}
+
+std::string layer_progress_text(std::size_t done,
+                                std::size_t total,
+                                std::uint64_t tokens,
+                                double elapsed_seconds) {
+    std::string text = "layer " + std::to_string(done) + " of " + std::to_string(total) + ", " +
+                       std::to_string(tokens) + " tokens";
+    if (done > 0 && elapsed_seconds > 0.0) {
+        const double per_layer = elapsed_seconds / static_cast<double>(done);
+        const double rate = static_cast<double>(tokens) / (per_layer * static_cast<double>(total));
+        text += ", " + std::to_string(std::llround(rate)) + " tokens/s, " +
+                fixed1(elapsed_seconds) + " s";
+        if (done < total) {
+            text += ", about " + fixed1(per_layer * static_cast<double>(total - done)) + " s left";
+        }
+    }
+    return text;
 }
 
 bool progress_wanted(bool quiet) {
@@ -160,6 +179,11 @@ void DelayedSpinner::run() {
     sink_(kEraseLine);
 }
 
+void DelayedSpinner::set_label(std::string label) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    label_ = std::move(label);
+}
+
 void DelayedSpinner::stop() {
     if (!thread_.joinable()) {
         return;
@@ -170,6 +194,24 @@ void DelayedSpinner::stop() {
     }
     wake_.notify_all();
     thread_.join();
+}
+
+// --- LayerProgress -------------------------------------------------------------------------
+
+LayerProgress::LayerProgress(DelayedSpinner* spinner,
+                             bool lines,
+                             std::uint64_t tokens,
+                             ProgressSink sink)
+    : spinner_(spinner), lines_(lines), tokens_(tokens), start_(Clock::now()),
+      sink_(std::move(sink)) {}
+
+void LayerProgress::operator()(std::size_t done, std::size_t total) {
+    const std::string text = layer_progress_text(done, total, tokens_, seconds_since(start_));
+    if (lines_) {
+        sink_("attn: " + text + "\n");
+    } else if (spinner_ != nullptr) {
+        spinner_->set_label(text);
+    }
 }
 
 } // namespace attn::cli

@@ -243,6 +243,9 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
         if (run.want_hidden_states && l + 1 < spec.layers) {
             hidden.push_back(x);
         }
+        if (options.on_layer) {
+            options.on_layer(l + 1, last + 1);
+        }
     }
     Solution out;
     std::optional<Array> output;

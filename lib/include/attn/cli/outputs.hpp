@@ -35,8 +35,13 @@ struct OutputOptions {
     std::string heatmap; ///< --heatmap FILE.png|.svg|.html
     std::string format;  ///< --format npy|json; empty: by extension, json for -
     std::string dtype = "f32";
+    /// --weights-dtype f32|f16: the weights' element type in --weights FILE.npy and in an
+    /// .npz output (f16: each value rounded to nearest, numpy's "<f2"); the output's stays
+    /// --dtype's.
+    std::string weights_dtype = "f32";
     bool no_weights = false;
     bool quiet = false;
+    bool progress = false; ///< --progress: a model run's layer lines even off a terminal
     unsigned threads = 0;
     Simd simd = Simd::best;    ///< --simd TARGET
     std::string max_memory;    ///< --max-memory SIZE; empty: io::default_memory_limit()
@@ -83,15 +88,17 @@ void check_outputs(const Problem& problem,
 struct WeightsFile {
     io::NpyFileWriter file;
     WeightsDestination<float> to;
-    WeightsFile(const std::string& path, const std::vector<std::size_t>& shape);
+    WeightsFile(const std::string& path,
+                const std::vector<std::size_t>& shape,
+                io::NpyFloat type = io::NpyFloat::f32);
 };
 
 /// The mapped --weights file for this problem's weights (`layers` > 0: a stack of that
 /// many layers' weights), or null where they take today's path: no --weights, a format
-/// other than float32 .npy, stdout or a device, --heatmap (which needs them in memory), a
-/// problem whose weights are not the kernel's as they are (weights_direct).
-/// Call after check_outputs(). Throws SystemError when the file cannot be made (a full
-/// disk, RLIMIT_FSIZE): before any work.
+/// other than .npy (float32, or float16 with --weights-dtype f16; not --dtype f64), stdout or a
+/// device, --heatmap (which needs them in memory), a problem whose weights are not the kernel's as
+/// they are (weights_direct). Call after check_outputs(). Throws SystemError when the file cannot
+/// be made (a full disk, RLIMIT_FSIZE): before any work.
 std::unique_ptr<WeightsFile>
 map_weights_file(const Problem& problem, const OutputOptions& o, std::size_t layers = 0);
 

@@ -38,6 +38,15 @@ std::string progress_line_text(std::string_view label,
 /// One frame of the spinner: "\rattn: LABEL F ELAPSED s\033[K", F cycling through | / - \.
 std::string spinner_text(std::string_view label, std::size_t frame, double elapsed_seconds);
 
+/// A model run's progress after `done` of `total` layers, `tokens` (B·L) through each, in
+/// `elapsed_seconds`: "layer 3 of 16, 512 tokens, 1234 tokens/s, 4.1 s, about 17 s left"
+/// (tokens/s: tokens × done / total per second, a whole forward's rate; the rate and the
+/// time left are left out until a layer has taken measurable time).
+std::string layer_progress_text(std::size_t done,
+                                std::size_t total,
+                                std::uint64_t tokens,
+                                double elapsed_seconds);
+
 /// Erases a drawn line: "\r\033[K".
 inline constexpr std::string_view kEraseLine = "\r\033[K";
 
@@ -89,6 +98,8 @@ class DelayedSpinner {
 
     /// Stops the ticker and erases the line (call before writing to stdout).
     void stop();
+    /// Replaces the label (from any thread); the next frame shows it.
+    void set_label(std::string label);
 
   private:
     void run();
@@ -100,6 +111,24 @@ class DelayedSpinner {
     std::condition_variable wake_;
     bool stopping_ = false;
     std::thread thread_;
+};
+
+/// A model run's progress on stderr, after each layer (the solver's on_layer): on a
+/// terminal the spinner's label (redrawn in place); forced (`--progress`) where stderr is
+/// not a terminal, one line per layer ("attn: layer 3 of 16, ..."), for log files; neither
+/// with `quiet`. Thread-compatible: the solver calls it from its own thread.
+class LayerProgress {
+  public:
+    LayerProgress(DelayedSpinner* spinner, bool lines, std::uint64_t tokens, ProgressSink sink);
+    /// `done` of `total` layers are finished.
+    void operator()(std::size_t done, std::size_t total);
+
+  private:
+    DelayedSpinner* spinner_;
+    bool lines_;
+    std::uint64_t tokens_;
+    std::chrono::steady_clock::time_point start_;
+    ProgressSink sink_;
 };
 
 } // namespace attn::cli

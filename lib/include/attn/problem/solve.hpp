@@ -6,6 +6,7 @@
 #include "attn/problem/problem.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -24,6 +25,10 @@ struct SolveOptions {
     /// without average_heads only (weights_direct()). All of them in the contract's order;
     /// for a layer stack or a model run, every selected layer's in turn ([layers, ...]).
     const WeightsDestination<float>* weights_to = nullptr;
+    /// A model run calls this after each layer with the layers finished and the layers it
+    /// runs (up to the last selected one), from the solving thread: progress for a front
+    /// end. Empty: nothing is called.
+    std::function<void(std::size_t done, std::size_t total)> on_layer{};
 };
 
 /// True when solve() can write p's weights to SolveOptions::weights_to: the kernel's

@@ -120,6 +120,43 @@ def _f64():
           np.array_equal(a.astype(np.float64), b), f"{a.dtype} {b.dtype}")
 
 
+def same_halves(a, b):
+    return a.dtype == np.float16 and np.array_equal(a.view(np.uint16), b.view(np.uint16))
+
+
+@test("--weights-dtype f16: numpy's astype(float16), in every way the weights are written")
+def _f16():
+    args = ["compute"] + qkv("h", (1, 2, 50, 16)) + ["--causal"]
+    write("hq.npy", 3 * np.load(path("hq.npy")))  # peaked rows: weights down to e^-30
+    expect(args + ["--weights", "h32.npy"])
+    want = np.load(path("h32.npy")).astype(np.float16)
+    subnormal = ((want.view(np.uint16) & 0x7c00) == 0) & (want != 0)
+    check("the weights reach float16 subnormals", subnormal.any(), "")
+    f16 = ["--weights-dtype", "f16"]
+    expect(args + f16 + ["--weights", "h16.npy"])  # written by the kernel, block by block
+    check("mapped file", same_halves(np.load(path("h16.npy")), want), "")
+    expect(args + f16 + ["--weights", "h16h.npy", "--heatmap", "h.png"])  # from memory
+    check("encoded file", same_halves(np.load(path("h16h.npy")), want), "")
+    expect(args + f16 + ["--output", "h.npz"])
+    z = np.load(path("h.npz"))
+    check(".npz member; the output stays float32",
+          same_halves(z["weights"], want) and z["output"].dtype == np.float32, str(z.files))
+    # precision f64: rounded once from the float64 weights, not through float32
+    expect(args + ["--precision", "f64", "--dtype", "f64", "--weights", "h64.npy"])
+    expect(args + ["--precision", "f64"] + f16 + ["--weights", "h16d.npy"])
+    check("from float64", same_halves(np.load(path("h16d.npy")),
+                                      np.load(path("h64.npy")).astype(np.float16)), "")
+
+
+@test("--weights-dtype f16 with weights written as text: refused before the work")
+def _f16_refused():
+    args = ["compute"] + qkv("r", (1, 1, 4, 8)) + ["--weights-dtype", "f16"]
+    expect(args, code=2, err=r"--weights-dtype f16: .* as JSON text")
+    expect(args + ["--weights", "r.json"], code=2, err=r"--weights-dtype f16: .* as JSON text")
+    expect(args + ["--no-weights", "-o", "r.npy"], code=2, err=r"nowhere \(--no-weights\)")
+    expect(args + ["--weights-dtype", "f8"], code=2, err=r"--weights-dtype")
+
+
 @test("RLIMIT_FSIZE: exit 1, old file intact, nothing left")
 def _fsize():
     args = ["compute"] + qkv("f", (1, 2, 200, 16))

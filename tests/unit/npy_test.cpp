@@ -4,6 +4,7 @@
 // files npy_encode_test.cpp. Other NPY bytes are built in the tests (unit/npy_bytes.hpp).
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/io/detail.hpp"
 #include "unit/npy_bytes.hpp"
 #include "unit/test_files.hpp"
 #include "unit/test_util.hpp"
@@ -292,6 +293,60 @@ TEST(NpyFortran, Rank0Rank1AndEmptyAreUnchanged) {
     const Array empty = parse_npy(make_npy(dict_for("<f4", "(0, 3)", true), {}), "f");
     EXPECT_EQ(empty.shape, (std::vector<std::size_t>{0, 3}));
     EXPECT_TRUE(empty.values.empty());
+}
+
+// double_to_half against its own inverse (half_to_float, exact): every finite half comes
+// back as itself, and every midpoint between neighbours rounds to the even one, which is
+// what round-to-nearest-even means; the values numpy's astype(float16) gives at the edges.
+TEST(DoubleToHalf, EveryHalfRoundTripsAndMidpointsGoToTheEvenNeighbour) {
+    for (std::uint32_t h = 0; h < 0x7c00; ++h) { // +0 .. 65504, then the negatives
+        for (const std::uint32_t sign : {0u, 0x8000u}) {
+            const auto bits = static_cast<std::uint16_t>(h | sign);
+            const auto v = static_cast<double>(detail::half_to_float(bits));
+            ASSERT_EQ(detail::double_to_half(v), bits) << v;
+            if (h + 1 < 0x7c00) {
+                const auto next = static_cast<std::uint16_t>((h + 1) | sign);
+                const double mid = (v + static_cast<double>(detail::half_to_float(next))) / 2;
+                ASSERT_EQ(detail::double_to_half(mid), (h % 2 == 0) ? bits : next) << mid;
+                // Just off the midpoint, the nearer neighbour wins.
+                ASSERT_EQ(detail::double_to_half(std::nextafter(mid, v)), bits) << mid;
+            }
+        }
+    }
+}
+
+TEST(DoubleToHalf, EdgesAsNumpyRoundsThem) {
+    EXPECT_EQ(detail::double_to_half(1.0), 0x3c00);
+    EXPECT_EQ(detail::double_to_half(-2.0), 0xc000);
+    EXPECT_EQ(detail::double_to_half(-0.0), 0x8000);
+    EXPECT_EQ(detail::double_to_half(65504.0), 0x7bff);
+    EXPECT_EQ(detail::double_to_half(65519.99), 0x7bff);
+    EXPECT_EQ(detail::double_to_half(65520.0), 0x7c00); // the tie with 2^16 goes to the even: inf
+    EXPECT_EQ(detail::double_to_half(-1e300), 0xfc00);
+    EXPECT_EQ(detail::double_to_half(std::numeric_limits<double>::infinity()), 0x7c00);
+    EXPECT_EQ(detail::double_to_half(std::nan("")), 0x7e00);
+    EXPECT_EQ(detail::double_to_half(0x1p-24), 0x0001);       // the smallest subnormal
+    EXPECT_EQ(detail::double_to_half(0x1p-25), 0x0000);       // the tie with 0 goes to 0
+    EXPECT_EQ(detail::double_to_half(0x1.8p-25), 0x0001);     // above the tie
+    EXPECT_EQ(detail::double_to_half(0x1p-14), 0x0400);       // the smallest normal
+    EXPECT_EQ(detail::double_to_half(0x1.ffcp-15), 0x0400);   // the largest subnormal's tie with it
+    EXPECT_EQ(detail::double_to_half(1.0 + 0x1p-11), 0x3c00); // tie: 1.0's mantissa is even
+    EXPECT_EQ(detail::double_to_half(1.0 + 0x1.8p-10), 0x3c02);
+}
+
+TEST(EncodeNpy, Float16FromFloat64ValuesRoundsOnce) {
+    // 1 + 2^-11 + 2^-40 is above the tie in float64; through float32 it would become the
+    // tie (1 + 2^-11) and round down to 1.0.
+    Array a;
+    a.shape = {1};
+    a.values64 = {1.0 + 0x1p-11 + 0x1p-40};
+    a.values = {static_cast<float>(a.values64[0])};
+    a.dtype = "float64";
+    const std::vector<std::uint8_t> bytes = encode_npy(a, NpyFloat::f16);
+    const std::string text(bytes.begin(), bytes.end() - 2);
+    EXPECT_NE(text.find("'descr': '<f2'"), std::string::npos) << text;
+    EXPECT_EQ(bytes[bytes.size() - 2], 0x01);
+    EXPECT_EQ(bytes.back(), 0x3c);
 }
 
 } // namespace

@@ -49,10 +49,15 @@ std::vector<std::string> extra_results(const Problem& p, bool hidden_states) {
     return out;
 }
 
+namespace {
+void check_requested(const OutputOptions& o); // below
+} // namespace
+
 void check_outputs(const Problem& problem,
                    const std::string& problem_file,
                    const OutputOptions& o,
                    bool hidden_states) {
+    check_requested(o);
     const std::vector<std::string> extras = extra_results(problem, hidden_states);
     if (!o.output.empty() && o.output != "-" && !extras.empty() && !is_npz(o.output) &&
         o.format != "json" && io::array_format_for(o.output) == io::ArrayFormat::npy) {
@@ -96,12 +101,24 @@ encode_array(const std::string& path, const io::Array& a, const OutputOptions& o
     return {text.begin(), text.end()};
 }
 
-WeightsFile::WeightsFile(const std::string& path, const std::vector<std::size_t>& shape)
-    : file(path, shape), to(file.destination()) {}
+WeightsFile::WeightsFile(const std::string& path,
+                         const std::vector<std::size_t>& shape,
+                         io::NpyFloat type)
+    : file(path, shape, type), to(file.destination()) {}
+
+namespace {
+
+/// The weights' element type in .npy and .npz files: --weights-dtype f16, else --dtype's.
+io::NpyFloat weights_npy_type(const OutputOptions& o) {
+    return o.weights_dtype == "f16" ? io::NpyFloat::f16 : io::npy_float(o.dtype == "f64");
+}
+
+} // namespace
 
 std::unique_ptr<WeightsFile>
 map_weights_file(const Problem& problem, const OutputOptions& o, std::size_t layers) {
-    if (o.weights.empty() || o.no_weights || !o.heatmap.empty() || o.dtype != "f32" ||
+    if (o.weights.empty() || o.no_weights || !o.heatmap.empty() ||
+        weights_npy_type(o) == io::NpyFloat::f64 ||
         output_format(o.weights, o.format) != io::ArrayFormat::npy || !weights_direct(problem) ||
         !io::npy_mappable(o.weights)) {
         return nullptr;
@@ -112,7 +129,7 @@ map_weights_file(const Problem& problem, const OutputOptions& o, std::size_t lay
     if (layers > 0) {
         shape.front() = layers; // a stack: [layers, ...one layer's shape]
     }
-    return std::make_unique<WeightsFile>(o.weights, shape);
+    return std::make_unique<WeightsFile>(o.weights, shape, weights_npy_type(o));
 }
 
 namespace {
@@ -121,6 +138,20 @@ namespace {
 void check_requested(const OutputOptions& o) {
     if (o.no_weights && (!o.weights.empty() || !o.heatmap.empty())) {
         throw InputError("--no-weights: cannot be combined with --weights or --heatmap");
+    }
+    if (o.weights_dtype != "f32" && o.weights_dtype != "f16") {
+        throw InputError("--weights-dtype: expected f32 or f16, got " +
+                         io::message_text(o.weights_dtype, 40));
+    }
+    // f16 weights exist only in NPY files: asked for anywhere else, say so instead of
+    // writing float32 text silently.
+    const bool weights_npy =
+        (!o.weights.empty() && output_format(o.weights, o.format) == io::ArrayFormat::npy) ||
+        (o.weights.empty() && !o.output.empty() && is_npz(o.output));
+    if (o.weights_dtype == "f16" && (o.no_weights || !weights_npy)) {
+        throw InputError("--weights-dtype f16: the weights are written as float16 to --weights "
+                         "FILE.npy or in --output FILE.npz only; this run writes them " +
+                         std::string(o.no_weights ? "nowhere (--no-weights)" : "as JSON text"));
     }
     const int to_stdout = static_cast<int>(o.output == "-") + static_cast<int>(o.weights == "-") +
                           static_cast<int>(o.heatmap == "-");
@@ -145,7 +176,9 @@ std::vector<std::uint8_t> npz_bytes(const Solution& s, const OutputOptions& o) {
         }
     };
     add("output", s.output);
-    add("weights", o.weights.empty() ? s.weights : std::nullopt);
+    if (o.weights.empty() && s.weights) {
+        members.push_back({"weights", io::encode_npy(*s.weights, weights_npy_type(o))});
+    }
     add("lse", s.lse);
     add("entropy", s.entropy);
     add("argmax", s.argmax);
@@ -189,6 +222,8 @@ WrittenOutputs write_outputs(const Problem& problem,
     }
     if (weights_file != nullptr) {
         weights_file->file.commit(); // the kernel wrote them there
+    } else if (!o.weights.empty() && output_format(o.weights, o.format) == io::ArrayFormat::npy) {
+        io::write_npy_file(o.weights, *s.weights, weights_npy_type(o));
     } else if (!o.weights.empty()) {
         write_array(o.weights, *s.weights);
     }

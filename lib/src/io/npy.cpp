@@ -13,7 +13,10 @@
 #include "npy_header.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
+#include <cmath>
+#include <stdexcept>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -35,6 +38,35 @@ float half_to_float(std::uint16_t h) {
         bits = sign | ((exponent + (127 - 15)) << 23) | (mantissa << 13);
     }
     return std::bit_cast<float>(bits);
+}
+
+std::uint16_t double_to_half(double x) {
+    const auto sign = static_cast<std::uint16_t>((std::bit_cast<std::uint64_t>(x) >> 48) & 0x8000u);
+    const double a = std::fabs(x);
+    if (std::isnan(x)) {
+        return static_cast<std::uint16_t>(sign | 0x7e00u);
+    }
+    if (a >= 65520.0) { // halfway between 65504 (the largest half) and 2^16 rounds to even: inf
+        return static_cast<std::uint16_t>(sign | 0x7c00u);
+    }
+    if (a < 0x1p-14) {
+        // Zero or subnormal: a = m · 2^-24; scaling by a power of two is exact, nearbyint
+        // rounds to even (the default mode). m = 1024 is 2^-14, the smallest normal's bits.
+        return static_cast<std::uint16_t>(sign |
+                                          static_cast<std::uint16_t>(std::nearbyint(a * 0x1p24)));
+    }
+    int e = 0;
+    static_cast<void>(std::frexp(a, &e)); // a = f · 2^e, f in [0.5, 1)
+    auto m = static_cast<std::uint32_t>(std::nearbyint(std::ldexp(a, 11 - e))); // [1024, 2048]
+    std::uint32_t biased = static_cast<std::uint32_t>(e - 1 + 15);
+    if (m == 2048) { // rounded up to the next power of two
+        m = 1024;
+        ++biased;
+    }
+    if (biased >= 31) {
+        return static_cast<std::uint16_t>(sign | 0x7c00u);
+    }
+    return static_cast<std::uint16_t>(sign | (biased << 10) | (m - 1024));
 }
 
 namespace {
@@ -370,15 +402,26 @@ std::string npy_header_text(const std::vector<std::size_t>& shape, std::string_v
     return head;
 }
 
-std::string npy_header_text(const std::vector<std::size_t>& shape, bool f64) {
-    return npy_header_text(shape, std::string_view(f64 ? "<f8" : "<f4"));
+std::string npy_header_text(const std::vector<std::size_t>& shape, NpyFloat type) {
+    return npy_header_text(shape,
+                           std::string_view(type == NpyFloat::f64   ? "<f8"
+                                            : type == NpyFloat::f16 ? "<f2"
+                                                                    : "<f4"));
 }
 
-/// Writes n values as little-endian "<f4" or "<f8" (whatever the host) from `out` on.
+std::size_t item_size(NpyFloat type) {
+    return type == NpyFloat::f64 ? 8 : type == NpyFloat::f16 ? 2 : 4;
+}
+
+/// Writes n values as little-endian "<f2", "<f4" or "<f8" (whatever the host) from `out` on.
 template <class T>
-void encode_npy_payload(const T* values, std::size_t n, bool f64, std::uint8_t* out) {
+void encode_npy_payload(const T* values, std::size_t n, NpyFloat type, std::uint8_t* out) {
     for (std::size_t i = 0; i < n; ++i) {
-        if (f64) {
+        if (type == NpyFloat::f16) {
+            const std::uint16_t bits = double_to_half(static_cast<double>(values[i]));
+            *out++ = static_cast<std::uint8_t>(bits & 0xffu);
+            *out++ = static_cast<std::uint8_t>(bits >> 8);
+        } else if (type == NpyFloat::f64) {
             const auto bits = std::bit_cast<std::uint64_t>(static_cast<double>(values[i]));
             for (std::size_t k = 0; k < 8; ++k) {
                 *out++ = static_cast<std::uint8_t>((bits >> (8 * k)) & 0xffu);
@@ -394,15 +437,15 @@ void encode_npy_payload(const T* values, std::size_t n, bool f64, std::uint8_t* 
 
 template <class T>
 std::vector<std::uint8_t>
-encode_npy_impl(const std::vector<std::size_t>& shape, const T* values, bool f64) {
-    const std::string head = npy_header_text(shape, f64);
+encode_npy_impl(const std::vector<std::size_t>& shape, const T* values, NpyFloat type) {
+    const std::string head = npy_header_text(shape, type);
     const std::size_t count = element_count(shape);
-    const std::size_t item = f64 ? 8 : 4;
+    const std::size_t item = item_size(type);
     // Sized once and filled in place: no per-byte push_back.
     std::vector<std::uint8_t> out(head.size() + count * item);
     std::transform(
         head.begin(), head.end(), out.begin(), [](char c) { return static_cast<std::uint8_t>(c); });
-    encode_npy_payload(values, count, f64, out.data() + head.size());
+    encode_npy_payload(values, count, type, out.data() + head.size());
     return out;
 }
 
@@ -411,17 +454,17 @@ template <class T>
 void write_npy_stream(AtomicWriter& out,
                       const std::vector<std::size_t>& shape,
                       const T* values,
-                      bool f64) {
-    const std::string head = npy_header_text(shape, f64);
+                      NpyFloat type) {
+    const std::string head = npy_header_text(shape, type);
     out.write(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(head.data()),
                                             head.size()));
     const std::size_t count = element_count(shape);
-    const std::size_t item = f64 ? 8 : 4;
+    const std::size_t item = item_size(type);
     const std::size_t per_chunk = npy_chunk_bytes / item;
     std::vector<std::uint8_t> chunk(std::min(count, per_chunk) * item);
     for (std::size_t first = 0; first < count; first += per_chunk) {
         const std::size_t n = std::min(per_chunk, count - first);
-        encode_npy_payload(values + first, n, f64, chunk.data());
+        encode_npy_payload(values + first, n, type, chunk.data());
         out.write(std::span<const std::uint8_t>(chunk.data(), n * item));
     }
 }
@@ -430,12 +473,12 @@ void write_npy_stream(AtomicWriter& out,
 
 std::vector<std::uint8_t>
 encode_npy(const std::vector<std::size_t>& shape, const float* values, bool f64) {
-    return encode_npy_impl(shape, values, f64);
+    return encode_npy_impl(shape, values, npy_float(f64));
 }
 
 std::vector<std::uint8_t>
 encode_npy(const std::vector<std::size_t>& shape, const double* values, bool f64) {
-    return encode_npy_impl(shape, values, f64);
+    return encode_npy_impl(shape, values, npy_float(f64));
 }
 
 std::vector<std::uint8_t> encode_npy_int64(const Array& a) {
@@ -451,24 +494,32 @@ std::vector<std::uint8_t> encode_npy_int64(const Array& a) {
     return out;
 }
 
-std::vector<std::uint8_t> encode_npy(const Array& a, bool f64) {
-    return has_exact_values(a) ? encode_npy(a.shape, a.values64.data(), f64)
-                               : encode_npy(a.shape, a.values.data(), f64);
+std::vector<std::uint8_t> encode_npy(const Array& a, NpyFloat type) {
+    return has_exact_values(a) ? encode_npy_impl(a.shape, a.values64.data(), type)
+                               : encode_npy_impl(a.shape, a.values.data(), type);
 }
 
-void write_npy_file(const std::filesystem::path& path, const Array& a, bool f64) {
+std::vector<std::uint8_t> encode_npy(const Array& a, bool f64) {
+    return encode_npy(a, npy_float(f64));
+}
+
+void write_npy_file(const std::filesystem::path& path, const Array& a, NpyFloat type) {
     const std::string shown = path.string();
     if (shown == "-" || written_in_place(shown)) {
-        write_file_atomic(path, encode_npy(a, f64)); // stdout and devices: the whole encoding
+        write_file_atomic(path, encode_npy(a, type)); // stdout and devices: the whole encoding
         return;
     }
     AtomicWriter out(path);
     if (has_exact_values(a)) {
-        write_npy_stream(out, a.shape, a.values64.data(), f64);
+        write_npy_stream(out, a.shape, a.values64.data(), type);
     } else {
-        write_npy_stream(out, a.shape, a.values.data(), f64);
+        write_npy_stream(out, a.shape, a.values.data(), type);
     }
     out.commit();
+}
+
+void write_npy_file(const std::filesystem::path& path, const Array& a, bool f64) {
+    write_npy_file(path, a, npy_float(f64));
 }
 
 bool npy_mappable(const std::filesystem::path& path) {
@@ -477,18 +528,34 @@ bool npy_mappable(const std::filesystem::path& path) {
 }
 
 NpyFileWriter::NpyFileWriter(const std::filesystem::path& path,
-                             const std::vector<std::size_t>& shape)
-    : out_(path, true), count_(element_count(shape)) {
+                             const std::vector<std::size_t>& shape,
+                             NpyFloat type)
+    : out_(path, true), count_(element_count(shape)), f16_(type == NpyFloat::f16) {
     static_assert(sizeof(float) == 4);
-    const std::string head = npy_header_text(shape, false);
+    if (type == NpyFloat::f64) {
+        throw std::logic_error("NpyFileWriter: float32 values are written as <f4 or <f2");
+    }
+    const std::string head = npy_header_text(shape, type);
     header_ = head.size();
-    out_.reserve(header_ + count_ * sizeof(float));
+    out_.reserve(header_ + count_ * item_size(type));
     out_.write({reinterpret_cast<const std::uint8_t*>(head.data()), head.size()});
 }
 
 void NpyFileWriter::write(std::size_t first, const float* values, std::size_t count) noexcept {
-    out_.write_at(header_ + first * sizeof(float),
-                  {reinterpret_cast<const std::uint8_t*>(values), count * sizeof(float)});
+    if (!f16_) {
+        out_.write_at(header_ + first * sizeof(float),
+                      {reinterpret_cast<const std::uint8_t*>(values), count * sizeof(float)});
+        return;
+    }
+    // Rounded a chunk at a time into a small buffer of this thread's (no allocation after
+    // the first block; write() may not throw).
+    constexpr std::size_t chunk = 4096;
+    thread_local std::array<std::uint8_t, 2 * chunk> halves{};
+    for (std::size_t done = 0; done < count; done += chunk) {
+        const std::size_t n = std::min(chunk, count - done);
+        encode_npy_payload(values + done, n, NpyFloat::f16, halves.data());
+        out_.write_at(header_ + (first + done) * 2, {halves.data(), n * 2});
+    }
 }
 
 WeightsDestination<float> NpyFileWriter::destination() {

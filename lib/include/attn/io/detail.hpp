@@ -134,6 +134,11 @@ void pread_exactly(
 /// Used by the NPY and safetensors readers.
 float half_to_float(std::uint16_t h);
 
+/// binary64 -> IEEE binary16, rounded to nearest with ties to even, as numpy's
+/// astype(float16): beyond 65504 (from 65520 on) ±inf, below 2^-14 a subnormal (or ±0),
+/// NaN a quiet NaN (0x7e00 with the sign). A float32 is exact as a double, so one rounding.
+std::uint16_t double_to_half(double x);
+
 /// JSON text of a file parsed by nlohmann after the guards of json_text.hpp, its errors as
 /// "PATH: invalid JSON: byte N: DETAIL". Throws InputError.
 nlohmann::json parse_json_file_text(std::string_view text, const std::string& shown);

@@ -54,6 +54,15 @@ Array decode_npy_values(std::span<const std::uint8_t> payload,
                         std::string_view name,
                         Precision precision = Precision::f32);
 
+/// The element type of a float NPY file we write: "<f2" (each value rounded to nearest,
+/// double_to_half), "<f4" (rounded to nearest from float64 values), "<f8".
+enum class NpyFloat { f16, f32, f64 };
+
+/// NpyFloat::f64 when `f64`, else f32: the outputs' --dtype.
+constexpr NpyFloat npy_float(bool f64) {
+    return f64 ? NpyFloat::f64 : NpyFloat::f32;
+}
+
 /// An NPY v1.0 file (v2.0 if the header needs it), C order, "<f4" or "<f8" (f64 = true).
 std::vector<std::uint8_t>
 encode_npy(const std::vector<std::size_t>& shape, const float* values, bool f64);
@@ -63,6 +72,8 @@ encode_npy(const std::vector<std::size_t>& shape, const double* values, bool f64
 /// An Array as NPY: from its float64 values when it has them (so an f64 result written with
 /// f64 = true is exact), else from its float32 values.
 std::vector<std::uint8_t> encode_npy(const Array& a, bool f64);
+/// The same in any float element type (from the float64 values when the Array has them).
+std::vector<std::uint8_t> encode_npy(const Array& a, NpyFloat type);
 /// An array of integers (token ids, held exactly in `values`) as "<i8" NPY bytes.
 std::vector<std::uint8_t> encode_npy_int64(const Array& a);
 
@@ -71,16 +82,18 @@ std::vector<std::uint8_t> encode_npy_int64(const Array& a);
 /// time (so a large output costs no second copy); "-" and devices get the whole encoding.
 /// Throws SystemError("PATH: cannot write: REASON").
 void write_npy_file(const std::filesystem::path& path, const Array& a, bool f64);
+/// The same in any float element type.
+void write_npy_file(const std::filesystem::path& path, const Array& a, NpyFloat type);
 
-/// An "<f4" NPY file of `shape` whose values arrive in blocks, in any order, from any
-/// thread: an unnamed temp file in the target's folder (AtomicWriter's `unnamed`), sized
-/// and reserved at construction (a full disk or RLIMIT_FSIZE fails here, before any
-/// work), each block written at its place with pwrite (so the values never enter the
-/// process's memory: they go from the caller's buffer to the page cache), renamed over
-/// `path` by commit(). The file's bytes are encode_npy(shape, values, false)'s. Destroyed
-/// uncommitted, or if the process dies, nothing is left and `path` is untouched. A
-/// little-endian host and a regular file only (npy_mappable).
-/// Throws SystemError("PATH: cannot write: REASON") (a failed block write: from commit()).
+/// An "<f4" NPY file ("<f2" with NpyFloat::f16: each value rounded as it is written) of
+/// `shape` whose values arrive in blocks, in any order, from any thread: an unnamed temp file in
+/// the target's folder (AtomicWriter's `unnamed`), sized and reserved at construction (a full disk
+/// or RLIMIT_FSIZE fails here, before any work), each block written at its place with pwrite (so
+/// the values never enter the process's memory: they go from the caller's buffer to the page
+/// cache), renamed over `path` by commit(). The file's bytes are encode_npy(shape, values,
+/// false)'s. Destroyed uncommitted, or if the process dies, nothing is left and `path` is
+/// untouched. A little-endian host and a regular file only (npy_mappable). Throws
+/// SystemError("PATH: cannot write: REASON") (a failed block write: from commit()).
 ///
 /// Example:
 ///     io::NpyFileWriter out("w.npy", {8, 4096, 4096});
@@ -88,7 +101,9 @@ void write_npy_file(const std::filesystem::path& path, const Array& a, bool f64)
 ///     out.commit();
 class NpyFileWriter {
   public:
-    NpyFileWriter(const std::filesystem::path& path, const std::vector<std::size_t>& shape);
+    NpyFileWriter(const std::filesystem::path& path,
+                  const std::vector<std::size_t>& shape,
+                  NpyFloat type = NpyFloat::f32);
 
     std::size_t size() const { return count_; }
     /// Stores elements [first, first + count) (C order) from `values`; never throws (a
@@ -103,6 +118,7 @@ class NpyFileWriter {
     AtomicWriter out_;
     std::size_t header_ = 0;
     std::size_t count_ = 0;
+    bool f16_ = false;
 };
 
 /// A .npy file's values as float32, read in place: the file mapped read-only

@@ -9,8 +9,9 @@
 #           compile commands, and a cheap check set on tests/ (scripts/lint.sh)
 #   test    every CTest of that build: unit, oracle, CLI, browser, fuzz-corpus replays
 #           (each replay under every SIMD target the CPU runs), all under ASan + UBSan
-#   fuzz    libFuzzer on every target from its corpus, one target per core
-#           (scripts/fuzz_smoke.sh)
+#   fuzz    libFuzzer on every target from its corpus for 10 s, one target per core
+#           (scripts/fuzz_smoke.sh; its corpus is replayed under every SIMD target by the
+#           test step too)
 #   gcc     the library and the CLI compiled by g++ 12 at -O3 (README's first command's
 #           compiler and level), any warning an error; not run again
 # and prints each step's wall time at the end, passed or not, so a CI log shows where the
@@ -36,7 +37,7 @@ step_format() { bash scripts/lint.sh format; }
 step_build() { cmake --preset ci && cmake --build --preset ci; }
 step_tidy() { LINT_BUILD=build/ci bash scripts/lint.sh tidy; }
 step_test() { ctest --preset ci; }
-step_fuzz() { FUZZ_BUILD=ci bash scripts/fuzz_smoke.sh; }
+step_fuzz() { FUZZ_BUILD=ci FUZZ_SECONDS=${FUZZ_SECONDS:-10} bash scripts/fuzz_smoke.sh; }
 # g++ at -O3, as README's first command builds: warnings in our code are errors, and the
 # GCC 12 false positives that stay warnings (CMakeLists.txt) fail the step too, unless
 # cmake/gcc12_false_positives.cmake names their file (README's build is warning-free).

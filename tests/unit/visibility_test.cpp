@@ -141,8 +141,8 @@ TEST(Workspace, FollowsTheKernelsBlocks) {
     AttentionSpec without;
     without.want_weights = false;
     const Workspace m = attend_workspace(q, k, v, with);
-    EXPECT_EQ(m.shared, 4U * 2 * 2 * 16 * 500); // packed Kᵀ
-    EXPECT_EQ(m.per_thread, 0U);                // scores go straight into the weights
+    EXPECT_EQ(m.shared, std::size_t{4} * 2 * 2 * 16 * 500); // packed Kᵀ
+    EXPECT_EQ(m.per_thread, 0U);                            // scores go straight into the weights
     const Workspace s = attend_workspace(q, k, v, without);
     const std::uint64_t g = 2;
     EXPECT_EQ(s.shared, 0U);
@@ -155,7 +155,7 @@ TEST(Workspace, FollowsTheKernelsBlocks) {
     f64.want_weights = false;
     const Workspace d = attend_workspace(q, k, v, f64);
     EXPECT_EQ(d.shared, 0U);
-    EXPECT_EQ(d.per_thread, 8U * 64 * 500);
+    EXPECT_EQ(d.per_thread, std::size_t{8} * 64 * 500);
     EXPECT_EQ(m.total(3), m.shared);
     EXPECT_EQ(d.total(3), 3 * d.per_thread);
     const Shape huge{1U << 20, 1U << 20, 1U << 20, 1U << 20};

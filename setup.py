@@ -21,6 +21,7 @@ import sys
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 # The configuration a build folder must have to be packed: Release, as the `gcc` preset.
@@ -45,6 +46,17 @@ def cmake_cache(build_dir):
             if match:
                 values[match.group(1)] = match.group(2)
     return values
+
+
+class CleanBuildPy(build_py):
+    """build_py into an emptied build/lib*/attn/: pip builds in this folder, and a file a
+    former build left there (one no longer listed) would otherwise go into the wheel."""
+
+    def run(self):
+        stale = os.path.join(self.build_lib, "attn")
+        if os.path.isdir(stale):
+            shutil.rmtree(stale)
+        super().run()
 
 
 class CMakeExtension(Extension):
@@ -138,5 +150,5 @@ class CMakeBuild(build_ext):
 setup(
     version=project_version(),
     ext_modules=[CMakeExtension("attn._attn")],
-    cmdclass={"build_ext": CMakeBuild},
+    cmdclass={"build_py": CleanBuildPy, "build_ext": CMakeBuild},
 )

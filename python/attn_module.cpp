@@ -1,12 +1,13 @@
-// The `attn` Python module: attn.compute, the figures (attn.heatmap, attn.view,
-// attn.model_view) and attn.InputError, over the same library as the CLI. Errors keep the
-// CLI's message (what() without the "attn: error: " prefix).
+// The compiled module attn._attn, which the package `attn` re-exports (attn/__init__.py):
+// attn.compute, the figures (attn.heatmap, attn.view, attn.model_view) and attn.InputError,
+// over the same library as the CLI. Errors keep the CLI's message (what() without the
+// "attn: error: " prefix).
 #include "attn/error.hpp"
 #include "module.hpp"
 
 #include <new>
 
-PYBIND11_MODULE(attn, m) {
+PYBIND11_MODULE(_attn, m) {
     namespace py = pybind11;
     m.doc() = "attn: attention computed and drawn by the attn library (the engine of the `attn` "
               "command line), numpy arrays in and out.\n\n"

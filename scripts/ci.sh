@@ -14,13 +14,16 @@
 #           test step too)
 #   gcc     the library and the CLI compiled by g++ 12 at -O3 (README's first command's
 #           compiler and level), any warning an error; not run again
+#   pip     `pip install .` and `pip wheel .` of that g++ build into a fresh venv, nothing
+#           compiled again (ATTN_CMAKE_BUILD_DIR=build/gcc), and the installed module and
+#           `attn` command checked (tests/python/pip_install_test.py)
 # and prints each step's wall time at the end, passed or not, so a CI log shows where the
 # time goes, with the CPU time (user + system) of its processes: on a shared machine the
 # wall time says how busy the machine was, the CPU time what the step costs. Steps: `bash scripts/ci.sh [STEP...]` runs only those, in this order.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-all=(oracles format build tidy test fuzz gcc)
+all=(oracles format build tidy test fuzz gcc pip)
 steps=("$@")
 if [[ ${#steps[@]} -eq 0 ]]; then
     steps=("${all[@]}")
@@ -62,6 +65,8 @@ step_gcc() {
     fi
     echo "gcc: the -O3 build of lib/ and app/ is warning-free"
 }
+# The package pip builds, from the gcc step's build folder (setup.py reuses it).
+step_pip() { /usr/bin/python3 tests/python/pip_install_test.py build/gcc; }
 
 # cpu_ms: the CPU milliseconds (user + system) of this shell's finished child processes so
 # far, from bash's `times` (its second line: children's user and system time, as

@@ -23,6 +23,9 @@ python3-sentencepiece python3-torch python3-pytest"
 PACKAGES="$PACKAGES libicu-dev" # tokenizer normalizers: NFC/NFD/NFKC/NFKD, lowercasing, character classes
 PACKAGES="$PACKAGES pkg-config" # CMake finds libpcre2-8 and sentencepiece through it
 PACKAGES="$PACKAGES file dpkg-dev" # CPack's .deb (install_test): file and dpkg-shlibdeps find its dependencies
+# Fourth round: `pip install --no-build-isolation .` (pyproject.toml, setup.py) in a venv, and
+# CI's pip step (tests/python/pip_install_test.py): pip, setuptools and wheel, all offline.
+PACKAGES="$PACKAGES python3-pip python3-setuptools python3-wheel python3-venv"
 
 missing=""
 for p in $PACKAGES; do

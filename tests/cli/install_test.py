@@ -54,6 +54,32 @@ def _():
               p.stdout.replace("\u2010", "-"), p.stderr[-300:])
 
 
+@test("install into a prefix: the Python package attn/, its bin/attn links to the CLI")
+def _():
+    if not os.path.isdir(os.path.join(build_dir(), "python", "attn")):
+        skip("no Python module in this build")
+        return
+    prefix = os.path.join(TMP, "prefix_python")
+    if not install(prefix):
+        return
+    inits = [os.path.join(d, "__init__.py") for d, _, files in os.walk(prefix)
+             if os.path.basename(d) == "attn" and "__init__.py" in files]
+    check("one attn/ package under the prefix", len(inits) == 1, str(inits))
+    if len(inits) != 1:
+        return
+    package = os.path.dirname(inits[0])
+    names = os.listdir(package)
+    for f in ("__main__.py", "__init__.pyi", "py.typed"):
+        check(f"installed attn/{f}", f in names, str(names))
+    check("installed attn/_attn*.so", any(n.startswith("_attn.") and n.endswith(".so")
+                                          for n in names), str(names))
+    link = os.path.join(package, "bin", "attn")
+    check("attn/bin/attn is a relative link to the prefix's bin/attn (python -m attn runs it)",
+          os.path.islink(link) and not os.path.isabs(os.readlink(link)) and
+          os.path.exists(link) and os.path.samefile(link, os.path.join(prefix, "bin", "attn")),
+          os.readlink(link) if os.path.islink(link) else link)
+
+
 def complete_bash(line):
     """What the installed-style bash completion offers for `line` (the cursor at its end)."""
     script = run(["--completions", "bash"])[1].decode()

@@ -1,5 +1,6 @@
-# Type stubs of the compiled `attn` module (python/*.cpp): what editors and type checkers
-# see. The docstrings (help(attn.compute)) hold the full text.
+# Type stubs of the `attn` package: the compiled module attn._attn (python/*.cpp), which
+# attn/__init__.py re-exports, is what editors and type checkers see here (py.typed marks
+# the package as typed). The docstrings (help(attn.compute)) hold the full text.
 from os import PathLike
 from typing import Any, Mapping, Optional, Sequence, Union
 

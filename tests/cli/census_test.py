@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from forward_oracle import ARCHS, H, NL, Model, build
+from forward_oracle import ARCHS, H, NL, Model, build, write_model
 from head_stats_oracle import NAMES, row_values
 from harness import ROOT, check, expect, main, path, run, test, write
 
@@ -107,6 +107,84 @@ def _probes():
     rows = np.array(runs[0]["induction_rows"])
     # Two probes of 5 ids repeated 3 times: at least the 10 rows of the repeats per probe.
     check("induction rows >= 2 x 5 x 2 per head", (rows >= 20).all(), str(rows))
+
+
+def planted_gpt2(folder, vocab=64, positions=24):
+    """A 2-layer, 2-head GPT-2 built by hand (Olsson et al. 2022's circuit): layer 0 head 0
+    attends to the previous token and writes its id into a subspace of its own; layer 1 head
+    0 matches the query's id against it, so it attends to the token after the previous
+    occurrence: an induction head. Head 1 of each layer is all zeros (uniform causal
+    attention), the MLPs are zero. Each unit is a (+1, -1) pair of features, so LayerNorm's
+    mean is 0 and it only scales."""
+    units = 2 * vocab + positions  # token ids, positions, the previous token's id
+    e, d = 2 * units, units  # two heads of d features
+    tok = lambda t: t  # noqa: E731
+    pos = lambda p: vocab + p  # noqa: E731
+    prev = lambda t: vocab + positions + t  # noqa: E731
+
+    def put(w, unit, col, value):  # a unit's pair of input features into column col
+        w[2 * unit, col] += value
+        w[2 * unit + 1, col] -= value
+
+    t = {"transformer.wte.weight": np.zeros((vocab, e)),
+         "transformer.wpe.weight": np.zeros((positions, e))}
+    for i in range(vocab):
+        t["transformer.wte.weight"][i, 2 * tok(i):2 * tok(i) + 2] = [1, -1]
+    for i in range(positions):
+        t["transformer.wpe.weight"][i, 2 * pos(i):2 * pos(i) + 2] = [1, -1]
+    for layer in range(2):
+        pre = "transformer.h.%d." % layer
+        ca, cp = np.zeros((e, 3 * e)), np.zeros((e, e))
+        if layer == 0:  # q at position i: i - 1; k at j: j; v: the id; out: the prev unit
+            for i in range(1, positions):
+                put(ca, pos(i), i - 1, 2.0)
+            for j in range(positions):
+                put(ca, pos(j), e + j, 2.0)
+            for i in range(vocab):
+                put(ca, tok(i), 2 * e + i, 1.0)
+                cp[i, 2 * prev(i)], cp[i, 2 * prev(i) + 1] = 0.11, -0.11
+        else:  # q: the id; k: the previous token's id (key 0 has none: it copied its own)
+            for i in range(vocab):
+                put(ca, tok(i), i, 2.0)
+                put(ca, prev(i), e + i, 2.0)
+            put(ca, pos(0), e + vocab, -2.0)
+        cb = np.zeros(3 * e)
+        cb[vocab] = 6.0 if layer == 1 else 0.0  # with key 0's -2: key 0 kept out
+        t.update({pre + "ln_1.weight": np.ones(e), pre + "ln_1.bias": np.zeros(e),
+                  pre + "ln_2.weight": np.ones(e), pre + "ln_2.bias": np.zeros(e),
+                  pre + "attn.c_attn.weight": ca, pre + "attn.c_attn.bias": cb,
+                  pre + "attn.c_proj.weight": cp, pre + "attn.c_proj.bias": np.zeros(e),
+                  pre + "mlp.c_fc.weight": np.zeros((e, 4)), pre + "mlp.c_fc.bias": np.zeros(4),
+                  pre + "mlp.c_proj.weight": np.zeros((4, e)),
+                  pre + "mlp.c_proj.bias": np.zeros(e)})
+    t["transformer.ln_f.weight"], t["transformer.ln_f.bias"] = np.ones(e), np.zeros(e)
+    cfg = {"model_type": "gpt2", "n_embd": e, "n_head": 2, "n_layer": 2, "n_positions": positions,
+           "vocab_size": vocab, "n_inner": 4, "layer_norm_epsilon": 1e-5,
+           "activation_function": "gelu_new"}
+    write_model(folder, cfg, t)
+    return folder
+
+
+@test("planted heads: the induction probe ranks the induction head first, and the "
+      "previous-token head")
+def _planted():
+    folder = planted_gpt2(path("planted-gpt2"))
+    code, out, err = run(["census", folder, "--probe", "induction:6:3", "--probes", "4",
+                          "--seed", "5"])
+    check("exit 0", code == 0, err)
+    if code != 0:
+        return
+    doc = json.loads(out)
+    ind, prev = np.array(doc["induction"], float), np.array(doc["previous_token"], float)
+    check("layer 1 head 0: induction near 1", ind[1, 0] > 0.95, str(ind))
+    check("and ranked first", np.nanargmax(ind) == 2 and np.nanmax(np.delete(ind, 2)) < 0.6,
+          str(ind))
+    check("layer 0 head 0: previous_token near 1", prev[0, 0] > 0.95, str(prev))
+    check("and ranked first", np.nanargmax(prev) == 0 and np.nanmax(prev.ravel()[1:]) < 0.6,
+          str(prev))
+    check("the uniform heads: entropy above the planted ones'",
+          np.array(doc["entropy"], float)[:, 1].min() > np.array(doc["entropy"], float)[:, 0].max(),
+          str(doc["entropy"]))
 
 
 @test("plain text lines through the model's tokenizer, from stdin")

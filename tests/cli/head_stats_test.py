@@ -110,6 +110,34 @@ def _one_layer():
                                               ref_head_stats(ws[1])["entropy"], 1e-5), "")
 
 
+@test("the same statistics whether the weights are kept, go to --weights FILE or nowhere")
+def _destinations():
+    folder, *_ = build("llama")
+    base = ["compute", "--params", folder, "--token-ids", path("ids.json"), "--return",
+            "head_stats,rollout"]
+    runs = {"kept": base + ["--output", path("d1.npz")],
+            "file": base + ["--weights", path("d2.npy"), "--output", path("d2.npz")],
+            "none": base + ["--no-weights", "--output", path("d3.npz")],
+            "stats only, file": ["compute", "--params", folder, "--token-ids", path("ids.json"),
+                                 "--return", "head_stats", "--weights", path("d4.npy"),
+                                 "--output", path("d4.npz")]}
+    for name, args in runs.items():
+        code, _, err = run(args)
+        check(name + ": exit 0", code == 0, err)
+        if code != 0:
+            return
+    kept = np.load(path("d1.npz"))
+    for name, npz in (("file", "d2.npz"), ("none", "d3.npz"), ("stats only, file", "d4.npz")):
+        z = np.load(path(npz))
+        for m in [m for m in kept.files if m.startswith("head_stats") or m == "rollout"]:
+            if m in z.files or m != "rollout":
+                check("%s: %s as kept" % (name, m), m in z.files and
+                      np.array_equal(kept[m], z[m], equal_nan=True), m)
+    for npy in ("d2.npy", "d4.npy"):
+        check(npy + ": the weights file = the kept weights",
+              np.array_equal(np.load(path(npy)), kept["weights"]), "")
+
+
 @test("a planted previous-token head scores previous_token 1 (hand-derived values)")
 def _planted():
     n, d = 5, 2

@@ -91,6 +91,21 @@ def _merge():
               (one[k + "_rows"] == np.array(doc[k + "_rows"])).all(), "")
 
 
+@test("--jobs 2 gives the census of --jobs 1, bit for bit; a bad line is still the first")
+def _jobs():
+    folder, *_ = build("opt")
+    texts = TEXTS * 4  # 12 texts: more than one chunk of 2 jobs
+    for jobs in ("1", "2"):
+        expect(["census", folder, corpus("j.jsonl", texts), "--probe", "induction:4:2",
+                "--probes", "3", "--jobs", jobs, "--output", path("j%s.npz" % jobs)])
+    one, two = np.load(path("j1.npz")), np.load(path("j2.npz"))
+    check("every member equal", all(np.array_equal(one[m], two[m], equal_nan=True)
+                                    for m in one.files), "")
+    bad = texts[:5] + [[3, 99]] + texts[5:9] + [[99]]
+    expect(["census", folder, corpus("jbad.jsonl", bad), "--jobs", "2"], code=2,
+           err=r"jbad\.jsonl: line 6: .*outside the vocabulary")
+
+
 @test("induction probes: seeded, repeated, counted")
 def _probes():
     folder, *_ = build("opt")

@@ -6,6 +6,7 @@
 #include "attn/error.hpp"
 #include "attn/model/store.hpp"
 #include "attn/model/weights.hpp"
+#include "attn/parallel.hpp"
 #include "attn/problem/model_run.hpp"
 #include "attn/text/tokenizer.hpp"
 #include "decode_detail.hpp"
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <exception>
 #include <limits>
 
 namespace attn::problem {
@@ -175,6 +177,24 @@ std::vector<HeadStatTotals> text_statistics(const CensusRequest& r, const json& 
 
 } // namespace
 
+namespace {
+
+/// Text i of the run: a text of TEXTS, then the probes; `where` names it in messages.
+json census_input(const CensusRequest& r,
+                  const std::vector<std::vector<std::int64_t>>& probes,
+                  std::size_t i,
+                  std::string& where) {
+    if (i < r.texts.size()) {
+        const CensusText& t = r.texts[i];
+        where = r.texts_name + ": line " + std::to_string(t.line) + ": ";
+        return t.text ? json{{"text", *t.text}} : json{{"token_ids", t.token_ids}};
+    }
+    where = "probe " + std::to_string(i - r.texts.size()) + ": ";
+    return json{{"token_ids", probes[i - r.texts.size()]}};
+}
+
+} // namespace
+
 Census run_census(const CensusRequest& r) {
     std::vector<std::vector<std::int64_t>> probes;
     if (r.probe) {
@@ -188,24 +208,38 @@ Census run_census(const CensusRequest& r) {
     Census c;
     c.sink_threshold = r.sink_threshold;
     const std::size_t total = r.texts.size() + probes.size();
-    for (std::size_t i = 0; i < total; ++i) {
-        json input;
-        std::string where;
-        if (i < r.texts.size()) {
-            const CensusText& t = r.texts[i];
-            input = t.text ? json{{"text", *t.text}} : json{{"token_ids", t.token_ids}};
-            where = r.texts_name + ": line " + std::to_string(t.line) + ": ";
-        } else {
-            input = json{{"token_ids", probes[i - r.texts.size()]}};
-            where = "probe " + std::to_string(i - r.texts.size()) + ": ";
-        }
-        try {
-            pool(c, text_statistics(r, input));
-        } catch (const InputError& e) {
-            throw InputError(where + e.marked());
+    // Texts run `jobs` at a time, a chunk at once; each chunk is pooled in input order, so
+    // the census does not depend on the jobs. The first bad text in input order is the
+    // error, as with one job.
+    const unsigned jobs = std::max(1U, r.jobs);
+    const std::size_t chunk = static_cast<std::size_t>(jobs) * 4;
+    CensusRequest one = r;
+    if (jobs > 1 && one.solve.threads == 0) {
+        one.solve.threads = 1; // the texts share the cores, not each text's kernels
+    }
+    for (std::size_t first = 0; first < total; first += chunk) {
+        const std::size_t n = std::min(chunk, total - first);
+        std::vector<std::vector<HeadStatTotals>> stats(n);
+        std::vector<std::exception_ptr> errors(n);
+        attn::detail::parallel_for(
+            n, std::min<unsigned>(jobs, static_cast<unsigned>(n)), [&](unsigned, std::size_t k) {
+                std::string where;
+                try {
+                    stats[k] = text_statistics(one, census_input(r, probes, first + k, where));
+                } catch (const InputError& e) {
+                    errors[k] = std::make_exception_ptr(InputError(where + e.marked()));
+                } catch (...) {
+                    errors[k] = std::current_exception();
+                }
+            });
+        for (std::size_t k = 0; k < n; ++k) {
+            if (errors[k]) {
+                std::rethrow_exception(errors[k]);
+            }
+            pool(c, stats[k]);
         }
         if (r.progress) {
-            r.progress(i + 1, total);
+            r.progress(first + n, total);
         }
     }
     return c;

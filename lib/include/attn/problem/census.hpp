@@ -55,7 +55,9 @@ struct CensusRequest {
     std::uint64_t seed = 0;
     double sink_threshold = 0.3;
     SolveOptions solve;
-    /// Called after each text (done, total), for progress; may be empty.
+    /// Texts run at once (--jobs); the census is the same for any count.
+    unsigned jobs = 1;
+    /// Called as texts are done (done, total), from the calling thread; may be empty.
     std::function<void(std::size_t, std::size_t)> progress;
 };
 
@@ -69,7 +71,8 @@ std::vector<std::vector<std::int64_t>> probe_sequences(const InductionProbe& pro
                                                        const std::vector<std::int64_t>& special);
 
 /// Runs the model on every text and probe with "return": ["head_stats"] and no weights
-/// kept, and pools the statistics. A bad text is an InputError naming its line.
+/// kept, `jobs` texts at a time, and pools the statistics in input order. A bad text is an
+/// InputError naming its line (the first in input order).
 Census run_census(const CensusRequest& request);
 
 } // namespace attn::problem

@@ -8,12 +8,13 @@ with repeated tokens); hand-derived values on a planted previous-token head; the
 /usr/bin/python3 tests/cli/head_stats_test.py PATH/TO/attn [--case NAME] | --list
 """
 import json
+import os
 
 import numpy as np
 
 from forward_oracle import ARCHS, H, IDS, NL, L, Model, build, write_model
 from head_stats_oracle import NAMES, ref_head_stats, ref_rollout
-from harness import check, expect, main, path, run, test, write
+from harness import ROOT, check, expect, main, path, run, test, write
 
 
 def stats_of(doc):
@@ -108,6 +109,27 @@ def _one_layer():
         check("[1, H]", got["entropy"].shape == (1, H), str(got["entropy"].shape))
         check("float32 run within 1e-5", same(got["entropy"][0],
                                               ref_head_stats(ws[1])["entropy"], 1e-5), "")
+
+
+@test("every layer of a checkpoint (hidden states): statistics per layer, rollout ascending")
+def _stack():
+    common = ["compute", "--hidden-states", os.path.join(ROOT, "samples", "layers",
+                                                          "hidden_states.npy"),
+              "--params", os.path.join(ROOT, "samples", "layers", "model.safetensors"),
+              "--heads", "4", "--causal", "--layers", "3,0", "--precision", "f64"]
+    code, _, err = run(common + ["--output", path("stw.npz")])
+    code2, out, err2 = run(common + ["--no-weights", "--return", "head_stats,rollout"])
+    check("exit 0", code == 0 and code2 == 0, err + err2)
+    if code or code2:
+        return
+    w = np.load(path("stw.npz"))["weights"].astype(np.float64)  # [layers 3, 0; H, L, L]
+    got = stats_of(json.loads(out))
+    for k in ("entropy", "first_token", "previous_token", "self", "distance"):
+        want = np.array([ref_head_stats(w[i])[k] for i in range(2)])
+        check(k + " [2, H], in the order selected", same(got[k], want), str(got[k]))
+    r = np.array(json.loads(out)["rollout"], dtype=np.float64)
+    check("rollout over layers 0 then 3", same(r, ref_rollout(w[::-1])),
+          "max err %g" % np.abs(r - ref_rollout(w[::-1])).max())
 
 
 @test("the same statistics whether the weights are kept, go to --weights FILE or nowhere")

@@ -11,13 +11,13 @@ namespace attn::problem {
 namespace {
 
 enum Stat : std::size_t {
-    kEntropy,
-    kFirstToken,
-    kPreviousToken,
-    kSelf,
-    kDistance,
-    kDuplicateToken,
-    kInduction
+    stat_entropy,
+    stat_first_token,
+    stat_previous_token,
+    stat_self,
+    stat_distance,
+    stat_duplicate_token,
+    stat_induction
 };
 
 } // namespace
@@ -77,16 +77,16 @@ void HeadStatRows::add_row(const T* a, const Sequence& s, std::size_t i, std::si
         entropy -= w > 0.0 ? w * std::log(w) : 0.0;
         distance += w * std::fabs(static_cast<double>(p) - static_cast<double>(q));
     }
-    put(kEntropy, entropy);
-    put(kDistance, distance);
+    put(stat_entropy, entropy);
+    put(stat_distance, distance);
     if (!s.key.empty()) {
-        put(kFirstToken, static_cast<double>(a[s.key.front()]));
+        put(stat_first_token, static_cast<double>(a[s.key.front()]));
     }
     if (p >= 1 && p - 1 < s.key.size()) {
-        put(kPreviousToken, static_cast<double>(a[s.key[p - 1]]));
+        put(stat_previous_token, static_cast<double>(a[s.key[p - 1]]));
     }
     if (square) {
-        put(kSelf, static_cast<double>(a[i]));
+        put(stat_self, static_cast<double>(a[i]));
     }
     if (s.ids.empty() || !square) {
         return;
@@ -105,10 +105,10 @@ void HeadStatRows::add_row(const T* a, const Sequence& s, std::size_t i, std::si
         }
     }
     if (any_duplicate) {
-        put(kDuplicateToken, duplicate);
+        put(stat_duplicate_token, duplicate);
     }
     if (any_induction) {
-        put(kInduction, induction);
+        put(stat_induction, induction);
     }
 }
 

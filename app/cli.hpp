@@ -61,6 +61,7 @@ void add_batch(CLI::App& app);    // cmd_batch.cpp
 void add_diff(CLI::App& app);     // cmd_diff.cpp
 void add_explain(CLI::App& app);  // cmd_explain.cpp
 void add_tokenize(CLI::App& app); // cmd_tokenize.cpp
+void add_census(CLI::App& app);   // cmd_census.cpp
 
 // The command line's shared checks and the progress on stderr (attn_cli).
 using cli::DelayedSpinner;

@@ -182,8 +182,14 @@ void add_return_options(CLI::App& cmd, ProblemArgs& args) {
     auto* g_ret = "Extra outputs";
     cmd.add_option("--return",
                    args.returns,
-                   "per-row diagnostics, comma-separated: lse, entropy, argmax, top_k "
-                   "(added to the result document)")
+                   "extra results, comma-separated: per-row lse, entropy, argmax, top_k; "
+                   "head_stats (per-head means of entropy, first_token, previous_token, self, "
+                   "distance, duplicate_token, induction); rollout (attention rollout, "
+                   "[B, L, L]) (added to the result document)")
+        ->group(g_ret);
+    cmd.add_option("--rollout-fusion",
+                   args.rollout_fusion,
+                   "how --return rollout fuses a layer's heads: mean (default), max or min")
         ->group(g_ret);
     cmd.add_option("--top-k",
                    args.top_k,

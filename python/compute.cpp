@@ -111,7 +111,8 @@ ProblemIn problem_of(const py::object& problem, const py::dict& kwargs) {
 struct Result {
     py::object output = py::none(), weights = py::none(), lse = py::none(), entropy = py::none(),
                argmax = py::none(), top_k_indices = py::none(), top_k_weights = py::none(),
-               hidden_states = py::none(), token_ids = py::none();
+               hidden_states = py::none(), token_ids = py::none(), head_stats = py::none(),
+               rollout = py::none();
     py::object query_tokens = py::none(), key_tokens = py::none(), layers = py::none(),
                id = py::none();
     py::object text_tokens = py::none(); ///< "text": the vocabulary strings (the CLI's "tokens")
@@ -205,6 +206,14 @@ Result compute(const py::object& problem,
     r.top_k_weights = optional_array(s.solution.top_k_weights);
     r.hidden_states = optional_array(s.solution.hidden_states);
     r.token_ids = optional_array(s.solution.token_ids);
+    r.rollout = optional_array(s.solution.rollout);
+    if (s.solution.head_stats) {
+        py::dict stats; // {name: array}, as the CLI's "head_stats" object
+        for (auto& [name, a] : *s.solution.head_stats) {
+            stats[py::str(name)] = array_out(std::move(a));
+        }
+        r.head_stats = std::move(stats);
+    }
     r.query_tokens = string_list(s.query_tokens);
     r.key_tokens = string_list(s.key_tokens);
     if (s.stacked) {
@@ -265,7 +274,8 @@ std::string repr(const Result& r) {
                                                                {"argmax", &r.argmax},
                                                                {"top_k_indices", &r.top_k_indices},
                                                                {"top_k_weights", &r.top_k_weights},
-                                                               {"hidden_states", &r.hidden_states}};
+                                                               {"hidden_states", &r.hidden_states},
+                                                               {"rollout", &r.rollout}};
     for (const auto& [name, a] : parts) {
         if (!a->is_none()) {
             out += std::string(", ") + name + "=" + shape_text(*a);
@@ -298,6 +308,11 @@ void register_result(py::module_& m) {
                       &Result::hidden_states,
                       "a whole model's returns=['hidden_states']: [layers + 1, B, L, E]")
         .def_readonly("token_ids", &Result::token_ids, "a whole model's input ids, or None")
+        .def_readonly("head_stats",
+                      &Result::head_stats,
+                      "returns=['head_stats']: {name: [layers, B, H] array} (entropy, "
+                      "first_token, previous_token, self, distance, duplicate_token, induction)")
+        .def_readonly("rollout", &Result::rollout, "returns=['rollout']: [B, L, L]")
         .def_readonly("query_tokens", &Result::query_tokens, "the query labels, or None")
         .def_readonly("key_tokens", &Result::key_tokens, "the key labels, or None")
         .def_property_readonly("tokens",

@@ -20,7 +20,7 @@ if [ "$#" -gt 0 ]; then
     targets=("$@")
 else
     targets=(npy json_array problem batch_line heatmap_input safetensors npz token_list
-        safetensors_index gguf gguf_dequant tokenizer_json tokenize ollama_manifest)
+        safetensors_index gguf gguf_dequant tokenizer_json tokenize ollama_manifest census_texts)
 fi
 
 if [[ -z "${FUZZ_BUILD:-}" ]]; then

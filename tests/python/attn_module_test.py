@@ -439,6 +439,23 @@ def test_every_layer_from_hidden_states_equals_the_cli():
 
 
 @test
+def test_head_stats_and_rollout_equal_the_cli():
+    sample = os.path.join(ROOT, "samples", "tiny-gpt2")
+    args = ["compute", "--params", sample, "--text", "the cat sat on the cat", "--layers",
+            "1,2", "--return", "head_stats,rollout", "--rollout-fusion", "max", "--no-weights"]
+    p = subprocess.run([ATTN] + args, capture_output=True, cwd=TMP)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    got = attn.compute(params=sample, text="the cat sat on the cat", layers=[1, 2],
+                       returns=["head_stats", "rollout"], rollout_fusion="max")
+    assert list(got.head_stats) == list(doc["head_stats"])
+    for name, a in got.head_stats.items():
+        assert a.shape == (2, 4) and np.array_equal(a, f32(doc["head_stats"][name]),
+                                                    equal_nan=True), name
+    assert np.array_equal(got.rollout, f32(doc["rollout"]))
+
+
+@test
 def test_a_model_views_title_counts_as_the_clis():
     # One layer of one head: the CLI's compute --heatmap of every layer titles it
     # "model view: 1 layer × 1 head"; the module says the same (never "1 layers").

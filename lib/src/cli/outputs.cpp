@@ -41,6 +41,8 @@ std::vector<std::string> extra_results(const Problem& p, bool hidden_states) {
                                        std::pair{p.return_entropy, "entropy"},
                                        std::pair{p.return_argmax, "argmax"},
                                        std::pair{p.top_k > 0, "top_k"},
+                                       std::pair{p.return_head_stats, "head_stats"},
+                                       std::pair{p.return_rollout, "rollout"},
                                        std::pair{hidden_states, "hidden_states"}}) {
         if (wanted) {
             out.emplace_back(name);
@@ -185,6 +187,12 @@ std::vector<std::uint8_t> npz_bytes(const Solution& s, const OutputOptions& o) {
     add("top_k_values", s.top_k_weights);
     add("top_k_indices", s.top_k_indices);
     add("hidden_states", s.hidden_states);
+    if (s.head_stats) {
+        for (const auto& [name, a] : *s.head_stats) {
+            add(("head_stats_" + name).c_str(), a);
+        }
+    }
+    add("rollout", s.rollout);
     add("token_ids", s.token_ids);
     return io::encode_npz(members);
 }
@@ -206,7 +214,8 @@ WrittenOutputs write_outputs(const Problem& problem,
             io::write_file_atomic(path, encode_array(path, a, o));
         }
     };
-    const bool extras = s.lse || s.entropy || s.argmax || s.top_k_indices || s.hidden_states;
+    const bool extras = s.lse || s.entropy || s.argmax || s.top_k_indices || s.hidden_states ||
+                        s.head_stats || s.rollout;
     // What went to a file is not printed again: --weights FILE leaves them out.
     const auto document = [&] {
         return stack != nullptr ? stack_result_document(*stack, s, o.weights.empty())

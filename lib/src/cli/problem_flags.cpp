@@ -200,6 +200,9 @@ void apply_feature_flags(const ProblemFlags& a, json& doc) {
         }
         doc["return"] = std::move(list);
     }
+    if (!a.rollout_fusion.empty()) {
+        doc["rollout_fusion"] = a.rollout_fusion; // decode_problem names a bad one
+    }
     if (a.top_k > 0) {
         doc["top_k"] = a.top_k;
         if (!doc.contains("return") || !doc["return"].is_array()) {

@@ -485,7 +485,9 @@ std::vector<std::uint8_t> encode_npy_int64(const Array& a) {
     const std::string head = npy_header_text(a.shape, std::string_view("<i8"));
     std::vector<std::uint8_t> out(head.begin(), head.end());
     out.reserve(head.size() + 8 * a.values.size());
-    for (const float v : a.values) {
+    const bool exact = has_exact_values(a); // values64: ids and counts past 2^24 exactly
+    for (std::size_t i = 0; i < a.values.size(); ++i) {
+        const double v = exact ? a.values64[i] : static_cast<double>(a.values[i]);
         const auto bits = static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
         for (std::size_t k = 0; k < 8; ++k) {
             out.push_back(static_cast<std::uint8_t>((bits >> (8 * k)) & 0xffu));

@@ -257,6 +257,11 @@ load_block(const ModelFolder& folder, const ModelSpec& spec, std::size_t layer) 
     return w;
 }
 
+std::size_t vocabulary_size(const ModelFolder& folder, const ModelSpec& spec) {
+    const Reader<float> r{folder, spec, spec.root};
+    return r.entry(spec.arch.token_embedding, {kAny, spec.hidden}).shape[0];
+}
+
 template <class T>
 ModelEmbeddings<T>
 load_model_embeddings(const ModelFolder& folder, const ModelSpec& spec, const TokenIds& ids) {

@@ -18,24 +18,24 @@ namespace attn::problem {
 using io::message_text;
 
 const std::vector<std::string>& problem_fields() {
-    static const std::vector<std::string> fields = {"query",         "key",
-                                                    "value",         "input",
-                                                    "context",       "params",
-                                                    "init",          "num_heads",
-                                                    "num_kv_heads",  "scale",
-                                                    "causal",        "mask",
-                                                    "bias",          "key_padding_mask",
-                                                    "query_tokens",  "key_tokens",
-                                                    "tokens",        "id",
-                                                    "variant",       "mask_convention",
-                                                    "window",        "window_align",
-                                                    "softcap",       "alibi",
-                                                    "sinks",         "return",
-                                                    "top_k",         "precision",
-                                                    "rope",          "norm",
-                                                    "token_ids",     "average_heads",
-                                                    "varlen",        "text",
-                                                    "special_tokens"};
+    static const std::vector<std::string> fields = {"query",          "key",
+                                                    "value",          "input",
+                                                    "context",        "params",
+                                                    "init",           "num_heads",
+                                                    "num_kv_heads",   "scale",
+                                                    "causal",         "mask",
+                                                    "bias",           "key_padding_mask",
+                                                    "query_tokens",   "key_tokens",
+                                                    "tokens",         "id",
+                                                    "variant",        "mask_convention",
+                                                    "window",         "window_align",
+                                                    "softcap",        "alibi",
+                                                    "sinks",          "return",
+                                                    "top_k",          "precision",
+                                                    "rope",           "norm",
+                                                    "token_ids",      "average_heads",
+                                                    "varlen",         "text",
+                                                    "special_tokens", "rollout_fusion"};
     return fields;
 }
 

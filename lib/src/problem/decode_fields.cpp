@@ -210,6 +210,46 @@ void decode_masks(DecodeContext& cx, Problem& p) {
     }
 }
 
+namespace {
+
+/// "return": the per-row diagnostics, head statistics and rollout asked for.
+void decode_returns(DecodeContext& cx, Problem& p) {
+    const json& r = cx.doc["return"];
+    if (!r.is_array()) {
+        throw InputError("return: expected a list of \"lse\", \"entropy\", \"argmax\", "
+                         "\"top_k\", \"head_stats\", \"rollout\", got " +
+                         shown(r));
+    }
+    for (const json& x : r) {
+        if (x == "lse") {
+            p.return_lse = true;
+        } else if (x == "entropy") {
+            p.return_entropy = true;
+        } else if (x == "argmax") {
+            p.return_argmax = true;
+        } else if (x == "head_stats") {
+            p.return_head_stats = true;
+        } else if (x == "rollout") {
+            if (p.lq != p.lk) {
+                throw InputError("return: \"rollout\" needs as many queries as keys, got " +
+                                 std::to_string(p.lq) + " queries and " + std::to_string(p.lk) +
+                                 " keys");
+            }
+            p.return_rollout = true;
+        } else if (x == "top_k") {
+            if (!cx.has("top_k")) {
+                throw InputError("return: \"top_k\" needs \"top_k\": K");
+            }
+        } else {
+            throw InputError("return: expected \"lse\", \"entropy\", \"argmax\", \"top_k\", "
+                             "\"head_stats\" or \"rollout\", got " +
+                             shown(x));
+        }
+    }
+}
+
+} // namespace
+
 void decode_score_features(DecodeContext& cx, Problem& p) {
     const std::size_t n_heads = p.direct_heads ? p.q4.shape()[1] : p.num_heads;
     if (cx.has("window")) {
@@ -267,29 +307,15 @@ void decode_score_features(DecodeContext& cx, Problem& p) {
         p.top_k = positive_int(cx.doc["top_k"], "top_k");
     }
     if (cx.has("return")) {
-        const json& r = cx.doc["return"];
-        if (!r.is_array()) {
-            throw InputError("return: expected a list of \"lse\", \"entropy\", \"argmax\", "
-                             "\"top_k\", got " +
-                             shown(r));
+        decode_returns(cx, p);
+    }
+    if (cx.has("rollout_fusion")) {
+        const json& f = cx.doc["rollout_fusion"];
+        if (!f.is_string()) {
+            throw InputError(option_name("rollout_fusion") + ": expected mean, max or min, got " +
+                             shown(f));
         }
-        for (const json& x : r) {
-            if (x == "lse") {
-                p.return_lse = true;
-            } else if (x == "entropy") {
-                p.return_entropy = true;
-            } else if (x == "argmax") {
-                p.return_argmax = true;
-            } else if (x == "top_k") {
-                if (!cx.has("top_k")) {
-                    throw InputError("return: \"top_k\" needs \"top_k\": K");
-                }
-            } else {
-                throw InputError("return: expected \"lse\", \"entropy\", \"argmax\" or "
-                                 "\"top_k\", got " +
-                                 shown(x));
-            }
-        }
+        p.rollout_fusion = rollout_fusion(f.get<std::string>());
     }
 }
 

@@ -8,9 +8,12 @@
 #include "attn/model/checkpoint_layers.hpp"
 #include "attn/model/safetensors.hpp"
 #include "attn/problem/checks.hpp"
+#include "attn/problem/layer_analysis.hpp"
 #include "decode_detail.hpp"
 
 #include <algorithm>
+#include <map>
+#include <numeric>
 #include <optional>
 
 namespace attn::problem {
@@ -166,6 +169,24 @@ void append_solution(Solution& stack,
     append_layer(stack.argmax, r.argmax, count);
     append_layer(stack.top_k_indices, r.top_k_indices, count);
     append_layer(stack.top_k_weights, r.top_k_weights, count);
+    stack.head_stat_totals.insert(
+        stack.head_stat_totals.end(), r.head_stat_totals.begin(), r.head_stat_totals.end());
+    if (r.head_stats) { // each statistic stacked as the diagnostics are
+        const bool first = !stack.head_stats;
+        if (first) {
+            stack.head_stats.emplace(r.head_stats->size());
+        }
+        for (std::size_t i = 0; i < r.head_stats->size(); ++i) {
+            auto& [name, stacked] = (*stack.head_stats)[i];
+            std::optional<Array> acc;
+            if (!first) {
+                acc = std::move(stacked);
+            }
+            append_layer(acc, (*r.head_stats)[i].second, count);
+            name = (*r.head_stats)[i].first;
+            stacked = std::move(*acc);
+        }
+    }
     stack.rows_fully_masked += r.rows_fully_masked;
 }
 
@@ -286,7 +307,19 @@ Solution solve_layer_stack(const LayerStack& s, const SolveOptions& options, boo
     Solution out;
     std::optional<Array> output;
     const std::size_t n = s.layers.size();
-    for (std::size_t i = 0; i < n; ++i) {
+    // "rollout" goes through the layers in ascending order: they are solved in that order
+    // and stacked in the order selected.
+    std::optional<Rollout> rollout;
+    if (s.first.return_rollout) {
+        rollout.emplace(s.first.rollout_fusion, s.first.batch, s.first.lq);
+    }
+    std::vector<std::size_t> order(n);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::sort(order.begin(), order.end(), [&s](std::size_t a, std::size_t b) {
+        return s.layers[a] < s.layers[b];
+    });
+    std::map<std::size_t, Solution> solved;
+    for (const std::size_t i : order) {
         const std::size_t l = s.layers[i];
         const Problem p = i == 0 ? Problem{} : decode_stack_layer(s, l);
         const Problem& layer = i == 0 ? s.first : p;
@@ -295,15 +328,21 @@ Solution solve_layer_stack(const LayerStack& s, const SolveOptions& options, boo
         }
         // Each layer's weights straight to their part of the caller's destination.
         SolveOptions layer_options = options;
+        layer_options.rollout = rollout ? &*rollout : nullptr;
         std::optional<WeightsDestination<float>> slot;
         if (options.weights_to != nullptr) {
             slot = weights_slot(*options.weights_to, i, n);
             layer_options.weights_to = &*slot;
         }
-        const Solution r = solve(layer, layer_options);
+        solved.emplace(i, solve(layer, layer_options));
+    }
+    for (const auto& [i, r] : solved) {
         append_solution(out, output, r, n);
     }
     out.output = std::move(*output);
+    if (rollout) {
+        out.rollout = rollout->result(s.first.batched, s.first.precision == Precision::f64);
+    }
     return out;
 }
 

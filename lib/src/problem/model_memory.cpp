@@ -94,10 +94,21 @@ ModelMemory estimate_model_memory(const ModelRun& run, const SolveOptions& optio
     // One layer's attention (its weights when kept, the kernel's scratch) from the shared
     // problem's estimate; every kept layer's weights and diagnostics again in the stacked
     // result, and the stack's copy while it is built.
-    const MemoryEstimate one =
-        estimate_memory(p, options.want_weights, options.threads, options.weights_to != nullptr);
+    // "rollout" makes each layer's weights whole (one layer at a time) and holds R and one
+    // Â (8-byte values); "head_stats" 7 values and flags per query row and head (63 bytes).
+    const MemoryEstimate one = estimate_memory(p,
+                                               options.want_weights || p.return_rollout,
+                                               options.threads,
+                                               options.weights_to != nullptr);
     const std::uint64_t weights_values = options.want_weights ? one.weights / (f64 ? 32 : 16) : 0;
     m.attention = saturating_add(one.intermediates, one.weights);
+    if (p.return_rollout) {
+        m.attention = saturating_add(m.attention,
+                                     saturating_product({8, run.ids.shape()[0] + 1, p.lq, p.lq}));
+    }
+    if (p.return_head_stats) {
+        m.attention = saturating_add(m.attention, saturating_product({63, rows, s.heads}));
+    }
     const std::uint64_t diag_values =
         saturating_product({rows, s.heads, 3 + 2 * static_cast<std::uint64_t>(p.top_k)});
     const std::uint64_t per_layer =

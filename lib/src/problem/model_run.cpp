@@ -9,6 +9,7 @@
 #include "attn/model/store.hpp"
 #include "attn/model/weights.hpp"
 #include "attn/problem/checks.hpp"
+#include "attn/problem/layer_analysis.hpp"
 #include "decode_detail.hpp"
 
 #include <algorithm>
@@ -211,6 +212,10 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
         hidden.push_back(x);
     }
     std::map<std::size_t, Solution> results;
+    std::optional<Rollout> rollout; // "rollout": the selected layers in ascending order
+    if (p.return_rollout) {
+        rollout.emplace(p.rollout_fusion, p.batch, p.lq);
+    }
     for (std::size_t l = 0; l <= last; ++l) {
         const bool keep = std::find(selected.begin(), selected.end(), l) != selected.end();
         BasicLayerSpec<T> layer = ls;
@@ -231,6 +236,12 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
             layer.attention.want_argmax = false;
             layer.attention.top_k = 0;
         }
+        // "head_stats", "rollout": from this layer's weights as its kernel makes them.
+        std::optional<LayerAnalysis<T>> analysis;
+        if (keep) {
+            analysis.emplace(p, &run.ids, rollout ? &*rollout : nullptr);
+            layer.attention = analysis->spec(layer.attention);
+        }
         BasicBlockResult<T> r;
         {
             const BasicBlockWeights<T> w = model::load_block<T>(*run.folder, spec, l);
@@ -238,7 +249,10 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
         } // the layer's weights go here
         x = std::move(r.hidden);
         if (keep) {
-            results.emplace(l, layer_solution(p, std::move(r.attention)));
+            analysis->after(r.attention.weights);
+            Solution& s =
+                results.emplace(l, layer_solution(p, std::move(r.attention))).first->second;
+            analysis->into(s);
         }
         if (run.want_hidden_states && l + 1 < spec.layers) {
             hidden.push_back(x);
@@ -255,6 +269,9 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
         append_solution(out, output, r, n);
     }
     out.output = std::move(*output);
+    if (rollout) {
+        out.rollout = rollout->result(p.batched, p.precision == Precision::f64);
+    }
     Array ids;
     ids.shape = {run.ids.shape()[0], run.ids.shape()[1]};
     if (!p.batched) {

@@ -5,6 +5,7 @@
 #include "attn/huge_pages.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/problem/checks.hpp"
+#include "attn/problem/layer_analysis.hpp"
 #include "attn/problem/result_read.hpp"
 
 #include <algorithm>
@@ -164,10 +165,21 @@ void finish_solution(const Problem& p,
     }
 }
 
+template <class T>
+Solution
+solve_heads(const Problem& p, const BasicAttentionSpec<T>& spec, LayerAnalysis<T>& analysis);
+
 /// Computes the problem in precision T, from its inputs in T.
 template <class T> Solution solve_in(const Problem& p, const SolveOptions& options) {
     const BasicInputs<T>& in = p.inputs<T>();
-    const BasicAttentionSpec<T> spec = spec_with_destination<T>(p, options);
+    // "head_stats", "rollout": this layer's (solve()'s own rollout when no stack has one).
+    std::optional<Rollout> own_rollout;
+    if (p.return_rollout && options.rollout == nullptr) {
+        own_rollout.emplace(p.rollout_fusion, p.batch, p.lq);
+    }
+    LayerAnalysis<T> analysis(p, nullptr, own_rollout ? &*own_rollout : options.rollout);
+    const BasicAttentionSpec<T> spec = analysis.spec(spec_with_destination<T>(p, options));
+    Solution s;
     if (!p.direct_heads) {
         BasicLayerSpec<T> ls;
         ls.num_heads = p.num_heads;
@@ -177,8 +189,24 @@ template <class T> Solution solve_in(const Problem& p, const SolveOptions& optio
         ls.norm = in.norm ? &*in.norm : nullptr;
         ls.rope = p.rope ? &*p.rope : nullptr;
         ls.rope_positions = p.rope_positions;
-        return layer_solution(p, attend_layer(in.query_src, in.key_src, in.value_src, ls));
+        BasicLayerResult<T> r = attend_layer(in.query_src, in.key_src, in.value_src, ls);
+        analysis.after(r.weights);
+        s = layer_solution(p, std::move(r));
+    } else {
+        s = solve_heads(p, spec, analysis);
     }
+    analysis.into(s);
+    if (own_rollout) {
+        s.rollout = own_rollout->result(p.batched, p.precision == Precision::f64);
+    }
+    return s;
+}
+
+/// A rank-4 problem ([B, H, L, D] given): RoPE when asked, then attend().
+template <class T>
+Solution
+solve_heads(const Problem& p, const BasicAttentionSpec<T>& spec, LayerAnalysis<T>& analysis) {
+    const BasicInputs<T>& in = p.inputs<T>();
     std::optional<BasicTensor<T>> q_rot, k_rot; // rotated copies ("rope")
     if (p.rope) {
         q_rot = in.q4.copy();
@@ -191,6 +219,7 @@ template <class T> Solution solve_in(const Problem& p, const SolveOptions& optio
                 in.v4.view(),
                 spec,
                 r);
+    analysis.after(r.weights);
     Solution s;
     s.output = to_array(r.output, shape_of(r.output));
     s.rows_fully_masked = r.rows_fully_masked;
@@ -249,7 +278,7 @@ template BasicAttentionSpec<double> attention_spec<double>(const Problem&, const
 
 Solution solve(const Problem& p, const SolveOptions& options) {
     check_memory(p,
-                 options.want_weights,
+                 options.want_weights || p.return_rollout, // rollout keeps a layer's weights
                  options.max_memory != 0 ? options.max_memory : io::memory_limit(),
                  options.threads,
                  options.weights_to != nullptr && weights_direct(p));
@@ -289,6 +318,14 @@ std::string result_document(const Problem& p, const Solution& s, bool with_weigh
                ",\"weights\":" + encode_json_array(*s.top_k_weights) + "}";
     }
     add("hidden_states", s.hidden_states);
+    if (s.head_stats) {
+        std::string stats;
+        for (const auto& [name, a] : *s.head_stats) {
+            stats += (stats.empty() ? "{\"" : ",\"") + name + "\":" + encode_json_array(a);
+        }
+        out += ",\"head_stats\":" + stats + "}";
+    }
+    add("rollout", s.rollout);
     if (p.query_tokens) {
         out += ",\"query_tokens\":" + dump(json(*p.query_tokens));
     }

@@ -48,7 +48,8 @@ struct ProblemFlags : CommonProblemFlags {
     std::string alibi;                ///< --alibi (default slopes) or --alibi=S0,S1,..
     std::string sinks;                ///< --sinks S0,S1,..
     std::string mask_convention;      ///< --mask-convention keep|torch-mha|additive
-    std::string returns;              ///< --return lse,entropy,argmax,top_k
+    std::string returns;              ///< --return lse,entropy,argmax,top_k,head_stats,rollout
+    std::string rollout_fusion;       ///< --rollout-fusion mean|max|min
     std::size_t top_k = 0;            ///< --top-k K (also asks for top_k)
     std::string tokens;               ///< --tokens a,b,c|FILE (the "tokens" field)
     // Real models.

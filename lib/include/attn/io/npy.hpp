@@ -74,7 +74,8 @@ encode_npy(const std::vector<std::size_t>& shape, const double* values, bool f64
 std::vector<std::uint8_t> encode_npy(const Array& a, bool f64);
 /// The same in any float element type (from the float64 values when the Array has them).
 std::vector<std::uint8_t> encode_npy(const Array& a, NpyFloat type);
-/// An array of integers (token ids, held exactly in `values`) as "<i8" NPY bytes.
+/// An array of integers (token ids, held exactly in `values`; counts past 2^24 in
+/// `values64`) as "<i8" NPY bytes.
 std::vector<std::uint8_t> encode_npy_int64(const Array& a);
 
 /// encode_npy(a, f64) written to `path` as write_file_atomic writes, without holding the

@@ -51,6 +51,9 @@ template <class T>
 ModelEmbeddings<T>
 load_model_embeddings(const ModelFolder& folder, const ModelSpec& spec, const TokenIds& ids);
 
+/// The vocabulary's size: the token embedding table's rows (nothing read but its shape).
+std::size_t vocabulary_size(const ModelFolder& folder, const ModelSpec& spec);
+
 /// The final norm, if the architecture has one.
 template <class T>
 std::optional<BasicNorm<T>> load_final_norm(const ModelFolder& folder, const ModelSpec& spec);

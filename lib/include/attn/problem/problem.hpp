@@ -8,6 +8,7 @@
 #include "attn/io/source.hpp"
 #include "attn/layer.hpp"
 #include "attn/model/safetensors.hpp"
+#include "attn/rollout.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -76,7 +77,10 @@ struct Problem : Inputs {
     bool return_lse = false; ///< "return": [..., "lse", ...]
     bool return_entropy = false;
     bool return_argmax = false;
-    std::size_t top_k = 0;      ///< "top_k": K (with or without "return": ["top_k"])
+    std::size_t top_k = 0;          ///< "top_k": K (with or without "return": ["top_k"])
+    bool return_head_stats = false; ///< "return": [..., "head_stats", ...] (head_stats.hpp)
+    bool return_rollout = false;    ///< "return": [..., "rollout", ...] (layer_analysis.hpp)
+    RolloutFusion rollout_fusion = RolloutFusion::mean; ///< "rollout_fusion"
     bool average_heads = false; ///< "average_heads": weights averaged over heads
     /// "precision": "f32" (default) or "f64". With f64 the float32 inputs still hold the
     /// float32 rounding of every input and `doubles` holds what solve() computes with.

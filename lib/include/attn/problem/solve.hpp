@@ -3,6 +3,7 @@
 
 #include "attn/attention.hpp"
 #include "attn/io/array.hpp"
+#include "attn/problem/head_stats.hpp"
 #include "attn/problem/problem.hpp"
 
 #include <cstdint>
@@ -11,6 +12,8 @@
 #include <string>
 
 namespace attn::problem {
+
+class Rollout;
 
 struct SolveOptions {
     bool want_weights = true;
@@ -29,6 +32,9 @@ struct SolveOptions {
     /// runs (up to the last selected one), from the solving thread: progress for a front
     /// end. Empty: nothing is called.
     std::function<void(std::size_t done, std::size_t total)> on_layer{};
+    /// "return": ["rollout"] over several layers: the accumulator each layer adds to (null:
+    /// solve() rolls out its one layer itself).
+    Rollout* rollout = nullptr;
 };
 
 /// True when solve() can write p's weights to SolveOptions::weights_to: the kernel's
@@ -54,6 +60,13 @@ struct Solution {
     std::optional<io::Array> lse, entropy, argmax, top_k_indices, top_k_weights;
     /// A whole model's "return": ["hidden_states"]: [layers + 1, B, L, E], B dropped as above.
     std::optional<io::Array> hidden_states;
+    /// "return": ["head_stats"]: each statistic [B, H] ([layers, B, H] stacked), B dropped
+    /// as above, H always kept.
+    std::optional<HeadStatArrays> head_stats;
+    /// The same statistics' sums and row counts, one entry per layer (what a census pools).
+    std::vector<HeadStatTotals> head_stat_totals;
+    /// "return": ["rollout"]: [B, L, L], B dropped as above.
+    std::optional<io::Array> rollout;
     /// A whole model's input ids (for --output FILE.npz), [B, L] or [L].
     std::optional<io::Array> token_ids;
 };

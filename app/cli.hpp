@@ -65,10 +65,10 @@ void add_census(CLI::App& app);   // cmd_census.cpp
 
 // The command line's shared checks and the progress on stderr (attn_cli).
 using cli::DelayedSpinner;
+using cli::LayerProgress;
 using cli::positive_count;
 using cli::precision_name;
 using cli::progress_wanted;
-using cli::LayerProgress;
 using cli::ProgressLine;
 
 /// Prints "attn: warning: MESSAGE" on stderr (unless warnings are silenced).

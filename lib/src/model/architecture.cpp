@@ -553,7 +553,8 @@ void read_positions(ModelSpec& s,
     if (a.positions == PositionScheme::roberta) {
         if (const json* v = value_of(doc, "pad_token_id")) {
             if (!v->is_number_integer()) {
-                throw InputError(file + ": pad_token_id: expected an integer, got " + io::value_text(*v));
+                throw InputError(file + ": pad_token_id: expected an integer, got " +
+                                 io::value_text(*v));
             }
             s.pad_token_id = v->get<std::int64_t>();
         }

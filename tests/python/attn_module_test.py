@@ -443,7 +443,7 @@ def test_head_stats_and_rollout_equal_the_cli():
     sample = os.path.join(ROOT, "samples", "tiny-gpt2")
     args = ["compute", "--params", sample, "--text", "the cat sat on the cat", "--layers",
             "1,2", "--return", "head_stats,rollout", "--rollout-fusion", "max", "--no-weights"]
-    p = subprocess.run([ATTN] + args, capture_output=True, cwd=TMP)
+    p = subprocess.run([ATTN] + args, capture_output=True, cwd=TMP, env=CLI_ENV)
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     got = attn.compute(params=sample, text="the cat sat on the cat", layers=[1, 2],

@@ -170,17 +170,20 @@ void check_requested(const OutputOptions& o) {
 /// np.savez's layout: every array of the result (the weights unless --weights has them).
 std::vector<std::uint8_t> npz_bytes(const Solution& s, const OutputOptions& o) {
     std::vector<io::NpzMember> members;
-    const auto add = [&](const char* name, const std::optional<io::Array>& a) {
+    const auto add_as = [&](const char* name,
+                            const std::optional<io::Array>& a,
+                            io::NpyFloat type) {
         if (a) {
-            members.push_back({name,
-                               a->dtype == "int64" ? io::encode_npy_int64(*a)
-                                                   : io::encode_npy(*a, o.dtype == "f64")});
+            members.push_back(
+                {name, a->dtype == "int64" ? io::encode_npy_int64(*a) : io::encode_npy(*a, type)});
         }
     };
+    // Every array in --dtype but the weights, which have their own (--weights-dtype).
+    const auto add = [&](const char* name, const std::optional<io::Array>& a) {
+        add_as(name, a, io::npy_float(o.dtype == "f64"));
+    };
     add("output", s.output);
-    if (o.weights.empty() && s.weights) {
-        members.push_back({"weights", io::encode_npy(*s.weights, weights_npy_type(o))});
-    }
+    add_as("weights", o.weights.empty() ? s.weights : std::nullopt, weights_npy_type(o));
     add("lse", s.lse);
     add("entropy", s.entropy);
     add("argmax", s.argmax);
@@ -207,9 +210,10 @@ WrittenOutputs write_outputs(const Problem& problem,
                              const HeatmapWriter& heatmap) {
     check_requested(o); // a bad extension writes nothing
     // NPY files are written straight from the result, without an encoded copy in memory.
-    const auto write_array = [&o](const std::string& path, const io::Array& a) {
+    // `type`: the element type of an NPY file (the output's --dtype, the weights' own).
+    const auto write_array = [&o](const std::string& path, const io::Array& a, io::NpyFloat type) {
         if (output_format(path, o.format) == io::ArrayFormat::npy) {
-            io::write_npy_file(path, a, o.dtype == "f64");
+            io::write_npy_file(path, a, type);
         } else {
             io::write_file_atomic(path, encode_array(path, a, o));
         }
@@ -227,14 +231,12 @@ WrittenOutputs write_outputs(const Problem& problem,
                output_format(o.output, o.format) == io::ArrayFormat::json) {
         io::write_file_atomic(o.output, document() + "\n");
     } else if (!o.output.empty()) {
-        write_array(o.output, s.output);
+        write_array(o.output, s.output, io::npy_float(o.dtype == "f64"));
     }
     if (weights_file != nullptr) {
         weights_file->file.commit(); // the kernel wrote them there
-    } else if (!o.weights.empty() && output_format(o.weights, o.format) == io::ArrayFormat::npy) {
-        io::write_npy_file(o.weights, *s.weights, weights_npy_type(o));
     } else if (!o.weights.empty()) {
-        write_array(o.weights, *s.weights);
+        write_array(o.weights, *s.weights, weights_npy_type(o));
     }
     if (!o.heatmap.empty()) {
         heatmap(

@@ -5,6 +5,7 @@
 #include "attn/io/atomic_file.hpp"
 #include "attn/io/file_read.hpp"
 #include "attn/io/limits.hpp"
+#include "attn/plot/census_view.hpp"
 #include "attn/problem/census.hpp"
 #include "attn/problem/census_files.hpp"
 #include "attn/problem/census_texts.hpp"
@@ -29,6 +30,7 @@ struct CensusArgs {
     std::uint64_t seed = 0;
     double sink_threshold = 0.3;
     std::string output;
+    std::string html;
     unsigned threads = 0;
     unsigned jobs = 1;
     bool quiet = false;
@@ -69,6 +71,9 @@ void run_census(const CensusArgs& a) {
         throw InputError("census: give MODEL (a model folder, .safetensors or .gguf file)");
     }
     census_format(a.output); // a bad extension before any work
+    if (!a.html.empty() && !io::has_extension(a.html, ".html")) {
+        throw InputError("--html " + io::message_text(a.html, 80) + ": expected an .html file");
+    }
     if (!(a.sink_threshold >= 0.0 && a.sink_threshold <= 1.0)) {
         throw InputError("--sink-threshold: expected a number from 0 to 1");
     }
@@ -96,9 +101,16 @@ void run_census(const CensusArgs& a) {
     ProgressLine progress(
         progress_wanted(a.quiet), "attn census", r.texts.size() + (r.probe ? r.probes : 0));
     r.progress = [&progress](std::size_t done, std::size_t) { progress.update(done, 0, done); };
+    problem::CensusBest best;
+    if (!a.html.empty()) {
+        r.on_text = [&best](std::size_t i, const auto& stats) { best.add(i, stats); };
+    }
     const problem::Census census = problem::run_census(r);
     progress.clear();
     write_census(census, a.output);
+    if (!a.html.empty()) {
+        io::write_file_atomic(a.html, plot::census_html(census, best, r, {}));
+    }
 }
 
 void run_merge(const CensusArgs& a) {
@@ -134,6 +146,10 @@ void census_options(CLI::App& cmd, CensusArgs& a) {
                    "a head is a sink when its pooled first_token is at least this (default 0.3)");
     cmd.add_option(
         "-o,--output", a.output, "FILE.json, FILE.csv or FILE.npz (default: stdout JSON)");
+    cmd.add_option("--html",
+                   a.html,
+                   "FILE.html: the layers x heads grid by a statistic chosen in the page, a "
+                   "sortable table, and each head's attention on the text it scored highest");
     cmd.add_option("--threads", a.threads, "threads of the attention kernels (default: all)");
     cmd.add_option("--jobs", a.jobs, "texts run at once (default 1); the census is the same")
         ->check(positive_count());

@@ -7,10 +7,13 @@ sample's tokenizer; bad lines, files and merges: one line, exit 2, nothing writt
 
 /usr/bin/python3 tests/cli/census_test.py PATH/TO/attn [--case NAME] | --list
 """
+import base64
 import csv
 import io
 import json
 import os
+import re
+import zlib
 
 import numpy as np
 
@@ -212,6 +215,78 @@ def _plain():
         check("[layers][H] grids", np.array(doc["entropy"]).ndim == 2, "")
         check("rows: every real token of both texts", doc["entropy_rows"][0][0] > 0,
               str(doc["entropy_rows"][0][0]))
+
+
+def page_parts(html):
+    """The census page's meta and its view pages (html text each)."""
+    meta = json.loads(re.search(r'<script type="application/json" id="meta">(.*?)</script>',
+                                html, re.S).group(1))
+    pages = {int(k): base64.b64decode(v).decode("utf-8") for k, v in
+             re.findall(r'<script type="application/octet-stream" id="page(\d+)">(.*?)</script>',
+                        html, re.S)}
+    return meta, [pages[k] for k in sorted(pages)]
+
+
+def view_panel(page, k):
+    """A view page's title, panel titles and panel k's exact float32 weights [rows, cols]."""
+    meta = json.loads(re.search(r'<script type="application/json" id="meta">(.*?)</script>',
+                                page, re.S).group(1))
+    data = zlib.decompress(base64.b64decode(
+        re.search(r'id="p%d">(.*?)</script>' % k, page, re.S).group(1)))
+    n = meta["rows"] * meta["cols"]
+    skip = n * (2 if meta["hasState"] else 1)
+    assert meta["exact"], "the view holds exact weights at this size"
+    w = np.frombuffer(data[skip:skip + 4 * n], dtype="<f4").reshape(meta["rows"], meta["cols"])
+    return meta, w
+
+
+@test("--html: the grid is the census; each head's view is its best text's weights")
+def _html():
+    folder, *_ = build("opt")
+    texts = TEXTS + [[5, 5, 5, 5, 6, 7, 5]]
+    page = path("census.html")
+    expect(["census", folder, corpus("h.jsonl", texts), "--output", path("h.json"),
+            "--html", page])
+    doc = json.load(open(path("h.json")))
+    meta, pages = page_parts(open(page, encoding="utf-8").read())
+    check("layers x heads", (meta["layers"], meta["heads"]) == (NL, H), str(meta["layers"]))
+    check("statistics in census order", meta["stats"] == list(NAMES), str(meta["stats"]))
+    check("opens on previous_token without probes", meta["defaultStat"] == "previous_token", "")
+    for s, k in enumerate(NAMES):
+        got = np.array([np.nan if v is None else v for v in meta["means"][s]])
+        check("grid %s = the census's" % k,
+              np.allclose(got, np.array(doc[k], dtype=float).ravel(), equal_nan=True), "")
+    check("sink flags", meta["sink"] == [int(v) for v in np.ravel(doc["sink"])], "")
+    # Each text's per-head means from the float64 forward: the best text is the argmax.
+    per_text = []
+    for ids in texts:
+        ws = np.array(ARCHS["opt"](Model(7), ids=ids)[1])
+        per_text.append((ws, [row_values(ws[layer], ids) for layer in range(NL)]))
+    for s, k in enumerate(NAMES):
+        for x, ref in enumerate(meta["best"][s]):
+            layer, h = divmod(x, H)
+            means = [np.mean(v[layer][k][h]) if v[layer][k][h] else np.nan for _, v in per_text]
+            if all(np.isnan(means)):
+                check("%s L%d H%d: no view without rows" % (k, layer, h), ref is None, str(ref))
+                continue
+            if ref is None:
+                check("%s L%d H%d has a view" % (k, layer, h), False, "none")
+                continue
+            p, panel, value = ref
+            line = int(meta["pageTitles"][p].rsplit("line ", 1)[1])
+            check("%s L%d H%d: the best text (line %d)" % (k, layer, h, line),
+                  abs(means[line - 1] - np.nanmax(means)) < 1e-5 and
+                  abs(value - means[line - 1]) < 1e-5, "%s %s" % (means, value))
+            vmeta, w = view_panel(pages[p], panel)
+            check("%s L%d H%d: panel title" % (k, layer, h),
+                  vmeta["panels"][panel] == "layer %d · head %d" % (layer, h),
+                  vmeta["panels"][panel])
+            want = per_text[line - 1][0][layer][h]
+            check("%s L%d H%d: the panel's weights = the forward's" % (k, layer, h),
+                  w.shape == want.shape and np.allclose(w, want, atol=2e-6),
+                  str(np.abs(w - want).max() if w.shape == want.shape else w.shape))
+    expect(["census", folder, corpus("h.jsonl", texts), "--html", path("c.htm")], code=2,
+           err=r"--html .*c\.htm: expected an \.html file")
 
 
 @test("bad lines, files and merges: one line, exit 2, nothing written")

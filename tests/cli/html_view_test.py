@@ -259,6 +259,75 @@ def big_model_view_checks(browser):
           f"ready in {opened:.1f} s, head view of 12 heads in {hv:.1f} s ({lines} lines)")
 
 
+def census_checks(browser, table):
+    """`attn census --html`: the grid's cells have the colormap colour of the chosen
+    statistic's pooled mean (0..1 for probabilities), the statistic switches from its menu,
+    a click on a cell opens that head's panel on its best text in the frame, and a click on
+    a column header sorts the table by it."""
+    model = os.path.join(ROOT, "samples", "tiny-gpt2")
+    html = path("census.html")
+    p = subprocess.run([ATTN, "census", model, "-", "--probe", "induction:4:2", "--html", html,
+                        "--output", path("census.json")], input=b"the cat sat on the mat\n"
+                       b"a dog and a cat and a dog\n", capture_output=True, timeout=300)
+    check("census --html: exit 0", p.returncode == 0, p.stderr.decode())
+    if p.returncode != 0:
+        return
+    page, why = load(browser, html)
+    check("census page becomes ready", not why, why)
+    if why:
+        return
+    meta = page.eval("attnCensus.meta")
+    cells = meta["layers"] * meta["heads"]
+
+    def colours():
+        return page.eval("[...document.querySelectorAll('#grid .cell')].map(d => "
+                         "getComputedStyle(d).backgroundColor)")
+
+    def want(stat):
+        out = []
+        for v in meta["means"][stat]:
+            idx = 0 if v is None else min(255, max(0, int(v * 256)))
+            out.append(None if v is None else "rgb(%d, %d, %d)" % table[idx])
+        return out
+
+    stat = meta["stats"].index("induction")
+    check("census: opens on induction with a probe", meta["defaultStat"] == "induction",
+          meta["defaultStat"])
+    got = colours()
+    check("census: a cell per layer and head", len(got) == cells, len(got))
+    bad = [(x, g, w) for x, (g, w) in enumerate(zip(got, want(stat))) if w and g != w]
+    check("census: induction colours the grid", not bad, bad[:3])
+    prev = meta["stats"].index("previous_token")
+    page.eval("(() => { const s = document.getElementById('stat'); s.value = '%d'; "
+              "s.dispatchEvent(new Event('change')); })()" % prev)
+    got = colours()
+    bad = [(x, g, w) for x, (g, w) in enumerate(zip(got, want(prev))) if w and g != w]
+    check("census: the menu switches the grid to previous_token", not bad, bad[:3])
+    x = cells - 1
+    r = page.eval("(() => { const b = document.querySelector('#grid .cell[data-cell=\"%d\"]')"
+                  ".getBoundingClientRect(); return {x: b.left + b.width / 2, y: b.top + "
+                  "b.height / 2}; })()" % x)
+    page.click(r["x"], r["y"])
+    ref = meta["best"][prev][x]
+    try:
+        page.wait_for("attnCensus.state.shown", timeout=30)
+        shown = page.eval("attnCensus.state.shown")
+    except cdp.BrowserError as e:
+        shown = str(e)
+    check("census: a click opens the head's panel on its best text",
+          isinstance(shown, dict) and [shown["page"], shown["panel"]] == ref[:2] and
+          shown["title"] == meta["pageTitles"][ref[0]], (shown, ref))
+    page.eval("document.querySelector('#table th[data-col=\"%d\"]').click()" % (prev + 2))
+    order = page.eval("[...document.querySelectorAll('#table tbody tr')].map(r => "
+                      "Number(r.dataset.cell))")
+    vals = [meta["means"][prev][c] for c in order if meta["means"][prev][c] is not None]
+    check("census: a header click sorts by it, highest first",
+          len(order) == cells and vals == sorted(vals, reverse=True), vals[:5])
+    check("census: no console error", page.errors() == [], page.errors())
+    net = [u for u in page.requests() if not u.startswith("blob:")]
+    check("census: no network request (the view is a blob)", net == [], net)
+
+
 def main():
     if not cdp.find_chromium():
         print("SKIP: chromium not found (Debian: apt-get install chromium; scripts/setup.sh "
@@ -398,6 +467,7 @@ def main():
 
     with cdp.Browser() as browser:
         model_view_checks(browser, table)
+        census_checks(browser, table)
     if os.environ.get("ATTN_HTML_BIG", "1") != "0":
         with cdp.Browser() as browser:
             big_model_view_checks(browser)

@@ -177,9 +177,6 @@ std::vector<HeadStatTotals> text_statistics(const CensusRequest& r, const json& 
 
 } // namespace
 
-namespace {
-
-/// Text i of the run: a text of TEXTS, then the probes; `where` names it in messages.
 json census_input(const CensusRequest& r,
                   const std::vector<std::vector<std::int64_t>>& probes,
                   std::size_t i,
@@ -190,21 +187,53 @@ json census_input(const CensusRequest& r,
         return t.text ? json{{"text", *t.text}} : json{{"token_ids", t.token_ids}};
     }
     where = "probe " + std::to_string(i - r.texts.size()) + ": ";
-    return json{{"token_ids", probes[i - r.texts.size()]}};
+    return json{{"token_ids", probes.at(i - r.texts.size())}};
 }
 
-} // namespace
+std::vector<std::vector<std::int64_t>> census_probes(const CensusRequest& r) {
+    if (!r.probe) {
+        return {};
+    }
+    const ModelRun first = decode_model_run({{"params", r.params}, {"token_ids", {0}}}, r.base);
+    return probe_sequences(*r.probe,
+                           r.probes,
+                           r.seed,
+                           model::vocabulary_size(*first.folder, first.spec),
+                           special_ids(r.params, r.base));
+}
+
+void CensusBest::add(std::size_t index, const std::vector<HeadStatTotals>& of_text) {
+    if (layers == 0 && !of_text.empty()) {
+        layers = of_text.size();
+        heads = of_text.front().heads;
+        for (std::size_t stat = 0; stat < kHeadStats; ++stat) {
+            text[stat].assign(layers * heads, -1);
+            value[stat].assign(layers * heads, 0.0);
+        }
+    }
+    for (std::size_t l = 0; l < std::min(layers, of_text.size()); ++l) {
+        const HeadStatTotals& t = of_text[l];
+        for (std::size_t stat = 0; stat < kHeadStats; ++stat) {
+            for (std::size_t h = 0; h < std::min(heads, t.heads); ++h) {
+                double sum = 0.0;
+                std::int64_t rows = 0;
+                for (std::size_t b = 0; b < t.batch; ++b) {
+                    sum += t.sum[stat][b * t.heads + h];
+                    rows += t.rows[stat][b * t.heads + h];
+                }
+                const std::size_t x = l * heads + h;
+                const double mean = rows > 0 ? sum / static_cast<double>(rows) : 0.0;
+                if (rows > 0 && !std::isnan(mean) && (text[stat][x] < 0 || mean > value[stat][x])) {
+                    text[stat][x] = static_cast<std::int64_t>(index);
+                    value[stat][x] = mean;
+                }
+            }
+        }
+    }
+}
 
 Census run_census(const CensusRequest& r) {
-    std::vector<std::vector<std::int64_t>> probes;
-    if (r.probe) {
-        const ModelRun first = decode_model_run({{"params", r.params}, {"token_ids", {0}}}, r.base);
-        probes = probe_sequences(*r.probe,
-                                 r.probes,
-                                 r.seed,
-                                 model::vocabulary_size(*first.folder, first.spec),
-                                 special_ids(r.params, r.base));
-    }
+    const std::vector<std::vector<std::int64_t>> probes = census_probes(r);
     Census c;
     c.sink_threshold = r.sink_threshold;
     const std::size_t total = r.texts.size() + probes.size();
@@ -237,6 +266,9 @@ Census run_census(const CensusRequest& r) {
                 std::rethrow_exception(errors[k]);
             }
             pool(c, stats[k]);
+            if (r.on_text) {
+                r.on_text(first + k, stats[k]);
+            }
         }
         if (r.progress) {
             r.progress(first + n, total);

@@ -8,6 +8,7 @@
 #include "attn/render/colormap.hpp"
 #include "attn/render/figure.hpp"
 #include "heatmap_detail.hpp"
+#include "html_detail.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -28,39 +29,14 @@ extern const std::size_t kHtmlPageByteCount, kHtmlScriptByteCount, kHtmlHeadScri
 
 namespace {
 
-/// "134,217,728"
-std::string grouped(std::size_t n) {
-    std::string s = std::to_string(n);
-    for (std::ptrdiff_t i = static_cast<std::ptrdiff_t>(s.size()) - 3; i > 0; i -= 3) {
-        s.insert(static_cast<std::size_t>(i), ",");
-    }
-    return s;
-}
-
-/// A JSON string literal that is also safe inside <script>: '<', '>', '&' escaped.
-std::string json_string(std::string_view s) {
-    std::string out = "\"";
-    for (const char ch : s) {
-        const auto c = static_cast<unsigned char>(ch);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += ch;
-        } else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-        } else {
-            out += ch;
-        }
-    }
-    return out + "\"";
-}
-
-std::string json_number(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    return buf;
-}
+using detail::fill;
+using detail::grouped;
+using detail::html_text;
+using detail::json_number;
+using detail::json_string;
+using detail::json_strings;
+using detail::json_tables;
+using detail::packed;
 
 /// The colorbar's ticks as the PNG and SVG place them (colorbar_ticks: 0.2, 0.4, ... on a
 /// linear scale, decades on a log one) for a bar `height` px tall with 10 px labels:
@@ -73,74 +49,6 @@ std::string json_colorbar_ticks(const ColorNorm& norm, double height) {
                json_string(label) + "]";
     }
     return out + "]";
-}
-
-std::string json_strings(const std::vector<std::string>& v) {
-    std::string out = "[";
-    for (std::size_t i = 0; i < v.size(); ++i) {
-        out += (i == 0 ? "" : ",") + json_string(v[i]);
-    }
-    return out + "]";
-}
-
-/// zlib-wrapped deflate (what DecompressionStream("deflate") reads), then base64.
-std::string packed(const std::vector<std::uint8_t>& bytes, int level) {
-    uLongf size = compressBound(static_cast<uLong>(bytes.size()));
-    std::vector<std::uint8_t> z(size);
-    if (compress2(z.data(), &size, bytes.data(), static_cast<uLong>(bytes.size()), level) != Z_OK) {
-        throw SystemError("HTML view: zlib could not compress the weights");
-    }
-    z.resize(size);
-    return base64_encode(z);
-}
-
-/// Replaces each "{{KEY}}" of the template with its value, scanning the template only.
-std::string fill(std::string_view page,
-                 const std::vector<std::pair<std::string, std::string>>& kv) {
-    std::string out;
-    std::size_t pos = 0;
-    for (;;) {
-        const std::size_t open = page.find("{{", pos);
-        if (open == std::string_view::npos) {
-            out.append(page.substr(pos));
-            return out;
-        }
-        const std::size_t close = page.find("}}", open);
-        ATTN_ASSERT(close != std::string_view::npos);
-        out.append(page.substr(pos, open - pos));
-        const std::string_view key = page.substr(open + 2, close - open - 2);
-        const auto it =
-            std::find_if(kv.begin(), kv.end(), [&](const auto& e) { return e.first == key; });
-        ATTN_ASSERT(it != kv.end()); // every {{key}} of the template has a value
-        if (it != kv.end()) {
-            out += it->second;
-        }
-        pos = close + 2;
-    }
-}
-
-std::string html_text(std::string_view s) {
-    std::string out;
-    for (const char c : s) {
-        out += c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;" : std::string(1, c);
-    }
-    return out;
-}
-
-/// The colormap tables as {"name": base64 RGB x 256, ...}.
-std::string json_tables() {
-    std::string tables = "{";
-    for (const auto& name : colormap_names()) {
-        const Colormap c = *find_colormap(name);
-        std::vector<std::uint8_t> rgb;
-        for (std::size_t i = 0; i < 256; ++i) {
-            const Rgb e = (*c.table)[i];
-            rgb.insert(rgb.end(), {e.r, e.g, e.b});
-        }
-        tables += (tables.size() > 1 ? "," : "") + json_string(name) + ":" +
-                  json_string(base64_encode(rgb));
-    }
-    return tables + "}";
 }
 
 /// One panel's cells as the page reads them: colour index per cell, then (with states)

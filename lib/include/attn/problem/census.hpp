@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,6 +61,22 @@ struct CensusRequest {
     unsigned jobs = 1;
     /// Called as texts are done (done, total), from the calling thread; may be empty.
     std::function<void(std::size_t, std::size_t)> progress;
+    /// Called with each text's index (texts, then probes) and its statistics, in input
+    /// order, from the calling thread (what census_view's best texts are found from); may
+    /// be empty.
+    std::function<void(std::size_t, const std::vector<HeadStatTotals>&)> on_text;
+};
+
+/// Per statistic and (layer, head) cell: the text where that head's statistic (its mean
+/// over the text's qualifying rows, batch rows pooled) was highest, -1 where no text has a
+/// qualifying row; ties go to the first text in input order.
+struct CensusBest {
+    std::size_t layers = 0, heads = 0;
+    std::array<std::vector<std::int64_t>, kHeadStats> text;
+    std::array<std::vector<double>, kHeadStats> value;
+
+    /// Text `index`'s statistics (what CensusRequest::on_text hands over), in input order.
+    void add(std::size_t index, const std::vector<HeadStatTotals>& layers_of_text);
 };
 
 /// The probes' token ids: `count` sequences, each `probe.length` ids drawn uniformly from
@@ -69,6 +87,18 @@ std::vector<std::vector<std::int64_t>> probe_sequences(const InductionProbe& pro
                                                        std::uint64_t seed,
                                                        std::size_t vocabulary,
                                                        const std::vector<std::int64_t>& special);
+
+/// The request's probes' token ids (none without a probe): probe_sequences() drawn from
+/// the model's vocabulary minus the ids its tokenizer adds around every text.
+std::vector<std::vector<std::int64_t>> census_probes(const CensusRequest& request);
+
+/// Text `index` of a census as a model run's input: {"text": ...} or {"token_ids": [...]}
+/// for TEXTS, then {"token_ids": probe} for the probes; `where` is set to its name in
+/// messages ("FILE: line 3: ", "probe 0: ").
+nlohmann::json census_input(const CensusRequest& request,
+                            const std::vector<std::vector<std::int64_t>>& probes,
+                            std::size_t index,
+                            std::string& where);
 
 /// Runs the model on every text and probe with "return": ["head_stats"] and no weights
 /// kept, `jobs` texts at a time, and pools the statistics in input order. A bad text is an

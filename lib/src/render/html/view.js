@@ -349,6 +349,8 @@
     view.panel = p; index = d.index; state = d.state; exact = d.exact;
     if (headView) headView.setGroup(groupOf(p));
     redraw();
+    // In the census page's frame: which panel shows (the page checks its pick arrived).
+    if (window.parent !== window) window.parent.postMessage({ attnPanel: p, title: meta.title }, "*");
   }
   /// A thumbnail's click: the panel, large, in the tab shown.
   function openPanel(p) { return setPanel(p).catch(fail); }
@@ -449,6 +451,11 @@
   };
 
   function fail(e) { $("status").textContent = String(e); console.error(e); }
+  /// The panel a "#panel=K" fragment names (the census page opens a head's panel so), else 0.
+  function hashPanel() {
+    const m = /^#panel=(\d+)$/.exec(location.hash);
+    return m ? Math.min(Number(m[1]), P - 1) : 0;
+  }
 
   async function main() {
     const t0 = performance.now();
@@ -465,7 +472,8 @@
     install();
     drawThumbs();
     drawColorbar();
-    await setPanel(0);
+    await setPanel(hashPanel());
+    window.addEventListener("hashchange", () => openPanel(hashPanel()));
     window.attnView.headView = headView;
     window.attnView.loadMs = performance.now() - t0;
     $("status").textContent = `ready in ${Math.round(window.attnView.loadMs)} ms`;

@@ -34,4 +34,5 @@ PYBIND11_MODULE(_attn, m) {
     attn::python::register_compute(m);
     attn::python::register_figures(m);
     attn::python::register_tokenize(m);
+    attn::python::register_census(m);
 }

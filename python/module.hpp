@@ -46,6 +46,8 @@ py::object string_list(const std::optional<std::vector<std::string>>& v);
 
 /// Registers attn.compute and attn.Result (compute.cpp).
 void register_compute(py::module_& m);
+/// Registers attn.census and attn.Census (census.cpp).
+void register_census(py::module_& m);
 /// Registers attn.tokenize (tokenize.cpp).
 void register_tokenize(py::module_& m);
 /// Registers attn.heatmap, attn.view, attn.model_view and attn.Figure (figures.cpp).

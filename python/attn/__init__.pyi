@@ -2,7 +2,7 @@
 # attn/__init__.py re-exports, is what editors and type checkers see here (py.typed marks
 # the package as typed). The docstrings (help(attn.compute)) hold the full text.
 from os import PathLike
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -105,6 +105,45 @@ def tokenize(
 ) -> Union[dict[str, Any], list[dict[str, Any]]]:
     """A model's own tokenizer, as `attn tokenize MODEL --text ...`: a dict with "token_ids"
     (np.int64) and "tokens", or a list of them for a list of texts."""
+
+class Census:
+    """A head census (attn.census): each statistic pooled over the texts, [layers, H]."""
+    @property
+    def layers(self) -> int: ...
+    @property
+    def heads(self) -> int: ...
+    @property
+    def texts(self) -> int: ...
+    @property
+    def sink_threshold(self) -> float: ...
+    @property
+    def stats(self) -> list[str]: ...
+    @property
+    def means(self) -> dict[str, np.ndarray]: ...
+    @property
+    def sums(self) -> dict[str, np.ndarray]: ...
+    @property
+    def rows(self) -> dict[str, np.ndarray]: ...
+    @property
+    def sink(self) -> np.ndarray: ...
+    def __getitem__(self, name: str) -> np.ndarray: ...
+    def save(self, path: Union[str, PathLike[str]]) -> None: ...
+    def _repr_html_(self) -> str: ...
+
+def census(
+    model: Union[str, PathLike[str]],
+    texts: Union[str, PathLike[str], Sequence[Union[str, Sequence[int]]], None] = None,
+    *,
+    probe: Optional[str] = None,
+    probes: int = 1,
+    seed: int = 0,
+    sink_threshold: float = 0.3,
+    threads: int = 0,
+    jobs: int = 1,
+    html: Union[str, PathLike[str], None] = None,
+    progress: Optional[Callable[[int, int], Any]] = None,
+) -> Census:
+    """A head census, as `attn census MODEL TEXTS` (see help(attn.census))."""
 
 class Figure:
     """A heatmap's bytes, shown inline by Jupyter."""

@@ -622,6 +622,66 @@ def test_tokenize_and_text_equal_the_cli():
 
 
 @test
+def test_census_equals_the_cli():
+    folder, _, _, _ = tiny_model("opt")
+    texts = [[3, 17, 5, 3, 17, 5, 9], [8, 8, 4, 8, 4, 1, 1], [2, 9, 11, 2, 9, 11, 2]]
+    corpus = os.path.join(TMP, "census.jsonl")
+    with open(corpus, "w") as f:
+        f.write("".join(json.dumps({"token_ids": t}) + "\n" for t in texts))
+    npz = os.path.join(TMP, "census_cli.npz")
+    p = subprocess.run([ATTN, "census", folder, corpus, "--probe", "induction:4:2", "--output",
+                        npz], capture_output=True, text=True, env=CLI_ENV)
+    assert p.returncode == 0, p.stderr
+    want = np.load(npz)
+    seen = []
+    c = attn.census(folder, texts, probe="induction:4:2", jobs=2, progress=lambda d, t:
+                    seen.append((d, t)))
+    assert (c.layers, c.heads, c.texts) == want["entropy"].shape + (4,), repr(c)
+    assert seen and seen[-1] == (4, 4), seen
+    for name in c.stats:
+        assert np.array_equal(c.means[name], want[name], equal_nan=True), name
+        assert np.array_equal(c[name], want[name], equal_nan=True), name
+        assert np.array_equal(c.sums[name], want[name + "_sum"]), name
+        assert np.array_equal(c.rows[name], want[name + "_rows"]), name
+    assert np.array_equal(c.sink, want["sink"].astype(bool))
+    # The same from the TEXTS file; saved as the CLI writes it; the page; the table.
+    c2 = attn.census(folder, corpus, probe="induction:4:2")
+    assert np.array_equal(c2["induction"], c["induction"], equal_nan=True)
+    c.save(os.path.join(TMP, "census_py.npz"))
+    got = np.load(os.path.join(TMP, "census_py.npz"))
+    assert sorted(got.files) == sorted(want.files)
+    assert all(np.array_equal(got[m], want[m], equal_nan=True) for m in want.files)
+    page = os.path.join(TMP, "census.html")
+    attn.census(folder, texts[:1], html=page)
+    assert open(page, encoding="utf-8").read(15) == "<!DOCTYPE html>"
+    assert c._repr_html_().count("<tr>") == c.layers * c.heads + 1
+    expect_input_errors(((lambda: attn.census(folder), "give texts"),
+                         (lambda: attn.census(folder, [[1, 999]]), "texts: line 1: "),
+                         (lambda: attn.census(folder, ["a", [1.5]]), "texts[1]: expected token ids"),
+                         (lambda: attn.census(folder, texts, probe="induction:3"), "probe"),
+                         (lambda: c.save(os.path.join(TMP, "c.txt")), "json, .csv or .npz")))
+
+
+@test
+def test_census_stops_on_ctrl_c():
+    import signal
+    import threading
+    folder, _, _, _ = tiny_model("opt")
+    texts = [[3, 17, 5, 3, 17, 5, 9]] * 100000  # minutes of work
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    t0 = time.time()
+    timer.start()
+    try:
+        attn.census(folder, texts, jobs=2)  # no Python callback: the census checks itself
+        raise AssertionError("not interrupted")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        timer.cancel()
+    assert time.time() - t0 < 20, time.time() - t0
+
+
+@test
 def test_help_shows_the_parameters():
     doc = attn.compute.__doc__
     for word in ("threads", "no_weights", "query", "returns", "InputError"):

@@ -197,6 +197,17 @@ void add_return_options(CLI::App& cmd, ProblemArgs& args) {
                    "--return top_k)")
         ->check(positive_count())
         ->group(g_ret);
+    cmd.add_option("--select-heads",
+                   args.select_heads,
+                   "return the weights, per-row diagnostics and head_stats of these query heads "
+                   "only, e.g. 0,3,8-11 (all are computed; the H axis stays, ascending)")
+        ->group(g_ret);
+    cmd.add_option("--query-rows",
+                   args.query_rows,
+                   "return the weights and per-row diagnostics of query rows A..B-1 only: A:B "
+                   "as a Python slice (either end may be left out; negatives count from the "
+                   "end)")
+        ->group(g_ret);
     cmd.add_flag("--average-heads",
                  args.average_heads,
                  "weights averaged over heads, as nn.MultiheadAttention's default "

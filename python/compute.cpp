@@ -368,7 +368,10 @@ keyword (a keyword overrides the same field of `problem`):
   num_heads, num_kv_heads, scale, causal (False, True, "top-left", "bottom-right"),
   mask, bias, key_padding_mask (True = real token), window, window_align, softcap,
   alibi, sinks, returns (= "return": ["lse", "entropy", "argmax", "top_k"]), top_k,
-  average_heads, varlen, precision ("f32" or "f64"), rope, norm, token_ids, text,
+  average_heads, select_heads ([0, 3] or "0,3,8-11": the heads whose weights,
+  per-row results and head_stats are returned), query_rows ([A, B] or "A:B", a Python
+  slice: the query rows of the weights and per-row results returned), varlen,
+  precision ("f32" or "f64"), rope, norm, token_ids, text,
   special_tokens, hidden_states, layers, variant, mask_convention, tokens,
   query_tokens, key_tokens, id.
 
@@ -412,6 +415,10 @@ Example:
              tokenized by the model's own tokenizer; or
   token_ids  [L] or [B, L] integer ids
   layers     which layers' attention to return (default all), e.g. [0, 5]
+
+select_heads=[0, 3] (or "0,3,8-11") and query_rows=[A, B] (or "A:B", a Python slice)
+return only those heads' and query rows' weights and per-row results (every head is
+computed; the H axis stays, ascending).
 
 Other problem fields as keywords: returns=["hidden_states"], special_tokens=False,
 key_padding_mask, precision, ...; threads, no_weights, simd and max_memory as for

@@ -75,6 +75,8 @@ def compute(
     returns: Optional[Sequence[str]] = None,
     top_k: Optional[int] = None,
     average_heads: Optional[bool] = None,
+    select_heads: Union[Sequence[int], str, None] = None,
+    query_rows: Union[Sequence[Optional[int]], str, None] = None,
     precision: Optional[str] = None,
     **fields: Any,
 ) -> Result:
@@ -93,6 +95,8 @@ def run_model(
     returns: Optional[Sequence[str]] = None,
     special_tokens: Optional[bool] = None,
     key_padding_mask: Optional[ArrayLike] = None,
+    select_heads: Union[Sequence[int], str, None] = None,
+    query_rows: Union[Sequence[Optional[int]], str, None] = None,
     precision: Optional[str] = None,
     **fields: Any,
 ) -> Result:

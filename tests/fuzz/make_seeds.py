@@ -142,6 +142,11 @@ problems = {
                     "value": [[1, 2], [3, 4]]},
     "big_init": {"input": [[1, 2]], "init": {"seed": 1, "dim": 1048576, "output_projection": True}},
     "heads_mismatch": {"query": "q4.npy", "key": "k4.npy", "value": "v4.npy", "num_heads": 3},
+    "selection": {"input": "x.npy", "init": {"seed": 4, "dim": 8}, "num_heads": 4,
+                  "num_kv_heads": 2, "select_heads": "3,0-1", "query_rows": [1, None],
+                  "return": ["lse", "head_stats"], "top_k": 2},
+    "selection_direct": {"query": "q4.npy", "key": "k4.npy", "value": "v4.npy",
+                         "select_heads": [0], "query_rows": "-2:", "causal": True},
 }
 for name, doc in problems.items():
     put("problem", name + ".json", json.dumps(doc, indent=1))

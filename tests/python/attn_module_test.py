@@ -589,6 +589,30 @@ def test_run_model_equals_the_cli_and_the_float64_forward():
 
 
 @test
+def test_run_model_select_heads_and_query_rows_are_numpys_slice():
+    folder, _, _, ids = tiny_model("llama")
+    full = attn.run_model(folder, token_ids=ids, returns=["lse", "head_stats"])
+    for heads, rows, kept in (([2, 0], [1, -2], slice(1, len(ids) - 2)),
+                              ("1-3", "-3:", slice(-3, None)),
+                              ([3], (None, 4), slice(None, 4))):
+        r = attn.run_model(folder, token_ids=ids, returns=["lse", "head_stats"],
+                           select_heads=heads, query_rows=rows)
+        h = sorted(heads) if isinstance(heads, list) else [1, 2, 3]
+        assert np.array_equal(r.weights, full.weights[:, h][:, :, kept]), (heads, rows)
+        assert np.array_equal(r.lse, full.lse[:, h][:, :, kept]), (heads, rows)
+        assert np.array_equal(r.output, full.output)
+        for name, a in full.head_stats.items():
+            assert np.array_equal(r.head_stats[name], a[:, h], equal_nan=True), name
+    r = attn.compute(input=rng(3).standard_normal((5, 8)).astype(np.float32), select_heads=[0],
+                     query_rows=[-2, None])
+    assert r.weights.shape == (1, 2, 5), r.weights.shape
+    expect_input_errors(((lambda: attn.run_model(folder, token_ids=ids, select_heads=[4]),
+                          "select_heads: head 4 does not exist"),
+                         (lambda: attn.run_model(folder, token_ids=ids, query_rows="3:3"),
+                          "query_rows: 3:3 keeps no row")))
+
+
+@test
 def test_tokenize_and_text_equal_the_cli():
     folder, _, _, _ = tiny_model("bert", vocab=True)
     texts = ["Hello world, the cat sat on the mat", "playing code"]

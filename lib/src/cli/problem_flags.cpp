@@ -300,6 +300,13 @@ problem_input(const ProblemFlags& a, std::string_view command, const StdinReader
     if (!a.layers.empty()) {
         doc["layers"] = a.layers;
     }
+    // The fields take the flags' text as it is ("0,3,8-11", "A:B"); decode_problem reads it.
+    if (a.select_heads) {
+        doc["select_heads"] = *a.select_heads;
+    }
+    if (a.query_rows) {
+        doc["query_rows"] = *a.query_rows;
+    }
     if (!a.text.empty() || !a.text_file.empty()) {
         json texts(a.text);
         for (const std::string& file : a.text_file) {

@@ -126,10 +126,16 @@ std::vector<CheckpointLayer> checkpoint_layers(const std::vector<std::string>& n
 }
 
 std::vector<std::size_t> parse_layer_list(std::string_view text, std::string_view what) {
+    return parse_index_list(text, what, "layer");
+}
+
+std::vector<std::size_t>
+parse_index_list(std::string_view text, std::string_view what, std::string_view noun) {
     const std::string shown = io::message_text(std::string(text), 80);
+    const std::string item(noun);
     const auto fail = [&](const std::string& why) -> InputError {
-        return InputError(std::string(what) + ": " + why + " in '" + shown +
-                          "' (expected layer numbers and ranges, e.g. 0,3,5-7)");
+        return InputError(std::string(what) + ": " + why + " in '" + shown + "' (expected " + item +
+                          " numbers and ranges, e.g. 0,3,5-7)");
     };
     std::vector<std::size_t> out;
     std::size_t at = 0;
@@ -145,7 +151,7 @@ std::vector<std::size_t> parse_layer_list(std::string_view text, std::string_vie
             ++at;
         }
         if (at == start || at - start > 9) {
-            throw fail(at == start ? "a layer number is missing" : "a layer number is too large");
+            throw fail("a " + item + " number is " + (at == start ? "missing" : "too large"));
         }
         const std::size_t n = std::stoul(std::string(text.substr(start, at - start)));
         skip_spaces();
@@ -164,10 +170,10 @@ std::vector<std::size_t> parse_layer_list(std::string_view text, std::string_vie
         }
         for (std::size_t l = first; l <= last; ++l) {
             if (std::find(out.begin(), out.end(), l) != out.end()) {
-                throw fail("layer " + std::to_string(l) + " is given twice");
+                throw fail(item + " " + std::to_string(l) + " is given twice");
             }
             if (out.size() >= 100000) {
-                throw fail("too many layers");
+                throw fail("too many " + item + "s");
             }
             out.push_back(l);
         }

@@ -39,8 +39,9 @@ pick_panels(const Dims& d, std::int64_t batch, std::int64_t head, const std::str
                 if (d.has_batch && batch == kAll && d.batches > 1) {
                     t += (t.empty() ? "" : " \u00B7 ") + std::string("batch ") + std::to_string(b);
                 }
-                if (d.has_heads && d.heads > 1) {
-                    t += (t.empty() ? "" : " \u00B7 ") + std::string("head ") + std::to_string(h);
+                if (d.has_heads && (d.heads > 1 || !d.head_ids.empty())) {
+                    t += (t.empty() ? "" : " \u00B7 ") + std::string("head ") +
+                         std::to_string(d.head_ids.empty() ? h : d.head_ids[h]);
                 }
                 out.push_back({l, b, h, t});
             }
@@ -179,15 +180,19 @@ Dims dims_of(const std::vector<std::size_t>& shape,
 /// blocks, or when the weights are not the problem's [Lq, Lk].
 std::vector<std::uint8_t> blocked_cells(
     const problem::Problem& p, std::size_t b, std::size_t h, std::size_t lq, std::size_t lk) {
-    if (lq != p.lq || lk != p.lk) {
+    // "select_heads", "query_rows": panel h is a selected head, row i the i-th selected row.
+    const std::size_t head = p.select_heads.empty() ? h : p.select_heads[h];
+    const std::size_t first = p.query_rows ? (*p.query_rows)[0] : 0;
+    const std::size_t rows = p.query_rows ? (*p.query_rows)[1] - first : p.lq;
+    if (lq != rows || lk != p.lk) {
         return {};
     }
-    const Visibility vis(problem::attention_spec(p), lq, lk);
+    const Visibility vis(problem::attention_spec(p), p.lq, lk);
     std::vector<std::uint8_t> out(lq * lk, 0);
     bool any = false;
     for (std::size_t i = 0; i < lq; ++i) {
         for (std::size_t j = 0; j < lk; ++j) {
-            const bool blocked = !vis.sees(b, h, i, j);
+            const bool blocked = !vis.sees(b, head, first + i, j);
             out[i * lk + j] = static_cast<std::uint8_t>(blocked);
             any = any || blocked;
         }

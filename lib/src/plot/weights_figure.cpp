@@ -44,6 +44,9 @@ WeightsFigure result_figure(const io::Array& weights,
     const problem::WeightsAxes axes =
         problem != nullptr ? problem::weights_axes(*problem) : problem::axes_of_rank(rank);
     f.dims = dims_of(weights.shape, axes, option_name("heatmap"), layers);
+    if (problem != nullptr && problem->select_heads.size() == f.dims.heads) {
+        f.dims.head_ids = problem->select_heads; // panels titled by the heads' own numbers
+    }
     const Dims& d = f.dims;
     f.refs = pick_panels(d, kAll, kAll, option_name("heatmap"));
     if (problem != nullptr) {
@@ -65,8 +68,12 @@ WeightsFigure result_figure(const io::Array& weights,
     o.font_size = font_size;
     o.columns = columns;
     if (problem != nullptr) {
-        if (problem->query_tokens && problem->query_tokens->size() == d.lq) {
-            f.input.row_labels = *problem->query_tokens;
+        // "query_rows": the labels of the rows kept.
+        const std::size_t first = problem->query_rows ? (*problem->query_rows)[0] : 0;
+        const auto& q = problem->query_tokens;
+        if (q && q->size() == problem->lq && first + d.lq <= q->size()) {
+            f.input.row_labels.assign(q->begin() + static_cast<std::ptrdiff_t>(first),
+                                      q->begin() + static_cast<std::ptrdiff_t>(first + d.lq));
         }
         if (problem->key_tokens && problem->key_tokens->size() == d.lk) {
             f.input.col_labels = *problem->key_tokens;

@@ -114,9 +114,20 @@ estimate_memory(const Problem& p, bool want_weights, unsigned threads, bool weig
     m.output = io::saturating_add(m.output, io::saturating_product({f32, b, h, lq, dv}));
     m.output = io::saturating_add(m.output, io::saturating_product({encoded, b, lq, out_features}));
     if (want_weights && !weights_streamed) {
-        // The weights tensor, then the result's copy and its encoding.
-        m.weights = io::saturating_product({f32 + encoded, b, h, lq, lk});
+        // The weights tensor, then the result's copy and its encoding: the selected heads
+        // and rows only ("select_heads", "query_rows": picked as the kernel makes them),
+        // but all of one layer's for rollout, which fuses every head.
+        const std::uint64_t kept =
+            io::saturating_product({b,
+                                    p.select_heads.empty() ? h : p.select_heads.size(),
+                                    p.query_rows ? (*p.query_rows)[1] - (*p.query_rows)[0] : lq,
+                                    lk});
+        m.weights = io::saturating_mul(f32 + encoded, kept);
         m.weights_shape = plan.weights;
+        if (p.return_rollout && kept != io::saturating_product({b, h, lq, lk})) {
+            m.intermediates =
+                io::saturating_add(m.intermediates, io::saturating_product({f32, b, h, lq, lk}));
+        }
     }
     if (p.precision == Precision::f64) {
         // precision f64: each input is held in float32 and float64 (4 + 8 bytes a value);

@@ -35,7 +35,8 @@ const std::vector<std::string>& problem_fields() {
                                                     "rope",           "norm",
                                                     "token_ids",      "average_heads",
                                                     "varlen",         "text",
-                                                    "special_tokens", "rollout_fusion"};
+                                                    "special_tokens", "rollout_fusion",
+                                                    "select_heads",   "query_rows"};
     return fields;
 }
 
@@ -390,6 +391,7 @@ decode_problem(const nlohmann::json& doc_in, const std::filesystem::path& base, 
     decode_masks(cx, p);
     decode_score_features(cx, p);
     decode_labels(cx, p);
+    decode_selection(cx, p);
     return p;
 }
 

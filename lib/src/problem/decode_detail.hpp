@@ -130,5 +130,7 @@ void decode_scale_and_causal(DecodeContext& cx, Problem& p);
 void decode_masks(DecodeContext& cx, Problem& p);
 void decode_score_features(DecodeContext& cx, Problem& p);
 void decode_labels(DecodeContext& cx, Problem& p);
+// selection.cpp: "select_heads", "query_rows" (after the heads and lengths are known).
+void decode_selection(DecodeContext& cx, Problem& p);
 
 } // namespace attn::problem::detail

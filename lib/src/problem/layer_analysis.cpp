@@ -51,7 +51,7 @@ bool analyses_layers(const Problem& p) {
 
 template <class T>
 LayerAnalysis<T>::LayerAnalysis(const Problem& p, const TokenIds* ids, Rollout* rollout)
-    : p_(p), rollout_(p.return_rollout ? rollout : nullptr) {
+    : p_(p), rollout_(p.return_rollout ? rollout : nullptr), select_(p, p.num_heads, p.lq) {
     if (p.return_head_stats) {
         stats_.emplace(
             p.batch, p.num_heads, p.lq, p.lk, p.key_padding ? &*p.key_padding : nullptr, ids);
@@ -61,16 +61,22 @@ LayerAnalysis<T>::LayerAnalysis(const Problem& p, const TokenIds* ids, Rollout* 
 template <class T> BasicAttentionSpec<T> LayerAnalysis<T>::spec(BasicAttentionSpec<T> user) {
     user_weights_ = user.want_weights;
     user_to_ = user.want_weights ? user.weights_to : nullptr;
+    // "select_heads", "query_rows": the kept weights picked from each block as it comes.
+    const bool pick = user_weights_ && select_.partial();
     if (rollout_ != nullptr) { // the whole layer's weights: the fused map needs every head
         user.want_weights = true;
         user.weights_to = nullptr;
-    } else if (stats_ && (!user_weights_ || user_to_ != nullptr)) {
-        tee_.size = user_to_ != nullptr ? user_to_->size : p_.batch * p_.num_heads * p_.lq * p_.lk;
+    } else if ((stats_ && (!user_weights_ || user_to_ != nullptr)) || pick) {
+        tee_.size = p_.batch * p_.num_heads * p_.lq * p_.lk;
+        if (pick && user_to_ == nullptr) {
+            kept_ = xt::xtensor<T, 4>::from_shape(
+                {p_.batch, select_.heads.size(), select_.rows(), p_.lk});
+        }
         tee_.store = [this](std::size_t first, const T* values, std::size_t count) {
-            stats_->add(first, values, count);
-            if (user_to_ != nullptr) {
-                user_to_->store(first, values, count);
+            if (stats_) {
+                stats_->add(first, values, count);
             }
+            pass_on(first, values, count);
         };
         user.want_weights = true;
         user.weights_to = &tee_;
@@ -78,8 +84,29 @@ template <class T> BasicAttentionSpec<T> LayerAnalysis<T>::spec(BasicAttentionSp
     return user;
 }
 
+template <class T>
+void LayerAnalysis<T>::pass_on(std::size_t first, const T* values, std::size_t count) {
+    if (!select_.partial()) {
+        if (user_to_ != nullptr) {
+            user_to_->store(first, values, count);
+        }
+        return;
+    }
+    select_.forward(first, values, count, p_.lk, [this](std::size_t at, const T* v, std::size_t n) {
+        if (user_to_ != nullptr) {
+            user_to_->store(at, v, n);
+        } else if (kept_) {
+            std::copy(v, v + n, kept_->data() + at);
+        }
+    });
+}
+
 template <class T> void LayerAnalysis<T>::after(std::optional<xt::xtensor<T, 4>>& weights) {
     if (!weights) {
+        if (kept_) { // the selected weights, picked through the tee
+            weights = std::move(kept_);
+            kept_.reset();
+        }
         return; // the statistics had every block through the tee
     }
     if (stats_ && tee_.size == 0) {
@@ -88,17 +115,23 @@ template <class T> void LayerAnalysis<T>::after(std::optional<xt::xtensor<T, 4>>
     if (rollout_ != nullptr) {
         rollout_->add_layer(*weights);
         if (user_to_ != nullptr) {
-            user_to_->store(0, weights->data(), weights->size());
+            pass_on(0, weights->data(), weights->size());
         }
         if (!user_weights_ || user_to_ != nullptr) {
             weights.reset();
+        } else if (select_.partial()) {
+            weights = select_.slice(*weights);
         }
     }
 }
 
 template <class T> void LayerAnalysis<T>::into(Solution& s) const {
     if (stats_) {
-        s.head_stat_totals = {stats_->totals()};
+        HeadStatTotals totals = stats_->totals();
+        if (select_.heads.size() != select_.all_heads) {
+            totals = select_.slice(totals); // "select_heads"; the rows stay all of them
+        }
+        s.head_stat_totals = {std::move(totals)};
         s.head_stats =
             head_stat_means(s.head_stat_totals.front(), p_.batched, p_.precision == Precision::f64);
     }

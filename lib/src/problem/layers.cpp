@@ -9,6 +9,7 @@
 #include "attn/model/safetensors.hpp"
 #include "attn/problem/checks.hpp"
 #include "attn/problem/layer_analysis.hpp"
+#include "attn/problem/selection.hpp"
 #include "decode_detail.hpp"
 
 #include <algorithm>
@@ -110,27 +111,7 @@ void check_stack_memory(const LayerStack& s,
 } // namespace
 
 std::vector<std::size_t> layer_selection(const json& j) {
-    if (j.is_string()) {
-        return model::parse_layer_list(j.get<std::string>(), "layers");
-    }
-    if (!j.is_array() || j.empty()) {
-        throw InputError("layers: expected a non-empty list of layer numbers or a string like "
-                         "\"0,3,5-7\", got " +
-                         detail::shown(j));
-    }
-    std::vector<std::size_t> out;
-    for (const json& v : j) {
-        if (!v.is_number_unsigned()) {
-            throw InputError("layers: expected layer numbers (integers >= 0), got " +
-                             detail::shown(v));
-        }
-        const std::size_t l = v.get<std::size_t>();
-        if (std::find(out.begin(), out.end(), l) != out.end()) {
-            throw InputError("layers: layer " + std::to_string(l) + " is given twice");
-        }
-        out.push_back(l);
-    }
-    return out;
+    return index_selection(j, "layers", "layer");
 }
 
 /// Appends `part` (one layer's result) to `stack` along a new leading axis.

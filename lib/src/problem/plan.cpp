@@ -26,9 +26,12 @@ ProblemPlan plan_problem(const Problem& p) {
                               p.projections ? &*p.projections : nullptr);
         plan.output = user_rank({plan.b, plan.lq, plan.eo}, p.batched);
     }
-    // The result's rule (solve.cpp's finish_solution): rank-4 inputs keep H whatever it is.
-    plan.weights = {plan.b, plan.h, plan.lq, plan.lk};
-    if (plan.h == 1 && !p.direct_heads) {
+    // The result's rule (solve.cpp's finish_solution): rank-4 inputs and selected heads
+    // keep H whatever it is; "select_heads" and "query_rows" keep part of H and Lq.
+    const std::size_t heads = p.select_heads.empty() ? plan.h : p.select_heads.size();
+    const std::size_t rows = p.query_rows ? (*p.query_rows)[1] - (*p.query_rows)[0] : plan.lq;
+    plan.weights = {plan.b, heads, rows, plan.lk};
+    if (heads == 1 && !p.direct_heads && p.select_heads.empty()) {
         plan.weights.erase(plan.weights.begin() + 1);
     }
     plan.weights = user_rank(plan.weights, p.batched);

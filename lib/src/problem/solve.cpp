@@ -7,6 +7,7 @@
 #include "attn/problem/checks.hpp"
 #include "attn/problem/layer_analysis.hpp"
 #include "attn/problem/result_read.hpp"
+#include "attn/problem/selection.hpp"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -107,7 +108,9 @@ template <class T> xt::xtensor<T, 4> average_heads(const xt::xtensor<T, 4>& w) {
 } // namespace
 
 WeightsAxes weights_axes(const Problem& p) {
-    return {.batch = p.batched, .heads = p.direct_heads || (!p.average_heads && p.num_heads > 1)};
+    return {.batch = p.batched,
+            .heads = p.direct_heads ||
+                     (!p.average_heads && (p.num_heads > 1 || !p.select_heads.empty()))};
 }
 
 namespace {
@@ -118,10 +121,10 @@ void finish_solution(const Problem& p,
                      std::optional<xt::xtensor<T, 4>> weights,
                      const BasicRowDiagnostics<T>& diagnostics,
                      Solution& s) {
-    // The one rule for the shapes of weights and diagnostics: rank-4 inputs keep H whatever
-    // it is, others drop a single head; an unbatched problem drops B.
+    // The one rule for the shapes of weights and diagnostics: rank-4 inputs and selected
+    // heads keep H whatever it is, others drop a single head; an unbatched problem drops B.
     const auto result_shape = [&p](std::vector<std::size_t> shape) {
-        if (shape[1] == 1 && !p.direct_heads) {
+        if (shape[1] == 1 && !p.direct_heads && p.select_heads.empty()) {
             shape.erase(shape.begin() + 1);
         }
         if (!p.batched) {
@@ -129,16 +132,23 @@ void finish_solution(const Problem& p,
         }
         return shape;
     };
-    // Diagnostics [B, H, Lq, 1|K]: the trailing 1 goes, B and H go as for weights.
-    const auto diag_array = [&result_shape](const std::optional<xt::xtensor<T, 4>>& t,
-                                            bool per_key) {
+    // Diagnostics [B, H, Lq, 1|K]: the selected heads and rows ("select_heads",
+    // "query_rows"); the trailing 1 goes, B and H go as for weights.
+    const auto diag_array = [&result_shape, &p](const std::optional<xt::xtensor<T, 4>>& t,
+                                                bool per_key) {
         std::optional<Array> a;
         if (t) {
-            std::vector<std::size_t> shape = shape_of(*t);
+            const Selection select(p, t->shape()[1], t->shape()[2]);
+            std::optional<xt::xtensor<T, 4>> sliced;
+            if (select.partial()) {
+                sliced = select.slice(*t);
+            }
+            const xt::xtensor<T, 4>& kept = sliced ? *sliced : *t;
+            std::vector<std::size_t> shape = shape_of(kept);
             if (!per_key) {
                 shape.pop_back();
             }
-            a = to_array(*t, result_shape(shape));
+            a = to_array(kept, result_shape(shape));
         }
         return a;
     };

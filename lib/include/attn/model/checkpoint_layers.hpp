@@ -44,4 +44,11 @@ std::vector<CheckpointLayer> checkpoint_layers(const std::vector<std::string>& n
 /// range or a number given twice.
 std::vector<std::size_t> parse_layer_list(std::string_view text, std::string_view what);
 
+/// The one parser of index lists like "0,3,5-7" (ranges inclusive, spaces allowed): layers
+/// (parse_layer_list) and heads ("select_heads"). `what` names the field in messages,
+/// `noun` the items ("layer", "head"). Throws InputError for anything else, an empty list,
+/// a reversed range or a number given twice. The numbers are returned in the given order.
+std::vector<std::size_t>
+parse_index_list(std::string_view text, std::string_view what, std::string_view noun);
+
 } // namespace attn::model

@@ -27,6 +27,8 @@ struct Dims {
     std::size_t layers = 1, batches = 1, heads = 1, lq = 0, lk = 0;
     bool has_layers = false, has_batch = false, has_heads = false;
     std::vector<std::size_t> layer_ids; ///< the number of each layer (default 0, 1, ...)
+    /// The number of each head when only some are there ("select_heads"); empty: 0, 1, ...
+    std::vector<std::size_t> head_ids;
 };
 
 /// Reads the shape of weights [B?, H?, Lq, Lk] with the leading `axes` their producer
@@ -85,8 +87,9 @@ render::HeatmapInput make_input(std::span<const float> values,
                                 PanelData& data);
 
 /// Cells the problem blocks for (b, h) of [Lq, Lk] weights, by the core's one rule
-/// (attn::Visibility: causal, window, mask, key padding, -inf bias), 1 = blocked. Empty when
-/// nothing blocks, or when the weights are not the problem's [Lq, Lk].
+/// (attn::Visibility: causal, window, mask, key padding, -inf bias), 1 = blocked. h and the
+/// rows count the selected heads and query rows ("select_heads", "query_rows"). Empty when
+/// nothing blocks, or when the weights are not the problem's (selected) [Lq, Lk].
 std::vector<std::uint8_t> blocked_cells(
     const problem::Problem& p, std::size_t b, std::size_t h, std::size_t lq, std::size_t lk);
 

@@ -8,6 +8,7 @@
 #include "attn/embedding.hpp"
 #include "attn/problem/head_stats.hpp"
 #include "attn/problem/problem.hpp"
+#include "attn/problem/selection.hpp"
 #include "attn/problem/solve.hpp"
 #include "attn/rollout.hpp"
 
@@ -46,21 +47,28 @@ template <class T> class LayerAnalysis {
 
     /// The spec the kernel runs with: weights made whenever this needs them; kept in the
     /// result for rollout, else handed block by block to the statistics and then to the
-    /// user's destination (user.weights_to), never kept.
+    /// user's destination (user.weights_to), never kept whole. With "select_heads" or
+    /// "query_rows" only the selected heads' rows go on (to the destination, or into the
+    /// kept weights [B, H', R, Lk]).
     BasicAttentionSpec<T> spec(BasicAttentionSpec<T> user);
     /// After the kernel: the statistics of weights the result holds, the rollout step, the
     /// weights handed to the user's destination and dropped unless the user asked for them.
     void after(std::optional<xt::xtensor<T, 4>>& weights);
-    /// This layer's "head_stats" arrays into s.
+    /// This layer's "head_stats" arrays into s (the selected heads, over every row).
     void into(Solution& s) const;
 
   private:
+    /// Whole rows of the weights [B, H, Lq, Lk] to the user: the selected part of them.
+    void pass_on(std::size_t first, const T* values, std::size_t count);
+
     const Problem& p_;
     Rollout* rollout_;
     std::optional<HeadStatRows> stats_;
     bool user_weights_ = false;
     const WeightsDestination<T>* user_to_ = nullptr;
     WeightsDestination<T> tee_;
+    Selection select_;
+    std::optional<xt::xtensor<T, 4>> kept_; ///< the selected weights, without a destination
 };
 
 /// Whether p asks for anything LayerAnalysis computes.

@@ -10,6 +10,7 @@
 #include "attn/model/safetensors.hpp"
 #include "attn/rollout.hpp"
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -82,6 +83,12 @@ struct Problem : Inputs {
     bool return_rollout = false;    ///< "return": [..., "rollout", ...] (layer_analysis.hpp)
     RolloutFusion rollout_fusion = RolloutFusion::mean; ///< "rollout_fusion"
     bool average_heads = false; ///< "average_heads": weights averaged over heads
+    /// "select_heads": the query heads whose weights, diagnostics and head statistics the
+    /// result keeps, ascending (attn/problem/selection.hpp); empty: every head.
+    std::vector<std::size_t> select_heads;
+    /// "query_rows": the query rows [A, B) the weights and diagnostics keep, resolved with
+    /// Python's slice rule; empty: every row.
+    std::optional<std::array<std::size_t, 2>> query_rows;
     /// "precision": "f32" (default) or "f64". With f64 the float32 inputs still hold the
     /// float32 rounding of every input and `doubles` holds what solve() computes with.
     Precision precision = Precision::f32;

@@ -34,7 +34,7 @@ set(attn_gcc12_array_bounds
     lib/src/cli/problem_flags.cpp lib/src/problem/document.cpp lib/src/model/store.cpp
     lib/src/problem/decode_text.cpp lib/src/problem/model_run.cpp lib/src/cli/outputs.cpp lib/src/model/gguf_info.cpp
     app/cmd_tokenize.cpp lib/src/model/gguf_rope.cpp lib/src/text/gguf_vocab.cpp
-    lib/src/model/safetensors_summary.cpp lib/src/problem/census.cpp)
+    lib/src/model/safetensors_summary.cpp lib/src/problem/census.cpp lib/src/plot/census_view.cpp)
 # -Wnull-dereference in CPython's object.h (Py_INCREF) and libstdc++'s stl_construct.h after
 # pybind11's casters are inlined into the module's files.
 set(attn_gcc12_null_dereference python/arrays.cpp python/figures.cpp)

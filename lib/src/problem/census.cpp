@@ -4,6 +4,7 @@
 #include "attn/problem/census.hpp"
 
 #include "attn/error.hpp"
+#include "attn/io/limits.hpp"
 #include "attn/model/store.hpp"
 #include "attn/model/weights.hpp"
 #include "attn/parallel.hpp"
@@ -245,6 +246,14 @@ Census run_census(const CensusRequest& r) {
     CensusRequest one = r;
     if (jobs > 1 && one.solve.threads == 0) {
         one.solve.threads = 1; // the texts share the cores, not each text's kernels
+    }
+    // Every text runs the same model: its layers read once and kept, when they fit in a
+    // quarter of the memory limit (else each run reads each layer, as one run does).
+    BlockCache cache;
+    if (total > 1 && one.solve.block_cache == nullptr &&
+        BlockCache::fits(decode_model_run({{"params", r.params}, {"token_ids", {0}}}, r.base),
+                         io::memory_limit() / 4)) {
+        one.solve.block_cache = &cache;
     }
     for (std::size_t first = 0; first < total; first += chunk) {
         const std::size_t n = std::min(chunk, total - first);

@@ -151,4 +151,11 @@ void check_model_memory(const ModelRun& run, const SolveOptions& options) {
     throw InputError(message);
 }
 
+bool BlockCache::fits(const ModelRun& run, std::uint64_t budget) {
+    SolveOptions f32;
+    const ModelMemory m = estimate_model_memory(run, f32);
+    return run.stack.first.precision == Precision::f32 &&
+           saturating_mul(m.layer_weights, run.spec.layers) <= budget;
+}
+
 } // namespace attn::problem

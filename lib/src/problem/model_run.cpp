@@ -243,10 +243,17 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
             layer.attention = analysis->spec(layer.attention);
         }
         BasicBlockResult<T> r;
-        {
+        std::shared_ptr<const BasicBlockWeights<float>> cached;
+        if constexpr (std::is_same_v<T, float>) {
+            if (options.block_cache != nullptr) {
+                cached = options.block_cache->get(*run.folder, spec, l);
+                r = transformer_block(x, *cached, block, layer);
+            }
+        }
+        if (!cached) {
             const BasicBlockWeights<T> w = model::load_block<T>(*run.folder, spec, l);
             r = transformer_block(x, w, block, layer);
-        } // the layer's weights go here
+        } // the layer's weights go here, unless a cache keeps them
         x = std::move(r.hidden);
         if (keep) {
             analysis->after(r.attention.weights);
@@ -471,6 +478,17 @@ std::vector<std::string> model_run_plan(const ModelRun& run) {
              : "h = x + attn(" + a.attention_norm + "(x)); y = h + mlp(" + a.mlp_norm + "(h))"));
     out.push_back("final norm: " + (a.final_norm.empty() ? std::string("none") : a.final_norm));
     return out;
+}
+
+std::shared_ptr<const BasicBlockWeights<float>>
+BlockCache::get(const model::ModelFolder& folder, const model::ModelSpec& spec, std::size_t layer) {
+    const std::lock_guard<std::mutex> lock(mutex_); // each layer read once, by one run
+    std::shared_ptr<const BasicBlockWeights<float>>& b = blocks_[layer];
+    if (!b) {
+        b = std::make_shared<const BasicBlockWeights<float>>(
+            model::load_block<float>(folder, spec, layer));
+    }
+    return b;
 }
 
 } // namespace attn::problem

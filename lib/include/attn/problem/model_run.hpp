@@ -4,6 +4,7 @@
 // dropped after; the selected layers' attention results are stacked as for hidden states.
 #pragma once
 
+#include "attn/block.hpp"
 #include "attn/embedding.hpp"
 #include "attn/model/architecture.hpp"
 #include "attn/model/folder.hpp"
@@ -12,7 +13,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 namespace attn::problem {
@@ -26,6 +29,22 @@ struct ModelRun {
     /// (batch, length, heads, masks, causal, "return", tokens, id, precision), what explain,
     /// the heatmap and the result document read.
     LayerStack stack;
+};
+
+/// Every layer's float32 weights kept across model runs of one model (a census runs the
+/// same model on many texts): each layer read on first use, by whichever run needs it
+/// first (thread-safe; concurrent runs share the blocks). Holds the whole model's layers:
+/// use it when they fit (fits()).
+class BlockCache {
+  public:
+    std::shared_ptr<const BasicBlockWeights<float>>
+    get(const model::ModelFolder& folder, const model::ModelSpec& spec, std::size_t layer);
+    /// Whether every layer of `run`'s model in float32 takes at most `budget` bytes.
+    static bool fits(const ModelRun& run, std::uint64_t budget);
+
+  private:
+    std::mutex mutex_;
+    std::map<std::size_t, std::shared_ptr<const BasicBlockWeights<float>>> blocks_;
 };
 
 /// Whether "params" names a whole model: a folder (a directory, or {"file": DIR}), a

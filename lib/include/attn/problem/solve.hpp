@@ -14,6 +14,7 @@
 namespace attn::problem {
 
 class Rollout;
+class BlockCache;
 
 struct SolveOptions {
     bool want_weights = true;
@@ -35,6 +36,10 @@ struct SolveOptions {
     /// "return": ["rollout"] over several layers: the accumulator each layer adds to (null:
     /// solve() rolls out its one layer itself).
     Rollout* rollout = nullptr;
+    /// A model run's layer weights kept across runs of the same model (model_run.hpp; a
+    /// census of many texts): each layer read once. Null: read when the layer runs, dropped
+    /// after. float32 runs only.
+    BlockCache* block_cache = nullptr;
 };
 
 /// True when solve() can write p's weights to SolveOptions::weights_to: the kernel's

@@ -15,7 +15,7 @@ namespace {
 
 /// One side's weights: a path as `attn compare` reads it, or an array-like (its leading
 /// axes the grid, as a bare .npy file's).
-problem::LoadedWeights weights_of(const py::object& obj, const char* side) {
+problem::LoadedWeights compare_operand(const py::object& obj, const char* side) {
     if (!is_array_like(obj)) {
         const std::string path = py::str(obj);
         return problem::read_weights(path, []() -> std::vector<std::uint8_t> {
@@ -51,8 +51,8 @@ py::dict compare(const py::object& a,
                  bool special_tokens,
                  unsigned threads) {
     if (text.is_none() && token_ids.is_none()) {
-        const problem::LoadedWeights wa = weights_of(a, "a");
-        const problem::LoadedWeights wb = weights_of(b, "b");
+        const problem::LoadedWeights wa = compare_operand(a, "a");
+        const problem::LoadedWeights wb = compare_operand(b, "b");
         problem::AttentionComparison c;
         {
             const py::gil_scoped_release release;

@@ -15,7 +15,7 @@ namespace attn::problem {
 
 namespace {
 
-std::string g3(double x) {
+std::string three_digits(double x) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.3g", x);
     return buf;
@@ -84,8 +84,8 @@ std::string compare_summary(const AttentionComparison& c) {
     } else {
         where = "map " + shape_string(at);
     }
-    return "most different: " + where + " (js " + g3(c.values[0][x]) + "); mean js " +
-           g3(c.mean_js()) + " over " + std::to_string(c.cells()) +
+    return "most different: " + where + " (js " + three_digits(c.values[0][x]) + "); mean js " +
+           three_digits(c.mean_js()) + " over " + std::to_string(c.cells()) +
            (c.cells() == 1 ? " map" : " maps") + ", " + std::to_string(c.rows) + " query rows each";
 }
 

@@ -2,7 +2,8 @@
 """`attn compare A B` (#35): js, tv, max_abs, top1 and topk per layer and head against a
 numpy float64 implementation written here from the contract's formulas, on two tiny models
 of two architectures (forward_oracle.py's numpy forwards give their maps), two seeds of one
-on batched ids, two weights .npy files (ties to the lowest key, top_k > Lk), a padded batch
+on batched ids, F32 against F16 of one model (the metrics of both runs' own maps), two
+weights .npy files (ties to the lowest key, top_k > Lk), a padded batch
 of texts (padding query rows left out); identical inputs give 0 and 1 exactly; .json, .csv
 and .npz agree; the --html page; bad input: one line, exit 2, nothing written.
 
@@ -15,11 +16,12 @@ import json
 import os
 import re
 import shutil
+import sys
 
 import numpy as np
 
 from forward_oracle import ARCHS, IDS, Model, write_model
-from harness import SAMPLES, check, expect, main, path, run, test, write
+from harness import ROOT, SAMPLES, check, expect, main, path, run, test, write
 
 NAMES = ["js", "tv", "max_abs", "top1", "topk"]
 TINY = os.path.join(SAMPLES, "tiny-gpt2")
@@ -133,6 +135,30 @@ def _batched():
         want = reference(np.array(a).transpose(1, 2, 0, 3, 4), np.array(b).transpose(1, 2, 0, 3, 4))
         check_close("batched", doc, want, atol=2e-6)
         check("rows = B * L", doc["rows"] == 2 * len(IDS), str(doc["rows"]))
+
+
+@test("F32 against F16 of one model: small, nonzero, and the metrics of both runs' maps")
+def _f16():
+    sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
+    import reference_files
+    m = Model(7)
+    cfg, _, _ = ARCHS["gpt2"](m)
+    write_model(path("cmp-f32"), cfg, m.t)
+    os.makedirs(path("cmp-f16"), exist_ok=True)
+    shutil.copy(os.path.join(path("cmp-f32"), "config.json"), path("cmp-f16"))
+    reference_files.write_safetensors(os.path.join(path("cmp-f16"), "model.safetensors"),
+                                      [(k, "F16", m.t[k]) for k in sorted(m.t)])
+    ids = write("ids.json", IDS)
+    maps = []
+    for name in ("cmp-f32", "cmp-f16"):
+        expect(["compute", "--params", path(name), "--token-ids", ids, "--weights",
+                path(name + ".npy"), "--output", path(name + "-out.npy")], name="compute " + name)
+        maps.append(np.load(path(name + ".npy")).astype(np.float64))  # [NL, H, L, L]
+    doc = compare_json([path("cmp-f32"), path("cmp-f16"), "--token-ids", ids])
+    if doc:
+        check_close("f32 vs f16", doc, reference(maps[0][:, :, None], maps[1][:, :, None]))
+        js = np.array(doc["js"])
+        check("f16 rounding: 0 < js < 1e-3", (js > 0).all() and (js < 1e-3).all(), str(js))
 
 
 @test("identical inputs: js = tv = max_abs = 0, top1 = topk = 1, exactly")

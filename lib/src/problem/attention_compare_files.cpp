@@ -82,7 +82,7 @@ std::string compare_summary(const AttentionComparison& c) {
     } else if (at.size() == 1) {
         where = "head " + std::to_string(at[0]);
     } else {
-        where = "map " + shape_string(at);
+        where = at.empty() ? "the one map" : "map " + shape_string(at);
     }
     return "most different: " + where + " (js " + three_digits(c.values[0][x]) + "); mean js " +
            three_digits(c.mean_js()) + " over " + std::to_string(c.cells()) +

@@ -149,8 +149,8 @@ AttentionComparison compare_models(const ModelCompareRequest& r, ComparedMaps* m
         maps->a = map_a;
         maps->b = map_b;
         maps->layout = layout;
-        if (a.stack.first.text_tokens && !a.stack.first.text_tokens->empty()) {
-            maps->tokens = a.stack.first.text_tokens->front();
+        if (a.stack.first.query_tokens) { // the text's tokens shown readably (batch row 0)
+            maps->tokens = *a.stack.first.query_tokens;
         }
     }
     return rows.result();

@@ -119,7 +119,7 @@ struct ModelCompareRequest {
 struct ComparedMaps {
     std::shared_ptr<const io::NpyView> a, b;
     CompareLayout layout;
-    std::vector<std::string> tokens; ///< the tokens of batch row 0, when "text" gave them
+    std::vector<std::string> tokens; ///< batch row 0's labels, when "text" gave them
 };
 
 /// Runs model A with its weights streamed to a temporary mapped file, then model B,

@@ -118,6 +118,9 @@ def _two_archs():
     doc = compare_json([fa, fb, "--token-ids", ids, "--top-k", "2"])
     if doc:
         check_close("--top-k 2", doc, reference(wa[:, :, None], wb[:, :, None], 2), atol=2e-6)
+    one = run(["compare", fa, fb, "--token-ids", ids, "--threads", "1", "--quiet"])[1]
+    two = run(["compare", fa, fb, "--token-ids", ids, "--threads", "2", "--quiet"])[1]
+    check("the same bytes for --threads 1 and 2", one == two and len(one) > 0, "")
 
 
 @test("two seeds of OPT on batched ids: the batch rows pooled per layer and head")

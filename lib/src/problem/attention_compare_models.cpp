@@ -55,7 +55,7 @@ fs::path temp_npy(const fs::path& dir) {
 
 /// `shape`'s maps of one model run written to a temporary file, which is mapped and then
 /// removed (the mapping outlives its name, so nothing is left behind after this returns).
-/// `store` receives each block too (may be empty).
+/// `also` receives each block too (may be empty).
 std::shared_ptr<const io::NpyView>
 run_to_map(const ModelRun& run,
            SolveOptions options,

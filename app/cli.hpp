@@ -62,6 +62,7 @@ void add_diff(CLI::App& app);     // cmd_diff.cpp
 void add_explain(CLI::App& app);  // cmd_explain.cpp
 void add_tokenize(CLI::App& app); // cmd_tokenize.cpp
 void add_census(CLI::App& app);   // cmd_census.cpp
+void add_compare(CLI::App& app);  // cmd_compare.cpp
 
 // The command line's shared checks and the progress on stderr (attn_cli).
 using cli::DelayedSpinner;

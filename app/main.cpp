@@ -81,6 +81,7 @@ int run(int argc, char** argv) {
     attn::app::add_explain(app);
     attn::app::add_tokenize(app);
     attn::app::add_census(app);
+    attn::app::add_compare(app);
 
     // `attn`, `attn help` and `attn help CMD` print help (exit 0); an unknown command is
     // named, with the closest one, before CLI11 would call it a missing subcommand.

@@ -35,4 +35,5 @@ PYBIND11_MODULE(_attn, m) {
     attn::python::register_figures(m);
     attn::python::register_tokenize(m);
     attn::python::register_census(m);
+    attn::python::register_compare(m);
 }

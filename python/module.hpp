@@ -52,5 +52,7 @@ void register_census(py::module_& m);
 void register_tokenize(py::module_& m);
 /// Registers attn.heatmap, attn.view, attn.model_view and attn.Figure (figures.cpp).
 void register_figures(py::module_& m);
+/// Registers attn.compare (compare.cpp).
+void register_compare(py::module_& m);
 
 } // namespace attn::python

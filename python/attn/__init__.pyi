@@ -149,6 +149,20 @@ def census(
 ) -> Census:
     """A head census, as `attn census MODEL TEXTS` (see help(attn.census))."""
 
+def compare(
+    a: Union[str, PathLike[str], ArrayLike],
+    b: Union[str, PathLike[str], ArrayLike],
+    text: Optional[Union[str, Sequence[str]]] = None,
+    token_ids: Optional[ArrayLike] = None,
+    *,
+    top_k: int = 5,
+    special_tokens: bool = True,
+    threads: int = 0,
+) -> dict[str, Any]:
+    """Two models on the same text or token ids (or two weights arrays of one shape) per
+    layer and head, as `attn compare A B`: {"js", "tv", "max_abs", "top1", "topk": float64
+    arrays of the grid's shape, "top_k": K, "rows": query rows per cell}."""
+
 class Figure:
     """A heatmap's bytes, shown inline by Jupyter."""
     @property

@@ -706,6 +706,36 @@ def test_census_stops_on_ctrl_c():
 
 
 @test
+def test_compare_equals_the_cli():
+    folder, _, _, ids = tiny_model("llama")
+    ids_path = os.path.join(TMP, "ids.json")
+    with open(ids_path, "w") as f:
+        json.dump(ids, f)
+    names = ("js", "tv", "max_abs", "top1", "topk")
+    # The model against itself: 0 and 1 exactly; the CLI's numbers, [layers, H].
+    doc = cli_json("compare", folder, folder, "--token-ids", ids_path, "--quiet")
+    got = attn.compare(folder, folder, token_ids=ids, top_k=3)
+    for n in names:
+        assert got[n].dtype == np.float64 and np.array_equal(got[n], np.array(doc[n], float)), n
+    assert (got["js"] == 0).all() and (got["topk"] == 1).all() and got["top_k"] == 3
+    assert got["rows"] == len(ids)
+    # Weights: array-likes (leading axes the grid) and paths alike, as the CLI reads them.
+    a, b = rng(5).dirichlet(np.ones(6), (2, 3, 4)), rng(6).dirichlet(np.ones(6), (2, 3, 4))
+    a, b = a.astype(np.float32), b.astype(np.float32)
+    pa, pb = os.path.join(TMP, "cmp-a.npy"), os.path.join(TMP, "cmp-b.npy")
+    np.save(pa, a)
+    np.save(pb, b)
+    doc = cli_json("compare", pa, pb, "--top-k", "2", "--quiet")
+    for d in (attn.compare(a, b, top_k=2), attn.compare(pa, pb, top_k=2)):
+        for n in names:
+            assert d[n].shape == (2, 3) and np.array_equal(d[n], np.array(doc[n], float)), n
+    expect_input_errors(((lambda: attn.compare(a, b[:1]), "shape"),
+                         (lambda: attn.compare(a, b, top_k=0), "top_k"),
+                         (lambda: attn.compare(folder, folder, text="x", token_ids=ids),
+                          "one of them")))
+
+
+@test
 def test_help_shows_the_parameters():
     doc = attn.compute.__doc__
     for word in ("threads", "no_weights", "query", "returns", "InputError"):

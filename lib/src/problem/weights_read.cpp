@@ -53,6 +53,7 @@ void read_into(LoadedWeights& l,
                                   "a result of attn compute without --no-weights)");
     }
     l.array = std::move(*r.weights);
+    l.document = true;
     l.query_tokens = std::move(r.query_tokens);
     l.key_tokens = std::move(r.key_tokens);
     l.layers = std::move(r.layers);

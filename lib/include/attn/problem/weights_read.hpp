@@ -25,6 +25,7 @@ struct LoadedWeights {
     WeightsAxes axes;                ///< axes_of_rank() of the shape without `layers`
     std::vector<std::size_t> layers; ///< a stacked result's "layers": its leading axis
     std::vector<std::string> query_tokens, key_tokens; ///< a result document's labels
+    bool document = false; ///< read from a result document's "weights" (else a bare array)
     /// A regular .npy file read in place (mapped): its values, not copied into `array`.
     std::shared_ptr<const io::NpyView> view;
 

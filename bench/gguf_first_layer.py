@@ -40,18 +40,17 @@ def kv(key, kind, value):
     return out + struct.pack("<If", 6, value)
 
 
-def tensors():
-    """(name, numpy shape [rows, cols], type)."""
-    out = [("token_embd.weight", (VOCAB, E), Q4_K), ("output_norm.weight", (E,), F32)]
+def tensors(m=Q4_K):
+    """(name, numpy shape [rows, cols], type): every matrix of ggml type m, norms float32."""
+    out = [("token_embd.weight", (VOCAB, E), m), ("output_norm.weight", (E,), F32)]
     for n in range(LAYERS):
         p = f"blk.{n}."
         out += [(p + "attn_norm.weight", (E,), F32), (p + "ffn_norm.weight", (E,), F32),
-                (p + "attn_q.weight", (HEADS * D, E), Q4_K),
-                (p + "attn_k.weight", (KV * D, E), Q4_K),
-                (p + "attn_v.weight", (KV * D, E), Q4_K),
-                (p + "attn_output.weight", (E, HEADS * D), Q4_K),
-                (p + "ffn_gate.weight", (FF, E), Q4_K), (p + "ffn_up.weight", (FF, E), Q4_K),
-                (p + "ffn_down.weight", (E, FF), Q4_K)]
+                (p + "attn_q.weight", (HEADS * D, E), m), (p + "attn_k.weight", (KV * D, E), m),
+                (p + "attn_v.weight", (KV * D, E), m),
+                (p + "attn_output.weight", (E, HEADS * D), m),
+                (p + "ffn_gate.weight", (FF, E), m), (p + "ffn_up.weight", (FF, E), m),
+                (p + "ffn_down.weight", (E, FF), m)]
     return out
 
 
@@ -60,9 +59,9 @@ def nbytes(shape, kind):
     return n * 4 if kind == F32 else n // BLOCK * BLOCK_BYTES
 
 
-def write(path):
-    rng = np.random.default_rng(1)
-    meta = [kv("general.architecture", "str", "llama"), kv("llama.block_count", "u32", LAYERS),
+def llama_meta():
+    """The metadata of Llama 3.2 1B's shape (no tokenizer: runs take --token-ids)."""
+    return [kv("general.architecture", "str", "llama"), kv("llama.block_count", "u32", LAYERS),
             kv("llama.context_length", "u32", 131072), kv("llama.embedding_length", "u32", E),
             kv("llama.feed_forward_length", "u32", FF),
             kv("llama.attention.head_count", "u32", HEADS),
@@ -70,15 +69,31 @@ def write(path):
             kv("llama.rope.freq_base", "f32", 500000.0),
             kv("llama.attention.layer_norm_rms_epsilon", "f32", 1e-5),
             kv("llama.vocab_size", "u32", VOCAB)]
-    infos, offset = b"", 0
-    for name, shape, kind in tensors():
+
+
+def pad(n):
+    """Zero bytes that take n bytes to GGUF's 32-byte alignment."""
+    return b"\0" * ((-n) % 32)
+
+
+def header(meta, infos):
+    """The GGUF v3 header, metadata and tensor infos, padded to the data's start; infos are
+    (name, numpy shape, ggml type, data bytes) in file order, each tensor 32-byte aligned."""
+    out, offset = b"", 0
+    for name, shape, kind, size in infos:
         dims = list(reversed(shape))
-        infos += gguf_str(name) + struct.pack("<I", len(dims)) + struct.pack(
+        out += gguf_str(name) + struct.pack("<I", len(dims)) + struct.pack(
             f"<{len(dims)}Q", *dims) + struct.pack("<IQ", kind, offset)
-        offset += (nbytes(shape, kind) + 31) // 32 * 32
-    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors()), len(meta)) + b"".join(meta) + infos
+        offset += (size + 31) // 32 * 32
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(infos), len(meta)) + b"".join(meta) + out
+    return head + pad(len(head))
+
+
+def write(path):
+    rng = np.random.default_rng(1)
+    infos = [(n, s, k, nbytes(s, k)) for n, s, k in tensors()]
     with open(path, "wb") as f:
-        f.write(head + b"\0" * ((-len(head)) % 32))
+        f.write(header(llama_meta(), infos))
         for name, shape, kind in tensors():
             if kind == F32:
                 data = (1 + 0.1 * rng.standard_normal(shape)).astype(np.float32).tobytes()
@@ -89,7 +104,7 @@ def write(path):
                 scales = (rng.integers(0, 0x0C00, (blocks.shape[0], 2)) + 0x0C00).astype("<u2")
                 blocks[:, :4] = scales.view(np.uint8).reshape(-1, 4)
                 data = blocks.tobytes()
-            f.write(data + b"\0" * ((-len(data)) % 32))
+            f.write(data + pad(len(data)))
 
 
 def main():

@@ -180,6 +180,7 @@ Result compute(const py::object& problem,
                bool check_finite,
                const std::string& simd,
                std::uint64_t max_memory,
+               const py::object& progress,
                const py::dict& kwargs) {
     ProblemIn in = problem_of(problem, kwargs);
     problem::SolveOptions options;
@@ -187,6 +188,16 @@ Result compute(const py::object& problem,
     options.threads = threads;
     options.simd = simd_target(simd);
     options.max_memory = max_memory;
+    // A model run, after each layer: the caller's progress, and Ctrl-C (KeyboardInterrupt).
+    options.on_layer = [&progress](std::size_t done, std::size_t total) {
+        const py::gil_scoped_acquire gil;
+        if (PyErr_CheckSignals() != 0) {
+            throw py::error_already_set();
+        }
+        if (!progress.is_none()) {
+            progress(done, total);
+        }
+    };
     Solved s;
     {
         const py::gil_scoped_release unlocked;
@@ -242,6 +253,7 @@ Result run_model(const py::object& path,
                  bool no_weights,
                  const std::string& simd,
                  std::uint64_t max_memory,
+                 const py::object& progress,
                  const py::kwargs& kwargs) {
     const std::string model = py::str(path);
     if (!problem::is_model_run(json{{"params", model}}, ".", true)) {
@@ -259,7 +271,7 @@ Result run_model(const py::object& path,
     fields["text"] = text;
     fields["token_ids"] = token_ids;
     fields["layers"] = layers;
-    return compute(py::none(), threads, no_weights, false, simd, max_memory, fields);
+    return compute(py::none(), threads, no_weights, false, simd, max_memory, progress, fields);
 }
 
 std::string shape_text(const py::object& a) {
@@ -342,8 +354,10 @@ void register_compute(py::module_& m) {
            bool check_finite,
            const std::string& simd,
            std::uint64_t max_memory,
+           const py::object& progress,
            const py::kwargs& kwargs) {
-            return compute(problem, threads, no_weights, check_finite, simd, max_memory, kwargs);
+            return compute(
+                problem, threads, no_weights, check_finite, simd, max_memory, progress, kwargs);
         },
         py::arg("problem") = py::none(),
         py::kw_only(),
@@ -352,6 +366,7 @@ void register_compute(py::module_& m) {
         py::arg("check_finite") = false,
         py::arg("simd") = "best",
         py::arg("max_memory") = std::uint64_t{0},
+        py::arg("progress") = py::none(),
         R"doc(Computes attention for one problem, as `attn compute` does.
 
 The problem is the CLI's JSON problem document: a dict of its fields, the path of a JSON
@@ -386,6 +401,8 @@ Options (not problem fields):
   check_finite  refuse NaN/inf inputs (the CLI's --check-finite)
   simd          the kernels' SIMD target ("best", "AVX3", "AVX2", ...)
   max_memory    refuse problems that need more bytes than this (0: the default limit)
+  progress      a whole model: called as progress(layers done, layers run) after each
+                layer; Ctrl-C stops a model run with KeyboardInterrupt after its layer
 
 Returns an attn.Result with .output, .weights, .lse, ... as numpy arrays (float64 for
 precision="f64"). Raises attn.InputError (a ValueError) with the CLI's message for bad
@@ -407,6 +424,7 @@ Example:
           py::arg("no_weights") = false,
           py::arg("simd") = "best",
           py::arg("max_memory") = std::uint64_t{0},
+          py::arg("progress") = py::none(),
           R"doc(Runs a whole model's forward pass, as `attn compute --params MODEL --text ...`.
 
   path       a model folder as Hugging Face writes it (config.json, model.safetensors or
@@ -421,8 +439,9 @@ return only those heads' and query rows' weights and per-row results (every head
 computed; the H axis stays, ascending).
 
 Other problem fields as keywords: returns=["hidden_states"], special_tokens=False,
-key_padding_mask, precision, ...; threads, no_weights, simd and max_memory as for
-attn.compute.
+key_padding_mask, precision, select_heads, query_rows, ...; threads, no_weights, simd,
+max_memory and progress (progress(layers done, layers run) after each layer; Ctrl-C raises
+KeyboardInterrupt after the layer being run) as for attn.compute.
 
 Returns an attn.Result: .weights [layers, B, H, L, L] (B dropped for one text), .output,
 .layers (the layers of the leading axis), .hidden_states [layers + 1, B, L, E] with

@@ -735,6 +735,64 @@ def test_compare_equals_the_cli():
                           "one of them")))
 
 
+def deep_gpt2(folder, layers=400, embd=32, heads=2, positions=2048, vocab=16):
+    """A GPT-2 of many small layers: a model run long in layers, each layer short."""
+    import reference_files as rf
+    g = np.random.default_rng(3)
+    t = []
+
+    def p(name, *shape, base=0.0):
+        t.append((name, "F32", (base + g.standard_normal(shape) * 0.02).astype(np.float32)))
+    p("transformer.wte.weight", vocab, embd)
+    p("transformer.wpe.weight", positions, embd)
+    for i in range(layers):
+        pre = "transformer.h.%d." % i
+        for n, shape in (("ln_1.weight", (embd,)), ("ln_1.bias", (embd,)),
+                         ("attn.c_attn.weight", (embd, 3 * embd)), ("attn.c_attn.bias", (3 * embd,)),
+                         ("attn.c_proj.weight", (embd, embd)), ("attn.c_proj.bias", (embd,)),
+                         ("ln_2.weight", (embd,)), ("ln_2.bias", (embd,)),
+                         ("mlp.c_fc.weight", (embd, 4 * embd)), ("mlp.c_fc.bias", (4 * embd,)),
+                         ("mlp.c_proj.weight", (4 * embd, embd)), ("mlp.c_proj.bias", (embd,))):
+            p(pre + n, *shape, base=1.0 if n.endswith("weight") and "ln" in n else 0.0)
+    p("transformer.ln_f.weight", embd, base=1.0)
+    p("transformer.ln_f.bias", embd)
+    os.makedirs(folder, exist_ok=True)
+    rf.write_safetensors(os.path.join(folder, "model.safetensors"), t)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump({"model_type": "gpt2", "n_embd": embd, "n_head": heads, "n_layer": layers,
+                   "n_positions": positions, "vocab_size": vocab, "layer_norm_epsilon": 1e-5,
+                   "activation_function": "gelu_new"}, f)
+
+
+@test
+def test_run_model_progress_and_ctrl_c():
+    import signal
+    folder = os.path.join(TMP, "deep-gpt2")
+    deep_gpt2(folder)
+    ids = list(np.random.default_rng(0).integers(0, 16, 2048))
+    seen = []
+    attn.run_model(folder, token_ids=ids, layers=[4], no_weights=True,
+                   progress=lambda d, t: seen.append((d, t)))
+    assert seen == [(d, 5) for d in range(1, 6)], seen
+    t0 = time.time()
+    attn.run_model(folder, token_ids=ids, layers=[4], no_weights=True)
+    layer = (time.time() - t0) / 5  # one layer's time; the whole model runs 400
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    t0 = time.time()
+    timer.start()
+    try:
+        attn.run_model(folder, token_ids=ids, no_weights=True)  # no Python callback
+        raise AssertionError("not interrupted")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        timer.cancel()
+    waited = time.time() - t0 - 0.3
+    # Stopped after the layer being run (a few layers' time), not after all 400.
+    assert waited < 1.0 + 10 * layer, (waited, layer)
+    assert 400 * layer > 2 * (1.0 + 10 * layer), ("the model runs too fast to tell", layer)
+
+
 @test
 def test_help_shows_the_parameters():
     doc = attn.compute.__doc__

@@ -7,9 +7,12 @@
 #include "attn/cli/progress.hpp"
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace attn::app {
 
@@ -78,5 +81,18 @@ void warn(const std::string& message);
 /// Flushes what was written to std::cout; SystemError("<stdout>: cannot write") when
 /// stdout did not take it all (a closed pipe, a full disk).
 void flush_stdout();
+
+/// A table of [layers][H] results (census, compare) in each of --output's formats.
+struct TableFiles {
+    std::function<std::string()> json, csv;
+    std::function<std::vector<std::uint8_t>()> npz;
+};
+
+/// --output's format by extension: "json", "csv" or "npz"; "" for stdout (empty or -).
+/// InputError naming the flag for any other name (checked before any work).
+std::string table_format(const std::string& path);
+
+/// The table written as --output names it (atomically), or its JSON on stdout.
+void write_table(const std::string& path, const TableFiles& files);
 
 } // namespace attn::app

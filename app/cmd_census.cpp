@@ -39,38 +39,18 @@ struct CensusArgs {
     std::string merged;
 };
 
-/// The output's format by extension: "json", "csv" or "npz"; "" for stdout.
-std::string census_format(const std::string& path) {
-    if (path.empty() || path == "-") {
-        return "";
-    }
-    for (const char* ext : {"json", "csv", "npz"}) {
-        if (io::has_extension(path, std::string(".") + ext)) {
-            return ext;
-        }
-    }
-    throw InputError("--output " + io::message_text(path, 80) +
-                     ": expected a .json, .csv or .npz file");
-}
-
 void write_census(const problem::Census& c, const std::string& path) {
-    const std::string format = census_format(path);
-    if (format.empty()) {
-        std::cout << problem::census_json(c) << '\n';
-        flush_stdout();
-    } else if (format == "npz") {
-        io::write_file_atomic(path, problem::census_npz(c));
-    } else {
-        io::write_file_atomic(
-            path, format == "csv" ? problem::census_csv(c) : problem::census_json(c) + "\n");
-    }
+    write_table(path,
+                {[&c] { return problem::census_json(c); },
+                 [&c] { return problem::census_csv(c); },
+                 [&c] { return problem::census_npz(c); }});
 }
 
 void run_census(const CensusArgs& a) {
     if (a.model.empty()) {
         throw InputError("census: give MODEL (a model folder, .safetensors or .gguf file)");
     }
-    census_format(a.output); // a bad extension before any work
+    table_format(a.output); // a bad extension before any work
     if (!a.html.empty() && !io::has_extension(a.html, ".html")) {
         throw InputError("--html " + io::message_text(a.html, 80) + ": expected an .html file");
     }

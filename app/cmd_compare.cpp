@@ -35,31 +35,11 @@ struct CompareArgs {
     bool quiet = false;
 };
 
-/// The output's format by extension: "json", "csv" or "npz"; "" for stdout.
-std::string compare_format(const std::string& path) {
-    if (path.empty() || path == "-") {
-        return "";
-    }
-    for (const char* ext : {"json", "csv", "npz"}) {
-        if (io::has_extension(path, std::string(".") + ext)) {
-            return ext;
-        }
-    }
-    throw InputError("--output " + io::message_text(path, 80) +
-                     ": expected a .json, .csv or .npz file");
-}
-
 void write_comparison(const problem::AttentionComparison& c, const std::string& path) {
-    const std::string format = compare_format(path);
-    if (format.empty()) {
-        std::cout << problem::compare_json(c) << '\n';
-        flush_stdout();
-    } else if (format == "npz") {
-        io::write_file_atomic(path, problem::compare_npz(c));
-    } else {
-        io::write_file_atomic(
-            path, format == "csv" ? problem::compare_csv(c) : problem::compare_json(c) + "\n");
-    }
+    write_table(path,
+                {[&c] { return problem::compare_json(c); },
+                 [&c] { return problem::compare_csv(c); },
+                 [&c] { return problem::compare_npz(c); }});
 }
 
 bool runs_models(const CompareArgs& a) {
@@ -102,7 +82,7 @@ problem::AttentionComparison compare_two_models(const CompareArgs& a, problem::C
 }
 
 void run_compare(const CompareArgs& a) {
-    compare_format(a.output); // a bad extension before any work
+    table_format(a.output); // a bad extension before any work
     if (!a.html.empty() && !io::has_extension(a.html, ".html") &&
         !io::has_extension(a.html, ".htm")) {
         throw InputError("--html " + io::message_text(a.html, 80) + ": expected an .html file");

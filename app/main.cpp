@@ -5,6 +5,9 @@
 #include "attn/cli/shell_files.hpp"
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/io/atomic_file.hpp"
+#include "attn/io/file_read.hpp"
+#include "attn/io/number_text.hpp"
 #include "attn/kernels.hpp"
 #include "attn_git_commit.h"
 #include "cli.hpp"
@@ -51,6 +54,31 @@ void flush_stdout() {
     std::cout.flush();
     if (!std::cout) {
         throw SystemError("<stdout>: cannot write");
+    }
+}
+
+std::string table_format(const std::string& path) {
+    if (path.empty() || path == "-") {
+        return "";
+    }
+    for (const char* ext : {"json", "csv", "npz"}) {
+        if (io::has_extension(path, std::string(".") + ext)) {
+            return ext;
+        }
+    }
+    throw InputError("--output " + io::message_text(path, 80) +
+                     ": expected a .json, .csv or .npz file");
+}
+
+void write_table(const std::string& path, const TableFiles& files) {
+    const std::string format = table_format(path);
+    if (format.empty()) {
+        std::cout << files.json() << '\n';
+        flush_stdout();
+    } else if (format == "npz") {
+        io::write_file_atomic(path, files.npz());
+    } else {
+        io::write_file_atomic(path, format == "csv" ? files.csv() : files.json() + "\n");
     }
 }
 

@@ -4,6 +4,7 @@
 #include "attn/plot/compare_figure.hpp"
 
 #include "attn/render/colormap.hpp"
+#include "attn/render/figure.hpp"
 #include "attn/render/html.hpp"
 
 #include <algorithm>
@@ -14,29 +15,6 @@
 namespace attn::plot {
 
 namespace {
-
-std::string escape(std::string_view s) {
-    std::string out;
-    for (const char c : s) {
-        switch (c) {
-        case '&':
-            out += "&amp;";
-            break;
-        case '<':
-            out += "&lt;";
-            break;
-        case '>':
-            out += "&gt;";
-            break;
-        case '"':
-            out += "&quot;";
-            break;
-        default:
-            out += c;
-        }
-    }
-    return out;
-}
 
 std::string g4(double x) {
     char buf[32];
@@ -75,11 +53,12 @@ std::string grid_section(const problem::AttentionComparison& c, const CompareFig
     }
     const render::Colormap cmap = *render::find_colormap("viridis");
     const std::size_t heads = c.grid.empty() ? 1 : c.grid.back();
-    std::string s = "<section id=\"compare\" style=\"padding:8px\"><h2>A: " + escape(in.name_a) +
-                    " &mdash; B: " + escape(in.name_b) +
-                    "</h2><p>Jensen&ndash;Shannon divergence (nats) per layer (row) and head "
-                    "(column); darker = more alike. Hover a cell for every metric.</p>"
-                    "<table style=\"border-collapse:collapse\"><tr><th></th>";
+    std::string s =
+        "<section id=\"compare\" style=\"padding:8px\"><h2>A: " + render::xml_escape(in.name_a) +
+        " &mdash; B: " + render::xml_escape(in.name_b) +
+        "</h2><p>Jensen&ndash;Shannon divergence (nats) per layer (row) and head "
+        "(column); darker = more alike. Hover a cell for every metric.</p>"
+        "<table style=\"border-collapse:collapse\"><tr><th></th>";
     for (std::size_t h = 0; h < heads; ++h) {
         s += "<th>H" + std::to_string(h) + "</th>";
     }

@@ -87,33 +87,6 @@ std::string hex(Rgb c) {
     return buf;
 }
 
-std::string xml_escape(std::string_view s) {
-    std::string out;
-    out.reserve(s.size());
-    for (char c : s) {
-        switch (c) {
-        case '&':
-            out += "&amp;";
-            break;
-        case '<':
-            out += "&lt;";
-            break;
-        case '>':
-            out += "&gt;";
-            break;
-        case '"':
-            out += "&quot;";
-            break;
-        default:
-            // Control characters are not allowed in XML 1.0: drop them.
-            if (static_cast<unsigned char>(c) >= 0x20 || c == '\t') {
-                out += c;
-            }
-        }
-    }
-    return out;
-}
-
 std::string rect_attrs(const Box& b) {
     return "x=\"" + num(b.x) + "\" y=\"" + num(b.y) + "\" width=\"" + num(b.w) + "\" height=\"" +
            num(b.h) + "\"";
@@ -153,6 +126,33 @@ void svg_grid_image(std::string& out, const FigureGrid& g, const PngEncoder& enc
 }
 
 } // namespace
+
+std::string xml_escape(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (char c : s) {
+        switch (c) {
+        case '&':
+            out += "&amp;";
+            break;
+        case '<':
+            out += "&lt;";
+            break;
+        case '>':
+            out += "&gt;";
+            break;
+        case '"':
+            out += "&quot;";
+            break;
+        default:
+            // Control characters are not allowed in XML 1.0: drop them.
+            if (static_cast<unsigned char>(c) >= 0x20 || c == '\t') {
+                out += c;
+            }
+        }
+    }
+    return out;
+}
 
 Image rasterize(const Figure& figure) {
     Image img(figure.width, figure.height, figure.background);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attn::render {
@@ -60,6 +61,9 @@ using PngEncoder = std::function<std::vector<std::uint8_t>(const Image&)>;
 std::string figure_svg(const Figure& figure,
                        const PngEncoder& encode_png = {},
                        std::size_t max_rect_cells = 16384);
+
+/// Text for XML/HTML content and attribute values: & < > " escaped.
+std::string xml_escape(std::string_view s);
 
 /// Standard base64 (RFC 4648, with padding).
 std::string base64_encode(const std::vector<std::uint8_t>& bytes);

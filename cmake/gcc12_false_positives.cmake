@@ -27,7 +27,7 @@ set(attn_gcc12_restrict
     lib/src/cli/problem_flags.cpp lib/src/cli/outputs.cpp lib/src/problem/decode_text.cpp
     lib/src/problem/model_run.cpp lib/src/io/map_guard.cpp
     lib/src/problem/census_files.cpp lib/src/problem/attention_compare_files.cpp
-    lib/src/plot/compare_figure.cpp)
+    lib/src/plot/compare_figure.cpp lib/src/render/census_page.cpp lib/src/render/html_parts.cpp)
 set(attn_gcc12_array_bounds
     lib/src/io/json_lines.cpp lib/src/io/json_text.cpp lib/src/model/rope_field.cpp
     lib/src/model/safetensors.cpp lib/src/problem/decode_fields.cpp lib/src/problem/decode_params.cpp

@@ -62,14 +62,14 @@ std::string json_meta(const CensusPageInput& in, const Colormap& cmap) {
 }
 
 void check_input(const CensusPageInput& in) {
-    const std::size_t cells = in.layers * in.heads;
+    [[maybe_unused]] const std::size_t cells = in.layers * in.heads;
     ATTN_ASSERT(in.means.size() == in.stats.size() && in.rows.size() == in.stats.size() &&
                 in.best.size() == in.stats.size() && in.sink.size() == cells &&
                 in.page_titles.size() == in.pages.size());
     for (std::size_t s = 0; s < in.stats.size(); ++s) {
         ATTN_ASSERT(in.means[s].size() == cells && in.rows[s].size() == cells &&
                     in.best[s].size() == cells);
-        for (const CensusViewRef& r : in.best[s]) {
+        for ([[maybe_unused]] const CensusViewRef& r : in.best[s]) {
             ATTN_ASSERT(r.page < static_cast<std::int32_t>(in.pages.size()));
         }
     }

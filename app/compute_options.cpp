@@ -208,6 +208,12 @@ void add_return_options(CLI::App& cmd, ProblemArgs& args) {
                    "as a Python slice (either end may be left out; negatives count from the "
                    "end)")
         ->group(g_ret);
+    cmd.add_option("--weights-dtype",
+                   args.weights_dtype,
+                   "element type of the weights in --weights FILE.npy and --output FILE.npz: "
+                   "f32 (default) or f16 (half the size, each value rounded to nearest)")
+        ->check(CLI::IsMember({"f32", "f16"}))
+        ->group("Outputs");
     cmd.add_flag("--average-heads",
                  args.average_heads,
                  "weights averaged over heads, as nn.MultiheadAttention's default "

@@ -44,12 +44,6 @@ void add_output_options(CLI::App& cmd, OutputOptions& out) {
     cmd.add_option("--dtype", out.dtype, "precision of .npy outputs: f32 (default) or f64")
         ->check(precision_name())
         ->group(g);
-    cmd.add_option("--weights-dtype",
-                   out.weights_dtype,
-                   "element type of the weights in --weights FILE.npy and --output FILE.npz: "
-                   "f32 (default) or f16 (half the size, each value rounded to nearest)")
-        ->check(CLI::IsMember({"f32", "f16"}))
-        ->group(g);
     cmd.add_option("--threads", out.threads, "worker threads (default: all cores)")
         ->check(positive_count())
         ->group(g);

@@ -176,13 +176,14 @@ PyCensus census(const std::string& model,
     r.solve.threads = threads;
     r.jobs = std::max(1U, jobs);
     // After each group of texts: the caller's progress, and Ctrl-C (KeyboardInterrupt).
-    r.progress = [&progress](std::size_t done, std::size_t total) {
+    const py::object bar = progress_callable(progress, "text");
+    r.progress = [&bar](std::size_t done, std::size_t total) {
         const py::gil_scoped_acquire gil;
         if (PyErr_CheckSignals() != 0) {
             throw py::error_already_set();
         }
-        if (!progress.is_none()) {
-            progress(done, total);
+        if (!bar.is_none()) {
+            bar(done, total);
         }
     };
     problem::CensusBest best;
@@ -266,7 +267,8 @@ over the texts (Σ values / Σ rows), and sink.
   sink_threshold  a head is a sink when its pooled first_token is at least this
   threads, jobs   the kernels' threads; texts run at once (the census is the same)
   html            a path: also writes the census page (`attn census --html`)
-  progress        called as progress(done, total) after each group of texts
+  progress        called as progress(done, total) after each group of texts, or True for
+                  a progress bar (tqdm's when installed, else a line of text)
 
 Returns an attn.Census: .means / .sums / .rows ({statistic: [layers, H] array}),
 .sink, census["induction"], .save("census.npz"); Jupyter shows it as a table.

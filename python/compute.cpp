@@ -150,6 +150,7 @@ struct Solved {
     std::vector<std::size_t> layers;
     bool stacked = false;
     bool batched = false;
+    bool weights_f16 = false; ///< "weights_dtype": "f16"
     std::vector<std::string> warnings;
 };
 
@@ -165,6 +166,7 @@ Solved solve_problem(ProblemIn& in, const problem::SolveOptions& options, bool c
     out.batched = p.batched;
     out.text_tokens = p.text_tokens;
     out.text_batched = p.text_batched;
+    out.weights_f16 = p.weights_f16;
     out.solution = problem::solve_document(d, options, check_finite);
     if (const problem::LayerStack* stack = d.stack()) {
         out.layers = stack->layers;
@@ -189,13 +191,14 @@ Result compute(const py::object& problem,
     options.simd = simd_target(simd);
     options.max_memory = max_memory;
     // A model run, after each layer: the caller's progress, and Ctrl-C (KeyboardInterrupt).
-    options.on_layer = [&progress](std::size_t done, std::size_t total) {
+    const py::object bar = progress_callable(progress, "layer");
+    options.on_layer = [&bar](std::size_t done, std::size_t total) {
         const py::gil_scoped_acquire gil;
         if (PyErr_CheckSignals() != 0) {
             throw py::error_already_set();
         }
-        if (!progress.is_none()) {
-            progress(done, total);
+        if (!bar.is_none()) {
+            bar(done, total);
         }
     };
     Solved s;
@@ -210,6 +213,10 @@ Result compute(const py::object& problem,
     Result r;
     r.output = array_out(std::move(s.solution.output));
     r.weights = optional_array(s.solution.weights);
+    if (s.weights_f16 && !r.weights.is_none()) {
+        // numpy's rounding to nearest-even, once (from float64 with precision f64)
+        r.weights = r.weights.attr("astype")("float16");
+    }
     r.lse = optional_array(s.solution.lse);
     r.entropy = optional_array(s.solution.entropy);
     r.argmax = optional_array(s.solution.argmax);
@@ -402,7 +409,8 @@ Options (not problem fields):
   simd          the kernels' SIMD target ("best", "AVX3", "AVX2", ...)
   max_memory    refuse problems that need more bytes than this (0: the default limit)
   progress      a whole model: called as progress(layers done, layers run) after each
-                layer; Ctrl-C stops a model run with KeyboardInterrupt after its layer
+                layer, or True for a progress bar (tqdm's when installed, else a line of
+                text); Ctrl-C stops a model run with KeyboardInterrupt after its layer
 
 Returns an attn.Result with .output, .weights, .lse, ... as numpy arrays (float64 for
 precision="f64"). Raises attn.InputError (a ValueError) with the CLI's message for bad
@@ -439,8 +447,10 @@ return only those heads' and query rows' weights and per-row results (every head
 computed; the H axis stays, ascending).
 
 Other problem fields as keywords: returns=["hidden_states"], special_tokens=False,
-key_padding_mask, precision, select_heads, query_rows, ...; threads, no_weights, simd,
-max_memory and progress (progress(layers done, layers run) after each layer; Ctrl-C raises
+key_padding_mask, precision, select_heads, query_rows, weights_dtype ("f16": float16
+weights), ...; threads, no_weights, simd,
+max_memory and progress (progress(layers done, layers run) after each layer, or True for a
+progress bar; Ctrl-C raises
 KeyboardInterrupt after the layer being run) as for attn.compute.
 
 Returns an attn.Result: .weights [layers, B, H, L, L] (B dropped for one text), .output,

@@ -44,6 +44,11 @@ py::array array_out(io::Array&& a);
 /// A list of strings as a Python list, or None.
 py::object string_list(const std::optional<std::vector<std::string>>& v);
 
+/// progress= as a progress(done, total) callable or None: True is the package's own bar
+/// counting `unit`s (attn/_progress.py), False and None are None. Throws InputError for
+/// anything else that is not callable.
+py::object progress_callable(const py::object& progress, const char* unit);
+
 /// Registers attn.compute and attn.Result (compute.cpp).
 void register_compute(py::module_& m);
 /// Registers attn.census and attn.Census (census.cpp).

@@ -58,7 +58,7 @@ def compute(
     check_finite: bool = False,
     simd: str = "best",
     max_memory: int = 0,
-    progress: Optional[Callable[[int, int], Any]] = None,
+    progress: Union[bool, Callable[[int, int], Any], None] = None,
     query: Optional[ArrayLike] = None,
     key: Optional[ArrayLike] = None,
     value: Optional[ArrayLike] = None,
@@ -79,6 +79,7 @@ def compute(
     select_heads: Union[Sequence[int], str, None] = None,
     query_rows: Union[Sequence[Optional[int]], str, None] = None,
     precision: Optional[str] = None,
+    weights_dtype: Optional[str] = None,
     **fields: Any,
 ) -> Result:
     """Computes attention for one problem, as `attn compute` does (see help(attn.compute))."""
@@ -93,13 +94,14 @@ def run_model(
     no_weights: bool = False,
     simd: str = "best",
     max_memory: int = 0,
-    progress: Optional[Callable[[int, int], Any]] = None,
+    progress: Union[bool, Callable[[int, int], Any], None] = None,
     returns: Optional[Sequence[str]] = None,
     special_tokens: Optional[bool] = None,
     key_padding_mask: Optional[ArrayLike] = None,
     select_heads: Union[Sequence[int], str, None] = None,
     query_rows: Union[Sequence[Optional[int]], str, None] = None,
     precision: Optional[str] = None,
+    weights_dtype: Optional[str] = None,
     **fields: Any,
 ) -> Result:
     """A whole model's forward pass, as `attn compute --params MODEL --text ...`."""
@@ -147,7 +149,7 @@ def census(
     threads: int = 0,
     jobs: int = 1,
     html: Union[str, PathLike[str], None] = None,
-    progress: Optional[Callable[[int, int], Any]] = None,
+    progress: Union[bool, Callable[[int, int], Any], None] = None,
 ) -> Census:
     """A head census, as `attn census MODEL TEXTS` (see help(attn.census))."""
 

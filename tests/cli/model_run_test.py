@@ -7,6 +7,7 @@ cannot fit before anything is read; --no-weights with lse/entropy/top_k holds no
 """
 import json
 import os
+import re
 import subprocess
 
 import numpy as np
@@ -69,6 +70,41 @@ def _f16_stack():
     check("half the bytes",
           os.path.getsize(path("w16.npy")) - 128 == (os.path.getsize(path("w32.npy")) - 128) // 2,
           "")
+
+
+@test("weights_dtype: the problem document's field writes what --weights-dtype writes")
+def _f16_field():
+    folder, *_ = build("llama")
+    ids_file = long_ids(24)
+    with open(ids_file) as f:
+        ids = json.load(f)
+    doc = path("f16.json")
+    with open(doc, "w") as f:
+        json.dump({"params": folder, "token_ids": ids, "weights_dtype": "f16"}, f)
+    expect(["compute", doc, "--output", path("o.npy"), "--weights", path("field16.npy")])
+    expect(["compute", "--params", folder, "--token-ids", ids_file, "--output",
+            path("o.npy"), "--weights", path("flag32.npy")])
+    a, b = np.load(path("flag32.npy")), np.load(path("field16.npy"))
+    check("the field gives float16, bit-exact astype(float16)",
+          b.dtype == np.float16 and
+          np.array_equal(a.astype(np.float16).view(np.uint16), b.view(np.uint16)), str(b.dtype))
+    # The flag writes the field: it wins over the document's.
+    expect(["compute", doc, "--weights-dtype", "f32", "--output", path("o.npy"), "--weights",
+            path("flag_wins.npy")])
+    check("--weights-dtype f32 over the field's f16", np.load(path("flag_wins.npy")).dtype ==
+          np.float32, "")
+    expect(["compute", doc], code=2,
+           err=r"--weights-dtype f16: the weights are written as float16 .* as JSON text")
+    with open(doc, "w") as f:
+        json.dump({"params": folder, "token_ids": ids, "weights_dtype": "bf16"}, f)
+    expect(["compute", doc, "--output", path("never.npz")], code=2,
+           err=r'--weights-dtype: expected "f32" or "f16", got "bf16"')
+    line = json.dumps({"id": 7, "params": folder, "token_ids": ids, "weights_dtype": "f16"})
+    out = expect(["batch"], stdin=(line + "\n").encode(), code=1)
+    got = json.loads(out.decode().splitlines()[0])
+    check("a batch line asking for f16 weights is an error line, not float32 text",
+          got.get("id") == 7 and re.search(r"weights[-_]dtype f16", got.get("error", "")),
+          str(got)[:300])
 
 
 @test("max-memory refuses a model run before reading it, naming what fits")

@@ -794,6 +794,40 @@ def test_run_model_progress_and_ctrl_c():
 
 
 @test
+def test_progress_true_and_weights_dtype():
+    import contextlib
+    import io
+    folder = os.path.join(TMP, "deep-gpt2")
+    deep_gpt2(folder)
+    ids = list(np.random.default_rng(1).integers(0, 16, 24))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        r16 = attn.run_model(folder, token_ids=ids, layers=[0, 399], progress=True,
+                             weights_dtype="f16")
+    lines = err.getvalue().split("\r")
+    # tqdm is not a dependency: without it, one line rewritten per layer, ended at 400/400.
+    assert lines[1].startswith("attn: [") and " 1/400 layers" in lines[1], lines[:3]
+    assert lines[-1].startswith("attn: [" + "#" * 30 + "] 400/400 layers"), lines[-1]
+    assert lines[-1].endswith("\n") and len(lines) == 401, (len(lines), lines[-1])
+    r32 = attn.run_model(folder, token_ids=ids, layers=[0, 399])
+    assert r16.weights.dtype == np.float16 and r32.weights.dtype == np.float32
+    assert np.array_equal(r16.weights.view(np.uint16),
+                          r32.weights.astype(np.float16).view(np.uint16))
+    assert np.array_equal(r16.output, r32.output)  # only the weights change type
+    for bad, word in ((5, "progress"), ("f16", "progress")):
+        try:
+            attn.run_model(folder, token_ids=ids, layers=[0], progress=bad)
+            raise AssertionError("accepted progress=%r" % (bad,))
+        except attn.InputError as e:
+            assert word in str(e), e
+    try:
+        attn.run_model(folder, token_ids=ids, layers=[0], weights_dtype="bf16")
+        raise AssertionError("accepted weights_dtype='bf16'")
+    except attn.InputError as e:
+        assert 'weights_dtype: expected "f32" or "f16"' in str(e), e
+
+
+@test
 def test_help_shows_the_parameters():
     doc = attn.compute.__doc__
     for word in ("threads", "no_weights", "query", "returns", "InputError"):

@@ -24,7 +24,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VERSION = "0.1.0"
 EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
 # What the package must hold (paths inside site-packages, as in the wheel and RECORD).
-PACKAGE_FILES = ["attn/__init__.py", "attn/__main__.py", "attn/__init__.pyi", "attn/py.typed",
+PACKAGE_FILES = ["attn/__init__.py", "attn/__main__.py", "attn/_progress.py", "attn/__init__.pyi",
+                 "attn/py.typed",
                  "attn/_attn" + EXT_SUFFIX, "attn/bin/attn"]
 
 

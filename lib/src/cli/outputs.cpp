@@ -52,7 +52,8 @@ std::vector<std::string> extra_results(const Problem& p, bool hidden_states) {
 }
 
 namespace {
-void check_requested(const OutputOptions& o); // below
+void check_requested(const OutputOptions& o);                             // below
+void check_weights_dtype(const Problem& problem, const OutputOptions& o); // below
 } // namespace
 
 void check_outputs(const Problem& problem,
@@ -60,6 +61,7 @@ void check_outputs(const Problem& problem,
                    const OutputOptions& o,
                    bool hidden_states) {
     check_requested(o);
+    check_weights_dtype(problem, o);
     const std::vector<std::string> extras = extra_results(problem, hidden_states);
     if (!o.output.empty() && o.output != "-" && !extras.empty() && !is_npz(o.output) &&
         o.format != "json" && io::array_format_for(o.output) == io::ArrayFormat::npy) {
@@ -110,9 +112,23 @@ WeightsFile::WeightsFile(const std::string& path,
 
 namespace {
 
-/// The weights' element type in .npy and .npz files: --weights-dtype f16, else --dtype's.
-io::NpyFloat weights_npy_type(const OutputOptions& o) {
-    return o.weights_dtype == "f16" ? io::NpyFloat::f16 : io::npy_float(o.dtype == "f64");
+/// The weights' element type in .npy and .npz files: "weights_dtype" f16, else --dtype's.
+io::NpyFloat weights_npy_type(const Problem& problem, const OutputOptions& o) {
+    return problem.weights_f16 ? io::NpyFloat::f16 : io::npy_float(o.dtype == "f64");
+}
+
+/// f16 weights exist only in NPY files: asked for anywhere else, say so instead of writing
+/// float32 text silently.
+void check_weights_dtype(const Problem& problem, const OutputOptions& o) {
+    const bool weights_npy =
+        (!o.weights.empty() && output_format(o.weights, o.format) == io::ArrayFormat::npy) ||
+        (o.weights.empty() && !o.output.empty() && is_npz(o.output));
+    if (problem.weights_f16 && (o.no_weights || !weights_npy)) {
+        throw InputError(option_name("weights_dtype") +
+                         " f16: the weights are written as float16 to --weights FILE.npy or in "
+                         "--output FILE.npz only; this run writes them " +
+                         std::string(o.no_weights ? "nowhere (--no-weights)" : "as JSON text"));
+    }
 }
 
 } // namespace
@@ -120,7 +136,7 @@ io::NpyFloat weights_npy_type(const OutputOptions& o) {
 std::unique_ptr<WeightsFile>
 map_weights_file(const Problem& problem, const OutputOptions& o, std::size_t layers) {
     if (o.weights.empty() || o.no_weights || !o.heatmap.empty() ||
-        weights_npy_type(o) == io::NpyFloat::f64 ||
+        weights_npy_type(problem, o) == io::NpyFloat::f64 ||
         output_format(o.weights, o.format) != io::ArrayFormat::npy || !weights_direct(problem) ||
         !io::npy_mappable(o.weights)) {
         return nullptr;
@@ -131,7 +147,7 @@ map_weights_file(const Problem& problem, const OutputOptions& o, std::size_t lay
     if (layers > 0) {
         shape.front() = layers; // a stack: [layers, ...one layer's shape]
     }
-    return std::make_unique<WeightsFile>(o.weights, shape, weights_npy_type(o));
+    return std::make_unique<WeightsFile>(o.weights, shape, weights_npy_type(problem, o));
 }
 
 namespace {
@@ -140,20 +156,6 @@ namespace {
 void check_requested(const OutputOptions& o) {
     if (o.no_weights && (!o.weights.empty() || !o.heatmap.empty())) {
         throw InputError("--no-weights: cannot be combined with --weights or --heatmap");
-    }
-    if (o.weights_dtype != "f32" && o.weights_dtype != "f16") {
-        throw InputError("--weights-dtype: expected f32 or f16, got " +
-                         io::message_text(o.weights_dtype, 40));
-    }
-    // f16 weights exist only in NPY files: asked for anywhere else, say so instead of
-    // writing float32 text silently.
-    const bool weights_npy =
-        (!o.weights.empty() && output_format(o.weights, o.format) == io::ArrayFormat::npy) ||
-        (o.weights.empty() && !o.output.empty() && is_npz(o.output));
-    if (o.weights_dtype == "f16" && (o.no_weights || !weights_npy)) {
-        throw InputError("--weights-dtype f16: the weights are written as float16 to --weights "
-                         "FILE.npy or in --output FILE.npz only; this run writes them " +
-                         std::string(o.no_weights ? "nowhere (--no-weights)" : "as JSON text"));
     }
     const int to_stdout = static_cast<int>(o.output == "-") + static_cast<int>(o.weights == "-") +
                           static_cast<int>(o.heatmap == "-");
@@ -168,7 +170,8 @@ void check_requested(const OutputOptions& o) {
 }
 
 /// np.savez's layout: every array of the result (the weights unless --weights has them).
-std::vector<std::uint8_t> npz_bytes(const Solution& s, const OutputOptions& o) {
+std::vector<std::uint8_t>
+npz_bytes(const Solution& s, const OutputOptions& o, io::NpyFloat weights_type) {
     std::vector<io::NpzMember> members;
     const auto add_as = [&](const char* name,
                             const std::optional<io::Array>& a,
@@ -183,7 +186,7 @@ std::vector<std::uint8_t> npz_bytes(const Solution& s, const OutputOptions& o) {
         add_as(name, a, io::npy_float(o.dtype == "f64"));
     };
     add("output", s.output);
-    add_as("weights", o.weights.empty() ? s.weights : std::nullopt, weights_npy_type(o));
+    add_as("weights", o.weights.empty() ? s.weights : std::nullopt, weights_type);
     add("lse", s.lse);
     add("entropy", s.entropy);
     add("argmax", s.argmax);
@@ -209,6 +212,7 @@ WrittenOutputs write_outputs(const Problem& problem,
                              WeightsFile* weights_file,
                              const HeatmapWriter& heatmap) {
     check_requested(o); // a bad extension writes nothing
+    check_weights_dtype(problem, o);
     // NPY files are written straight from the result, without an encoded copy in memory.
     // `type`: the element type of an NPY file (the output's --dtype, the weights' own).
     const auto write_array = [&o](const std::string& path, const io::Array& a, io::NpyFloat type) {
@@ -226,7 +230,7 @@ WrittenOutputs write_outputs(const Problem& problem,
                                 : result_document(problem, s, o.weights.empty());
     };
     if (!o.output.empty() && is_npz(o.output)) {
-        io::write_file_atomic(o.output, npz_bytes(s, o));
+        io::write_file_atomic(o.output, npz_bytes(s, o, weights_npy_type(problem, o)));
     } else if (!o.output.empty() && extras &&
                output_format(o.output, o.format) == io::ArrayFormat::json) {
         io::write_file_atomic(o.output, document() + "\n");
@@ -236,7 +240,7 @@ WrittenOutputs write_outputs(const Problem& problem,
     if (weights_file != nullptr) {
         weights_file->file.commit(); // the kernel wrote them there
     } else if (!o.weights.empty()) {
-        write_array(o.weights, *s.weights, weights_npy_type(o));
+        write_array(o.weights, *s.weights, weights_npy_type(problem, o));
     }
     if (!o.heatmap.empty()) {
         heatmap(

@@ -307,6 +307,9 @@ problem_input(const ProblemFlags& a, std::string_view command, const StdinReader
     if (a.query_rows) {
         doc["query_rows"] = *a.query_rows;
     }
+    if (a.weights_dtype) {
+        doc["weights_dtype"] = *a.weights_dtype;
+    }
     if (!a.text.empty() || !a.text_file.empty()) {
         json texts(a.text);
         for (const std::string& file : a.text_file) {

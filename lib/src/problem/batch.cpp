@@ -51,6 +51,11 @@ process_line(const std::string& line, std::uint64_t line_no, const LineContext& 
             }
         }
         const DecodedDocument d = decode_document(std::move(doc), ctx.base, {}, false);
+        if (d.first().weights_f16) {
+            throw InputError(option_name("weights_dtype") +
+                             " f16: a batch line's weights are JSON text; float16 weights are "
+                             "written only to NPY and .npz files");
+        }
         const Solution s = solve_document(d, ctx.solve, ctx.check_finite);
         return {document_result(d, s) + "\n",
                 line_no,

@@ -36,7 +36,8 @@ const std::vector<std::string>& problem_fields() {
                                                     "token_ids",      "average_heads",
                                                     "varlen",         "text",
                                                     "special_tokens", "rollout_fusion",
-                                                    "select_heads",   "query_rows"};
+                                                    "select_heads",   "query_rows",
+                                                    "weights_dtype"};
     return fields;
 }
 
@@ -288,6 +289,14 @@ void decode_id_and_precision(DecodeContext& cx, Problem& p) {
         p.doubles.emplace();
     }
     cx.precision = p.precision;
+    if (cx.has("weights_dtype")) {
+        const json& w = cx.doc["weights_dtype"];
+        if (w != "f32" && w != "f16") {
+            throw InputError(option_name("weights_dtype") + ": expected \"f32\" or \"f16\", got " +
+                             shown(w));
+        }
+        p.weights_f16 = w == "f16";
+    }
 }
 
 void decode_sources(DecodeContext& cx, Problem& p) {

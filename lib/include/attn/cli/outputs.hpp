@@ -35,10 +35,6 @@ struct OutputOptions {
     std::string heatmap; ///< --heatmap FILE.png|.svg|.html
     std::string format;  ///< --format npy|json; empty: by extension, json for -
     std::string dtype = "f32";
-    /// --weights-dtype f32|f16: the weights' element type in --weights FILE.npy and in an
-    /// .npz output (f16: each value rounded to nearest, numpy's "<f2"); the output's stays
-    /// --dtype's.
-    std::string weights_dtype = "f32";
     bool no_weights = false;
     bool quiet = false;
     bool progress = false; ///< --progress: a model run's layer lines even off a terminal

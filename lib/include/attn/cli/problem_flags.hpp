@@ -51,9 +51,10 @@ struct ProblemFlags : CommonProblemFlags {
     std::string returns;              ///< --return lse,entropy,argmax,top_k,head_stats,rollout
     std::string rollout_fusion;       ///< --rollout-fusion mean|max|min
     std::size_t top_k = 0;            ///< --top-k K (also asks for top_k)
-    std::optional<std::string> select_heads; ///< --select-heads 0,3,8-11 ("" is refused)
-    std::optional<std::string> query_rows;   ///< --query-rows A:B
-    std::string tokens;                      ///< --tokens a,b,c|FILE (the "tokens" field)
+    std::optional<std::string> select_heads;  ///< --select-heads 0,3,8-11 ("" is refused)
+    std::optional<std::string> query_rows;    ///< --query-rows A:B
+    std::optional<std::string> weights_dtype; ///< --weights-dtype f32|f16
+    std::string tokens;                       ///< --tokens a,b,c|FILE (the "tokens" field)
     // Real models.
     std::string rope;                        ///< --rope (true), --rope=THETA or --rope=off
     std::string rope_style;                  ///< --rope-style neox|interleaved

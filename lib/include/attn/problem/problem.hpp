@@ -93,6 +93,9 @@ struct Problem : Inputs {
     /// float32 rounding of every input and `doubles` holds what solve() computes with.
     Precision precision = Precision::f32;
     std::optional<BasicInputs<double>> doubles; ///< set iff precision == f64
+    /// "weights_dtype": "f32" (default) or "f16": the element type of the weights written to
+    /// an NPY or .npz file (and returned to Python), rounded to nearest-even once.
+    bool weights_f16 = false;
     // Real models.
     std::optional<RopeSpec> rope; ///< "rope": rotary embeddings of Q and K after the head split
     RopePositions rope_positions; ///< the rows' positions, resolved for Lq and Lk

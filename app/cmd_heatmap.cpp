@@ -231,9 +231,11 @@ void heatmap_options(CLI::App& cmd, HeatmapArgs& a) {
     cmd.add_option("--decimals", a.decimals, "digits after the point in annotations (default 2)")
         ->group(lab);
     const char* col = "Colours";
-    cmd.add_option("--cmap",
-                   a.cmap,
-                   "viridis (default), magma, inferno, plasma, cividis, blues, greys; _r reverses")
+    cmd.add_option(
+           "--cmap",
+           a.cmap,
+           "viridis (default), magma, inferno, plasma, cividis, blues, greys, rdbu (diverging); _r "
+           "reverses")
         ->group(col);
     a.vmin_opt = cmd.add_option("--vmin",
                                 a.vmin,

@@ -117,6 +117,7 @@ class CMakeBuild(build_ext):
                 "-DCMAKE_BUILD_TYPE=" + BUILD_TYPE,
                 "-DCMAKE_CXX_FLAGS_RELEASE=-O3 -DNDEBUG",
                 "-DATTN_BUILD_TESTS=OFF",
+                "-DATTN_UNITY=ON",
                 "-DATTN_BUILD_PYTHON=ON",
                 "-DPython3_EXECUTABLE=" + sys.executable]
         if shutil.which("ninja") and not os.path.exists(os.path.join(build_dir, "CMakeCache.txt")):

@@ -9,7 +9,8 @@
 # Both name lines of libstdc++, which are system headers and still warn because the
 # check runs after inlining. `bash scripts/release_warnings.sh` finds them; each file is
 # listed with the warning GCC 12 gives there and nothing else, so every other warning (and
-# every warning with another compiler, including a later GCC) still reaches the build.
+# every warning with another compiler, including a later GCC) still reaches the build. In a
+# unity build (the release and gcc presets) the warning is silenced for the file's target.
 # Our own findings of that build (an uninitialised std::array, a vector insert at begin)
 # were fixed in the code instead.
 if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU" OR NOT CMAKE_CXX_COMPILER_VERSION VERSION_GREATER_EQUAL 12
@@ -41,6 +42,21 @@ set(attn_gcc12_array_bounds
 set(attn_gcc12_null_dereference python/arrays.cpp python/figures.cpp)
 function(attn_gcc12_silence warning)
     foreach(file IN LISTS ARGN)
+        if(ATTN_UNITY)
+            # A unity build compiles a target's files together, and CMake keeps a file with
+            # options of its own out of the unit: the file's target is silenced instead.
+            if(file MATCHES "^lib/src/([a-z]+)/")
+                set(target attn_${CMAKE_MATCH_1})
+            elseif(file MATCHES "^app/")
+                set(target attn)
+            else()
+                set(target attn_python)
+            endif()
+            if(TARGET ${target})
+                target_compile_options(${target} PRIVATE -Wno-${warning})
+            endif()
+            continue()
+        endif()
         # The folder whose CMakeLists.txt adds the file, from the path in the tree (never from
         # the absolute path, whose own parts may hold "/src/"): lib/src/io/x.cpp -> lib.
         get_filename_component(folder ${file} DIRECTORY)

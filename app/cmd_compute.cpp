@@ -47,10 +47,29 @@ void run_compute(const ComputeArgs& a) {
     }
     // Before the work, so nothing is lost.
     cli::check_outputs(d.first(), a.problem.problem, a.out, d.wants_hidden_states());
+    // A model run's heatmap is titled without the PROBLEM file's name (as before the move).
+    const OutputOptions& shown = d.is_model_run() ? a.out : out;
+    std::unique_ptr<plot::StreamedView> view = streamed_heatmap(d, a.out, shown.name);
     const std::unique_ptr<WeightsFile> weights =
-        cli::map_weights_file(d.first(), a.out, d.layers());
+        cli::map_weights_file(d.first(), a.out, d.layers(), view != nullptr);
+    if (view != nullptr && !a.out.weights.empty() && weights == nullptr) {
+        view.reset(); // --weights needs them in memory (JSON, stdout): so does the page
+    }
     problem::SolveOptions options = a.out.solve_options();
-    options.weights_to = weights != nullptr ? &weights->to : nullptr; // the kernel writes them
+    // The kernel writes them to the file, to the page's builder, or to both.
+    WeightsDestination<float> both;
+    if (view != nullptr && weights != nullptr) {
+        both.size = weights->to.size;
+        both.store = [&](std::size_t first, const float* values, std::size_t count) {
+            weights->to.store(first, values, count);
+            view->destination().store(first, values, count);
+        };
+        options.weights_to = &both;
+    } else if (view != nullptr) {
+        options.weights_to = &view->destination();
+    } else if (weights != nullptr) {
+        options.weights_to = &weights->to;
+    }
     // A model run says which layer it is on: in the spinner's line on a terminal, one line
     // per layer with --progress elsewhere.
     const bool lines = a.out.progress && !a.out.quiet && !progress_wanted(a.out.quiet);
@@ -60,8 +79,7 @@ void run_compute(const ComputeArgs& a) {
     }
     const problem::Solution solution = problem::solve_document(d, options, a.out.check_finite);
     spinner->stop();
-    // A model run's heatmap is titled without the PROBLEM file's name (as before the move).
-    emit_solution(d.first(), solution, d.is_model_run() ? a.out : out, d.stack(), weights.get());
+    emit_solution(d.first(), solution, shown, d.stack(), weights.get(), view.get());
 }
 
 } // namespace

@@ -39,6 +39,7 @@ struct HeatmapArgs {
     std::string xlabels, ylabels, tokens;
     double font_size = 10.0;
     std::size_t cols = 0;
+    std::size_t view_top_k = 32;
     std::string color = "auto";
     bool quiet = false;
     std::string cmap = "viridis";
@@ -98,6 +99,7 @@ render::HeatmapOptions options_from(const HeatmapArgs& a) {
     o.dpi = a.dpi;
     o.font_size = a.font_size;
     o.columns = a.cols;
+    o.view_top_k = a.view_top_k;
     return o;
 }
 
@@ -222,7 +224,7 @@ void heatmap_options(CLI::App& cmd, HeatmapArgs& a) {
                    "query labels: a,b,c or FILE, as --tokens (default: --tokens, query_tokens, "
                    "or indices)")
         ->group(lab);
-    add_figure_options(cmd, a.font_size, a.cols, lab);
+    add_figure_options(cmd, a.font_size, a.cols, a.view_top_k, lab);
     cmd.add_flag("--annotate",
                  a.annotate,
                  "write each cell's value (default: when the cells are large enough)")

@@ -8,12 +8,15 @@
 #include "attn/cli/problem_flags.hpp"
 #include "attn/io/array.hpp"
 #include "attn/io/stdin_read.hpp"
+#include "attn/plot/streamed_view.hpp"
+#include "attn/problem/document.hpp"
 #include "attn/problem/layers.hpp"
 #include "attn/problem/problem.hpp"
 #include "attn/problem/solve.hpp"
 
 #include <CLI/CLI.hpp>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,7 +61,16 @@ void emit_solution(const problem::Problem& problem,
                    const problem::Solution& solution,
                    const OutputOptions& o,
                    const problem::LayerStack* stack = nullptr,
-                   WeightsFile* weights_file = nullptr);
+                   WeightsFile* weights_file = nullptr,
+                   plot::StreamedView* streamed = nullptr);
+
+/// compute's --heatmap FILE.html of weights longer than 4096 on either axis, built as the
+/// kernel makes them (plot::StreamedView), or null where the page is drawn from the
+/// weights in memory: another format, --no-weights, weights that are not the kernel's as
+/// they are (problem::weights_direct). `name`: the title when the problem has no id.
+std::unique_ptr<plot::StreamedView> streamed_heatmap(const problem::DecodedDocument& d,
+                                                     const OutputOptions& o,
+                                                     const std::string& name);
 
 /// Renders weights [.., Lq, Lk] as a PNG, SVG or HTML heatmap at `path` with the
 /// problem's tokens and `options`' --font-size, --cols, --quiet (heatmap_render.cpp).

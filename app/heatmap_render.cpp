@@ -25,7 +25,11 @@ std::vector<std::uint8_t> encode_figure(const render::HeatmapInput& in,
     return std::move(e.bytes);
 }
 
-void add_figure_options(CLI::App& cmd, double& font_size, std::size_t& cols, const char* group) {
+void add_figure_options(CLI::App& cmd,
+                        double& font_size,
+                        std::size_t& cols,
+                        std::size_t& view_top_k,
+                        const char* group) {
     cmd.add_option("--font-size",
                    font_size,
                    "heatmap label size in points (default 10; title 1.2x); the figure grows so "
@@ -35,6 +39,13 @@ void add_figure_options(CLI::App& cmd, double& font_size, std::size_t& cols, con
     cmd.add_option("--cols",
                    cols,
                    "heatmap panels per row of the grid (default: one row up to 4, then square)")
+        ->check(positive_count())
+        ->group(group);
+    cmd.add_option("--view-top-k",
+                   view_top_k,
+                   "HTML view of maps longer than 4096: each query row's K strongest keys are "
+                   "kept exactly (default 32; the rest is shown pooled)")
+        ->type_name("K")
         ->check(positive_count())
         ->group(group);
 }
@@ -57,6 +68,7 @@ void write_heatmap_file(const std::string& path,
     plot::WeightsFigure f = plot::result_figure(
         weights, problem, layers, options.name, options.font_size, options.cols);
     f.options.threads = options.threads;
+    f.options.view_top_k = options.view_top_k;
     write_output(path, encode_figure(f.input, f.options, format, options.quiet), format);
 }
 

@@ -25,8 +25,13 @@ std::vector<std::uint8_t> encode_figure(const render::HeatmapInput& in,
                                         FileFormat format,
                                         bool quiet);
 
-/// Registers --font-size PT and --cols N (heatmap's and compute's) in `group`.
-void add_figure_options(CLI::App& cmd, double& font_size, std::size_t& cols, const char* group);
+/// Registers --font-size PT, --cols N and --view-top-k K (heatmap's and compute's) in
+/// `group`.
+void add_figure_options(CLI::App& cmd,
+                        double& font_size,
+                        std::size_t& cols,
+                        std::size_t& view_top_k,
+                        const char* group);
 
 /// Writes atomically; refuses PNG bytes to a terminal.
 void write_output(const std::string& path,

@@ -36,7 +36,7 @@ void add_output_options(CLI::App& cmd, OutputOptions& out) {
                    "for -)")
         ->check(CLI::IsMember({"npy", "json"}))
         ->group(g);
-    add_figure_options(cmd, out.font_size, out.cols, g);
+    add_figure_options(cmd, out.font_size, out.cols, out.view_top_k, g);
     cmd.add_flag("--no-weights",
                  out.no_weights,
                  "neither return nor keep the weights (linear memory in sequence length)")
@@ -100,11 +100,30 @@ void apply_memory_limit(const std::string& max_memory) {
     }
 }
 
+std::unique_ptr<plot::StreamedView> streamed_heatmap(const problem::DecodedDocument& d,
+                                                     const OutputOptions& o,
+                                                     const std::string& name) {
+    if (o.heatmap.empty() || o.no_weights ||
+        file_format(o.heatmap, "", "--heatmap") != FileFormat::html ||
+        !problem::weights_direct(d.first())) {
+        return nullptr;
+    }
+    const std::vector<std::size_t> shape = cli::weights_shape(d.first(), d.layers());
+    if (!plot::streamed_view_wanted(shape)) {
+        return nullptr;
+    }
+    const std::vector<std::size_t> layers =
+        d.stack() != nullptr ? d.stack()->layers : std::vector<std::size_t>{};
+    return std::make_unique<plot::StreamedView>(
+        d.first(), shape, layers, name, o.font_size, o.cols, o.view_top_k);
+}
+
 void emit_solution(const problem::Problem& problem,
                    const problem::Solution& s,
                    const OutputOptions& o,
                    const problem::LayerStack* stack,
-                   WeightsFile* weights_file) {
+                   WeightsFile* weights_file,
+                   plot::StreamedView* streamed) {
     const cli::WrittenOutputs written =
         cli::write_outputs(problem,
                            s,
@@ -112,9 +131,14 @@ void emit_solution(const problem::Problem& problem,
                            stack,
                            weights_file,
                            [&](const std::string& path,
-                               const io::Array& weights,
+                               const io::Array* weights,
                                const std::vector<std::size_t>& layers) {
-                               write_heatmap_file(path, weights, &problem, o, layers);
+                               if (weights == nullptr) {
+                                   ATTN_ASSERT(streamed != nullptr); // the kernel fed it
+                                   write_output(path, streamed->finish(), FileFormat::html);
+                               } else {
+                                   write_heatmap_file(path, *weights, &problem, o, layers);
+                               }
                            });
     if (written.document) {
         std::cout << *written.document << '\n';

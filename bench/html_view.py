@@ -9,12 +9,20 @@ long a head switch, a zoom, a hover and the head view of one layer take once it 
 
     /usr/bin/python3 bench/html_view.py --attn build/bench/app/attn [-L 4096] [-H 8] [--causal]
     /usr/bin/python3 bench/html_view.py --attn build/bench/app/attn --layers 12 -H 12 -L 1024
+    /usr/bin/python3 bench/html_view.py --attn build/release/app/attn --compute -L 32768 -H 1 --causal
+
+--compute: the long view (L > 4096: pooled levels and top-k, render/long_view.hpp) built
+by `attn compute -q -k -v --heatmap view.html` from the kernel's row blocks (Q, K, V
+N(0, 1), D = 64, float32), timed against the same run with `--no-weights` (interleaved,
+median of --repeat runs each), with the page's size and the peak RSS of both; then the
+page in chromium: ready, the whole map, full zoom on a cell, a hover.
 
 Weights are softmax rows of N(0, 1) scores (float32, .npy), like an untrained layer's;
 --causal zeroes and hatches the upper triangle (--masked-zero), as a decoder's are.
 """
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -56,6 +64,61 @@ def run_timed(argv):
     return time.monotonic() - t0, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
 
 
+def long_main(a):
+    """--compute: the long view from compute against the --no-weights run."""
+    tmp = tempfile.mkdtemp(prefix="attn-html-bench-")
+    html = a.keep or os.path.join(tmp, "view.html")
+    rng = np.random.default_rng(0)
+    files = []
+    for n in "qkv":
+        files += ["-" + n, os.path.join(tmp, n + ".npy")]
+        np.save(files[-1], rng.standard_normal((a.H, a.L, 64), dtype=np.float32))
+    base = [os.path.abspath(a.attn), "compute"] + files + (["--causal"] if a.causal else []) + [
+        "--output", os.path.join(tmp, "o.npy"), "--max-memory", "none"]
+    runs = {"--no-weights": [], "--heatmap": []}
+    for _ in range(a.repeat):
+        runs["--no-weights"].append(run_timed(base + ["--no-weights"]))
+        runs["--heatmap"].append(run_timed(base + ["--heatmap", html]))
+    med = {k: sorted(v)[len(v) // 2] for k, v in runs.items()}
+    size = os.path.getsize(html)
+    print(f"L = {a.L}, H = {a.H}, D = 64{', causal' if a.causal else ''}: attn compute, "
+          f"median of {a.repeat} interleaved runs each")
+    for k, (wall, cpu, rss) in med.items():
+        print(f"  {k:13s} {wall:6.2f} s wall ({cpu:.2f} s CPU), peak RSS {rss:.0f} MB")
+    print(f"  page {size / 1e6:.1f} MB; --heatmap / --no-weights: "
+          f"{med['--heatmap'][0] / med['--no-weights'][0]:.2f}x wall, "
+          f"{med['--heatmap'][1] / med['--no-weights'][1]:.2f}x CPU")
+    with cdp.Browser(timeout=300) as b:
+        t0 = time.monotonic()
+        page = b.open("file://" + html)
+        page.wait_for("document.body && document.body.dataset.ready === '1' && "
+                      "attnView.long.level() >= 0", timeout=600, poll=0.05)
+        t_ready = time.monotonic() - t0
+        timing = page.eval("""(async () => {
+            const L = attnView.meta.rows, n = attnView.meta.panels.length;
+            const drawn = async (f) => { const t0 = performance.now(), g = attnView.long.drawn(); f();
+              while (document.getElementById('map').dataset.drawn < g + 1) await new Promise(r => setTimeout(r, 1));
+              return performance.now() - t0; };
+            const full = await drawn(() => attnView.show(L - 1040, L - 1040, 40, 40));
+            const c = attnView.cellCenter(L - 1020, L - 1030);
+            const move = new MouseEvent('mousemove', {clientX: c.x, clientY: c.y, bubbles: true});
+            const t0 = performance.now();
+            document.getElementById('map').dispatchEvent(move);
+            const hover = performance.now() - t0;
+            const mid = await drawn(() => attnView.show(0, 0, L >> 3, L >> 3));
+            const whole = await drawn(() => attnView.reset());
+            const head = n > 1 ? await drawn(() => attnView.setPanel(n - 1)) : 0;
+            return {full, hover, mid, whole, head};
+        })()""", timeout=600)
+        errors, requests = page.errors(), page.requests()
+    print(f"chromium: ready {t_ready:.1f} s after navigation; then full zoom (level 0, top-k) "
+          "{full:.0f} ms, hover {hover:.1f} ms, an eighth of the map {mid:.0f} ms, whole map "
+          "{whole:.0f} ms, last panel {head:.0f} ms".format(**timing))
+    print(f"console errors: {len(errors)}, network requests: {len(requests)}")
+    shutil.rmtree(tmp) if not a.keep else None
+    return 1 if errors or requests else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--attn", required=True)
@@ -64,7 +127,12 @@ def main():
     ap.add_argument("--layers", type=int, default=0, help="a model view of this many layers")
     ap.add_argument("--causal", action="store_true")
     ap.add_argument("--keep", help="keep the page at this path")
+    ap.add_argument("--compute", action="store_true",
+                    help="the long view from attn compute --heatmap against --no-weights")
+    ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
+    if a.compute:
+        return long_main(a)
     tmp = tempfile.mkdtemp(prefix="attn-html-bench-")
     npy, html = os.path.join(tmp, "w.npy"), a.keep or os.path.join(tmp, "view.html")
     weights(a.L, a.H, a.causal, npy, a.layers)

@@ -328,6 +328,76 @@ def census_checks(browser, table):
     check("census: no network request (the view is a blob)", net == [], net)
 
 
+LONG_L = 8192  # the long view's browser check: one causal head (about 6 s of CI on 2 cores)
+
+
+def long_view_checks(browser, table):
+    """A causal head of LONG_L tokens from `compute --heatmap` (levels and top-k lists,
+    render/long_view.hpp): the page loads without error, the whole map is drawn from the
+    level the screen needs (the coarsest whose pixels are no larger than a screen pixel),
+    full zoom shows a row's strongest key at its exact weight (hover and pixel colour),
+    other cells say they are bounds, and "jump to token" moves to a row."""
+    import numpy as np
+    rng = np.random.default_rng(34)
+    L, D = LONG_L, 16
+    q, k, v = (rng.standard_normal((1, L, D)).astype(np.float32) for _ in range(3))
+    for name, a in (("lq", q), ("lk", k), ("lv", v)):
+        np.save(path(name + ".npy"), a)
+    html = path("long_causal.html")
+    t0 = time.monotonic()
+    rc, _, err = run(["compute", "-q", path("lq.npy"), "-k", path("lk.npy"), "-v",
+                      path("lv.npy"), "--causal", "--output", path("lo.npy"), "--heatmap", html])
+    check(f"compute --heatmap at {L} causal: exit 0 ({time.monotonic() - t0:.1f} s)", rc == 0, err)
+    page, why = load(browser, html)
+    check(f"{L} causal: page ready", not why, why)
+    check(f"{L} causal: no console error", page.errors() == [], page.errors())
+    levels = page.eval("attnView.meta.long.levels")
+    # The whole map: 640 px for L cells -> f = ceil(L / 640) cells per screen pixel.
+    f = -(-L // 640)
+    per_px = L / -(-L // f)
+    want = max(li for li, (h, w) in enumerate(levels) if L / h <= max(1, per_px))
+    page.wait_for("attnView.long.level() >= 0", timeout=20)
+    check("whole map: drawn from the coarsest level no coarser than the screen",
+          page.eval("attnView.long.level()") == want, (page.eval("attnView.long.level()"), want))
+    # Full zoom on row i around its strongest key (numpy, float64: softmax over j <= i).
+    i = L - 1000
+    s = (k[0, :i + 1].astype(np.float64) @ q[0, i].astype(np.float64)) / np.sqrt(D)
+    wrow = np.exp(s - s.max())
+    wrow /= wrow.sum()
+    j = int(np.argmax(wrow))
+    r0, c0 = max(0, i - 20), max(0, j - 20)
+    before = page.eval("attnView.long.drawn()")
+    page.eval(f"attnView.show({r0}, {c0}, 40, 40)")
+    page.wait_for(f"document.getElementById('map').dataset.drawn > {before}", timeout=20)
+    check("full zoom: level 0", page.eval("attnView.long.level()") == 0)
+    c = page.eval(f"attnView.cellCenter({i}, {j})")
+    page.mouse("mouseMoved", c["x"], c["y"])
+    page.wait_for("document.getElementById('hover').textContent.includes('query %d ')" % i,
+                  timeout=20)
+    t = page.eval("document.getElementById('hover').textContent")
+    m = re.search(r"weight ([0-9.e-]+) \(exact", t)
+    w16 = float(np.float16(wrow[j]))
+    check("full zoom: the row's strongest key shows its exact weight (float16)",
+          m is not None and abs(float(m.group(1)) - w16) <= 1e-3 * w16, (t, w16))
+    check("full zoom: the strongest key's pixel has its weight's colour",
+          page.pixel(c["x"], c["y"]) == expected_colour(table, w16, 0.0, 1.0),
+          (page.pixel(c["x"], c["y"]), expected_colour(table, w16, 0.0, 1.0)))
+    weak = int(np.argsort(wrow)[len(wrow) // 2])  # far from the top 32
+    page.eval(f"attnView.show({i - 20}, {max(0, weak - 20)}, 40, 40)")
+    c = page.eval(f"attnView.cellCenter({i}, {weak})")
+    page.mouse("mouseMoved", c["x"], c["y"])
+    page.wait_for("document.getElementById('hover').textContent.includes('key %d ')" % weak,
+                  timeout=20)
+    t = page.eval("document.getElementById('hover').textContent")
+    check("full zoom: a key outside the top-k reads as a bound", "weight \u2264" in t
+          and "not among" in t, t)
+    page.eval("(() => { const b = document.getElementById('jump'); b.focus(); b.value = '6000'; })()")
+    page.key("Enter")
+    check("jump to token 6000: the row is selected", page.eval("attnView.view.row") == 6000)
+    check(f"{L} causal: still no console error, no request", page.errors() == [] and
+          page.requests() == [], (page.errors(), page.requests()))
+
+
 def main():
     if not cdp.find_chromium():
         print("SKIP: chromium not found (Debian: apt-get install chromium; scripts/setup.sh "
@@ -465,6 +535,8 @@ def main():
             check(f"{width} px: no horizontal scrollbar", not why and
                   box["scroll"] <= box["width"], (why, box))
 
+    with cdp.Browser() as browser:
+        long_view_checks(browser, table)
     with cdp.Browser() as browser:
         model_view_checks(browser, table)
         census_checks(browser, table)

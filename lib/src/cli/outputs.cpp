@@ -133,21 +133,26 @@ void check_weights_dtype(const Problem& problem, const OutputOptions& o) {
 
 } // namespace
 
-std::unique_ptr<WeightsFile>
-map_weights_file(const Problem& problem, const OutputOptions& o, std::size_t layers) {
-    if (o.weights.empty() || o.no_weights || !o.heatmap.empty() ||
+std::vector<std::size_t> weights_shape(const Problem& problem, std::size_t layers) {
+    std::vector<std::size_t> shape = plan_problem(problem).weights;
+    if (layers > 0) {
+        shape.insert(shape.begin(), layers); // a stack: [layers, ...one layer's shape]
+    }
+    return shape;
+}
+
+std::unique_ptr<WeightsFile> map_weights_file(const Problem& problem,
+                                              const OutputOptions& o,
+                                              std::size_t layers,
+                                              bool heatmap_streamed) {
+    if (o.weights.empty() || o.no_weights || (!o.heatmap.empty() && !heatmap_streamed) ||
         weights_npy_type(problem, o) == io::NpyFloat::f64 ||
         output_format(o.weights, o.format) != io::ArrayFormat::npy || !weights_direct(problem) ||
         !io::npy_mappable(o.weights)) {
         return nullptr;
     }
-    const std::vector<std::size_t> one = plan_problem(problem).weights;
-    std::vector<std::size_t> shape(one.size() + (layers > 0 ? 1 : 0));
-    std::copy(one.begin(), one.end(), shape.end() - static_cast<std::ptrdiff_t>(one.size()));
-    if (layers > 0) {
-        shape.front() = layers; // a stack: [layers, ...one layer's shape]
-    }
-    return std::make_unique<WeightsFile>(o.weights, shape, weights_npy_type(problem, o));
+    return std::make_unique<WeightsFile>(
+        o.weights, weights_shape(problem, layers), weights_npy_type(problem, o));
 }
 
 namespace {
@@ -243,8 +248,9 @@ WrittenOutputs write_outputs(const Problem& problem,
         write_array(o.weights, *s.weights, weights_npy_type(problem, o));
     }
     if (!o.heatmap.empty()) {
-        heatmap(
-            o.heatmap, *s.weights, stack != nullptr ? stack->layers : std::vector<std::size_t>{});
+        heatmap(o.heatmap,
+                s.weights ? &*s.weights : nullptr,
+                stack != nullptr ? stack->layers : std::vector<std::size_t>{});
     }
     WrittenOutputs out;
     if (o.output.empty() && o.weights != "-" && o.heatmap != "-") {

@@ -92,6 +92,18 @@ make_input(const io::Array& w, const Dims& d, const std::vector<PanelRef>& refs,
     return make_input(std::span<const float>(w.values), d, refs, data);
 }
 
+std::size_t grid_columns(const Dims& d, const std::vector<PanelRef>& refs) {
+    // The model view: rows are layers (and batches), columns the heads shown.
+    std::size_t heads_shown = 0;
+    if (d.has_layers && refs.size() > 1) {
+        while (heads_shown < refs.size() && refs[heads_shown].l == refs.front().l &&
+               refs[heads_shown].b == refs.front().b) {
+            ++heads_shown;
+        }
+    }
+    return heads_shown;
+}
+
 render::HeatmapInput make_input(std::span<const float> values,
                                 const Dims& d,
                                 const std::vector<PanelRef>& refs,
@@ -110,15 +122,7 @@ render::HeatmapInput make_input(std::span<const float> values,
         }
         in.panels.push_back(p);
     }
-    // The model view: rows are layers (and batches), columns the heads shown.
-    if (d.has_layers && refs.size() > 1) {
-        std::size_t heads_shown = 0;
-        while (heads_shown < refs.size() && refs[heads_shown].l == refs.front().l &&
-               refs[heads_shown].b == refs.front().b) {
-            ++heads_shown;
-        }
-        in.grid_cols = heads_shown;
-    }
+    in.grid_cols = grid_columns(d, refs);
     return in;
 }
 

@@ -33,28 +33,28 @@ std::vector<std::string> axis_labels(const std::optional<std::vector<std::string
 
 } // namespace
 
-WeightsFigure result_figure(const io::Array& weights,
-                            const problem::Problem* problem,
-                            const std::vector<std::size_t>& layers,
-                            const std::string& name,
-                            double font_size,
-                            std::size_t columns) {
+WeightsFigure result_shape_figure(const std::vector<std::size_t>& shape,
+                                  const problem::Problem* problem,
+                                  const std::vector<std::size_t>& layers,
+                                  const std::string& name,
+                                  double font_size,
+                                  std::size_t columns) {
     WeightsFigure f;
-    const std::size_t rank = weights.shape.size() - (layers.empty() ? 0 : 1);
+    const std::size_t rank = shape.size() - (layers.empty() ? 0 : 1);
     const problem::WeightsAxes axes =
         problem != nullptr ? problem::weights_axes(*problem) : problem::axes_of_rank(rank);
-    f.dims = dims_of(weights.shape, axes, option_name("heatmap"), layers);
+    f.dims = dims_of(shape, axes, option_name("heatmap"), layers);
     if (problem != nullptr && problem->select_heads.size() == f.dims.heads) {
         f.dims.head_ids = problem->select_heads; // panels titled by the heads' own numbers
     }
     const Dims& d = f.dims;
     f.refs = pick_panels(d, kAll, kAll, option_name("heatmap"));
-    if (problem != nullptr) {
-        for (const auto& r : f.refs) {
-            f.data.masked.push_back(blocked_cells(*problem, r.b, r.h, d.lq, d.lk));
-        }
+    f.input.rows = d.lq;
+    f.input.cols = d.lk;
+    for (const PanelRef& r : f.refs) {
+        f.input.panels.push_back({r.title, {}, {}});
     }
-    f.input = make_input(weights, d, f.refs, f.data);
+    f.input.grid_cols = grid_columns(d, f.refs);
     // Titled by the problem's name (its id, else its file's name), else what it shows.
     std::string title = name;
     if (problem != nullptr && problem->id && problem->id->is_string()) {
@@ -79,6 +79,26 @@ WeightsFigure result_figure(const io::Array& weights,
             f.input.col_labels = *problem->key_tokens;
         }
     }
+    return f;
+}
+
+WeightsFigure result_figure(const io::Array& weights,
+                            const problem::Problem* problem,
+                            const std::vector<std::size_t>& layers,
+                            const std::string& name,
+                            double font_size,
+                            std::size_t columns) {
+    WeightsFigure f = result_shape_figure(weights.shape, problem, layers, name, font_size, columns);
+    const Dims& d = f.dims;
+    if (problem != nullptr) {
+        for (const auto& r : f.refs) {
+            f.data.masked.push_back(blocked_cells(*problem, r.b, r.h, d.lq, d.lk));
+        }
+    }
+    render::HeatmapInput in = make_input(weights, d, f.refs, f.data);
+    in.row_labels = std::move(f.input.row_labels);
+    in.col_labels = std::move(f.input.col_labels);
+    f.input = std::move(in);
     return f;
 }
 

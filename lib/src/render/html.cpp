@@ -7,6 +7,7 @@
 #include "attn/parallel.hpp"
 #include "attn/render/colormap.hpp"
 #include "attn/render/figure.hpp"
+#include "attn/render/long_view.hpp"
 #include "heatmap_detail.hpp"
 #include "html_detail.hpp"
 
@@ -76,20 +77,13 @@ panel_block(const HeatmapPanel& p, const ColorNorm& norm, bool states, bool exac
     return out;
 }
 
-/// Thumbnails of every panel, tw x th pixels each: the max-pooled colour index, the
-/// mean-pooled one, and (with states) 1 where a pixel's block has no value (hatched).
-struct Thumbs {
-    std::size_t w = 0, h = 0;
-    std::vector<std::uint8_t> max, mean, state;
-};
-
 /// Adds panel `block`'s thumbnail (rows x cols cells) to `t`. A pixel covers the cells the
 /// page's own pooling gives it: rows [floor(y R / h), floor((y + 1) R / h)), at least one.
 void add_thumb(const std::vector<std::uint8_t>& block,
                std::size_t rows,
                std::size_t cols,
                bool states,
-               Thumbs& t) {
+               detail::Thumbs& t) {
     const std::size_t n = rows * cols;
     std::vector<std::size_t> col_of(cols);
     for (std::size_t j = 0; j < cols; ++j) {
@@ -127,19 +121,9 @@ void add_thumb(const std::vector<std::uint8_t>& block,
 
 /// One panel as the page gets it: its thumbnail and its block, packed.
 struct PanelOut {
-    Thumbs thumb;
+    detail::Thumbs thumb;
     std::string data;
 };
-
-/// Appends one panel's packed data as the script element the page decodes when it shows it.
-void append_panel(std::vector<std::uint8_t>& page, std::size_t index, const std::string& data) {
-    const std::string open =
-        "<script type=\"application/octet-stream\" id=\"p" + std::to_string(index) + "\">";
-    const std::string_view close = "</script>\n";
-    page.insert(page.end(), open.begin(), open.end());
-    page.insert(page.end(), data.begin(), data.end());
-    page.insert(page.end(), close.begin(), close.end());
-}
 
 void append(std::vector<std::uint8_t>& page, const std::string& s) {
     page.insert(page.end(), s.begin(), s.end());
@@ -147,30 +131,15 @@ void append(std::vector<std::uint8_t>& page, const std::string& s) {
 
 } // namespace
 
-std::vector<std::uint8_t>
-heatmap_html_bytes(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLimits& limits) {
-    const std::size_t plane = in.rows * in.cols;
-    const std::size_t cells = plane * in.panels.size();
-    if (cells > limits.max_cells) {
-        throw InputError("HTML view: " + std::to_string(in.panels.size()) + " panels of " +
-                         std::to_string(in.rows) + "x" + std::to_string(in.cols) + " = " +
-                         grouped(cells) + " cells are too many for one page (at most " +
-                         grouped(limits.max_cells) + "); pick panels with " + option_name("head") +
-                         " N or " + option_name("batch") + " N, or draw a PNG (pooled with " +
-                         option_name("pool") + " max|mean)");
-    }
-    detail::validate_heatmap(in, o);
-    // Full resolution: the colour range from every cell, as an unpooled PNG has it.
-    // One pass for the range and whether any cell is masked or NaN (the page then carries
-    // a state per cell); each panel is released after it.
-    std::vector<std::string> notes;
-    bool states = false;
-    const ColorNorm norm = detail::full_range(in, o, notes, &states);
-    const Colormap cmap = *find_colormap(o.colormap);
-    const bool exact = cells <= limits.max_exact_cells;
-    // Level 1 for large maps: the attention weights' runs compress nearly as well, 5x faster.
-    const int level = cells > (std::size_t{1} << 24) ? 1 : 6;
+namespace detail {
 
+std::vector<std::uint8_t> view_page(const HeatmapInput& in,
+                                    const HeatmapOptions& o,
+                                    const ColorNorm& norm,
+                                    const std::vector<std::string>& notes,
+                                    const PageFlags& flags,
+                                    const PanelWriter& write_panels) {
+    const Colormap cmap = *find_colormap(o.colormap);
     std::vector<std::string> titles;
     for (std::size_t p = 0; p < in.panels.size(); ++p) {
         titles.push_back(in.panels[p].title.empty() ? "panel " + std::to_string(p)
@@ -193,50 +162,28 @@ heatmap_html_bytes(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLi
         ",\"ticks\":" + json_colorbar_ticks(norm, 240.0) +
         ",\"pool\":" + json_string(o.pool == PoolMode::mean ? "mean" : "max") +
         ",\"decimals\":" + std::to_string(o.decimals) + ",\"notes\":" + json_strings(notes) +
-        ",\"exact\":" + (exact ? "true" : "false") +
-        ",\"maxExactCells\":" + std::to_string(limits.max_exact_cells) +
-        ",\"hasState\":" + (states ? "true" : "false") + ",\"thumbW\":" + std::to_string(thumbs.w) +
-        ",\"thumbH\":" + std::to_string(thumbs.h) + "}";
+        ",\"exact\":" + (flags.exact ? "true" : "false") +
+        ",\"maxExactCells\":" + std::to_string(flags.max_exact_cells) +
+        ",\"hasState\":" + (flags.states ? "true" : "false") +
+        ",\"thumbW\":" + std::to_string(thumbs.w) + ",\"thumbH\":" + std::to_string(thumbs.h) +
+        flags.extra_meta + "}";
     const std::vector<std::pair<std::string, std::string>> kv = {
         {"TITLE", html_text(o.title.empty() ? "attention weights" : o.title)},
-        {"STYLE", std::string(detail::kHtmlStyleBytes, detail::kHtmlStyleByteCount)},
-        {"SCRIPT", std::string(detail::kHtmlScriptBytes, detail::kHtmlScriptByteCount)},
-        {"HEADSCRIPT", std::string(detail::kHtmlHeadScriptBytes, detail::kHtmlHeadScriptByteCount)},
+        {"STYLE", std::string(kHtmlStyleBytes, kHtmlStyleByteCount)},
+        {"SCRIPT", std::string(kHtmlScriptBytes, kHtmlScriptByteCount)},
+        {"HEADSCRIPT", std::string(kHtmlHeadScriptBytes, kHtmlHeadScriptByteCount)},
         {"META", meta}};
 
-    // The page up to the panels, each panel's block compressed as it is made (one panel's
-    // cells in memory at a time), the thumbnails, then the rest of the page.
-    const std::string_view page(detail::kHtmlPageBytes, detail::kHtmlPageByteCount);
+    // The page up to the panels, the panels' elements as the writer makes them, the
+    // thumbnails, then the rest of the page.
+    const std::string_view page(kHtmlPageBytes, kHtmlPageByteCount);
     const std::size_t at_panels = page.find("{{PANELS}}");
     const std::size_t at_thumbs = page.find("{{THUMBS}}");
     ATTN_ASSERT(at_panels != std::string_view::npos && at_thumbs > at_panels);
     std::vector<std::uint8_t> out;
-    out.reserve(cells / 2 + (std::size_t{1} << 20));
+    out.reserve(flags.reserve + (std::size_t{1} << 20));
     append(out, fill(page.substr(0, at_panels), kv));
-    // `threads` panels at a time, each on its own thread, appended in order.
-    const std::size_t n = in.panels.size();
-    const unsigned threads = attn::detail::resolve_threads(o.threads, n);
-    for (std::size_t first = 0; first < n; first += threads) {
-        std::vector<PanelOut> done(std::min<std::size_t>(threads, n - first));
-        attn::detail::parallel_for(done.size(), threads, [&](unsigned, std::size_t k) {
-            const std::vector<std::uint8_t> block =
-                panel_block(in.panels[first + k], norm, states, exact);
-            done[k].thumb.w = thumbs.w;
-            done[k].thumb.h = thumbs.h;
-            add_thumb(block, in.rows, in.cols, states, done[k].thumb);
-            done[k].data = packed(block, level);
-        });
-        for (std::size_t k = 0; k < done.size(); ++k) {
-            const Thumbs& t = done[k].thumb;
-            thumbs.max.insert(thumbs.max.end(), t.max.begin(), t.max.end());
-            thumbs.mean.insert(thumbs.mean.end(), t.mean.begin(), t.mean.end());
-            thumbs.state.insert(thumbs.state.end(), t.state.begin(), t.state.end());
-            append_panel(out, first + k, done[k].data);
-            if (in.release) {
-                in.release(first + k);
-            }
-        }
-    }
+    write_panels(out, thumbs);
     append(out, fill(page.substr(at_panels + 10, at_thumbs - at_panels - 10), kv));
     std::vector<std::uint8_t> all = std::move(thumbs.max);
     all.insert(all.end(), thumbs.mean.begin(), thumbs.mean.end());
@@ -244,6 +191,77 @@ heatmap_html_bytes(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLi
     append(out, packed(all, 6));
     append(out, fill(page.substr(at_thumbs + 10), kv));
     return out;
+}
+
+void append_element(std::vector<std::uint8_t>& page,
+                    const std::string& id,
+                    const std::string& data) {
+    const std::string open = "<script type=\"application/octet-stream\" id=\"" + id + "\">";
+    const std::string_view close = "</script>\n";
+    page.insert(page.end(), open.begin(), open.end());
+    page.insert(page.end(), data.begin(), data.end());
+    page.insert(page.end(), close.begin(), close.end());
+}
+
+} // namespace detail
+
+std::vector<std::uint8_t>
+heatmap_html_bytes(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLimits& limits) {
+    if (is_long_view(in.rows, in.cols)) {
+        return long_view_html_bytes(in, o, o.view_top_k);
+    }
+    const std::size_t plane = in.rows * in.cols;
+    const std::size_t cells = plane * in.panels.size();
+    if (cells > limits.max_cells) {
+        throw InputError("HTML view: " + std::to_string(in.panels.size()) + " panels of " +
+                         std::to_string(in.rows) + "x" + std::to_string(in.cols) + " = " +
+                         grouped(cells) + " cells are too many for one page (at most " +
+                         grouped(limits.max_cells) + "); pick panels with " + option_name("head") +
+                         " N or " + option_name("batch") + " N, or draw a PNG (pooled with " +
+                         option_name("pool") + " max|mean)");
+    }
+    detail::validate_heatmap(in, o);
+    // Full resolution: the colour range from every cell, as an unpooled PNG has it.
+    // One pass for the range and whether any cell is masked or NaN (the page then carries
+    // a state per cell); each panel is released after it.
+    std::vector<std::string> notes;
+    bool states = false;
+    const ColorNorm norm = detail::full_range(in, o, notes, &states);
+    detail::PageFlags flags;
+    flags.exact = cells <= limits.max_exact_cells;
+    flags.max_exact_cells = limits.max_exact_cells;
+    flags.states = states;
+    flags.reserve = cells / 2;
+    // Level 1 for large maps: the attention weights' runs compress nearly as well, 5x faster.
+    const int level = cells > (std::size_t{1} << 24) ? 1 : 6;
+    // Each panel's block compressed as it is made (`threads` panels' cells in memory at a
+    // time, each on its own thread), appended in order.
+    const auto panels = [&](std::vector<std::uint8_t>& out, detail::Thumbs& thumbs) {
+        const std::size_t n = in.panels.size();
+        const unsigned threads = attn::detail::resolve_threads(o.threads, n);
+        for (std::size_t first = 0; first < n; first += threads) {
+            std::vector<PanelOut> done(std::min<std::size_t>(threads, n - first));
+            attn::detail::parallel_for(done.size(), threads, [&](unsigned, std::size_t k) {
+                const std::vector<std::uint8_t> block =
+                    panel_block(in.panels[first + k], norm, states, flags.exact);
+                done[k].thumb.w = thumbs.w;
+                done[k].thumb.h = thumbs.h;
+                add_thumb(block, in.rows, in.cols, states, done[k].thumb);
+                done[k].data = packed(block, level);
+            });
+            for (std::size_t k = 0; k < done.size(); ++k) {
+                const detail::Thumbs& t = done[k].thumb;
+                thumbs.max.insert(thumbs.max.end(), t.max.begin(), t.max.end());
+                thumbs.mean.insert(thumbs.mean.end(), t.mean.begin(), t.mean.end());
+                thumbs.state.insert(thumbs.state.end(), t.state.begin(), t.state.end());
+                detail::append_element(out, "p" + std::to_string(first + k), done[k].data);
+                if (in.release) {
+                    in.release(first + k);
+                }
+            }
+        }
+    };
+    return detail::view_page(in, o, norm, notes, flags, panels);
 }
 
 std::string

@@ -5,10 +5,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+namespace attn::render {
+struct HeatmapInput;
+struct HeatmapOptions;
+struct ColorNorm;
+} // namespace attn::render
 
 namespace attn::render::detail {
 
@@ -35,5 +42,40 @@ std::string html_text(std::string_view s);
 
 /// The colormap tables as {"name": base64 RGB x 256, ...}.
 std::string json_tables();
+
+/// Thumbnails of every panel, w x h pixels each: the max-pooled colour index, the
+/// mean-pooled one, and (with states) 1 where a pixel's block has no value (hatched).
+struct Thumbs {
+    std::size_t w = 0, h = 0;
+    std::vector<std::uint8_t> max, mean, state;
+};
+
+/// What the view page's meta says besides the map's shape, labels and colours.
+struct PageFlags {
+    bool exact = false; ///< every cell's float32 value is in the page
+    std::size_t max_exact_cells = 0;
+    bool states = false;     ///< cells carry a state (masked, NaN)
+    std::string extra_meta;  ///< more members, each starting with ','
+    std::size_t reserve = 0; ///< bytes the panels are expected to take
+};
+
+/// Appends the panels' elements to the page and each panel's thumbnail to `thumbs` (sized
+/// by the page: w, h), in panel order.
+using PanelWriter = std::function<void(std::vector<std::uint8_t>& page, Thumbs& thumbs)>;
+
+/// The heatmap view page (view.html filled): its meta from `in` (shape, titles, labels,
+/// grid), `o`, `norm`, `notes` and `flags`, the panels `write_panels` appends, the
+/// thumbnails it filled.
+std::vector<std::uint8_t> view_page(const HeatmapInput& in,
+                                    const HeatmapOptions& o,
+                                    const ColorNorm& norm,
+                                    const std::vector<std::string>& notes,
+                                    const PageFlags& flags,
+                                    const PanelWriter& write_panels);
+
+/// Appends `<script type="application/octet-stream" id="ID">DATA</script>` and a newline.
+void append_element(std::vector<std::uint8_t>& page,
+                    const std::string& id,
+                    const std::string& data);
 
 } // namespace attn::render::detail

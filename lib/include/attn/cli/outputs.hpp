@@ -44,6 +44,9 @@ struct OutputOptions {
     bool check_finite = false; ///< --check-finite
     double font_size = 10.0;   ///< --font-size PT (of --heatmap)
     std::size_t cols = 0;      ///< --cols N (of --heatmap); 0: automatic
+    /// --view-top-k K: each query row's strongest keys kept exactly by --heatmap FILE.html
+    /// for maps longer than 4096 ("view_top_k").
+    std::size_t view_top_k = 32;
     std::string name; ///< the problem's file name (not a flag): --heatmap's title, unless an id
 
     /// What solve() is asked for: the weights when something takes them (the result
@@ -89,14 +92,21 @@ struct WeightsFile {
                 io::NpyFloat type = io::NpyFloat::f32);
 };
 
+/// The shape of `problem`'s weights as solve() hands them to SolveOptions::weights_to
+/// (its plan's), with a leading axis of `layers` for a stack (0: one layer).
+std::vector<std::size_t> weights_shape(const Problem& problem, std::size_t layers);
+
 /// The mapped --weights file for this problem's weights (`layers` > 0: a stack of that
 /// many layers' weights), or null where they take today's path: no --weights, a format
 /// other than .npy (float32, or float16 with --weights-dtype f16; not --dtype f64), stdout or a
-/// device, --heatmap (which needs them in memory), a problem whose weights are not the kernel's as
-/// they are (weights_direct). Call after check_outputs(). Throws SystemError when the file cannot
-/// be made (a full disk, RLIMIT_FSIZE): before any work.
-std::unique_ptr<WeightsFile>
-map_weights_file(const Problem& problem, const OutputOptions& o, std::size_t layers = 0);
+/// device, --heatmap unless `heatmap_streamed` (the page takes them from the kernel too:
+/// plot::StreamedView; else it needs them in memory), a problem whose weights are not the kernel's
+/// as they are (weights_direct). Call after check_outputs(). Throws SystemError when the file
+/// cannot be made (a full disk, RLIMIT_FSIZE): before any work.
+std::unique_ptr<WeightsFile> map_weights_file(const Problem& problem,
+                                              const OutputOptions& o,
+                                              std::size_t layers = 0,
+                                              bool heatmap_streamed = false);
 
 /// What the front end does after write_outputs: the result document to print (when no
 /// output went to a file or stdout), and the warning to give (unless --quiet).
@@ -106,9 +116,10 @@ struct WrittenOutputs {
 };
 
 /// Draws the weights as --heatmap's file (the front end's renderer): its path, the
-/// weights, and a stack's layer numbers (empty for one layer).
+/// weights (null: solve() handed them to the page's builder as it made them), and a
+/// stack's layer numbers (empty for one layer).
 using HeatmapWriter = std::function<void(
-    const std::string& path, const io::Array& weights, const std::vector<std::size_t>& layers)>;
+    const std::string& path, const io::Array* weights, const std::vector<std::size_t>& layers)>;
 
 /// Writes the requested files (atomically; "-" is stdout): --output (an array, the result
 /// document when extras were asked for and it is .json, every array for .npz), --weights

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "attn/error.hpp"
+#include "attn/half.hpp"
 #include "attn/io/array.hpp"
 #include "attn/io/file_read.hpp"
 #include "attn/io/number_text.hpp"
@@ -130,14 +131,9 @@ void pread_exactly(
 /// Throws SystemError("PATH: cannot write: REASON"); err 0 is reported as EIO.
 [[noreturn]] void throw_write_error(const std::string& path, int err);
 
-/// IEEE binary16 -> binary32, exact for every input (subnormals, infinities, NaN payloads).
-/// Used by the NPY and safetensors readers.
-float half_to_float(std::uint16_t h);
-
-/// binary64 -> IEEE binary16, rounded to nearest with ties to even, as numpy's
-/// astype(float16): beyond 65504 (from 65520 on) ±inf, below 2^-14 a subnormal (or ±0),
-/// NaN a quiet NaN (0x7e00 with the sign). A float32 is exact as a double, so one rounding.
-std::uint16_t double_to_half(double x);
+/// binary16 conversions (attn/half.hpp), for the NPY and safetensors readers and writers.
+using attn::double_to_half;
+using attn::half_to_float;
 
 /// JSON text of a file parsed by nlohmann after the guards of json_text.hpp, its errors as
 /// "PATH: invalid JSON: byte N: DETAIL". Throws InputError.

@@ -75,6 +75,10 @@ struct PanelData {
     std::vector<std::vector<std::uint8_t>> masked;
 };
 
+/// Panels per grid row: in the model view (layers) the heads shown, so each layer is a
+/// row; else 0 (automatic).
+std::size_t grid_columns(const Dims& d, const std::vector<PanelRef>& refs);
+
 /// The renderer's input for the picked panels (spans into `w` and `data`); the model view
 /// (layers) gets one grid row per layer.
 render::HeatmapInput

@@ -50,6 +50,16 @@ WeightsFigure result_figure(const io::Array& weights,
                             double font_size,
                             std::size_t columns);
 
+/// result_figure() without the weights: the panels of weights of `shape` (titles, labels,
+/// title and options) with no values, for a page built while the kernel makes them
+/// (plot/streamed_view.hpp).
+WeightsFigure result_shape_figure(const std::vector<std::size_t>& shape,
+                                  const problem::Problem* problem,
+                                  const std::vector<std::size_t>& layers,
+                                  const std::string& name,
+                                  double font_size,
+                                  std::size_t columns);
+
 /// What a user chose about a heatmap of weights read from a file (`attn heatmap`'s flags).
 struct FileFigureOptions {
     std::int64_t batch = kAll, head = kAll; ///< kAll: every one

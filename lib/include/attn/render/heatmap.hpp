@@ -70,6 +70,9 @@ struct HeatmapOptions {
     /// The HTML view's panels coloured, pooled and compressed this many at a time (0: all
     /// cores); the bytes are the same for any count.
     unsigned threads = 0;
+    /// The HTML view of panels longer than 4096 (render/long_view.hpp): each query row's
+    /// this many strongest keys are kept exactly ("view_top_k").
+    std::size_t view_top_k = 32;
     std::string x_title = "Keys";
     std::string y_title = "Queries";
 };

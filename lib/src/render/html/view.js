@@ -20,6 +20,10 @@
   // value shows).
   let lut = null, layout = null, thumbs = null, binValue = null;
   const TW = meta.thumbW, TH = meta.thumbH;
+  // Panels longer than 4096 (meta.long): pooled levels and each row's top-k keys instead
+  // of cells; `lp` is the shown panel's (long.js-style helpers below).
+  const LONG = meta.long || null;
+  let lp = null, drawGen = 0, longLevel = -1;
 
   function bytesOf(text) {
     const bin = atob(text.trim());
@@ -38,6 +42,7 @@
   const CACHE_CELLS = 48 * 1024 * 1024; // decoded cells kept (LRU) before panels are dropped
   const cache = new Map(); // panel -> {index, state, exact}
   async function panelData(p) {
+    if (LONG) return { index: null, state: null, exact: null, long: longPanel(p) };
     if (cache.has(p)) { const d = cache.get(p); cache.delete(p); cache.set(p, d); return d; }
     const raw = await inflate("p" + p);
     const n = (1 + (meta.hasState ? 1 : 0) + (meta.exact ? 4 : 0)) * plane;
@@ -88,6 +93,194 @@
   }
   function valueOf(k) {
     return exact ? exact[k] : unnorm((index[k] + 0.5) / 256);
+  }
+
+
+  // ---- long panels: levels and top-k, decoded by band on demand --------------------------
+  const longPanels = new Map();
+  function longPanel(p) {
+    if (!longPanels.has(p)) longPanels.set(p, { p, bands: new Map(), topk: new Map() });
+    return longPanels.get(p);
+  }
+  /// The pixel of an n-cell axis drawn with `side` pixels that holds cell i (the builder's rule).
+  const pixOf = (i, n, side) => Math.floor(((i + 1) * side - 1) / n);
+  const BAND_CELLS = 32 * 1024 * 1024; // decoded level bytes kept (LRU) across panels
+  let bandBytes = 0;
+  const bandLru = new Map();
+  async function band(d, l, b) {
+    const key = d.p + ":" + l + ":" + b;
+    if (bandLru.has(key)) { const v = bandLru.get(key); bandLru.delete(key); bandLru.set(key, v); return v; }
+    const raw = await inflate(`p${d.p}L${l}B${b}`);
+    const [h, w] = LONG.levels[l], rows = Math.min(LONG.bandRows, h - b * LONG.bandRows);
+    if (!raw || raw.length !== 3 * rows * w) throw new Error(`attn view: level ${l} of panel ${d.p} is damaged`);
+    const v = { max: raw.subarray(0, rows * w), mean: raw.subarray(rows * w, 2 * rows * w), state: raw.subarray(2 * rows * w), w };
+    bandLru.set(key, v); bandBytes += raw.length;
+    while (bandLru.size > 1 && bandBytes > BAND_CELLS) {
+      const k = bandLru.keys().next().value;
+      bandBytes -= 3 * bandLru.get(k).max.length; bandLru.delete(k);
+    }
+    return v;
+  }
+  /// Level l's pixel rows [y0, y1] of panel d: a function (y, x) -> {max, mean, state}.
+  async function levelRows(d, l, y0, y1) {
+    const B = LONG.bandRows, got = new Map();
+    for (let b = Math.floor(y0 / B); b <= Math.floor(y1 / B); b++) got.set(b, await band(d, l, b));
+    return (y, x) => {
+      const v = got.get(Math.floor(y / B)), k = (y % B) * v.w + x;
+      return [v.max[k], v.mean[k], v.state[k]];
+    };
+  }
+  /// Row i's strongest keys, strongest first: [{key, w}] (f16 weights as numbers).
+  async function topKeys(d, i) {
+    const b = Math.floor(i / LONG.topKRows);
+    if (!d.topk.has(b)) {
+      const raw = await inflate(`p${d.p}K${b}`);
+      const rows = Math.min(LONG.topKRows, R - b * LONG.topKRows), K = LONG.topK, ib = LONG.indexBytes;
+      if (!raw || raw.length !== rows * K * (ib + 2)) throw new Error(`attn view: the top-k lists of panel ${d.p} are damaged`);
+      const dv = new DataView(raw.buffer, raw.byteOffset, raw.length);
+      d.topk.set(b, { dv, rows, K, ib, wAt: rows * K * ib });
+    }
+    const t = d.topk.get(b), r = i - b * LONG.topKRows, out = [];
+    const none = t.ib === 2 ? 0xffff : 0xffffffff;
+    for (let q = 0; q < t.K; q++) {
+      const o = r * t.K + q;
+      const key = t.ib === 2 ? t.dv.getUint16(o * 2, true) : t.dv.getUint32(o * 4, true);
+      if (key === none) break;
+      out.push({ key, w: half(t.dv.getUint16(t.wAt + o * 2, true)) });
+    }
+    return out;
+  }
+  function half(h) {
+    const s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 31, m = h & 1023;
+    if (e === 0) return s * m * Math.pow(2, -24);
+    if (e === 31) return m ? NaN : s * Infinity;
+    return s * (1 + m / 1024) * Math.pow(2, e - 15);
+  }
+  /// The colour index of weight v (matplotlib's rule, as attn's PNG).
+  function colourIndex(v) {
+    const t = norm(v);
+    if (!(t > 0)) return 0;
+    const x = t * 256;
+    return x >= 255 ? 255 : Math.floor(x);
+  }
+  /// The coarsest level whose pixels are no larger than the screen's (rows and keys per
+  /// screen pixel at least 1): what a region of nr x nc cells drawn h x w px needs.
+  function levelFor(nr, nc, h, w) {
+    const lv = LONG.levels;
+    for (let l = lv.length - 1; l >= 0; l--) {
+      if (R / lv[l][0] <= Math.max(1, nr / h) && C / lv[l][1] <= Math.max(1, nc / w)) return l;
+    }
+    return 0;
+  }
+  /// Draws the region from a level (pooled zoom) or, at full zoom, level 0 with each row's
+  /// top-k keys at their exact colour.
+  async function drawLong() {
+    const gen = ++drawGen, d = lp, lay = layout;
+    const full = lay.f === 1, l = full ? 0 : levelFor(view.nr, view.nc, lay.h, lay.w);
+    const [lh, lw] = LONG.levels[l];
+    const y0 = pixOf(view.r0, R, lh), y1 = pixOf(view.r0 + view.nr - 1, R, lh);
+    const at = await levelRows(d, l, y0, y1);
+    const tops = new Map();
+    if (full) for (let i = view.r0; i < view.r0 + view.nr; i++) tops.set(i, await topKeys(d, i));
+    if (gen !== drawGen) return;
+    longLevel = l;
+    const img = new ImageData(lay.w, lay.h), px = img.data, mean = view.pool === "mean";
+    const put = (o, c) => { px[o] = c[0]; px[o + 1] = c[1]; px[o + 2] = c[2]; px[o + 3] = 255; };
+    const lutAt = (b) => [lut[b * 3], lut[b * 3 + 1], lut[b * 3 + 2]];
+    if (full) {
+      const cell = lay.cell;
+      for (let y = 0; y < lay.h; y++) {
+        const i = view.r0 + Math.floor(y / cell), ly = pixOf(i, R, lh);
+        const exactAt = new Map(tops.get(i).map((t) => [t.key, t.w]));
+        for (let x = 0; x < lay.w; x++) {
+          const j = view.c0 + Math.floor(x / cell), o = (y * lay.w + x) * 4;
+          if (exactAt.has(j)) { put(o, lutAt(colourIndex(exactAt.get(j)))); continue; }
+          const [mx, mn, st] = at(ly, pixOf(j, C, lw));
+          put(o, st ? ((x + y) % 6 < 1 ? HATCH_LINE : HATCH_BG) : lutAt(mean ? mn : mx));
+        }
+      }
+    } else {
+      const xs = [];
+      for (let x = 0; x < lay.w; x++) {
+        const j0 = view.c0 + Math.floor((x * view.nc) / lay.w);
+        const j1 = Math.max(j0 + 1, view.c0 + Math.floor(((x + 1) * view.nc) / lay.w));
+        xs.push([pixOf(j0, C, lw), pixOf(j1 - 1, C, lw)]);
+      }
+      for (let y = 0; y < lay.h; y++) {
+        const i0 = view.r0 + Math.floor((y * view.nr) / lay.h);
+        const i1 = Math.max(i0 + 1, view.r0 + Math.floor(((y + 1) * view.nr) / lay.h));
+        const ya = pixOf(i0, R, lh), yb = pixOf(i1 - 1, R, lh);
+        for (let x = 0; x < lay.w; x++) {
+          let best = -1, sum = 0, n = 0;
+          for (let ly = ya; ly <= yb; ly++) for (let lx = xs[x][0]; lx <= xs[x][1]; lx++) {
+            const [mx, mn, st] = at(ly, lx);
+            if (st) continue;
+            if (mx > best) best = mx;
+            sum += mn; n++;
+          }
+          const o = (y * lay.w + x) * 4;
+          put(o, n === 0 ? ((x + y) % 6 < 1 ? HATCH_LINE : HATCH_BG) : lutAt(mean ? Math.floor(sum / n + 0.5) : best));
+        }
+      }
+    }
+    ctx.putImageData(img, LEFT, TOP);
+    ctx.strokeStyle = "#000";
+    ctx.strokeRect(LEFT - 0.5, TOP - 0.5, lay.w + 1, lay.h + 1);
+    if (view.row >= view.r0 && view.row < view.r0 + view.nr) {
+      ctx.strokeStyle = "#e00";
+      ctx.strokeRect(LEFT - 0.5, TOP + (view.row - view.r0) * lay.cell - 0.5, lay.w + 1, Math.max(1, lay.cell) + 1);
+    }
+    $("zoominfo").textContent += ` \u00b7 level ${l} (${lh}\u00d7${lw})` + (full ? `, top-${LONG.topK} keys exact` : "");
+    $("map").dataset.drawn = String(gen);
+  }
+  /// The upper edge of colour bin b (what a pooled max promises of the cells under it).
+  const binTop = (b) => (b >= 255 ? meta.vmax : unnorm((b + 1) / 256));
+  async function hoverLong(b) {
+    const d = lp, l0 = LONG.levels[0];
+    if (b.i1 - b.i0 === 1 && b.j1 - b.j0 === 1) {
+      const i = b.i0, j = b.j0, tops = await topKeys(d, i);
+      const head = `${meta.panels[view.panel]}\nquery ${i} ${tok(meta.rowLabels, i)} \u2192 key ${j} ${tok(meta.colLabels, j)}\n`;
+      const hit = tops.find((t) => t.key === j);
+      if (hit) return head + `weight ${fmt(hit.w)} (exact: one of this row's ${LONG.topK} strongest keys, float16)`;
+      const at = await levelRows(d, 0, pixOf(i, R, l0[0]), pixOf(i, R, l0[0]));
+      const [mx, , st] = at(pixOf(i, R, l0[0]), pixOf(j, C, l0[1]));
+      if (st) return head + "masked";
+      const kth = tops.length === LONG.topK ? tops[tops.length - 1].w : Infinity;
+      return head + `weight \u2264 ${fmt(Math.min(kth, binTop(mx)))} (not among this row's ${LONG.topK} strongest keys, or masked: ` +
+        `the map shows the pooled bound of its ${Math.ceil(R / l0[0])}\u00d7${Math.ceil(C / l0[1])} block)`;
+    }
+    const l = longLevel < 0 ? 0 : longLevel, [lh, lw] = LONG.levels[l];
+    const ya = pixOf(b.i0, R, lh), yb = pixOf(b.i1 - 1, R, lh), xa = pixOf(b.j0, C, lw), xb = pixOf(b.j1 - 1, C, lw);
+    const at = await levelRows(d, l, ya, yb);
+    let best = -1;
+    for (let y = ya; y <= yb; y++) for (let x = xa; x <= xb; x++) { const [mx, , st] = at(y, x); if (!st && mx > best) best = mx; }
+    return `${meta.panels[view.panel]}\nqueries ${b.i0}\u2013${b.i1 - 1} \u00d7 keys ${b.j0}\u2013${b.j1 - 1} (level ${l}: ${lh}\u00d7${lw} pooled; zoom in for cells)\n` +
+      (best < 0 ? "masked" : `max weight ${valueTextBin(best)}`);
+  }
+  function valueTextBin(b) {
+    return b === 0 ? "\u2264" + fmt(unnorm(1 / 256)) : b === 255 ? "\u2265" + fmt(unnorm(255 / 256)) : "\u2248" + fmt(unnorm(b / 256)) + "\u2013" + fmt(unnorm((b + 1) / 256));
+  }
+  async function drawRowLong() {
+    const bars = $("bars"), g = bars.getContext("2d"), list = $("topk");
+    g.fillStyle = "#fff"; g.fillRect(0, 0, bars.width, bars.height);
+    list.textContent = "";
+    if (view.row < 0) { $("rowtitle").textContent = "Click a query row of the map to see its strongest keys here."; return; }
+    const i = view.row, tops = await topKeys(lp, i);
+    $("rowtitle").textContent = `query ${i} ${tok(meta.rowLabels, i)}: its ${tops.length} strongest of ${C} keys (exact, float16)`;
+    const top = tops.length ? tops[0].w : 0, h = bars.height - 14;
+    for (const t of tops) {
+      const b = colourIndex(t.w) * 3;
+      g.fillStyle = `rgb(${lut[b]},${lut[b + 1]},${lut[b + 2]})`;
+      const bh = top > 0 ? (t.w / top) * h : 0;
+      g.fillRect(Math.floor((t.key * bars.width) / C), h - bh, 2, bh);
+    }
+    g.fillStyle = "#555"; g.font = "10px system-ui, sans-serif";
+    g.fillText(`max ${fmt(top)}; keys 0\u2013${C - 1} across`, 2, bars.height - 2);
+    for (const t of tops.slice(0, 10)) {
+      const li = document.createElement("li");
+      li.textContent = `key ${t.key} ${tok(meta.colLabels, t.key)}  ${fmt(t.w)}`;
+      list.appendChild(li);
+    }
   }
 
   // ---- pooled pixels of a region -------------------------------------------------
@@ -148,6 +341,12 @@
     layout = computeLayout();
     ctx.fillStyle = "#fff";
     ctx.fillRect(0, 0, map.width, map.height);
+    if (LONG) {
+      drawLabels();
+      zoomInfo();
+      drawLong().catch(fail);
+      return;
+    }
     let img;
     if (layout.f === 1) {
       // Full resolution: one colour per cell, hatch per screen pixel.
@@ -175,6 +374,9 @@
       ctx.strokeRect(LEFT - 0.5, y - 0.5, layout.w + 1, Math.max(1, layout.cell) + 1);
     }
     drawLabels();
+    zoomInfo();
+  }
+  function zoomInfo() {
     const pooled = layout.f > 1 ? `${view.pool}-pooled ${layout.f}\u00d7${layout.f}, ` : "";
     $("zoominfo").textContent = `${meta.panels[view.panel]} \u00b7 queries ${view.r0}\u2013${view.r0 + view.nr - 1}, keys ${view.c0}\u2013${view.c0 + view.nc - 1} (${pooled}${R}\u00d7${C} in all)`;
     document.querySelectorAll(".thumb").forEach((t, p) => t.classList.toggle("current", p === view.panel));
@@ -248,6 +450,7 @@
 
   // ---- the selected query row ---------------------------------------------------------
   function drawRow() {
+    if (LONG) { drawRowLong().catch(fail); return; }
     const bars = $("bars"), g = bars.getContext("2d");
     g.fillStyle = "#fff"; g.fillRect(0, 0, bars.width, bars.height);
     const list = $("topk");
@@ -346,7 +549,7 @@
   async function setPanel(p) {
     p = (p + P) % P;
     const d = await panelData(p);
-    view.panel = p; index = d.index; state = d.state; exact = d.exact;
+    view.panel = p; index = d.index; state = d.state; exact = d.exact; lp = d.long || null;
     if (headView) headView.setGroup(groupOf(p));
     redraw();
     // In the census page's frame: which panel shows (the page checks its pick arrived).
@@ -378,9 +581,64 @@
     view.c0 = Math.max(0, Math.min(C - view.nc, view.c0 + dj));
     drawMap();
   }
+  /// Keeps the selected row in the region shown.
+  function follow() {
+    if (view.row < view.r0 || view.row >= view.r0 + view.nr) view.r0 = Math.max(0, Math.min(R - view.nr, view.row - (view.nr >> 1)));
+    redraw();
+  }
   function reset() { view.r0 = 0; view.c0 = 0; view.nr = R; view.nc = C; drawMap(); }
 
+  let hoverGen = 0;
+  /// The text strip: the hovered row's query token and the key tokens around the hovered
+  /// key, each shaded by its weight where the page knows it (exact or top-k), the hovered
+  /// key outlined.
+  async function strip(i, j) {
+    const box = $("strip");
+    const lo = Math.max(0, j - 24), hi = Math.min(C, j + 25);
+    let known = new Map();
+    if (LONG) (await topKeys(lp, i)).forEach((t) => known.set(t.key, t.w));
+    else for (let q = lo; q < hi; q++) if (stateAt(i * C + q) === 0 && exact) known.set(q, exact[i * C + q]);
+    const spans = [];
+    for (let q = lo; q < hi; q++) {
+      const s = document.createElement("span");
+      s.textContent = meta.colLabels.length ? meta.colLabels[q] : String(q);
+      s.title = `key ${q}` + (known.has(q) ? `: ${fmt(known.get(q))}` : "");
+      if (known.has(q)) { const b = colourIndex(known.get(q)) * 3; s.style.background = `rgb(${lut[b]},${lut[b + 1]},${lut[b + 2]})`; s.style.color = colourIndex(known.get(q)) > 150 ? "#000" : "#fff"; }
+      if (q === j) s.className = "here";
+      spans.push(s);
+    }
+    const head = document.createElement("b");
+    head.textContent = `query ${i} ${meta.rowLabels.length ? JSON.stringify(meta.rowLabels[i]) : ""} → keys ${lo}–${hi - 1}: `;
+    box.replaceChildren(head, ...spans);
+  }
+  /// "jump to token": a number is a token index, text the next token whose label holds it.
+  let lastJump = -1;
+  function jump(text) {
+    text = text.trim();
+    if (!text) return;
+    let i = -1;
+    if (/^\d+$/.test(text)) i = Math.min(Math.max(R, C) - 1, Number(text));
+    else {
+      const labels = meta.colLabels.length ? meta.colLabels : meta.rowLabels, n = labels.length, t = text.toLowerCase();
+      for (let s = 1; s <= n && i < 0; s++) { const q = (lastJump + s) % n; if (labels[q].toLowerCase().includes(t)) i = q; }
+    }
+    if (i < 0) { $("jumpinfo").textContent = `no token holds “${text}”`; return; }
+    lastJump = i;
+    $("jumpinfo").textContent = `token ${i}`;
+    const n = Math.min(64, R, C);
+    view.nr = Math.min(n, R); view.nc = Math.min(n, C);
+    view.r0 = Math.max(0, Math.min(R - view.nr, Math.min(i, R - 1) - (view.nr >> 1)));
+    view.c0 = Math.max(0, Math.min(C - view.nc, Math.min(i, C - 1) - (view.nc >> 1)));
+    view.row = Math.min(i, R - 1);
+    redraw();
+  }
+
   function install() {
+    $("jump").addEventListener("keydown", (e) => { if (e.key === "Enter") { jump($("jump").value); e.preventDefault(); } if (e.key === "Escape") $("jump").blur(); });
+    if (LONG) {
+      // The head view draws every cell of a group's panels: not for panels over 4096.
+      document.querySelector('#tabs button[data-tab="head"]').hidden = true;
+    }
     const sel = $("cmap");
     for (const name of Object.keys(meta.tables)) sel.add(new Option(name, name, false, name === meta.cmap));
     $("reversed").checked = meta.reversed;
@@ -405,7 +663,11 @@
         return;
       }
       const b = blockAt(x, y);
-      if (b) $("hover").textContent = hoverText(b);
+      if (b && LONG) {
+        const gen = ++hoverGen;
+        hoverLong(b).then((t) => { if (gen === hoverGen) $("hover").textContent = t; }).catch(fail);
+        strip(b.i0, b.j0).catch(fail);
+      } else if (b) { $("hover").textContent = hoverText(b); strip(b.i0, b.j0).catch(fail); }
     });
     map.addEventListener("mousedown", (e) => { const [x, y] = pos(e); drag = { x, y, moved: false }; });
     map.addEventListener("mouseup", (e) => {
@@ -423,7 +685,7 @@
       zoom(e.deltaY < 0 ? 0.5 : 2, b.i0, b.j0);
     }, { passive: false });
     document.addEventListener("keydown", (e) => {
-      if (e.target instanceof HTMLSelectElement || view.tab !== "map") return;
+      if (e.target instanceof HTMLSelectElement || e.target instanceof HTMLInputElement || view.tab !== "map") return;
       const mid = [view.r0 + view.nr / 2, view.c0 + view.nc / 2];
       const step = Math.max(1, Math.floor(view.nr / 4));
       const keys = {
@@ -433,6 +695,10 @@
         "0": reset, w: () => pan(-step, 0), s: () => pan(step, 0), a: () => pan(0, -step), d: () => pan(0, step),
         ArrowDown: () => { view.row = Math.min(R - 1, view.row + 1); redraw(); },
         ArrowUp: () => { view.row = Math.max(0, view.row - 1); redraw(); },
+        PageDown: () => { view.row = Math.min(R - 1, view.row + Math.max(1, view.nr)); follow(); },
+        PageUp: () => { view.row = Math.max(0, view.row - Math.max(1, view.nr)); follow(); },
+        Home: () => { view.row = 0; follow(); }, End: () => { view.row = R - 1; follow(); },
+        "/": () => $("jump").focus(), g: () => $("jump").focus(),
       };
       if (/^[1-9]$/.test(e.key) && Number(e.key) <= P) { openPanel(Number(e.key) - 1); e.preventDefault(); return; }
       if (keys[e.key]) { keys[e.key](); e.preventDefault(); }
@@ -446,7 +712,11 @@
       const r = map.getBoundingClientRect(), c = layout.cell;
       return { x: r.left + LEFT + (j - view.c0 + 0.5) * c, y: r.top + TOP + (i - view.r0 + 0.5) * c };
     },
-    setPanel, zoom, reset, setTab,
+    setPanel, zoom, reset, setTab, jump,
+    /// Shows rows [r0, r0 + nr) x keys [c0, c0 + nc).
+    show(r0, c0, nr, nc) { Object.assign(view, { r0, c0, nr, nc }); drawMap(); },
+    /// The long view: the level the map shows, the level a region needs, a row's top keys.
+    long: LONG && { level: () => longLevel, levelFor, topKeys: (p, i) => topKeys(longPanel(p), i), drawn: () => drawGen },
     cached: () => [...cache.keys()],
   };
 
@@ -462,7 +732,8 @@
     $("title").textContent = meta.title || "attention weights";
     $("notes").textContent = meta.notes.join(" \u00b7 ") + (meta.notes.length ? " \u00b7 " : "") +
       `${P} panel${P === 1 ? "" : "s"} of ${R} queries \u00d7 ${C} keys; colour scale ${meta.scale} ${fmt(meta.vmin)}\u2013${fmt(meta.vmax)}` +
-      (meta.exact ? "" : `; hover shows 8-bit colour bins (exact values are stored up to ${meta.maxExactCells} cells)`);
+      (LONG ? `; above 4096 the page holds pooled levels (8-bit) and each query row's ${LONG.topK} strongest keys exactly` :
+        meta.exact ? "" : `; hover shows 8-bit colour bins (exact values are stored up to ${meta.maxExactCells} cells)`);
     thumbs = await inflate("thumbs");
     if (!thumbs || thumbs.length !== (meta.hasState ? 3 : 2) * P * TW * TH) throw new Error("attn view: the thumbnails are damaged");
     binValue = new Float64Array(256);

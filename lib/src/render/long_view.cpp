@@ -1,0 +1,464 @@
+// The long view (attn/render/long_view.hpp): pooled levels and top-k lists built from rows
+// in any order. Level 0 pools cells, level l + 1 pools level l's pixels (exact: its pixels
+// are unions of level l's), each pixel row finished when all its parts have arrived; a
+// finished band of rows is quantized (the PNG's colour index rule) and compressed.
+#include "attn/render/long_view.hpp"
+
+#include "attn/error.hpp"
+#include "attn/half.hpp"
+#include "attn/parallel.hpp"
+#include "attn/render/colormap.hpp"
+#include "heatmap_detail.hpp"
+#include "html_detail.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+
+namespace attn::render {
+
+namespace {
+
+using detail::packed;
+
+/// The pixel of an n-cell axis drawn with `side` pixels that holds cell i: the y with
+/// floor(y·n/side) <= i < floor((y+1)·n/side).
+std::size_t pixel_of(std::size_t i, std::size_t n, std::size_t side) {
+    return ((i + 1) * side - 1) / n;
+}
+
+/// The first cell of pixel y.
+std::size_t first_cell(std::size_t y, std::size_t n, std::size_t side) {
+    return y * n / side;
+}
+
+/// Pooled cells of one pixel row: per pixel the maximum, the sum and the count of the
+/// cells with a value; `parts` of its rows (cell rows or finer pixel rows) added so far.
+struct PixelRow {
+    std::vector<float> max;
+    std::vector<double> sum;
+    std::vector<std::uint32_t> count;
+    std::size_t parts = 0;
+
+    explicit PixelRow(std::size_t w)
+        : max(w, -std::numeric_limits<float>::infinity()), sum(w, 0.0), count(w, 0) {}
+
+    void merge(const PixelRow& o, const std::vector<std::size_t>& col_of) {
+        for (std::size_t x = 0; x < o.max.size(); ++x) {
+            const std::size_t c = col_of[x];
+            max[c] = std::max(max[c], o.max[x]);
+            sum[c] += o.sum[x];
+            count[c] += o.count[x];
+        }
+    }
+};
+
+/// A band of a level being filled: max, mean and state planes of `rows` pixel rows.
+struct Band {
+    std::vector<std::uint8_t> raw;
+    std::size_t rows = 0, done = 0;
+};
+
+struct Level {
+    LongViewLevel size;
+    std::vector<std::size_t> parts_needed; ///< per pixel row
+    std::vector<std::size_t> row_parent;   ///< per pixel row: the next level's (empty: last)
+    std::vector<std::size_t> col_parent;   ///< per pixel column: the next level's
+    std::map<std::size_t, PixelRow> open;
+    std::map<std::size_t, Band> bands;
+    std::vector<std::string> packed; ///< per band, once compressed
+};
+
+/// A band ready to compress: (level, band, bytes).
+struct Ready {
+    std::size_t level = 0, band = 0;
+    std::vector<std::uint8_t> raw;
+};
+
+} // namespace
+
+std::vector<LongViewLevel> long_view_levels(std::size_t rows, std::size_t cols) {
+    std::vector<LongViewLevel> out;
+    for (std::size_t side = kLongViewSide; side >= kLongViewMinSide; side /= 2) {
+        out.push_back({std::min(rows, side), std::min(cols, side)});
+    }
+    return out;
+}
+
+ColorNorm streaming_norm(const HeatmapOptions& o) {
+    if (o.clip) {
+        throw InputError(option_name("clip") +
+                         ": a page built while the weights are made cannot take quantiles of "
+                         "them; give " +
+                         option_name("vmin") + " and " + option_name("vmax"));
+    }
+    ColorNorm n;
+    n.scale = o.scale;
+    n.vmax = o.vmax.value_or(1.0);
+    n.vmin = o.vmin.value_or(o.scale == ColorScale::log ? n.vmax * 1e-6 : 0.0);
+    if (!(n.vmin < n.vmax) || (o.scale == ColorScale::log && !(n.vmin > 0.0))) {
+        throw InputError(option_name("vmin") + ", " + option_name("vmax") +
+                         ": the colour range is empty or not positive on a log scale");
+    }
+    return n;
+}
+
+/// One panel's levels, thumbnail and top-k lists.
+class LongPanel {
+  public:
+    LongPanel(std::size_t rows, std::size_t cols, std::size_t top_k, std::size_t tw, std::size_t th)
+        : rows_(rows), cols_(cols), k_(top_k), tw_(tw), th_(th), top_idx_(rows * top_k, kNone),
+          top_w_(rows * top_k, 0), thumb_sum_(tw * th, 0), thumb_count_(tw * th, 0),
+          thumb_max_(tw * th, 0) {
+        const std::vector<LongViewLevel> sizes = long_view_levels(rows, cols);
+        levels_.resize(sizes.size());
+        for (std::size_t l = 0; l < sizes.size(); ++l) {
+            Level& v = levels_[l];
+            v.size = sizes[l];
+            v.parts_needed.assign(v.size.h, 0);
+            const std::size_t bands = (v.size.h + kLongViewBandRows - 1) / kLongViewBandRows;
+            v.packed.resize(bands);
+            if (l == 0) {
+                for (std::size_t y = 0; y < v.size.h; ++y) {
+                    v.parts_needed[y] =
+                        first_cell(y + 1, rows, v.size.h) - first_cell(y, rows, v.size.h);
+                }
+            }
+            if (l + 1 < sizes.size()) {
+                const LongViewLevel up = sizes[l + 1];
+                for (std::size_t y = 0; y < v.size.h; ++y) {
+                    v.row_parent.push_back(pixel_of(first_cell(y, rows, v.size.h), rows, up.h));
+                }
+                for (std::size_t x = 0; x < v.size.w; ++x) {
+                    v.col_parent.push_back(pixel_of(first_cell(x, cols, v.size.w), cols, up.w));
+                }
+            }
+            if (l > 0) {
+                for (const std::size_t parent : levels_[l - 1].row_parent) {
+                    ++v.parts_needed[parent];
+                }
+            }
+        }
+        for (std::size_t j = 0; j < cols; ++j) {
+            col0_.push_back(pixel_of(j, cols, levels_[0].size.w));
+        }
+    }
+
+    static constexpr std::uint32_t kNone = 0xffffffffU;
+
+    void add_rows(std::size_t first,
+                  std::size_t n,
+                  const float* values,
+                  const std::uint8_t* masked,
+                  const ColorNorm& norm) {
+        const std::size_t h0 = levels_[0].size.h, w0 = levels_[0].size.w;
+        std::size_t i = 0;
+        while (i < n) {
+            // The rows of this block in one level-0 pixel row, pooled here, merged under the lock.
+            const std::size_t y = pixel_of(first + i, rows_, h0);
+            const std::size_t end = std::min(n, first_cell(y + 1, rows_, h0) - first);
+            PixelRow part(w0);
+            for (; i < end; ++i) {
+                const float* row = values + i * cols_;
+                const std::uint8_t* blocked = masked != nullptr ? masked + i * cols_ : nullptr;
+                pool_row(row, blocked, part);
+                top_k(first + i, row, blocked);
+            }
+            std::vector<Ready> ready;
+            {
+                const std::lock_guard lock(mutex_);
+                add_part(0, y, part, norm, ready);
+            }
+            compress(ready);
+        }
+    }
+
+    /// The panel's elements ("p{P}L{l}B{b}", "p{P}K{b}") and its thumbnail.
+    void write(std::size_t panel,
+               std::vector<std::uint8_t>& page,
+               detail::Thumbs& thumbs,
+               bool wide_index) const {
+        const std::string id = "p" + std::to_string(panel);
+        for (std::size_t l = 0; l < levels_.size(); ++l) {
+            for (std::size_t b = 0; b < levels_[l].packed.size(); ++b) {
+                ATTN_ASSERT(!levels_[l].packed[b].empty()); // every row was added
+                detail::append_element(page,
+                                       id + "L" + std::to_string(l) + "B" + std::to_string(b),
+                                       levels_[l].packed[b]);
+            }
+        }
+        for (std::size_t r0 = 0; r0 < rows_; r0 += kLongViewTopKRows) {
+            const std::size_t r1 = std::min(rows_, r0 + kLongViewTopKRows);
+            std::vector<std::uint8_t> raw;
+            for (std::size_t q = r0 * k_; q < r1 * k_; ++q) {
+                const std::uint32_t v = top_idx_[q] == kNone && !wide_index ? 0xffffU : top_idx_[q];
+                for (std::size_t byte = 0; byte < (wide_index ? 4U : 2U); ++byte) {
+                    raw.push_back(static_cast<std::uint8_t>(v >> (8 * byte)));
+                }
+            }
+            for (std::size_t q = r0 * k_; q < r1 * k_; ++q) {
+                raw.push_back(static_cast<std::uint8_t>(top_w_[q] & 0xffU));
+                raw.push_back(static_cast<std::uint8_t>(top_w_[q] >> 8));
+            }
+            detail::append_element(
+                page, id + "K" + std::to_string(r0 / kLongViewTopKRows), packed(raw, 6));
+        }
+        for (std::size_t q = 0; q < tw_ * th_; ++q) {
+            const std::uint32_t c = thumb_count_[q];
+            thumbs.max.push_back(thumb_max_[q]);
+            thumbs.mean.push_back(
+                c == 0 ? 0 : static_cast<std::uint8_t>((2 * thumb_sum_[q] + c) / (2 * c)));
+            thumbs.state.push_back(c == 0 ? 1 : 0);
+        }
+    }
+
+  private:
+    /// One cell row into level-0 pixels.
+    void pool_row(const float* row, const std::uint8_t* blocked, PixelRow& part) const {
+        for (std::size_t j = 0; j < cols_; ++j) {
+            const float v = row[j];
+            if ((blocked != nullptr && blocked[j] != 0) || std::isnan(v)) {
+                continue;
+            }
+            const std::size_t x = col0_[j];
+            part.max[x] = std::max(part.max[x], v);
+            part.sum[x] += static_cast<double>(v);
+            ++part.count[x];
+        }
+        ++part.parts;
+    }
+
+    /// Row i's k strongest keys with a value, largest first, ties to the lowest key: keys
+    /// are visited in order, so a later key replaces the weakest kept only when stronger.
+    void top_k(std::size_t i, const float* row, const std::uint8_t* blocked) {
+        std::vector<std::pair<float, std::uint32_t>> best; // a min-heap on (value, -index)
+        best.reserve(k_ + 1);
+        const auto weaker = [](const auto& a, const auto& b) {
+            return a.first > b.first || (a.first == b.first && a.second < b.second);
+        };
+        for (std::size_t j = 0; j < cols_ && k_ > 0; ++j) {
+            const float v = row[j];
+            if ((blocked != nullptr && blocked[j] != 0) || std::isnan(v)) {
+                continue;
+            }
+            if (best.size() < k_) {
+                best.emplace_back(v, static_cast<std::uint32_t>(j));
+                std::push_heap(best.begin(), best.end(), weaker);
+            } else if (v > best.front().first) {
+                std::pop_heap(best.begin(), best.end(), weaker);
+                best.back() = {v, static_cast<std::uint32_t>(j)};
+                std::push_heap(best.begin(), best.end(), weaker);
+            }
+        }
+        std::sort_heap(best.begin(), best.end(), weaker); // strongest first
+        for (std::size_t q = 0; q < best.size(); ++q) {
+            top_idx_[i * k_ + q] = best[q].second;
+            top_w_[i * k_ + q] = double_to_half(static_cast<double>(best[q].first));
+        }
+    }
+
+    /// Adds a part to pixel row y of level l; a row complete is quantized into its band and
+    /// pooled into the next level. Under the lock.
+    void add_part(std::size_t l,
+                  std::size_t y,
+                  const PixelRow& part,
+                  const ColorNorm& norm,
+                  std::vector<Ready>& ready) {
+        Level& v = levels_[l];
+        auto it = v.open.try_emplace(y, v.size.w).first;
+        PixelRow& acc = it->second;
+        if (l == 0) {
+            for (std::size_t x = 0; x < v.size.w; ++x) {
+                acc.max[x] = std::max(acc.max[x], part.max[x]);
+                acc.sum[x] += part.sum[x];
+                acc.count[x] += part.count[x];
+            }
+            acc.parts += part.parts;
+        } else {
+            acc.merge(part, levels_[l - 1].col_parent);
+            ++acc.parts;
+        }
+        if (acc.parts < v.parts_needed[y]) {
+            return;
+        }
+        const PixelRow done = std::move(acc);
+        v.open.erase(it);
+        store_row(l, y, done, norm, ready);
+        if (l + 1 < levels_.size()) {
+            add_part(l + 1, v.row_parent[y], done, norm, ready);
+        }
+    }
+
+    /// A finished pixel row's colour indices (max, mean) and states into its band.
+    void store_row(std::size_t l,
+                   std::size_t y,
+                   const PixelRow& row,
+                   const ColorNorm& norm,
+                   std::vector<Ready>& ready) {
+        Level& v = levels_[l];
+        const std::size_t b = y / kLongViewBandRows, w = v.size.w;
+        Band& band = v.bands[b];
+        if (band.raw.empty()) {
+            band.rows = std::min(kLongViewBandRows, v.size.h - b * kLongViewBandRows);
+            band.raw.assign(3 * band.rows * w, 0);
+        }
+        const std::size_t plane = band.rows * w, at = (y - b * kLongViewBandRows) * w;
+        for (std::size_t x = 0; x < w; ++x) {
+            const std::uint32_t c = row.count[x];
+            const auto index = [&](double value) {
+                return static_cast<std::uint8_t>(Colormap::colormap_index(norm(value)));
+            };
+            band.raw[at + x] = c == 0 ? 0 : index(static_cast<double>(row.max[x]));
+            band.raw[plane + at + x] = c == 0 ? 0 : index(row.sum[x] / c);
+            band.raw[2 * plane + at + x] = c == 0 ? 1 : 0;
+        }
+        if (l == 0) {
+            add_thumb_row(y, band.raw.data() + at, band.raw.data() + plane + at, row.count);
+        }
+        if (++band.done == band.rows) {
+            ready.push_back({l, b, std::move(band.raw)});
+            v.bands.erase(b);
+        }
+    }
+
+    /// Level-0 pixel row y into the thumbnail (colour indices pooled as add_thumb does).
+    void add_thumb_row(std::size_t y,
+                       const std::uint8_t* max,
+                       const std::uint8_t* mean,
+                       const std::vector<std::uint32_t>& count) {
+        const LongViewLevel s = levels_[0].size;
+        const std::size_t ty = pixel_of(y, s.h, th_);
+        for (std::size_t x = 0; x < s.w; ++x) {
+            if (count[x] == 0) {
+                continue;
+            }
+            const std::size_t q = ty * tw_ + pixel_of(x, s.w, tw_);
+            thumb_max_[q] = std::max(thumb_max_[q], max[x]);
+            thumb_sum_[q] += mean[x];
+            ++thumb_count_[q];
+        }
+    }
+
+    /// Compresses finished bands outside the lock, then stores them under it.
+    void compress(std::vector<Ready>& ready) {
+        for (Ready& r : ready) {
+            std::string data = packed(r.raw, r.level == 0 ? 1 : 6);
+            const std::lock_guard lock(mutex_);
+            levels_[r.level].packed[r.band] = std::move(data);
+        }
+    }
+
+    std::size_t rows_, cols_, k_, tw_, th_;
+    std::vector<Level> levels_;
+    std::vector<std::size_t> col0_; ///< level-0 pixel column of each key
+    std::vector<std::uint32_t> top_idx_;
+    std::vector<std::uint16_t> top_w_;
+    std::vector<std::uint32_t> thumb_sum_, thumb_count_;
+    std::vector<std::uint8_t> thumb_max_;
+    std::mutex mutex_;
+};
+
+struct LongViewPage::Impl {
+    HeatmapInput shape;
+    HeatmapOptions options;
+    ColorNorm norm;
+    std::vector<std::string> notes;
+    std::size_t top_k = 0;
+    std::vector<std::unique_ptr<LongPanel>> panels;
+};
+
+LongViewPage::LongViewPage(const HeatmapInput& shape,
+                           const HeatmapOptions& options,
+                           const ColorNorm& norm,
+                           std::vector<std::string> notes,
+                           std::size_t top_k)
+    : impl_(std::make_unique<Impl>()) {
+    impl_->shape.rows = shape.rows;
+    impl_->shape.cols = shape.cols;
+    impl_->shape.row_labels = shape.row_labels;
+    impl_->shape.col_labels = shape.col_labels;
+    impl_->shape.grid_cols = shape.grid_cols;
+    for (const HeatmapPanel& p : shape.panels) {
+        impl_->shape.panels.push_back({p.title, {}, {}});
+    }
+    impl_->options = options;
+    impl_->norm = norm;
+    impl_->notes = std::move(notes);
+    impl_->top_k = std::min(top_k, shape.cols);
+    const std::size_t tw = std::min<std::size_t>(80, shape.cols);
+    const std::size_t th = std::min<std::size_t>(80, shape.rows);
+    for (std::size_t p = 0; p < shape.panels.size(); ++p) {
+        impl_->panels.push_back(
+            std::make_unique<LongPanel>(shape.rows, shape.cols, impl_->top_k, tw, th));
+    }
+}
+
+LongViewPage::~LongViewPage() = default;
+
+void LongViewPage::add_rows(std::size_t panel,
+                            std::size_t first,
+                            std::size_t n,
+                            const float* values,
+                            const std::uint8_t* masked) {
+    ATTN_ASSERT(panel < impl_->panels.size() && first + n <= impl_->shape.rows);
+    impl_->panels[panel]->add_rows(first, n, values, masked, impl_->norm);
+}
+
+std::vector<std::uint8_t> LongViewPage::finish() {
+    const Impl& m = *impl_;
+    const bool wide = m.shape.cols >= 0xffff;
+    std::string levels = "[";
+    for (const LongViewLevel& l : long_view_levels(m.shape.rows, m.shape.cols)) {
+        levels += (levels.size() > 1 ? ",[" : "[") + std::to_string(l.h) + "," +
+                  std::to_string(l.w) + "]";
+    }
+    detail::PageFlags flags;
+    flags.states = true;
+    flags.extra_meta = ",\"long\":{\"levels\":" + levels +
+                       "],\"bandRows\":" + std::to_string(kLongViewBandRows) +
+                       ",\"topK\":" + std::to_string(m.top_k) +
+                       ",\"topKRows\":" + std::to_string(kLongViewTopKRows) +
+                       ",\"indexBytes\":" + (wide ? "4" : "2") + "}";
+    return detail::view_page(m.shape,
+                             m.options,
+                             m.norm,
+                             m.notes,
+                             flags,
+                             [&](std::vector<std::uint8_t>& page, detail::Thumbs& thumbs) {
+                                 for (std::size_t p = 0; p < m.panels.size(); ++p) {
+                                     detail::append_element(page, "p" + std::to_string(p), "");
+                                     m.panels[p]->write(p, page, thumbs, wide);
+                                 }
+                             });
+}
+
+std::vector<std::uint8_t>
+long_view_html_bytes(const HeatmapInput& in, const HeatmapOptions& o, std::size_t top_k) {
+    detail::validate_heatmap(in, o);
+    std::vector<std::string> notes;
+    const ColorNorm norm = detail::full_range(in, o, notes);
+    LongViewPage page(in, o, norm, notes, top_k);
+    // Each panel in blocks of rows, one block per task; the builder takes them in any order.
+    constexpr std::size_t kRows = 64;
+    for (std::size_t p = 0; p < in.panels.size(); ++p) {
+        const HeatmapPanel& panel = in.panels[p];
+        const std::size_t blocks = (in.rows + kRows - 1) / kRows;
+        const unsigned threads = attn::detail::resolve_threads(o.threads, blocks);
+        attn::detail::parallel_for(blocks, threads, [&](unsigned, std::size_t b) {
+            const std::size_t first = b * kRows, n = std::min(kRows, in.rows - first);
+            page.add_rows(p,
+                          first,
+                          n,
+                          panel.values.data() + first * in.cols,
+                          panel.masked.empty() ? nullptr : panel.masked.data() + first * in.cols);
+        });
+        if (in.release) {
+            in.release(p);
+        }
+    }
+    return page.finish();
+}
+
+} // namespace attn::render

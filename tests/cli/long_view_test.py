@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""The HTML view of maps longer than 4096 (docs/heatmaps.md, "Long sequences"): the page's
+pooled levels and top-k lists, read back out of the written page, against numpy.
+
+- Levels: each level's max plane is the colour index (matplotlib's rule over the page's
+  vmin/vmax) of numpy's max over the cells its pixel covers (floor(y·n/side) ..
+  floor((y+1)·n/side)); the mean plane the index of numpy's mean, within one bin (the
+  sums are added in another order); state 1 exactly where no cell of the block has a
+  value. The 8-bit quantization error: a level value lies in its bin,
+  [vmin + b·(vmax − vmin)/256, vmin + (b + 1)·(vmax − vmin)/256), so within (vmax −
+  vmin)/256 of the pooled weight (0.0039 for [0, 1]).
+- Top-k: each row's `view_top_k` keys are numpy's argsort of the row (descending, ties to
+  the lowest key index), the weights numpy's astype(float16) of them.
+- Both feeders: `attn heatmap W.npy -o view.html` (a mapped file, panel by panel) and
+  `attn compute … --heatmap view.html` (the kernel's row blocks, causal: blocked cells are
+  left out), the latter checked against the weights the same run wrote (--weights).
+- Memory: a compute run at L = 8192 peaks far below Lq × Lk × 4 bytes (wait4's ru_maxrss).
+
+Cost in CI: about 10 s on 2 cores (maps of 300 x 9000, 4500 x 700, 4200 x 4200 causal and
+one 8192 x 8192 causal compute run).
+
+Run: /usr/bin/python3 tests/cli/long_view_test.py PATH/TO/attn [--case NAME]
+"""
+import base64
+import json
+import os
+import re
+import zlib
+
+import numpy as np
+
+import harness
+from harness import check, expect, main, path, run, test
+
+RNG = np.random.default_rng(34)
+
+
+def page_parts(name):
+    """meta and {element id: decompressed bytes} of a written page."""
+    text = open(path(name), encoding="utf-8").read()
+    meta = json.loads(re.search(r'<script type="application/json" id="meta">(.*?)</script>',
+                                text, re.S).group(1))
+    blocks = {}
+    for m in re.finditer(r'<script type="application/octet-stream" id="([^"]+)">([^<]*)</script>',
+                         text):
+        blocks[m.group(1)] = zlib.decompress(base64.b64decode(m.group(2))) if m.group(2) else b""
+    return meta, blocks, len(text)
+
+
+def levels_of(meta, blocks, panel):
+    """Each level's (max, mean, state) planes, bands joined."""
+    out = []
+    lg = meta["long"]
+    for level, (h, w) in enumerate(lg["levels"]):
+        planes = [[], [], []]
+        for b in range((h + lg["bandRows"] - 1) // lg["bandRows"]):
+            raw = np.frombuffer(blocks[f"p{panel}L{level}B{b}"], dtype=np.uint8)
+            rows = min(lg["bandRows"], h - b * lg["bandRows"])
+            for k in range(3):
+                planes[k].append(raw[k * rows * w:(k + 1) * rows * w].reshape(rows, w))
+        out.append(tuple(np.concatenate(p) for p in planes))
+    return out
+
+
+def top_of(meta, blocks, panel, rows):
+    """(keys [rows, K] with -1 for none, float16 weights [rows, K])."""
+    lg = meta["long"]
+    K, ib = lg["topK"], lg["indexBytes"]
+    keys, weights = [], []
+    for b in range((rows + lg["topKRows"] - 1) // lg["topKRows"]):
+        raw = blocks[f"p{panel}K{b}"]
+        n = min(lg["topKRows"], rows - b * lg["topKRows"])
+        idx = np.frombuffer(raw[:n * K * ib], dtype="<u2" if ib == 2 else "<u4").astype(np.int64)
+        idx[idx == (0xFFFF if ib == 2 else 0xFFFFFFFF)] = -1
+        keys.append(idx.reshape(n, K))
+        weights.append(np.frombuffer(raw[n * K * ib:], dtype="<f2").reshape(n, K))
+    return np.concatenate(keys), np.concatenate(weights)
+
+
+def colour_index(v, lo, hi):
+    """matplotlib's lookup index of v on [lo, hi] (attn's PNG rule)."""
+    t = (np.asarray(v, dtype=np.float64) - lo) / (hi - lo)
+    x = t * 256.0
+    return np.where(~(t > 0), 0, np.where(x >= 255, 255, np.floor(np.nan_to_num(x)))).astype(int)
+
+
+def pooled(w, blocked, h, side_w):
+    """numpy's max and mean over each pixel's cells (NaN where it has none)."""
+    R, C = w.shape
+    ry = np.array([y * R // h for y in range(h)])
+    cx = np.array([x * C // side_w for x in range(side_w)])
+    v = w.astype(np.float64)
+    mx = np.maximum.reduceat(np.maximum.reduceat(np.where(blocked, -np.inf, v), ry, 0), cx, 1)
+    total = np.add.reduceat(np.add.reduceat(np.where(blocked, 0.0, v), ry, 0), cx, 1)
+    count = np.add.reduceat(np.add.reduceat((~blocked).astype(np.int64), ry, 0), cx, 1)
+    none = count == 0
+    mx[none] = np.nan
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(none, np.nan, total / np.maximum(count, 1))
+    return mx, mean
+
+
+def check_levels(name, meta, blocks, panel, w, blocked):
+    lo, hi = meta["vmin"], meta["vmax"]
+    for level, (mx_p, mean_p, st_p) in enumerate(levels_of(meta, blocks, panel)):
+        h, lw = mx_p.shape
+        mx, mean = pooled(w, blocked, h, lw)
+        none = np.isnan(mx)
+        check(f"{name}: level {level} ({h}x{lw}) states are the blocks without a value",
+              np.array_equal(st_p == 1, none), f"{np.sum((st_p == 1) != none)} differ")
+        want = colour_index(np.nan_to_num(mx), lo, hi)
+        bad = np.argwhere((mx_p != want) & ~none)
+        check(f"{name}: level {level} max = numpy's max pooling (colour index)", len(bad) == 0,
+              f"{len(bad)} differ, first {bad[:3].tolist()}")
+        want = colour_index(np.nan_to_num(mean), lo, hi)
+        off = np.abs(mean_p.astype(int) - want)[~none]
+        check(f"{name}: level {level} mean = numpy's mean pooling within one bin",
+              off.size == 0 or off.max() <= 1, f"max off {off.max()}")
+
+
+def check_top(name, meta, blocks, panel, w, blocked):
+    K = meta["long"]["topK"]
+    keys, weights = top_of(meta, blocks, panel, w.shape[0])
+    bad = []
+    for i in range(w.shape[0]):
+        row = np.where(blocked[i], -np.inf, w[i].astype(np.float64))
+        order = np.lexsort((np.arange(row.size), -row))  # descending, ties: lowest key
+        order = order[np.isfinite(row[order])][:K]
+        want_k = np.full(K, -1)
+        want_k[:order.size] = order
+        if not np.array_equal(keys[i], want_k) or not np.array_equal(
+                weights[i][:order.size], w[i][order].astype(np.float16)):
+            bad.append(i)
+    check(f"{name}: top-{K} keys = numpy's argsort per row (ties: lowest key), f16 weights",
+          not bad, f"{len(bad)} rows differ, first {bad[:3]}")
+
+
+def softmax_rows(shape, ties=False):
+    s = RNG.standard_normal(shape).astype(np.float32) * 2
+    if ties:
+        s = np.round(s * 2) / 2  # repeated scores: equal weights in a row
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return (e / e.sum(-1, keepdims=True)).astype(np.float32)
+
+
+@test("attn heatmap: keys > 4096 (300 x 9000, ties), levels and top-k equal numpy")
+def _wide():
+    w = softmax_rows((300, 9000), ties=True)
+    harness.write("wide.npy", w)
+    expect(["heatmap", "wide.npy", "-o", "wide.html", "--view-top-k", "8"], name="wide")
+    meta, blocks, _ = page_parts("wide.html")
+    check("wide: levels as the contract says",
+          meta["long"]["levels"][0] == [300, 4096] and meta["long"]["levels"][-1] == [64, 64]
+          and meta["long"]["topK"] == 8, meta["long"])
+    none = np.zeros(w.shape, dtype=bool)
+    check_levels("wide", meta, blocks, 0, w, none)
+    check_top("wide", meta, blocks, 0, w, none)
+
+
+@test("attn heatmap: queries > 4096 (2 heads of 4500 x 700), levels and top-k equal numpy")
+def _tall():
+    w = softmax_rows((2, 4500, 700))
+    harness.write("tall.npy", w)
+    expect(["heatmap", "tall.npy", "-o", "tall.html"], name="tall")
+    meta, blocks, _ = page_parts("tall.html")
+    none = np.zeros(w.shape[1:], dtype=bool)
+    for h in range(2):
+        check_levels(f"tall head {h}", meta, blocks, h, w[h], none)
+        check_top(f"tall head {h}", meta, blocks, h, w[h], none)
+
+
+def qkv(H, L, D, prefix):
+    for n in "qkv":
+        harness.write(f"{prefix}{n}.npy", RNG.standard_normal((H, L, D)).astype(np.float32))
+    return ["-q", f"{prefix}q.npy", "-k", f"{prefix}k.npy", "-v", f"{prefix}v.npy"]
+
+
+@test("compute --heatmap: causal 4200 x 4200, built from the kernel's row blocks")
+def _compute():
+    args = ["compute"] + qkv(1, 4200, 16, "c") + ["--causal", "--output", "o.npy"]
+    expect(args + ["--heatmap", "c.html", "--weights", "cw.npy"], name="compute + weights")
+    expect(args + ["--heatmap", "c2.html", "--threads", "1"], name="compute alone")
+    w = np.load(path("cw.npy"))
+    w = w.reshape(w.shape[-2:])
+    blocked = np.triu(np.ones(w.shape, dtype=bool), 1)
+    meta, blocks, _ = page_parts("c.html")
+    check("compute: colour range [0, 1] (attention weights)", meta["vmin"] == 0 and
+          meta["vmax"] == 1, (meta["vmin"], meta["vmax"]))
+    check_levels("compute", meta, blocks, 0, w, blocked)
+    check_top("compute", meta, blocks, 0, w, blocked)
+    meta2, blocks2, _ = page_parts("c2.html")
+    check("compute: the page alone (1 thread) has the same data as with --weights (2)",
+          blocks2 == blocks, sorted(k for k in blocks if blocks[k] != blocks2.get(k))[:5])
+
+
+@test("compute --heatmap at 8192 causal: peak RSS far below Lq x Lk x 4 bytes")
+def _memory():
+    L = 8192
+    argv = [harness.ATTN, "compute"] + qkv(1, L, 16, "m") + ["--causal", "--output", "mo.npy",
+                                                             "--heatmap", "m.html"]
+    pid = os.fork()
+    if pid == 0:
+        os.chdir(harness.TMP)
+        os.execv(argv[0], argv)
+    _, status, ru = os.wait4(pid, 0)
+    peak = ru.ru_maxrss * 1024
+    check("8192 causal: exit 0", os.waitstatus_to_exitcode(status) == 0)
+    check(f"8192 causal: peak RSS {peak >> 20} MiB < Lq x Lk x 4 / 4 = {L * L >> 20} MiB",
+          peak < L * L, peak >> 20)
+    meta, blocks, size = page_parts("m.html")
+    check("8192 causal: the page holds every level and top-k block",
+          len(blocks) == 1 + 1 + sum((h + 127) // 128 for h, _ in meta["long"]["levels"]) + 4,
+          len(blocks))
+
+
+if __name__ == "__main__":
+    main()

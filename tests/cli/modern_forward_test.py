@@ -146,6 +146,16 @@ def _gpt_bigcode():
     compare_arch("gpt_bigcode", variants=[("multi-head", dict(multi_query=False))])
 
 
+@test("forward falcon: multi_query, per-head, new_decoder_architecture groups, parallel_attn")
+def _falcon():
+    compare_arch("falcon",
+                 variants=[("new architecture", dict(new=True)),
+                           ("new architecture one norm", dict(new=True, n_ln=1)),
+                           ("multi-head", dict(multi_query=False)),
+                           ("sequential", dict(parallel=False)),
+                           ("bias", dict(bias=True))])
+
+
 @test("forward bloom: ALiBi, word_embeddings_layernorm, per-head fused qkv, BloomGelu")
 def _bloom():
     compare_arch("bloom", sensitive=[("without ALiBi", dict(alibi=False))])
@@ -182,6 +192,30 @@ def _moe_unused():
     write_model(folder, cfg, m.t)
     docs = run_lines([line(folder, "f64", "f64")])
     agree("mixtral without unused experts", docs.get("f64"), np.array(ws), np.array(hs), F64)
+
+
+@test("explain shows each block as the code composes it")
+def _explain():
+    json.dump(IDS, open(path("ids.json"), "w"))
+    for arch, want in (
+            ("olmo2", "h = x + post_attention_layernorm(attn(x)); "
+                      "y = h + post_feedforward_layernorm(mlp(h))"),
+            ("gemma2", "h = x + post_attention_layernorm(attn(input_layernorm(x))); "
+                       "y = h + post_feedforward_layernorm(mlp(pre_feedforward_layernorm(h)))"),
+            ("mixtral", "y = h + experts(post_attention_layernorm(h))")):
+        folder, *_ = build(arch)
+        code, out, err = run(["explain", "--params", folder, "--token-ids", path("ids.json")])
+        check(arch + " explain exit 0", code == 0, err)
+        check(arch + " explain shows " + want, want in out.decode(), out.decode())
+
+
+@test("one layer of a checkpoint with q/k norms is refused, never run without them")
+def _one_layer_qk_norm():
+    folder, *_ = build("qwen3")
+    np.save(path("x.npy"), np.zeros((7, 16), np.float32))
+    expect(["compute", "-x", path("x.npy"), "--params",
+            os.path.join(folder, "model.safetensors"), "--prefix", "model.layers.0.self_attn.",
+            "--heads", "4"], code=2, err=r"'q_norm.weight' \(a q/k norm\), which one layer")
 
 
 @test("config switches the code does not compute are refused: gemma bidirectional")

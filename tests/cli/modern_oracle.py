@@ -222,6 +222,65 @@ def gpt_bigcode(m, multi_query=True):
     return cfg, ws, hs
 
 
+def falcon(m, new=False, multi_query=True, parallel=True, n_ln=None, bias=False):
+    """FalconDecoderLayer: query_key_value split by _split_heads (new_decoder_architecture:
+    view(Hkv, H/Hkv + 2, D), each group's query heads then its k and v; multi_query: view(H
+    + 2, D); else view(H, 3, D)), RoPE, dense; ln_attn and ln_mlp (new, num_ln_in_parallel_attn
+    2) or input_layernorm; mlp(...) + attn + x, or post_attention_layernorm before the MLP
+    without parallel_attn; gelu (erf); ln_f."""
+    eps = 1e-5
+    hkv = 2 if new else (1 if multi_query else H)
+    cfg = {"model_type": "falcon", "hidden_size": E, "num_attention_heads": H,
+           "num_hidden_layers": NL, "vocab_size": V, "layer_norm_epsilon": eps,
+           "new_decoder_architecture": new, "multi_query": multi_query,
+           "parallel_attn": parallel, "bias": bias, "alibi": False, "rope_theta": 10000.0,
+           "num_kv_heads": hkv if new else H, "num_ln_in_parallel_attn": n_ln}
+    ln = lambda t, wb: layer_norm(t, wb[0], wb[1], eps)  # noqa: E731
+    x = m.p("transformer.word_embeddings.weight", V, E)[IDS]
+    hs, ws = [x], []
+    for i in range(NL):
+        pre = "transformer.h.%d." % i
+        two = new and (n_ln or 2) == 2
+        if two:
+            n1, n_mlp = m.norm_w(pre + "ln_attn"), m.norm_w(pre + "ln_mlp")
+        else:
+            n1 = m.norm_w(pre + "input_layernorm")
+            n_mlp = None if parallel else m.norm_w(pre + "post_attention_layernorm")
+        rows = (H + 2 * hkv) * D
+        w = m.p(pre + "self_attention.query_key_value.weight", rows, E)
+        b = m.p(pre + "self_attention.query_key_value.bias", rows) if bias else np.zeros(rows)
+        if new:
+            g = H // hkv
+            wv, bv = w.reshape(hkv, g + 2, D, E), b.reshape(hkv, g + 2, D)
+            parts = [(wv[:, :g].reshape(H * D, E), bv[:, :g].reshape(H * D)),
+                     (wv[:, g].reshape(hkv * D, E), bv[:, g].reshape(hkv * D)),
+                     (wv[:, g + 1].reshape(hkv * D, E), bv[:, g + 1].reshape(hkv * D))]
+        elif multi_query:
+            parts = [(w[:E], b[:E]), (w[E:E + D], b[E:E + D]), (w[E + D:], b[E + D:])]
+        else:
+            parts = [(w.reshape(H, 3, D, E)[:, j].reshape(E, E),
+                      b.reshape(H, 3, D)[:, j].reshape(E)) for j in range(3)]
+        wo = (m.p(pre + "self_attention.dense.weight", E, E),
+              m.p(pre + "self_attention.dense.bias", E) if bias else None)
+        up = (m.p(pre + "mlp.dense_h_to_4h.weight", I, E),
+              m.p(pre + "mlp.dense_h_to_4h.bias", I) if bias else None)
+        dn = (m.p(pre + "mlp.dense_4h_to_h.weight", E, I),
+              m.p(pre + "mlp.dense_4h_to_h.bias", E) if bias else None)
+        mlp = lambda h, up=up, dn=dn: linear(ACT["gelu"](linear(h, *up)), *dn)  # noqa: E731
+        h1 = ln(x, n1)
+        a, wt = attention(h1, *parts[0], *parts[1], *parts[2], *wo, hkv, True,
+                          lambda t: rope(t, D, "neox"))
+        if new or parallel:
+            x = mlp(ln(x, n_mlp) if two else h1) + a + x
+        else:
+            x = x + a
+            x = x + mlp(ln(x, n_mlp))
+        ws.append(wt)
+        hs.append(x)
+    hs[-1] = ln(x, m.norm_w("transformer.ln_f"))
+    return cfg, ws, hs
+
+
 def bloom_slopes(n_head):
     """build_alibi_tensor's slopes: 2^(-8/n)^(1..n) for n the largest power of two <= H,
     then 2^(-4/n)^(1, 3, 5, ...) for the rest."""
@@ -359,6 +418,7 @@ ARCHS = {
     "stablelm": lambda m, **kw: ln_family(m, "stablelm", **kw),
     "starcoder2": lambda m, **kw: ln_family(m, "starcoder2", **kw),
     "gpt_bigcode": gpt_bigcode,
+    "falcon": falcon,
     "bloom": bloom,
     "mixtral": lambda m, **kw: moe(m, "mixtral", **kw),
     "qwen2_moe": lambda m, **kw: moe(m, "qwen2_moe", **kw),

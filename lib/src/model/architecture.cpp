@@ -353,6 +353,29 @@ Architecture gpt_bigcode() {
     return a;
 }
 
+/// modeling_falcon.py: word_embeddings, query_key_value (multi_query: rows q, then one k
+/// and v head; read_falcon sets the other layouts), dense, RoPE, LayerNorm, attention and
+/// MLP in parallel on input_layernorm (parallel_attn), gelu.
+Architecture falcon() {
+    Architecture a;
+    a.model_type = "falcon";
+    a.roots = {"transformer.", ""};
+    a.token_embedding = "word_embeddings.weight";
+    a.layer = "h.{}.";
+    a.qkv = QkvLayout::rows_fused;
+    a.q = "self_attention.query_key_value";
+    a.o = "self_attention.dense";
+    a.attention_norm = "input_layernorm";
+    a.up = "mlp.dense_h_to_4h";
+    a.down = "mlp.dense_4h_to_h";
+    a.final_norm = "ln_f";
+    a.residual = Residual::parallel;
+    a.activation_key = "activation";
+    a.default_activation = "gelu";
+    a.rope = true;
+    return a;
+}
+
 /// modeling_bloom.py: word_embeddings_layernorm, query_key_value fused per head
 /// (view(H, 3, D)), ALiBi (build_alibi_tensor's slopes) instead of positions, LayerNorm,
 /// BloomGelu (BloomMLP reads no activation from the config).
@@ -395,6 +418,7 @@ std::vector<Architecture> make_table() {
         stablelm(),
         starcoder2(),
         gpt_bigcode(),
+        falcon(),
         bloom(),
         mixtral(),
         qwen2_moe(),
@@ -824,6 +848,52 @@ read_activation(ModelSpec& s, const json& doc, const std::string& type, const st
     return act_from;
 }
 
+/// Falcon's layouts (FalconAttention, FalconDecoderLayer): new_decoder_architecture
+/// (num_kv_heads groups of query_key_value, ln_attn and ln_mlp when num_ln_in_parallel_attn
+/// is 2, its default), else multi_query (one k and v head, the default) or per head
+/// q|k|v, and parallel_attn (default true) or post_attention_layernorm before the MLP.
+void read_falcon(ModelSpec& s, const json& doc, const std::string& file) {
+    if (flag(doc, "alibi", false, file)) {
+        throw InputError(file + ": alibi true (Falcon's ALiBi) is not supported");
+    }
+    const bool parallel = flag(doc, "parallel_attn", true, file);
+    std::size_t kv = count_key(doc, "num_kv_heads", s.heads, 1, file);
+    kv = count_key(doc, "n_head_kv", kv, 1, file);
+    std::string kv_from = "config.json: num_kv_heads";
+    if (flag(doc, "new_decoder_architecture", false, file)) {
+        if (!parallel) {
+            throw InputError(file + ": new_decoder_architecture with parallel_attn false is not "
+                                    "supported (FalconDecoderLayer has no such block)");
+        }
+        if (kv == 0 || s.heads % kv != 0) {
+            throw InputError(file + ": num_kv_heads " + std::to_string(kv) +
+                             " does not divide the " + std::to_string(s.heads) + " heads");
+        }
+        s.kv_heads = kv;
+        s.arch.qkv = QkvLayout::group_fused;
+        if (count_key(doc, "num_ln_in_parallel_attn", 2, 1, file) == 2) {
+            s.arch.attention_norm = "ln_attn";
+            s.arch.mlp_norm = "ln_mlp";
+        }
+    } else if (flag(doc, "multi_query", true, file)) {
+        s.kv_heads = 1;
+        kv_from = "config.json: multi_query";
+    } else {
+        s.arch.qkv = QkvLayout::per_head_fused;
+        s.kv_heads = s.heads;
+        kv_from = "= heads (no multi_query)";
+    }
+    if (!parallel) {
+        s.residual = Residual::pre_norm;
+        s.arch.mlp_norm = "post_attention_layernorm";
+    }
+    for (auto& row : s.origins) {
+        if (row[0] == "kv heads") {
+            row = {"kv heads", std::to_string(s.kv_heads), kv_from};
+        }
+    }
+}
+
 /// The residual form: the architecture's, or GPT-NeoX's and OPT's config switches. Returns
 /// where it came from.
 std::string
@@ -833,6 +903,10 @@ read_residual(ModelSpec& s, const json& doc, const std::string& type, const std:
     if (type == "gpt_neox" && !flag(doc, "use_parallel_residual", true, file)) {
         s.residual = Residual::pre_norm;
         residual_from = "config.json: use_parallel_residual";
+    }
+    if (type == "falcon") {
+        read_falcon(s, doc, file);
+        residual_from = "config.json: new_decoder_architecture, parallel_attn";
     }
     if (type == "stablelm" && flag(doc, "use_parallel_residual", false, file)) {
         s.residual = Residual::parallel; // StableLmDecoderLayer: no post_attention_layernorm
@@ -861,8 +935,14 @@ void read_block(ModelSpec& s, const json& doc, const std::string& type, const st
     const bool mlp_gated = s.arch.mlp == MlpLayout::gated || s.arch.mlp == MlpLayout::gated_fused;
     s.origins.push_back(
         {"mlp", std::string(mlp_gated ? "gated " : "") + s.activation_name, act_from});
+    const bool post = !s.arch.attention_post_norm.empty();
     s.origins.push_back({"block",
-                         s.residual == Residual::pre_norm ? "pre-norm, sequential residual"
+                         s.residual == Residual::pre_norm && post
+                             ? (s.arch.attention_norm.empty()
+                                    ? "norms after attention and MLP, sequential residual"
+                                    : "norms before and after attention and MLP, sequential "
+                                      "residual")
+                         : s.residual == Residual::pre_norm ? "pre-norm, sequential residual"
                          : s.residual == Residual::post_norm
                              ? "post-norm, sequential residual"
                              : "parallel residual (attention + MLP)",

@@ -186,6 +186,19 @@ std::vector<std::size_t> fused_rows(const ModelSpec& s, QkvLayout layout, int pa
         }
         return rows;
     }
+    if (layout == QkvLayout::group_fused) { // view(Hkv, G + 2, D): G q heads, k, v
+        const std::size_t g = s.heads / s.kv_heads;
+        for (std::size_t kv = 0; kv < s.kv_heads; ++kv) {
+            const std::size_t first = part == 0 ? 0 : g + static_cast<std::size_t>(part) - 1;
+            const std::size_t count = part == 0 ? g : 1;
+            for (std::size_t h = first; h < first + count; ++h) {
+                for (std::size_t i = 0; i < d; ++i) {
+                    rows.push_back((kv * (g + 2) + h) * d + i);
+                }
+            }
+        }
+        return rows;
+    }
     // conv1d_fused and rows_fused: q rows, then k rows, then v rows.
     const std::size_t q = s.heads * d;
     const std::size_t kv = s.kv_heads * d;

@@ -480,15 +480,24 @@ Solution solve_model_run(const ModelRun& run, const SolveOptions& options) {
 std::vector<std::string> model_run_plan(const ModelRun& run) {
     std::vector<std::string> out = model::describe_model(run.spec);
     const model::Architecture& a = run.spec.arch;
+    // "norm(inner)", or inner alone for a norm the block does not have (OLMo 2's pre-norms).
+    const auto around = [](const std::string& norm, const std::string& inner) {
+        return norm.empty() ? inner : norm + "(" + inner + ")";
+    };
+    const std::string mlp = a.router.empty() ? "mlp" : "experts";
     out.push_back(
         "every layer: " + model::layer_prefix(run.spec, 0) + " with {} = 0 .. " +
         std::to_string(run.spec.layers - 1) + ": " +
         (run.spec.residual == Residual::post_norm
-             ? "h = " + a.attention_norm + "(x + attn(x)); y = " + a.mlp_norm + "(h + mlp(h))"
+             ? "h = " + a.attention_norm + "(x + attn(x)); y = " + a.mlp_norm + "(h + " + mlp +
+                   "(h))"
          : run.spec.residual == Residual::parallel
-             ? "y = x + attn(" + a.attention_norm + "(x)) + mlp(" +
+             ? "y = x + attn(" + a.attention_norm + "(x)) + " + mlp + "(" +
                    (a.mlp_norm.empty() ? a.attention_norm : a.mlp_norm) + "(x))"
-             : "h = x + attn(" + a.attention_norm + "(x)); y = h + mlp(" + a.mlp_norm + "(h))"));
+             : "h = x + " +
+                   around(a.attention_post_norm, "attn(" + around(a.attention_norm, "x") + ")") +
+                   "; y = h + " +
+                   around(a.mlp_post_norm, mlp + "(" + around(a.mlp_norm, "h") + ")")));
     out.push_back("final norm: " + (a.final_norm.empty() ? std::string("none") : a.final_norm));
     return out;
 }

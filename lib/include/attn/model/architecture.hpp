@@ -28,6 +28,9 @@ enum class QkvLayout {
     conv1d_fused,   ///< GPT-2 c_attn: one Conv1D [E, 3E] (columns q|k|v) + bias [3E]
     per_head_fused, ///< GPT-NeoX query_key_value [H·3D, E]: per head q|k|v rows (view(H, 3D))
     rows_fused,     ///< Phi-3 qkv_proj [(H + 2·Hkv)·D, E]: rows q, then k, then v
+    /// Falcon's new_decoder_architecture query_key_value [(H + 2·Hkv)·D, E]: per key/value
+    /// head (view(Hkv, H/Hkv + 2, D)) its H/Hkv query heads, then k, then v
+    group_fused,
 };
 
 /// How the MLP's weights are stored.

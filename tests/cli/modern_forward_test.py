@@ -194,6 +194,19 @@ def _moe_unused():
     agree("mixtral without unused experts", docs.get("f64"), np.array(ws), np.array(hs), F64)
 
 
+@test("moe: the memory estimate counts one expert's weights (one is held at a time)")
+def _moe_memory():
+    folder, _, _, t, _ = build("mixtral", experts=8, top_k=1)
+    layer = [k for k in t if k.startswith("model.layers.0.")]
+    one = sum(t[k].size for k in layer if ".experts." not in k or ".experts.0." in k)
+    check("1312 values: attention, norms, router, expert 0", one == 1312, str(one))
+    json.dump(IDS, open(path("ids.json"), "w"))
+    # 1312 values read as float32 and held in float32 (12 bytes each): 15.4 KiB; all eight
+    # experts would be 46.9 KiB.
+    expect(["compute", "--params", folder, "--token-ids", path("ids.json"), "--no-weights",
+            "--max-memory", "111K"], code=2, err=r"one layer's weights 15\.4 KiB")
+
+
 @test("explain shows each block as the code composes it")
 def _explain():
     json.dump(IDS, open(path("ids.json"), "w"))

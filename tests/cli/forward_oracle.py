@@ -71,15 +71,22 @@ def rope(x, rd, style, theta=10000.0):
 
 
 def attention(x, wq, bq, wk, bk, wv, bv, wo, bo, hkv, causal, rot=None, window=None,
-              scale=None, keep=None):
-    q = linear(x, wq, bq).reshape(L, H, D).transpose(1, 0, 2)
-    k = linear(x, wk, bk).reshape(L, hkv, D).transpose(1, 0, 2)
+              scale=None, keep=None, qk=None, softcap=None, bias=None):
+    q, k = linear(x, wq, bq), linear(x, wk, bk)
+    if qk:  # q/k norms of the projections [L, H·D], [L, Hkv·D]
+        q, k = qk(q, k)
+    q = q.reshape(L, H, D).transpose(1, 0, 2)
+    k = k.reshape(L, hkv, D).transpose(1, 0, 2)
     v = linear(x, wv, bv).reshape(L, hkv, D).transpose(1, 0, 2)
     if rot:
         q, k = rot(q), rot(k)
     k = np.repeat(k, H // hkv, 0)
     v = np.repeat(v, H // hkv, 0)
     s = q @ k.transpose(0, 2, 1) * (1 / math.sqrt(D) if scale is None else scale)
+    if softcap:  # Gemma 2: cap·tanh(s / cap) after the scale, before the masks
+        s = softcap * np.tanh(s / softcap)
+    if bias is not None:  # BLOOM's ALiBi [H, L, L]
+        s = s + bias
     if causal:
         s = np.where(np.tril(np.ones((L, L), bool)), s, -np.inf)
     if window:  # masking_utils.sliding_window_overlay: key j seen iff i - window < j
@@ -106,10 +113,10 @@ class Model:
         self.t[name] = a
         return a
 
-    def norm_w(self, name, bias=True):
-        w = self.p(name + ".weight", E, scale=0.1) + 1.0
+    def norm_w(self, name, bias=True, n=E):
+        w = self.p(name + ".weight", n, scale=0.1) + 1.0
         self.t[name + ".weight"] = f32(w)
-        b = self.p(name + ".bias", E, scale=0.1) if bias else None
+        b = self.p(name + ".bias", n, scale=0.1) if bias else None
         return f32(w), b
 
 

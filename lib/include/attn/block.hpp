@@ -8,6 +8,7 @@
 #include "attn/norm.hpp"
 #include "attn/tensor.hpp"
 
+#include <functional>
 #include <optional>
 
 namespace attn {
@@ -18,11 +19,15 @@ enum class Activation {
     gelu_tanh, ///< "gelu_new", "gelu_pytorch_tanh": 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
     relu,      ///< "relu"
     silu,      ///< "silu", "swish": x·sigmoid(x)
+    /// BLOOM's BloomGelu: 0.5·x·(1 + tanh(0.79788456·x·(1 + 0.044715·x²))), its rounded √(2/π)
+    gelu_bloom,
 };
 
 /// How a block joins attention, MLP, norms and the residual stream x.
 enum class Residual {
     /// GPT-2, llama, OPT (do_layer_norm_before): h = x + attn(n1(x)); y = h + mlp(n2(h)).
+    /// With post norms (Gemma 2's sandwich, OLMo 2 without n1, n2): h = x + p1(attn(n1(x)));
+    /// y = h + p2(mlp(n2(h))).
     pre_norm,
     /// BERT, RoBERTa, DistilBERT, OPT-350m: h = n1(x + attn(x)); y = n2(h + mlp(h)).
     post_norm,
@@ -45,13 +50,34 @@ template <class T> struct BasicMlp {
     std::optional<BasicVector<T>> down_bias;
 };
 
+/// A routed mixture of experts in place of the MLP (Mixtral's MixtralSparseMoeBlock,
+/// Qwen2-MoE's Qwen2MoeSparseMoeBlock), per token x: p = softmax(router·x) (in double),
+/// its top_k experts (largest p first, ties to the lower index), their p divided by their
+/// sum when `normalize` (Mixtral always, Qwen2-MoE with norm_topk_prob), then
+///   out = Σ over experts e in index order of the tokens routed to e: p_e · expert_e(x)
+///         (+ sigmoid(shared_gate·x) · shared(x), without shared_gate: + shared(x))
+/// Only the experts some token routes to are fetched (`expert`, once per call), so a
+/// model's unused experts are never read. N: experts; E: the width:
+///   router       [N, E]
+///   shared_gate  [1, E]
+template <class T> struct BasicMoe {
+    BasicMatrix<T> router;
+    std::size_t top_k = 2;
+    bool normalize = true;
+    /// Expert e's weights (a BasicMlp, gated); called once per routed expert per call.
+    std::function<BasicMlp<T>(std::size_t)> expert;
+    std::optional<BasicMlp<T>> shared;         ///< Qwen2-MoE's shared expert
+    std::optional<BasicMatrix<T>> shared_gate; ///< its gate (absent: 1)
+};
+
 /// One block's weights. T: float or double. E: the model width; H, Hkv: query and key/value
 /// heads; D, Dv: query/key and value head dims (a checkpoint's D = Dv = head_dim):
 ///   attention.w_q  [H·D, E]     attention.b_q  [H·D]
 ///   attention.w_k  [Hkv·D, E]   attention.b_k  [Hkv·D]
 ///   attention.w_v  [Hkv·Dv, E]  attention.b_v  [Hkv·Dv]
 ///   attention.w_o  [E, H·Dv]    attention.b_o  [E]
-///   attention_norm, mlp_norm: weight [E], bias [E]
+///   attention_norm, mlp_norm, attention_post_norm, mlp_post_norm: weight [E], bias [E]
+///   q_norm [D] or [H·D], k_norm [D] or [Hkv·D]
 ///   mlp: up, gate [I, E], down [E, I] (BasicMlp)
 template <class T> struct BasicBlockWeights {
     BasicProjections<T> attention;
@@ -59,7 +85,14 @@ template <class T> struct BasicBlockWeights {
     std::optional<BasicNorm<T>> attention_norm;
     /// pre_norm/parallel: before the MLP; post_norm: after the MLP's residual.
     std::optional<BasicNorm<T>> mlp_norm;
+    /// pre_norm only: on attention's and the MLP's outputs before their residual (Gemma 2's
+    /// post_attention_layernorm and post_feedforward_layernorm, OLMo 2's).
+    std::optional<BasicNorm<T>> attention_post_norm, mlp_post_norm;
+    /// The projected Q's and K's norms (BasicLayerSpec::q_norm; the scope is the layer
+    /// spec's): weight [D] or [H·D] (K: [Hkv·D]).
+    std::optional<BasicNorm<T>> q_norm, k_norm;
     BasicMlp<T> mlp;
+    std::optional<BasicMoe<T>> moe; ///< when set, the block's MLP (`mlp` unused)
 };
 
 struct BlockSpec {
@@ -85,6 +118,12 @@ template <class T> void activate(T* x, std::size_t n, Activation a);
 template <class T>
 BasicTensor3<T>
 mlp_forward(const BasicTensor3<T>& x, const BasicMlp<T>& mlp, Activation a, unsigned threads = 1);
+
+/// The mixture of experts over x [B, L, E] -> [B, L, E] (BasicMoe). Throws InputError
+/// naming the weight whose shape does not fit, or when top_k is 0 or above the experts.
+template <class T>
+BasicTensor3<T>
+moe_forward(const BasicTensor3<T>& x, const BasicMoe<T>& moe, Activation a, unsigned threads = 1);
 
 /// One block over x [B, L, E]: `layer` gives heads, the attention spec (causal, masks,
 /// threads, want_weights, diagnostics) and RoPE; its norm and projections are ignored

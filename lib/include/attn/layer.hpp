@@ -90,6 +90,10 @@ struct LayerShapes {
 template <class T>
 LayerPlan plan_layer(const LayerShapes& shapes, const BasicProjections<T>* projections);
 
+/// What a q/k norm normalizes: each head's D features (Qwen3, Gemma 3, StableLM, Phi) or
+/// the whole projection's H·D (OLMo 2).
+enum class QkNormScope { head, projection };
+
 /// How attend_layer() composes one layer. Its tensors (B, Bk, Lq, Lk, H, Eq, Ek, Ev as
 /// attend_layer() names them):
 ///   projections                  as BasicProjections
@@ -110,6 +114,11 @@ template <class T> struct BasicLayerSpec {
     /// Face order: project, split, rotate, attend). null: none.
     const RopeSpec* rope = nullptr;
     RopePositions rope_positions; ///< empty lists: rope_positions(Lq, Lk)'s defaults
+    /// Norms of the projected Q and K (before RoPE), over qk_norm_scope: weight [D] or
+    /// [H·D] (K: [Hkv·D]; apply_head_norm). null: none.
+    const BasicNorm<T>* q_norm = nullptr;
+    const BasicNorm<T>* k_norm = nullptr;
+    QkNormScope qk_norm_scope = QkNormScope::head;
 };
 using LayerSpec = BasicLayerSpec<float>;
 
@@ -128,11 +137,11 @@ using LayerResult = BasicLayerResult<float>;
 /// Multi-head attention over rank-3 sources.
 ///   query: [B, Lq, Eq]   key: [Bk, Lk, Ek]   value: [Bk, Lk, Ev]   (Bk in {1, B})
 /// Each source goes through spec.norm first (when set); Q = query·w_qᵀ + b_q (likewise K,
-/// V), split into num_heads (Q) and num_kv_heads (K, V) heads along the features, Q and K
-/// rotated by spec.rope (when set), attend(), merge, then ·w_oᵀ + b_o when w_o is given.
-/// The default scale is 1/sqrt(head dim of Q). T = float (sgemm projections, the float
-/// attend()) or double (precision f64: dgemm projections, the float64 attend()).
-/// Throws InputError naming the weight or source whose shape does not fit.
+/// V), Q and K through spec.q_norm and k_norm (when set), split into num_heads (Q) and num_kv_heads
+/// (K, V) heads along the features, Q and K rotated by spec.rope (when set), attend(), merge, then
+/// ·w_oᵀ + b_o when w_o is given. The default scale is 1/sqrt(head dim of Q). T = float (sgemm
+/// projections, the float attend()) or double (precision f64: dgemm projections, the float64
+/// attend()). Throws InputError naming the weight or source whose shape does not fit.
 template <class T>
 BasicLayerResult<T> attend_layer(const BasicTensor3<T>& query,
                                  const BasicTensor3<T>& key,

@@ -51,4 +51,12 @@ BasicTensor3<double> rms_norm(const BasicTensor3<double>& x,
 Tensor3 apply_norm(const Tensor3& x, const Norm& n);
 BasicTensor3<double> apply_norm(const BasicTensor3<double>& x, const BasicNorm<double>& n);
 
+/// The norm over each head's features: x [B, L, H·D], each of its H groups of D features
+/// normalized on its own (Qwen3's q_norm after the head split). weight, bias: [D] (one
+/// for every head) or [H·D] (each head its own: StableLM's per-head LayerNorms).
+/// Throws InputError as layer_norm, or when H does not divide the features.
+Tensor3 apply_head_norm(const Tensor3& x, const Norm& n, std::size_t heads);
+BasicTensor3<double>
+apply_head_norm(const BasicTensor3<double>& x, const BasicNorm<double>& n, std::size_t heads);
+
 } // namespace attn

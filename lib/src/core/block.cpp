@@ -24,6 +24,8 @@ double activation_value(double x, Activation a) {
         return x > 0.0 ? x : 0.0;
     case Activation::silu:
         return x / (1.0 + std::exp(-x));
+    case Activation::gelu_bloom:
+        return x * 0.5 * (1.0 + std::tanh(0.79788456 * x * (1.0 + 0.044715 * x * x)));
     }
     return x;
 }
@@ -80,29 +82,32 @@ BasicBlockResult<T> transformer_block(const BasicTensor3<T>& x,
     BasicLayerSpec<T> ls = layer;
     ls.norm = nullptr;
     ls.projections = &w.attention;
+    ls.q_norm = w.q_norm ? &*w.q_norm : nullptr;
+    ls.k_norm = w.k_norm ? &*w.k_norm : nullptr;
     const unsigned threads = layer.attention.threads; // the MLP's GEMM threads
+    const auto ffn = [&](const BasicTensor3<T>& h) {
+        return w.moe ? moe_forward(h, *w.moe, spec.activation, threads)
+                     : mlp_forward(h, w.mlp, spec.activation, threads);
+    };
     BasicBlockResult<T> r;
     switch (spec.residual) {
     case Residual::pre_norm: {
         const BasicTensor3<T> n1 = norm_or_copy(x, w.attention_norm);
         r.attention = attend_layer(n1, n1, n1, ls);
-        const BasicTensor3<T> h = add(x, r.attention.output);
-        r.hidden =
-            add(h, mlp_forward(norm_or_copy(h, w.mlp_norm), w.mlp, spec.activation, threads));
+        const BasicTensor3<T> h = add(x, norm_or_copy(r.attention.output, w.attention_post_norm));
+        r.hidden = add(h, norm_or_copy(ffn(norm_or_copy(h, w.mlp_norm)), w.mlp_post_norm));
         break;
     }
     case Residual::post_norm: {
         r.attention = attend_layer(x, x, x, ls);
         const BasicTensor3<T> h = norm_or_copy(add(x, r.attention.output), w.attention_norm);
-        r.hidden =
-            norm_or_copy(add(h, mlp_forward(h, w.mlp, spec.activation, threads)), w.mlp_norm);
+        r.hidden = norm_or_copy(add(h, ffn(h)), w.mlp_norm);
         break;
     }
     case Residual::parallel: {
         const BasicTensor3<T> n1 = norm_or_copy(x, w.attention_norm);
         r.attention = attend_layer(n1, n1, n1, ls);
-        const BasicTensor3<T> m = mlp_forward(
-            w.mlp_norm ? apply_norm(x, *w.mlp_norm) : n1, w.mlp, spec.activation, threads);
+        const BasicTensor3<T> m = ffn(w.mlp_norm ? apply_norm(x, *w.mlp_norm) : n1);
         // Hugging Face's order: mlp + attention + residual.
         r.hidden = add(add(m, r.attention.output), x);
         break;

@@ -147,8 +147,18 @@ BasicLayerResult<T> attend_layer_impl(const xt::xtensor<T, 3>& query,
         return spec.norm != nullptr ? apply_norm(x, *spec.norm) : x;
     };
     const unsigned threads = spec.attention.threads; // the GEMMs' (the kernels' run after)
-    const xt::xtensor<T, 3> q = project(normed(query), p.w_q, p.b_q, "w_q", "b_q", threads);
-    const xt::xtensor<T, 3> k = project(normed(key), p.w_k, p.b_k, "w_k", "b_k", threads);
+    // The q/k norms (Qwen3, OLMo 2, ...): over each head's features or the whole projection.
+    const auto qk_normed = [&spec](xt::xtensor<T, 3> x, const BasicNorm<T>* n, std::size_t h) {
+        if (n == nullptr) {
+            return x;
+        }
+        return spec.qk_norm_scope == QkNormScope::head ? apply_head_norm(x, *n, h)
+                                                       : apply_norm(x, *n);
+    };
+    const xt::xtensor<T, 3> q =
+        qk_normed(project(normed(query), p.w_q, p.b_q, "w_q", "b_q", threads), spec.q_norm, plan.h);
+    const xt::xtensor<T, 3> k =
+        qk_normed(project(normed(key), p.w_k, p.b_k, "w_k", "b_k", threads), spec.k_norm, plan.hkv);
     const xt::xtensor<T, 3> v = project(normed(value), p.w_v, p.b_v, "w_v", "b_v", threads);
     xt::xtensor<T, 4> qh = split_heads(q, plan.h);
     xt::xtensor<T, 4> kh = split_heads(k, plan.hkv);

@@ -173,18 +173,18 @@ HfConfig parse_hf_config(std::string_view text, const fs::path& path) {
             return v;
         });
     c.rotary_dim = lookup<std::size_t>(doc, {"rotary_dim"}, "", file, positive_integer);
-    c.norm_eps = lookup<double>(doc,
-                                {"rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps"},
-                                "",
-                                file,
-                                [](const json& j, const std::string& where) {
-                                    const double v = finite_number(j, where);
-                                    if (v < 0.0) {
-                                        throw InputError(where + ": expected a number >= 0, got " +
-                                                         io::value_text(j));
-                                    }
-                                    return v;
-                                });
+    c.norm_eps = lookup<double>(
+        doc,
+        {"rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps", "norm_epsilon"},
+        "",
+        file,
+        [](const json& j, const std::string& where) {
+            const double v = finite_number(j, where);
+            if (v < 0.0) {
+                throw InputError(where + ": expected a number >= 0, got " + io::value_text(j));
+            }
+            return v;
+        });
 
     for (auto [key, out] :
          {std::pair{"pad_token_id", &c.pad_token_id}, std::pair{"eos_token_id", &c.eos_token_id}}) {

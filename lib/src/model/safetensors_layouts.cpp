@@ -640,6 +640,16 @@ CheckpointParams load_checkpoint_params(const nlohmann::json& params,
         names.push_back(e.name);
     }
     const ParamsLayout chosen = choose_layout(names, f.layout, f.prefix, what);
+    // Q/K norms (Qwen3, OLMo 2, Gemma 3, Phi, StableLM) are part of the layer's attention,
+    // and none of these layouts applies them: refused, never dropped.
+    for (const char* norm : {"q_norm.weight", "q_layernorm.weight", "q_layernorm.norms.0.weight"}) {
+        if (std::find(names.begin(), names.end(), f.prefix + norm) != names.end()) {
+            throw InputError(what + ": the layer at prefix " + quote_name(f.prefix) + " has " +
+                             quote_name(norm) +
+                             " (a q/k norm), which one layer's weights do not apply: run the "
+                             "whole model (params: its folder, with token_ids)");
+        }
+    }
     if (chosen == ParamsLayout::opt && !f.layout) {
         check_out_proj_model(params, base, full, what, f.prefix);
     }

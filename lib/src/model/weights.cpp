@@ -6,6 +6,7 @@
 #include "attn/io/number_text.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 namespace attn::model {
@@ -107,19 +108,49 @@ template <class T> struct Reader {
         }
         return vector(name + ".bias", n);
     }
-    std::optional<BasicNorm<T>> norm(const std::string& name) const {
+    /// `parts` tensors NAME.weight of `n` values each, "{}" in NAME replaced by 0, 1, ...,
+    /// end to end (StableLM's per-head norms); one tensor when NAME has no "{}".
+    BasicVector<T> joined(const std::string& name, std::size_t parts, std::size_t n) const {
+        const std::size_t at = name.find("{}");
+        if (at == std::string::npos) {
+            return vector(name, n);
+        }
+        BasicVector<T> out = BasicVector<T>::from_shape({parts * n});
+        for (std::size_t h = 0; h < parts; ++h) {
+            std::string one = name;
+            one.replace(at, 2, std::to_string(h));
+            const BasicVector<T> v = vector(one, n);
+            std::copy(v.begin(), v.end(), out.begin() + static_cast<std::ptrdiff_t>(h * n));
+        }
+        return out;
+    }
+    /// The norm `name` over `features` (0: the hidden size; "{}" in the name: `parts`
+    /// tensors of features / parts each); none when the name is empty.
+    std::optional<BasicNorm<T>>
+    norm(const std::string& name, std::size_t features = 0, std::size_t parts = 1) const {
         if (name.empty()) {
             return std::nullopt;
         }
+        const std::size_t e = features != 0 ? features : spec.hidden;
+        const bool split = name.find("{}") != std::string::npos;
+        const auto part = [&](const char* suffix) {
+            return split ? joined(name + suffix, parts, e / parts) : vector(name + suffix, e);
+        };
         BasicNorm<T> n;
         n.kind = spec.arch.norm;
         n.eps = spec.norm_eps;
-        n.weight = vector(name + ".weight", spec.hidden);
+        n.weight = part(".weight");
         for (T& w : n.weight) {
             w = static_cast<T>(w + static_cast<T>(spec.arch.norm_weight_offset));
         }
         if (spec.arch.norm == NormKind::layer_norm) {
-            n.bias = bias(name, spec.hidden);
+            std::string first = name;
+            if (split) {
+                first.replace(first.find("{}"), 2, "0");
+            }
+            if (has(first + ".bias")) {
+                n.bias = part(".bias");
+            }
         }
         return n;
     }
@@ -151,6 +182,19 @@ std::vector<std::size_t> fused_rows(const ModelSpec& s, QkvLayout layout, int pa
         for (std::size_t h = 0; h < s.heads; ++h) {
             for (std::size_t i = 0; i < d; ++i) {
                 rows.push_back(h * 3 * d + static_cast<std::size_t>(part) * d + i);
+            }
+        }
+        return rows;
+    }
+    if (layout == QkvLayout::group_fused) { // view(Hkv, G + 2, D): G q heads, k, v
+        const std::size_t g = s.heads / s.kv_heads;
+        for (std::size_t kv = 0; kv < s.kv_heads; ++kv) {
+            const std::size_t first = part == 0 ? 0 : g + static_cast<std::size_t>(part) - 1;
+            const std::size_t count = part == 0 ? g : 1;
+            for (std::size_t h = first; h < first + count; ++h) {
+                for (std::size_t i = 0; i < d; ++i) {
+                    rows.push_back((kv * (g + 2) + h) * d + i);
+                }
             }
         }
         return rows;
@@ -243,6 +287,41 @@ template <class T> void load_mlp(const Reader<T>& r, const ModelSpec& s, BasicMl
     m.down_bias = r.bias(a.down, e);
 }
 
+/// The mixture of experts of a layer: its router (read now), each expert read only when a
+/// token routes to it (BasicMoe::expert), the shared expert and its gate.
+template <class T> BasicMoe<T> load_moe(const Reader<T>& r, const ModelSpec& spec) {
+    const Architecture& a = spec.arch;
+    BasicMoe<T> m;
+    m.router = r.matrix(a.router + ".weight", spec.experts, spec.hidden);
+    m.top_k = spec.experts_per_token;
+    m.normalize = spec.normalize_experts;
+    // An expert is a gated MLP under its own prefix: the spec's MLP names made the expert's.
+    auto expert_spec = std::make_shared<ModelSpec>(spec);
+    expert_spec->arch.mlp = MlpLayout::gated;
+    expert_spec->arch.gate = a.expert_gate;
+    expert_spec->arch.up = a.expert_up;
+    expert_spec->arch.down = a.expert_down;
+    const ModelFolder* folder = &r.folder;
+    m.expert = [folder, expert_spec, prefix = r.prefix](std::size_t e) {
+        std::string name = expert_spec->arch.expert;
+        name.replace(name.find("{}"), 2, std::to_string(e));
+        BasicMlp<T> mlp;
+        load_mlp(Reader<T>{*folder, *expert_spec, prefix + name}, *expert_spec, mlp);
+        return mlp;
+    };
+    if (!a.shared_expert.empty()) {
+        ModelSpec shared_spec = *expert_spec;
+        shared_spec.arch.gate = "gate_proj";
+        shared_spec.arch.up = "up_proj";
+        shared_spec.arch.down = "down_proj";
+        m.shared.emplace();
+        load_mlp(
+            Reader<T>{r.folder, shared_spec, r.prefix + a.shared_expert}, shared_spec, *m.shared);
+        m.shared_gate = r.matrix(a.shared_expert_gate + ".weight", 1, spec.hidden);
+    }
+    return m;
+}
+
 } // namespace
 
 std::string layer_prefix(const ModelSpec& spec, std::size_t layer) {
@@ -260,9 +339,24 @@ load_block(const ModelFolder& folder, const ModelSpec& spec, std::size_t layer) 
     const Reader<T> r{folder, spec, layer_prefix(spec, layer)};
     BasicBlockWeights<T> w;
     load_attention(r, spec, w.attention);
-    w.attention_norm = r.norm(spec.arch.attention_norm);
-    w.mlp_norm = r.norm(spec.arch.mlp_norm);
-    load_mlp(r, spec, w.mlp);
+    const Architecture& a = spec.arch;
+    w.attention_norm = r.norm(a.attention_norm);
+    w.mlp_norm = r.norm(a.mlp_norm);
+    w.attention_post_norm = r.norm(a.attention_post_norm);
+    w.mlp_post_norm = r.norm(a.mlp_post_norm);
+    // Over the projection: [H·D]; per head: [D], or [H·D] from one tensor per head.
+    const auto qk = [&](const std::string& name, std::size_t heads) {
+        const bool whole = a.qk_norm_scope == QkNormScope::projection;
+        const bool split = name.find("{}") != std::string::npos;
+        return r.norm(name, whole || split ? heads * spec.head_dim : spec.head_dim, heads);
+    };
+    w.q_norm = qk(a.q_norm, spec.heads);
+    w.k_norm = qk(a.k_norm, spec.kv_heads);
+    if (!a.router.empty() && (spec.dense_layers.empty() || !spec.dense_layers[layer])) {
+        w.moe = load_moe(r, spec);
+    } else {
+        load_mlp(r, spec, w.mlp);
+    }
     return w;
 }
 

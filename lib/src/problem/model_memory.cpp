@@ -28,13 +28,18 @@ std::uint64_t elements(const model::TensorInfo& e) {
 }
 
 /// Values of the tensors whose names start with `prefix`, and the largest dim among them
-/// (the MLP's width, for the activations).
-std::pair<std::uint64_t, std::uint64_t> tensors_under(const model::ModelFolder& f,
-                                                      const std::string& prefix) {
+/// (the MLP's width, for the activations). Of a mixture's experts (names under `experts`,
+/// when set) only expert 0's count: the block holds one routed expert at a time.
+std::pair<std::uint64_t, std::uint64_t>
+tensors_under(const model::ModelFolder& f, const std::string& prefix, const std::string& experts) {
     std::uint64_t values = 0;
     std::uint64_t widest = 0;
     for (const std::string& name : f.names()) {
         if (name.compare(0, prefix.size(), prefix) != 0) {
+            continue;
+        }
+        if (!experts.empty() && name.compare(0, experts.size(), experts) == 0 &&
+            name.compare(experts.size(), 2, "0.") != 0) {
             continue;
         }
         if (const model::TensorInfo* e = f.find(name)) {
@@ -79,7 +84,10 @@ ModelMemory estimate_model_memory(const ModelRun& run, const SolveOptions& optio
                        saturating_add(table_values(*run.folder, s, a.position_embedding),
                                       table_values(*run.folder, s, a.token_type_embedding)));
     m.embeddings = saturating_mul(tables, 4 + t);
-    const auto [layer_values, widest] = tensors_under(*run.folder, model::layer_prefix(s, 0));
+    const std::string layer0 = model::layer_prefix(s, 0);
+    const std::string experts =
+        a.router.empty() ? std::string() : layer0 + a.expert.substr(0, a.expert.find("{}"));
+    const auto [layer_values, widest] = tensors_under(*run.folder, layer0, experts);
     m.layer_weights = saturating_mul(layer_values, 4 + 2 * t);
 
     // One layer's activations per token: the residual stream and its norms and sums (8 E),

@@ -163,8 +163,8 @@ BasicTensor3<T> embed_tokens(const ModelRun& run, model::ModelEmbeddings<T> inpu
 }
 
 /// Layer l's own attention settings: the model's sliding window on its sliding layers
-/// (when the tokens outrun it and no window was given), GPT-2's scale_attn_weights and
-/// scale_attn_by_inverse_layer_idx.
+/// (when the tokens outrun it and no window was given), Gemma's scale and softcap (unless
+/// given), GPT-2's scale_attn_weights and scale_attn_by_inverse_layer_idx.
 template <class T>
 void layer_attention(BasicAttentionSpec<T>& a,
                      const model::ModelSpec& spec,
@@ -173,6 +173,15 @@ void layer_attention(BasicAttentionSpec<T>& a,
     const bool slides = spec.sliding_layers.empty() || spec.sliding_layers[layer];
     if (spec.sliding_window && slides && tokens > *spec.sliding_window && !a.window.bounded()) {
         a.window.left = static_cast<std::int64_t>(*spec.sliding_window) - 1; // i - W < j <= i
+    }
+    if (spec.attention_scale && !a.scale) { // Gemma 2/3: query_pre_attn_scalar^-0.5
+        a.scale = static_cast<T>(*spec.attention_scale);
+    }
+    if (spec.softcap && !a.softcap) {
+        a.softcap = static_cast<T>(*spec.softcap);
+    }
+    if (spec.arch.alibi && a.alibi_slopes.empty()) { // BLOOM's build_alibi_tensor
+        a.alibi_slopes = alibi_default_slopes<T>(spec.heads);
     }
     if (!spec.scale_attn_weights || spec.scale_attn_by_inverse_layer_idx) {
         double scale =
@@ -203,6 +212,7 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
         ls.attention.causal = Causal::top_left; // the decoder's own mask
     }
     ls.rope = spec.rope ? &*spec.rope : nullptr;
+    ls.qk_norm_scope = spec.arch.qk_norm_scope;
     const BlockSpec block{spec.residual, spec.activation};
 
     BasicTensor3<T> x =
@@ -220,6 +230,9 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
         const bool keep = std::find(selected.begin(), selected.end(), l) != selected.end();
         BasicLayerSpec<T> layer = ls;
         layer_attention(layer.attention, spec, l, run.ids.shape()[1]);
+        if (spec.local_rope && !spec.sliding_layers.empty() && spec.sliding_layers[l]) {
+            layer.rope = &*spec.local_rope; // Gemma 3's sliding layers
+        }
         std::optional<WeightsDestination<T>> slot; // this layer's part of the weights file
         if constexpr (std::is_same_v<T, float>) {
             layer.attention.weights_to = nullptr;
@@ -467,15 +480,24 @@ Solution solve_model_run(const ModelRun& run, const SolveOptions& options) {
 std::vector<std::string> model_run_plan(const ModelRun& run) {
     std::vector<std::string> out = model::describe_model(run.spec);
     const model::Architecture& a = run.spec.arch;
+    // "norm(inner)", or inner alone for a norm the block does not have (OLMo 2's pre-norms).
+    const auto around = [](const std::string& norm, const std::string& inner) {
+        return norm.empty() ? inner : norm + "(" + inner + ")";
+    };
+    const std::string mlp = a.router.empty() ? "mlp" : "experts";
     out.push_back(
         "every layer: " + model::layer_prefix(run.spec, 0) + " with {} = 0 .. " +
         std::to_string(run.spec.layers - 1) + ": " +
         (run.spec.residual == Residual::post_norm
-             ? "h = " + a.attention_norm + "(x + attn(x)); y = " + a.mlp_norm + "(h + mlp(h))"
+             ? "h = " + a.attention_norm + "(x + attn(x)); y = " + a.mlp_norm + "(h + " + mlp +
+                   "(h))"
          : run.spec.residual == Residual::parallel
-             ? "y = x + attn(" + a.attention_norm + "(x)) + mlp(" +
+             ? "y = x + attn(" + a.attention_norm + "(x)) + " + mlp + "(" +
                    (a.mlp_norm.empty() ? a.attention_norm : a.mlp_norm) + "(x))"
-             : "h = x + attn(" + a.attention_norm + "(x)); y = h + mlp(" + a.mlp_norm + "(h))"));
+             : "h = x + " +
+                   around(a.attention_post_norm, "attn(" + around(a.attention_norm, "x") + ")") +
+                   "; y = h + " +
+                   around(a.mlp_post_norm, mlp + "(" + around(a.mlp_norm, "h") + ")")));
     out.push_back("final norm: " + (a.final_norm.empty() ? std::string("none") : a.final_norm));
     return out;
 }

@@ -28,6 +28,9 @@ enum class QkvLayout {
     conv1d_fused,   ///< GPT-2 c_attn: one Conv1D [E, 3E] (columns q|k|v) + bias [3E]
     per_head_fused, ///< GPT-NeoX query_key_value [H·3D, E]: per head q|k|v rows (view(H, 3D))
     rows_fused,     ///< Phi-3 qkv_proj [(H + 2·Hkv)·D, E]: rows q, then k, then v
+    /// Falcon's new_decoder_architecture query_key_value [(H + 2·Hkv)·D, E]: per key/value
+    /// head (view(Hkv, H/Hkv + 2, D)) its H/Hkv query heads, then k, then v
+    group_fused,
 };
 
 /// How the MLP's weights are stored.
@@ -64,10 +67,20 @@ struct Architecture {
     std::string q, k, v;              ///< separate: "attn.q_proj"; fused: the one tensor in q
     std::string o;                    ///< output projection "attn.c_proj"
     std::string attention_norm, mlp_norm; ///< "ln_1", "ln_2" (see Residual for where)
-    std::string up, gate, down;           ///< gated_fused: the fused tensor in up
-    std::string final_norm;               ///< "ln_f"; empty: none (BERT)
-    std::string activation_key;           ///< config key naming the MLP's activation
-    std::string default_activation;       ///< ACT2FN name when the config does not say
+    /// Norms on attention's and the MLP's outputs before their residual (pre_norm only):
+    /// Gemma 2's and OLMo 2's "post_attention_layernorm", "post_feedforward_layernorm".
+    std::string attention_post_norm, mlp_post_norm;
+    std::string q_norm, k_norm; ///< the projected Q's and K's norms: "self_attn.q_norm"
+    /// A mixture of experts (when `router` is set): the router "block_sparse_moe.gate",
+    /// expert e's tensors under `expert` with "{}" = e ("block_sparse_moe.experts.{}.")
+    /// named expert_gate, expert_up, expert_down ("w1", "w3", "w2"); Qwen2-MoE's shared
+    /// expert (its gate_proj, up_proj, down_proj under "mlp.shared_expert.") and its gate.
+    std::string router, expert, expert_gate, expert_up, expert_down;
+    std::string shared_expert, shared_expert_gate;
+    std::string up, gate, down;     ///< gated_fused: the fused tensor in up
+    std::string final_norm;         ///< "ln_f"; empty: none (BERT)
+    std::string activation_key;     ///< config key naming the MLP's activation
+    std::string default_activation; ///< ACT2FN name when the config does not say
     // Numbers.
     double norm_weight_offset = 0.0;     ///< Gemma: RMSNorm scales by (1 + w)
     double default_norm_eps = 1e-5;      ///< when the config does not say
@@ -75,6 +88,7 @@ struct Architecture {
     std::size_t position_offset = 0;     ///< OPT: 2
     std::size_t default_head_dim = 0;    ///< GemmaConfig's head_dim 256; 0: hidden / heads
     std::size_t default_rotary_dim = 0;  ///< GPTJConfig's rotary_dim 64; 0: the head dim
+    double default_rope_theta = 0.0;     ///< Gemma3TextConfig's 1e6; 0: RopeSpec's
     // Kinds.
     QkvLayout qkv = QkvLayout::separate;
     MlpLayout mlp = MlpLayout::plain;
@@ -82,12 +96,14 @@ struct Architecture {
     Residual residual = Residual::pre_norm;
     RopeStyle rope_style = RopeStyle::neox;
     PositionScheme positions = PositionScheme::none;
+    QkNormScope qk_norm_scope = QkNormScope::head; ///< what q_norm, k_norm normalize
     // Flags.
     bool o_conv1d = false;         ///< GPT-2 Conv1D c_proj [in, out]
     bool fixed_norm_eps = false;   ///< DistilBERT, OPT: eps is the code's, not the config's
     bool causal = true;            ///< the decoder's own causal mask
     bool rope = false;             ///< RoPE on Q and K (style rope_style)
     bool embed_scale_sqrt = false; ///< Gemma: embeddings · √E (in the model's dtype)
+    bool alibi = false;            ///< BLOOM: ALiBi (alibi_default_slopes) on the scores
 };
 
 /// The architectures attn knows, in the order messages list them.
@@ -111,6 +127,18 @@ struct ModelSpec {
     std::optional<std::size_t> sliding_window;
     /// The layers the window applies to (sliding_layers[l]); empty: every layer.
     std::vector<bool> sliding_layers;
+    /// Gemma 3: the sliding layers' own RoPE (rope_local_base_freq, unscaled).
+    std::optional<RopeSpec> local_rope;
+    /// Gemma 2/3: query_pre_attn_scalar^-0.5 instead of 1/√D.
+    std::optional<double> attention_scale;
+    /// Gemma 2/3: attn_logit_softcapping (scores = cap·tanh(scores / cap)).
+    std::optional<double> softcap;
+    /// A mixture of experts (arch.router): the experts, how many each token takes, whether
+    /// their weights are renormalized; the layers with the dense MLP instead
+    /// (dense_layers[l]; empty: none).
+    std::size_t experts = 0, experts_per_token = 0;
+    bool normalize_experts = true;
+    std::vector<bool> dense_layers;
     std::size_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0;
     double norm_eps = 1e-5;
     std::int64_t pad_token_id = 1; ///< RoBERTa positions
@@ -121,7 +149,7 @@ struct ModelSpec {
 };
 
 /// The ACT2FN names attn computes: gelu, gelu_python, gelu_new, gelu_pytorch_tanh, relu,
-/// silu, swish.
+/// silu, swish; and bloom_gelu (BloomGelu, BLOOM's own, named so here).
 /// Throws InputError("WHERE: activation 'X' is not supported (supported: ...)").
 Activation parse_activation(std::string_view name, std::string_view where);
 

@@ -9,6 +9,7 @@ and .npz agree; the --html page; bad input: one line, exit 2, nothing written.
 
 /usr/bin/python3 tests/cli/compare_test.py PATH/TO/attn [--case NAME] | --list
 """
+import base64
 import csv
 import html.parser
 import io
@@ -17,6 +18,7 @@ import os
 import re
 import shutil
 import sys
+import zlib
 
 import numpy as np
 
@@ -260,7 +262,7 @@ class _Parser(html.parser.HTMLParser):
         self.tags.append(tag)
 
 
-@test("--html: one self-contained page with the js grid and A, B, |A-B| per head")
+@test("--html: one self-contained page with the js grid and A, B, A-B (signed, rdbu) per head")
 def _html():
     fa, _ = model("cmp-gpt2", "gpt2", 7)
     fb, _ = model("cmp-llama", "llama", 11)
@@ -274,7 +276,48 @@ def _html():
         check(name + ": parses, with the grid table and the view's canvas",
               "table" in p.tags and "canvas" in p.tags and "script" in p.tags, str(p.tags[:20]))
         check(name + ": nothing to fetch", "://" not in text, "")
-        check(name + ": A, B and |A-B| panels", "|A-B|" in text, "")
+        check(name + ": A, B and A-B panels", " A-B" in text, "")
+        _check_signed_panels(name, text)
+
+
+def _view_parts(text):
+    """The view's meta and each panel's (colour indices, exact float32 values)."""
+    meta = json.loads(re.search(r'<script type="application/json" id="meta">(.*?)</script>',
+                                text, re.S).group(1))
+    n = meta["rows"] * meta["cols"]
+    panels = []
+    for k in range(len(meta["panels"])):
+        data = zlib.decompress(base64.b64decode(
+            re.search(r'id="p%d">(.*?)</script>' % k, text, re.S).group(1)))
+        skip = n * (2 if meta["hasState"] else 1)
+        panels.append((np.frombuffer(data[:n], dtype=np.uint8),
+                       np.frombuffer(data[skip:skip + 4 * n], dtype="<f4")))
+    return meta, panels
+
+
+def _check_signed_panels(name, text):
+    """Every third panel is A - B of the two before it, on rdbu over [-m, m] (m the largest
+    |A - B| shown), coloured by matplotlib's index rule; A and B keep the page's scale."""
+    meta, panels = _view_parts(text)
+    scales = meta.get("panelScales") or []
+    diffs = [k for k in range(len(panels)) if k % 3 == 2]
+    check(name + ": only the A-B panels have their own scale",
+          len(scales) == len(panels) and all((scales[k] is not None) == (k in diffs)
+                                             for k in range(len(panels))), str(scales)[:200])
+    if not diffs or len(scales) != len(panels):
+        return
+    m = max(float(np.abs(panels[k - 2][1] - panels[k - 1][1]).max()) for k in diffs)
+    for k in diffs:
+        a, b = panels[k - 2][1], panels[k - 1][1]
+        sc = scales[k]
+        check(name + ": panel %d is A - B, exactly" % k, np.array_equal(panels[k][1], a - b), "")
+        check(name + ": rdbu over [-m, m], m = the largest |A - B| shown",
+              sc["cmap"] == "rdbu" and not sc["reversed"] and
+              np.isclose(sc["vmax"], m, rtol=1e-6) and sc["vmin"] == -sc["vmax"], str(sc))
+        t = (panels[k][1].astype(np.float64) + sc["vmax"]) / (2 * sc["vmax"])
+        want = np.where(t > 0, np.minimum(np.floor(t * 256), 255), 0).astype(np.uint8)
+        check(name + ": panel %d's colours: matplotlib's index of (d + m) / 2m" % k,
+              np.array_equal(panels[k][0], want), "")
 
 
 @test("bad input: one line, exit 2, nothing written")

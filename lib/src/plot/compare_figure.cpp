@@ -1,6 +1,6 @@
 // The comparison page (attn/plot/compare_figure.hpp): a section of our own (the js grid as
 // a table coloured by viridis, the ranked cells) put at the top of the heatmap view's page,
-// whose panels are A, B and |A - B| of the most different heads.
+// whose panels are A, B and A - B (signed, on a diverging colormap) of the most different heads.
 #include "attn/plot/compare_figure.hpp"
 
 #include "attn/render/colormap.hpp"
@@ -98,7 +98,8 @@ std::string grid_section(const problem::AttentionComparison& c, const CompareFig
              g4(c.values[1][x]) + ", max_abs " + g4(c.values[2][x]) + ", top1 " +
              g4(c.values[3][x]) + ", topk " + g4(c.values[4][x]) + "</li>";
     }
-    s += "</ol><p>Below: per head, A, B and |A &minus; B| (batch row 0), most different "
+    s += "</ol><p>Below: per head, A, B and A &minus; B (batch row 0; A &minus; B on a "
+         "diverging scale, red where B is larger, blue where A is), most different "
          "first.</p></section>\n";
     return s;
 }
@@ -115,6 +116,7 @@ std::vector<std::uint8_t> compare_html(const problem::AttentionComparison& c,
     const std::size_t shown = std::max<std::size_t>(
         1, std::min(order.size(), budget / std::max<std::size_t>(1, 3 * map)));
     std::vector<std::vector<float>> diffs(std::min(shown, order.size()));
+    float largest = 0.0F;
     render::HeatmapInput h;
     h.rows = L.lq;
     h.cols = L.lk;
@@ -128,12 +130,19 @@ std::vector<std::uint8_t> compare_html(const problem::AttentionComparison& c,
         const std::span<const float> b = in.b.subspan(at, map);
         diffs[r].resize(map);
         for (std::size_t e = 0; e < map; ++e) {
-            diffs[r][e] = std::fabs(a[e] - b[e]);
+            diffs[r][e] = a[e] - b[e];
+            largest = std::max(largest, std::fabs(diffs[r][e]));
         }
         const std::string name = cell_name(c, x);
         h.panels.push_back({name + " A", a, {}});
         h.panels.push_back({name + " B", b, {}});
-        h.panels.push_back({name + " |A-B|", diffs[r], {}});
+        h.panels.push_back({name + " A-B", diffs[r], {}});
+    }
+    // A - B on the diverging rdbu, white at 0, one range symmetric about 0 for every head
+    // shown (the largest |A - B| among them), so their colours compare.
+    const double m = largest > 0.0F ? static_cast<double>(largest) : 1.0;
+    for (std::size_t r = 0; r < diffs.size(); ++r) {
+        h.panels[3 * r + 2].scale = render::PanelScale{"rdbu", -m, m};
     }
     render::HeatmapOptions o;
     o.title = "attn compare: " + in.name_a + " vs " + in.name_b;

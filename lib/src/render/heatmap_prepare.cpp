@@ -279,7 +279,9 @@ ColorNorm full_range(const HeatmapInput& in,
                 for (std::size_t i = 0; i < p.values.size(); ++i) {
                     if (p.masked.empty() || p.masked[i] == 0) {
                         state = state || std::isnan(p.values[i]);
-                        f(p.values[i]);
+                        if (!p.scale) { // a panel with its own range (the HTML view) is not in it
+                            f(p.values[i]);
+                        }
                     } else {
                         state = true;
                     }
@@ -323,6 +325,12 @@ PreparedHeatmap prepare_heatmap(const HeatmapInput& in,
                                 std::size_t max_rows,
                                 std::size_t max_cols) {
     detail::validate_heatmap(in, o);
+    for (const HeatmapPanel& p : in.panels) {
+        if (p.scale) {
+            throw InputError("heatmap: panel '" + p.title +
+                             "' has a colour scale of its own, which only the HTML view draws");
+        }
+    }
     PreparedHeatmap out;
     out.pool_rows = ceil_div(in.rows, std::max<std::size_t>(1, max_rows));
     out.pool_cols = ceil_div(in.cols, std::max<std::size_t>(1, max_cols));

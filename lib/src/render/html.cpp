@@ -52,10 +52,36 @@ std::string json_colorbar_ticks(const ColorNorm& norm, double height) {
     return out + "]";
 }
 
+/// ,"panelScales":[null | {"cmap", "reversed", "vmin", "vmax", "ticks"}, ...]: the panels
+/// with a colour scale of their own, which the page shows (and its colorbar) in it.
+std::string panel_scales_json(const HeatmapInput& in) {
+    std::string s = ",\"panelScales\":[";
+    for (std::size_t p = 0; p < in.panels.size(); ++p) {
+        s += p == 0 ? "" : ",";
+        const std::optional<PanelScale>& sc = in.panels[p].scale;
+        if (!sc) {
+            s += "null";
+            continue;
+        }
+        const std::optional<Colormap> cmap = find_colormap(sc->colormap);
+        ATTN_ASSERT(cmap.has_value() && sc->vmax > sc->vmin);
+        const std::string base =
+            cmap->reversed ? cmap->name.substr(0, cmap->name.size() - 2) : cmap->name;
+        const ColorNorm norm{sc->vmin, sc->vmax, ColorScale::linear};
+        s += "{\"cmap\":" + json_string(base) +
+             ",\"reversed\":" + (cmap->reversed ? "true" : "false") +
+             ",\"vmin\":" + json_number(sc->vmin) + ",\"vmax\":" + json_number(sc->vmax) +
+             ",\"ticks\":" + json_colorbar_ticks(norm, 240.0) + "}";
+    }
+    return s + "]";
+}
+
 /// One panel's cells as the page reads them: colour index per cell, then (with states)
 /// 0 value / 1 masked / 2 NaN per cell, then (exact) the float32 values.
 std::vector<std::uint8_t>
-panel_block(const HeatmapPanel& p, const ColorNorm& norm, bool states, bool exact) {
+panel_block(const HeatmapPanel& p, const ColorNorm& figure_norm, bool states, bool exact) {
+    const ColorNorm norm =
+        p.scale ? ColorNorm{p.scale->vmin, p.scale->vmax, ColorScale::linear} : figure_norm;
     const std::size_t n = p.values.size();
     std::vector<std::uint8_t> out(n * (std::size_t{1} + (states ? 1U : 0U) + (exact ? 4U : 0U)));
     for (std::size_t k = 0; k < n; ++k) {
@@ -207,7 +233,15 @@ void append_element(std::vector<std::uint8_t>& page,
 
 std::vector<std::uint8_t>
 heatmap_html_bytes(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLimits& limits) {
+    const bool own_scales = std::any_of(in.panels.begin(),
+                                        in.panels.end(),
+                                        [](const HeatmapPanel& p) { return p.scale.has_value(); });
     if (is_long_view(in.rows, in.cols)) {
+        if (own_scales) {
+            throw InputError("HTML view: a panel with a colour scale of its own (attn compare's "
+                             "A - B) needs a map of at most 4096 x 4096, not " +
+                             std::to_string(in.rows) + " x " + std::to_string(in.cols));
+        }
         return long_view_html_bytes(in, o, o.view_top_k);
     }
     const std::size_t plane = in.rows * in.cols;
@@ -232,6 +266,9 @@ heatmap_html_bytes(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLi
     flags.max_exact_cells = limits.max_exact_cells;
     flags.states = states;
     flags.reserve = cells / 2;
+    if (own_scales) {
+        flags.extra_meta = panel_scales_json(in);
+    }
     // Level 1 for large maps: the attention weights' runs compress nearly as well, 5x faster.
     const int level = cells > (std::size_t{1} << 24) ? 1 : 6;
     // Each panel's block compressed as it is made (`threads` panels' cells in memory at a

@@ -29,10 +29,19 @@ ColorScale color_scale_named(const std::string& name);
 PoolMode pool_mode_named(const std::string& name);
 
 /// One map of rows x cols weights (row-major), e.g. one head.
+/// A panel's own colour scale: its colormap and linear range, for a panel that shows another
+/// quantity than the others (attn compare's signed A - B beside A and B). The HTML view of
+/// maps up to 4096 x 4096 only; the PNG and the long view refuse it.
+struct PanelScale {
+    std::string colormap; ///< see colormap_names(); "_r" reverses
+    double vmin = 0.0, vmax = 1.0;
+};
+
 struct HeatmapPanel {
     std::string title;                    ///< e.g. "head 3"; shown when there are 2+ panels
     std::span<const float> values;        ///< rows·cols
     std::span<const std::uint8_t> masked; ///< empty, or rows·cols with 1 = masked
+    std::optional<PanelScale> scale{};    ///< empty: the figure's colormap and range
 };
 
 /// What to draw: panels of equal shape [rows = Lq, cols = Lk] and their labels.

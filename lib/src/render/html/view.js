@@ -58,13 +58,37 @@
   }
 
   // ---- colours -------------------------------------------------------------------
-  function setColormap(name, reversed) {
-    const t = bytesOf(meta.tables[name]);
-    lut = new Uint8Array(256 * 3);
+  function tableLut(name, reversed) {
+    const t = bytesOf(meta.tables[name]), out = new Uint8Array(256 * 3);
     for (let i = 0; i < 256; i++) {
       const k = reversed ? 255 - i : i;
-      lut.set(t.subarray(k * 3, k * 3 + 3), i * 3);
+      out.set(t.subarray(k * 3, k * 3 + 3), i * 3);
     }
+    return out;
+  }
+  // A panel with a colour scale of its own (meta.panelScales[p]: attn compare's A - B) keeps
+  // its colormap and range whatever the menu says; the others take the menu's colormap and
+  // the page's range. The shown panel's scale is the one norm, the colorbar and hover use.
+  const BASE_SCALE = { vmin: meta.vmin, vmax: meta.vmax, scale: meta.scale, ticks: meta.ticks };
+  const ownScale = (p) => (meta.panelScales && meta.panelScales[p]) || null;
+  let baseLut = null;
+  const ownLuts = new Map();
+  function lutOf(p) {
+    const s = ownScale(p);
+    if (!s) return baseLut;
+    if (!ownLuts.has(p)) ownLuts.set(p, tableLut(s.cmap, s.reversed));
+    return ownLuts.get(p);
+  }
+  function setColormap(name, reversed) {
+    baseLut = tableLut(name, reversed);
+    lut = lutOf(view.panel);
+  }
+  function useScale(p) {
+    const s = ownScale(p) || BASE_SCALE;
+    meta.vmin = s.vmin; meta.vmax = s.vmax; meta.scale = s.scale || "linear"; meta.ticks = s.ticks;
+    lut = lutOf(p);
+    for (let b = 0; b < 256; b++) binValue[b] = unnorm((b + 0.5) / 256);
+    drawColorbar();
   }
   function norm(v) {
     if (meta.scale === "log") {
@@ -505,7 +529,7 @@
     }
     const n = TW * TH, from = view.pool === "mean" ? P * n : 0, st = 2 * P * n;
     for (let p = 0; p < P; p++) {
-      const c = box.children[p].querySelector("canvas");
+      const c = box.children[p].querySelector("canvas"), lut = lutOf(p);
       c.width = TW; c.height = TH;
       const img = new ImageData(TW, TH), px = img.data;
       for (let q = 0; q < n; q++) {
@@ -550,6 +574,7 @@
     p = (p + P) % P;
     const d = await panelData(p);
     view.panel = p; index = d.index; state = d.state; exact = d.exact; lp = d.long || null;
+    if (meta.panelScales) useScale(p);
     if (headView) headView.setGroup(groupOf(p));
     redraw();
     // In the census page's frame: which panel shows (the page checks its pick arrived).

@@ -172,11 +172,12 @@ BasicTensor3<T> linear_of(const BasicTensor3<T>& x,
                           const char* what,
                           unsigned threads,
                           Simd simd) {
-    if (stored) {
-        if constexpr (std::is_same_v<T, float>) {
+    if constexpr (std::is_same_v<T, float>) {
+        if (stored) {
             return linear(x, *stored, b, what, threads, simd);
         }
-        ATTN_ASSERT(!"a float64 run holds no stored weight");
+    } else {
+        ATTN_ASSERT(!stored); // a float64 run holds no stored weight
     }
     return linear(x, w, b, what, threads);
 }

@@ -48,7 +48,7 @@ void bm_stored(benchmark::State& state, std::uint32_t type, attn::Simd simd) {
     std::vector<float> y(kRowsX * m);
     for (auto _ : state) {
         attn::model::stored_matmul(
-            x, kRowsX, {type, m, kCols, w}, y, {.threads = threads, .simd = simd});
+            x, kRowsX, {type, m, kCols, w, {}}, y, {.threads = threads, .simd = simd});
         benchmark::DoNotOptimize(y.data());
         benchmark::ClobberMemory();
     }
@@ -106,7 +106,7 @@ bool verify(const std::vector<attn::Simd>& targets) {
         attn::model::dequantize_ggml(type, bytes, w);
         for (const attn::Simd simd : targets) {
             std::vector<float> y(n * m);
-            attn::model::stored_matmul(x, n, {type, m, k, bytes}, y, {.simd = simd});
+            attn::model::stored_matmul(x, n, {type, m, k, bytes, {}}, y, {.simd = simd});
             for (std::size_t e = 0; e < y.size(); ++e) {
                 double sum = 0;
                 double abs = 0;

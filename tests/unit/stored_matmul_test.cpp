@@ -113,7 +113,7 @@ TEST_P(StoredMatmul, MatchesFloat64OfTheDequantizedWeightsWithinTheSummationBoun
         const std::vector<float> x = random_x(s.n * s.k, ++seed);
         const Reference want = reference(x, w, s);
         std::vector<float> y(s.n * s.m, std::numeric_limits<float>::quiet_NaN());
-        stored_matmul(x, s.n, {type, s.m, s.k, bytes}, y, {.threads = 1, .simd = simd});
+        stored_matmul(x, s.n, {type, s.m, s.k, bytes, {}}, y, {.threads = 1, .simd = simd});
         for (std::size_t e = 0; e < y.size(); ++e) {
             const double err = std::fabs(static_cast<double>(y[e]) - want.y[e]);
             ASSERT_LE(err, bound(s.k, want.abs[e]))
@@ -139,7 +139,7 @@ TEST_P(StoredMatmul, DequantizesAsDequantizeGgmlDoes) {
         x[i * k + i] = 1.0F;
     }
     std::vector<float> y(k * m);
-    stored_matmul(x, k, {type, m, k, bytes}, y, {.threads = 1, .simd = simd});
+    stored_matmul(x, k, {type, m, k, bytes, {}}, y, {.threads = 1, .simd = simd});
     for (std::size_t i = 0; i < k; ++i) {
         for (std::size_t j = 0; j < m; ++j) {
             ASSERT_EQ(y[i * m + j], w[j * k + i]) << "W[" << j << ", " << i << "]";
@@ -153,10 +153,11 @@ TEST_P(StoredMatmul, ResultsDoNotDependOnTheThreadCount) {
     const std::vector<std::uint8_t> bytes = random_ggml_blocks(type, s.m * s.k, 7);
     const std::vector<float> x = random_x(s.n * s.k, 8);
     std::vector<float> one(s.n * s.m);
-    stored_matmul(x, s.n, {type, s.m, s.k, bytes}, one, {.threads = 1, .simd = simd});
+    stored_matmul(x, s.n, {type, s.m, s.k, bytes, {}}, one, {.threads = 1, .simd = simd});
     for (const unsigned threads : {2u, 3u}) {
         std::vector<float> many(s.n * s.m);
-        stored_matmul(x, s.n, {type, s.m, s.k, bytes}, many, {.threads = threads, .simd = simd});
+        stored_matmul(
+            x, s.n, {type, s.m, s.k, bytes, {}}, many, {.threads = threads, .simd = simd});
         EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)), 0)
             << threads << " threads";
     }
@@ -177,24 +178,24 @@ TEST(StoredMatmulErrors, NameWhatDoesNotFit) {
     const std::vector<std::uint8_t> q8(std::size_t{34} * 2); // two Q8_0 blocks: [2, 32] or [1, 64]
     const std::vector<float> x(std::size_t{2} * 32);
     std::vector<float> y(std::size_t{2} * 2);
-    stored_matmul(x, 2, {8, 2, 32, q8}, y); // fits
-    EXPECT_INPUT_ERROR(stored_matmul(x, 2, {9, 2, 32, q8}, y),
+    stored_matmul(x, 2, {8, 2, 32, q8, {}}, y); // fits
+    EXPECT_INPUT_ERROR(stored_matmul(x, 2, {9, 2, 32, q8, {}}, y),
                        "weight type: expected one of F32, .*, got Q8_1");
-    EXPECT_INPUT_ERROR(stored_matmul(x, 2, {8, 1, 48, q8}, y),
+    EXPECT_INPUT_ERROR(stored_matmul(x, 2, {8, 1, 48, q8, {}}, y),
                        "weight columns: expected a multiple of 32 for Q8_0, got 48");
-    EXPECT_INPUT_ERROR(stored_matmul(x, 2, {8, 3, 32, q8}, y),
+    EXPECT_INPUT_ERROR(stored_matmul(x, 2, {8, 3, 32, q8, {}}, y),
                        "weight bytes: expected 102, got 68");
-    EXPECT_INPUT_ERROR(stored_matmul(x, 3, {8, 2, 32, q8}, y),
+    EXPECT_INPUT_ERROR(stored_matmul(x, 3, {8, 2, 32, q8, {}}, y),
                        R"(x: expected shape \[3, 32\], got \[64\])");
     const std::size_t huge = std::numeric_limits<std::size_t>::max() / 2;
-    EXPECT_INPUT_ERROR(stored_matmul(x, 2, {8, huge, 64, q8}, y),
+    EXPECT_INPUT_ERROR(stored_matmul(x, 2, {8, huge, 64, q8, {}}, y),
                        "weight bytes: expected a size that fits in 64 bits, got " +
                            std::to_string(huge) + " x 68");
-    EXPECT_INPUT_ERROR(stored_matmul(x, huge, {8, 2, 32, q8}, y),
+    EXPECT_INPUT_ERROR(stored_matmul(x, huge, {8, 2, 32, q8, {}}, y),
                        "x: expected a size that fits in 64 bits, got " + std::to_string(huge) +
                            " x 32");
     std::vector<float> y_short(3);
-    EXPECT_INPUT_ERROR(stored_matmul(x, 2, {8, 2, 32, q8}, y_short),
+    EXPECT_INPUT_ERROR(stored_matmul(x, 2, {8, 2, 32, q8, {}}, y_short),
                        R"(y: expected shape \[2, 2\], got \[3\])");
 }
 

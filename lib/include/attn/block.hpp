@@ -41,6 +41,9 @@ enum class Residual {
 ///   up    [I, E]   up_bias    [I]
 ///   gate  [I, E]   gate_bias  [I]
 ///   down  [E, I]   down_bias  [E]
+/// stored_up, stored_gate, stored_down (float32 runs of a model file): the weight as its
+/// file stores it (attn/stored_weight.hpp), used instead of up, gate, down (then empty or
+/// absent); a gated MLP has gate or stored_gate.
 template <class T> struct BasicMlp {
     BasicMatrix<T> up;
     std::optional<BasicVector<T>> up_bias;
@@ -48,6 +51,7 @@ template <class T> struct BasicMlp {
     std::optional<BasicVector<T>> gate_bias;
     BasicMatrix<T> down;
     std::optional<BasicVector<T>> down_bias;
+    std::optional<StoredWeight> stored_up, stored_gate, stored_down;
 };
 
 /// A routed mixture of experts in place of the MLP (Mixtral's MixtralSparseMoeBlock,
@@ -112,12 +116,15 @@ template <class T> struct BasicBlockResult {
 /// The activation applied in place to `n` values (each computed in double, rounded once).
 template <class T> void activate(T* x, std::size_t n, Activation a);
 
-/// The MLP over x [B, L, E] -> [B, L, E] (BLAS GEMMs on `threads` threads, 0: every
-/// hardware thread; as linear()). Throws InputError naming the weight
-/// whose shape does not fit ("mlp.up: ...").
+/// The MLP over x [B, L, E] -> [B, L, E] (BLAS GEMMs, or the stored weights' products on
+/// SIMD target `simd`, on `threads` threads, 0: every hardware thread; as linear()).
+/// Throws InputError naming the weight whose shape does not fit ("mlp.up: ...").
 template <class T>
-BasicTensor3<T>
-mlp_forward(const BasicTensor3<T>& x, const BasicMlp<T>& mlp, Activation a, unsigned threads = 1);
+BasicTensor3<T> mlp_forward(const BasicTensor3<T>& x,
+                            const BasicMlp<T>& mlp,
+                            Activation a,
+                            unsigned threads = 1,
+                            Simd simd = Simd::best);
 
 /// The mixture of experts over x [B, L, E] -> [B, L, E] (BasicMoe). Throws InputError
 /// naming the weight whose shape does not fit, or when top_k is 0 or above the experts.

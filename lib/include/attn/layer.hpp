@@ -8,6 +8,7 @@
 #include "attn/error.hpp"
 #include "attn/norm.hpp"
 #include "attn/rope.hpp"
+#include "attn/stored_weight.hpp"
 #include "attn/tensor.hpp"
 
 #include <array>
@@ -27,9 +28,12 @@ namespace attn {
 ///   w_v  [Hkv·Dv, Ev]  b_v  [Hkv·Dv]
 ///   w_o  [Eo, H·Dv]    b_o  [Eo]
 /// A bias without its weight has the source's features (b_q [Eq], ...; b_o [H·Dv]).
+/// stored_q, ... (float32 runs of a model file): the same weight as its file stores it,
+/// multiplied there (attn/stored_weight.hpp); set instead of w_q, ..., never with it.
 template <class T> struct BasicProjections {
     std::optional<xt::xtensor<T, 2>> w_q, w_k, w_v, w_o;
     std::optional<xt::xtensor<T, 1>> b_q, b_k, b_v, b_o;
+    std::optional<StoredWeight> stored_q, stored_k, stored_v, stored_o;
 };
 using Projections = BasicProjections<float>;
 

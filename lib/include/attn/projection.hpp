@@ -2,6 +2,7 @@
 // PyTorch nn.Linear: weight [out, in], y = x·wᵀ + b.
 #pragma once
 
+#include "attn/stored_weight.hpp"
 #include "attn/tensor.hpp"
 
 #include <optional>
@@ -31,6 +32,26 @@ Tensor3 linear(const Tensor3& x,
                const Vector* b,
                const char* what = "weight",
                unsigned threads = 1);
+
+/// y = x·Wᵀ + b with W as its model file stores it (w.multiply on SIMD target `simd`):
+/// linear()'s shapes, threads and errors.
+Tensor3 linear(const Tensor3& x,
+               const StoredWeight& w,
+               const Vector* b,
+               const char* what = "weight",
+               unsigned threads = 1,
+               Simd simd = Simd::best);
+
+/// linear() through `stored` when it is set, else through `w`: the one choice between a
+/// weight as stored and a float weight. A float64 run never holds a stored weight.
+template <class T>
+BasicTensor3<T> linear_of(const BasicTensor3<T>& x,
+                          const BasicMatrix<T>& w,
+                          const std::optional<StoredWeight>& stored,
+                          const BasicVector<T>* b,
+                          const char* what,
+                          unsigned threads,
+                          Simd simd);
 
 /// [B, L, H·Dh] -> [B, H, L, Dh]. Throws InputError if the feature size is not
 /// divisible by num_heads.

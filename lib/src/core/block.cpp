@@ -55,13 +55,20 @@ template <class T> void activate(T* x, std::size_t n, Activation a) {
 }
 
 template <class T>
-BasicTensor3<T>
-mlp_forward(const BasicTensor3<T>& x, const BasicMlp<T>& mlp, Activation a, unsigned threads) {
+BasicTensor3<T> mlp_forward(
+    const BasicTensor3<T>& x, const BasicMlp<T>& mlp, Activation a, unsigned threads, Simd simd) {
+    const auto bias = [](const std::optional<BasicVector<T>>& b) { return b ? &*b : nullptr; };
     BasicTensor3<T> up =
-        linear(x, mlp.up, mlp.up_bias ? &*mlp.up_bias : nullptr, "mlp.up", threads);
-    if (mlp.gate) {
-        BasicTensor3<T> gate =
-            linear(x, *mlp.gate, mlp.gate_bias ? &*mlp.gate_bias : nullptr, "mlp.gate", threads);
+        linear_of(x, mlp.up, mlp.stored_up, bias(mlp.up_bias), "mlp.up", threads, simd);
+    if (mlp.gate || mlp.stored_gate) {
+        static const BasicMatrix<T> none;
+        BasicTensor3<T> gate = linear_of(x,
+                                         mlp.gate ? *mlp.gate : none,
+                                         mlp.stored_gate,
+                                         bias(mlp.gate_bias),
+                                         "mlp.gate",
+                                         threads,
+                                         simd);
         activate(gate.data(), gate.size(), a);
         T* u = up.data();
         const T* g = gate.data();
@@ -71,7 +78,7 @@ mlp_forward(const BasicTensor3<T>& x, const BasicMlp<T>& mlp, Activation a, unsi
     } else {
         activate(up.data(), up.size(), a);
     }
-    return linear(up, mlp.down, mlp.down_bias ? &*mlp.down_bias : nullptr, "mlp.down", threads);
+    return linear_of(up, mlp.down, mlp.stored_down, bias(mlp.down_bias), "mlp.down", threads, simd);
 }
 
 template <class T>
@@ -84,10 +91,11 @@ BasicBlockResult<T> transformer_block(const BasicTensor3<T>& x,
     ls.projections = &w.attention;
     ls.q_norm = w.q_norm ? &*w.q_norm : nullptr;
     ls.k_norm = w.k_norm ? &*w.k_norm : nullptr;
-    const unsigned threads = layer.attention.threads; // the MLP's GEMM threads
+    const unsigned threads = layer.attention.threads; // the MLP's GEMM threads and target
+    const Simd simd = layer.attention.simd;
     const auto ffn = [&](const BasicTensor3<T>& h) {
         return w.moe ? moe_forward(h, *w.moe, spec.activation, threads)
-                     : mlp_forward(h, w.mlp, spec.activation, threads);
+                     : mlp_forward(h, w.mlp, spec.activation, threads, simd);
     };
     BasicBlockResult<T> r;
     switch (spec.residual) {
@@ -119,9 +127,9 @@ BasicBlockResult<T> transformer_block(const BasicTensor3<T>& x,
 template void activate<float>(float*, std::size_t, Activation);
 template void activate<double>(double*, std::size_t, Activation);
 template BasicTensor3<float>
-mlp_forward<float>(const BasicTensor3<float>&, const BasicMlp<float>&, Activation, unsigned);
-template BasicTensor3<double>
-mlp_forward<double>(const BasicTensor3<double>&, const BasicMlp<double>&, Activation, unsigned);
+mlp_forward<float>(const BasicTensor3<float>&, const BasicMlp<float>&, Activation, unsigned, Simd);
+template BasicTensor3<double> mlp_forward<double>(
+    const BasicTensor3<double>&, const BasicMlp<double>&, Activation, unsigned, Simd);
 template BasicBlockResult<float> transformer_block<float>(const BasicTensor3<float>&,
                                                           const BasicBlockWeights<float>&,
                                                           const BlockSpec&,

@@ -87,15 +87,28 @@ template BasicProjections<double> random_projections<double>(const RandomInit&);
 
 namespace {
 
+/// One projection's weight: float (w), as stored (stored), or absent (both empty).
+template <class T> struct Weight {
+    const std::optional<xt::xtensor<T, 2>>& w;
+    const std::optional<StoredWeight>& stored;
+};
+
 template <class T>
 xt::xtensor<T, 3> project(const xt::xtensor<T, 3>& x,
-                          const std::optional<xt::xtensor<T, 2>>& w,
+                          Weight<T> weight,
                           const std::optional<xt::xtensor<T, 1>>& b,
                           const char* w_name,
                           const char* b_name,
-                          unsigned threads) {
-    if (w) {
-        return linear(x, *w, b ? &*b : nullptr, w_name, threads);
+                          const BasicAttentionSpec<T>& run) {
+    static const xt::xtensor<T, 2> none;
+    if (weight.w || weight.stored) {
+        return linear_of(x,
+                         weight.w ? *weight.w : none,
+                         weight.stored,
+                         b ? &*b : nullptr,
+                         w_name,
+                         run.threads,
+                         run.simd);
     }
     if (b) {
         // A bias without a weight: identity projection plus the bias.
@@ -117,10 +130,11 @@ xt::xtensor<T, 3> project(const xt::xtensor<T, 3>& x,
 template <class T> struct LinearShape {
     std::optional<std::vector<std::size_t>> w;
     std::optional<std::size_t> b;
-    LinearShape(const std::optional<xt::xtensor<T, 2>>& weight,
-                const std::optional<xt::xtensor<T, 1>>& bias) {
-        if (weight) {
-            w = shape_of(*weight);
+    LinearShape(Weight<T> weight, const std::optional<xt::xtensor<T, 1>>& bias) {
+        if (weight.w) {
+            w = shape_of(*weight.w);
+        } else if (weight.stored) {
+            w = std::vector<std::size_t>{weight.stored->rows, weight.stored->cols};
         }
         if (bias) {
             b = bias->shape()[0];
@@ -146,7 +160,7 @@ BasicLayerResult<T> attend_layer_impl(const xt::xtensor<T, 3>& query,
     const auto normed = [&spec](const xt::xtensor<T, 3>& x) {
         return spec.norm != nullptr ? apply_norm(x, *spec.norm) : x;
     };
-    const unsigned threads = spec.attention.threads; // the GEMMs' (the kernels' run after)
+    const BasicAttentionSpec<T>& run = spec.attention; // the GEMMs' threads and SIMD target
     // The q/k norms (Qwen3, OLMo 2, ...): over each head's features or the whole projection.
     const auto qk_normed = [&spec](xt::xtensor<T, 3> x, const BasicNorm<T>* n, std::size_t h) {
         if (n == nullptr) {
@@ -156,10 +170,15 @@ BasicLayerResult<T> attend_layer_impl(const xt::xtensor<T, 3>& query,
                                                        : apply_norm(x, *n);
     };
     const xt::xtensor<T, 3> q =
-        qk_normed(project(normed(query), p.w_q, p.b_q, "w_q", "b_q", threads), spec.q_norm, plan.h);
+        qk_normed(project(normed(query), Weight<T>{p.w_q, p.stored_q}, p.b_q, "w_q", "b_q", run),
+                  spec.q_norm,
+                  plan.h);
     const xt::xtensor<T, 3> k =
-        qk_normed(project(normed(key), p.w_k, p.b_k, "w_k", "b_k", threads), spec.k_norm, plan.hkv);
-    const xt::xtensor<T, 3> v = project(normed(value), p.w_v, p.b_v, "w_v", "b_v", threads);
+        qk_normed(project(normed(key), Weight<T>{p.w_k, p.stored_k}, p.b_k, "w_k", "b_k", run),
+                  spec.k_norm,
+                  plan.hkv);
+    const xt::xtensor<T, 3> v =
+        project(normed(value), Weight<T>{p.w_v, p.stored_v}, p.b_v, "w_v", "b_v", run);
     xt::xtensor<T, 4> qh = split_heads(q, plan.h);
     xt::xtensor<T, 4> kh = split_heads(k, plan.hkv);
     const xt::xtensor<T, 4> vh = split_heads(v, plan.hkv);
@@ -170,10 +189,8 @@ BasicLayerResult<T> attend_layer_impl(const xt::xtensor<T, 3>& query,
     BasicAttentionResult<T> r = attend(qh, kh, vh, spec.attention);
     BasicLayerResult<T> out;
     out.output = merge_heads(r.output);
-    if (p.w_o) {
-        out.output = linear(out.output, *p.w_o, p.b_o ? &*p.b_o : nullptr, "w_o", threads);
-    } else if (p.b_o) {
-        out.output = project<T>(out.output, std::nullopt, p.b_o, "w_o", "b_o", threads);
+    if (p.w_o || p.stored_o || p.b_o) {
+        out.output = project(out.output, Weight<T>{p.w_o, p.stored_o}, p.b_o, "w_o", "b_o", run);
     }
     out.weights = std::move(r.weights);
     out.rows_fully_masked = r.rows_fully_masked;
@@ -234,18 +251,18 @@ LayerPlan plan_layer(const LayerShapes& shapes, const BasicProjections<T>* proje
 
     static const BasicProjections<T> none;
     const BasicProjections<T>& w = projections != nullptr ? *projections : none;
-    const auto features = [&size](const std::optional<xt::xtensor<T, 2>>& weight,
+    const auto features = [&size](Weight<T> weight,
                                   const std::optional<xt::xtensor<T, 1>>& bias,
                                   std::size_t in,
                                   const char* w_name,
                                   const char* b_name) {
         const LinearShape<T> shape(weight, bias);
         return size([&] { return shape.features(in, w_name, b_name); },
-                    weight ? weight->shape()[0] : in);
+                    shape.w ? (*shape.w)[0] : in);
     };
-    plan.pq = features(w.w_q, w.b_q, plan.eq, "w_q", "b_q");
-    plan.pk = features(w.w_k, w.b_k, plan.ek, "w_k", "b_k");
-    plan.pv = features(w.w_v, w.b_v, plan.ev, "w_v", "b_v");
+    plan.pq = features({w.w_q, w.stored_q}, w.b_q, plan.eq, "w_q", "b_q");
+    plan.pk = features({w.w_k, w.stored_k}, w.b_k, plan.ek, "w_k", "b_k");
+    plan.pv = features({w.w_v, w.stored_v}, w.b_v, plan.ev, "w_v", "b_v");
     const bool projected = projections != nullptr;
     const auto split = [&size](std::size_t f, std::size_t heads, const char* what) {
         return size([&] { return head_dim(f, heads, what); }, f / std::max<std::size_t>(heads, 1));
@@ -262,7 +279,7 @@ LayerPlan plan_layer(const LayerShapes& shapes, const BasicProjections<T>* proje
                         std::to_string(plan.h) + " heads)"));
     }
     plan.merged = plan.h * plan.dv;
-    plan.eo = features(w.w_o, w.b_o, plan.merged, "w_o", "b_o");
+    plan.eo = features({w.w_o, w.stored_o}, w.b_o, plan.merged, "w_o", "b_o");
     return plan;
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 namespace attn {
 
@@ -48,6 +49,20 @@ namespace {
 /// by the matrix's size, so slabs sized by the thread count would change the last bits).
 constexpr std::size_t kSlab = 128;
 
+/// y[r, j] += b[j] for every row r (b null: nothing).
+template <class T> void add_bias(xt::xtensor<T, 3>& y, const xt::xtensor<T, 1>* b) {
+    if (b == nullptr) {
+        return;
+    }
+    const std::size_t out = y.shape()[2];
+    T* row = y.data();
+    for (std::size_t r = 0; r < y.shape()[0] * y.shape()[1]; ++r, row += out) {
+        for (std::size_t j = 0; j < out; ++j) {
+            row[j] += (*b)(j);
+        }
+    }
+}
+
 template <class T>
 xt::xtensor<T, 3> linear_impl(const xt::xtensor<T, 3>& x,
                               const xt::xtensor<T, 2>& w,
@@ -83,14 +98,7 @@ xt::xtensor<T, 3> linear_impl(const xt::xtensor<T, 3>& x,
                      y.data() + r0 * out,
                      out);
     });
-    if (b != nullptr) {
-        T* row = y.data();
-        for (std::size_t r = 0; r < n_b * len; ++r, row += out) {
-            for (std::size_t j = 0; j < out; ++j) {
-                row[j] += (*b)(j);
-            }
-        }
-    }
+    add_bias(y, b);
     return y;
 }
 
@@ -137,6 +145,57 @@ Tensor3
 linear(const Tensor3& x, const Matrix& w, const Vector* b, const char* what, unsigned threads) {
     return linear_impl(x, w, b, what, threads);
 }
+
+Tensor3 linear(const Tensor3& x,
+               const StoredWeight& w,
+               const Vector* b,
+               const char* what,
+               unsigned threads,
+               Simd simd) {
+    const std::size_t in = x.shape()[2];
+    const std::vector<std::size_t> w_shape = {w.rows, w.cols};
+    const std::size_t b_size = b != nullptr ? b->shape()[0] : 0;
+    const std::size_t out =
+        linear_features(in, &w_shape, b != nullptr ? &b_size : nullptr, what, "");
+    auto y = Tensor3::from_shape({x.shape()[0], x.shape()[1], out});
+    const std::size_t rows = x.shape()[0] * x.shape()[1];
+    w.multiply({x.data(), x.size()}, rows, {y.data(), y.size()}, threads, simd);
+    add_bias(y, b);
+    return y;
+}
+
+template <class T>
+BasicTensor3<T> linear_of(const BasicTensor3<T>& x,
+                          const BasicMatrix<T>& w,
+                          const std::optional<StoredWeight>& stored,
+                          const BasicVector<T>* b,
+                          const char* what,
+                          unsigned threads,
+                          Simd simd) {
+    if constexpr (std::is_same_v<T, float>) {
+        if (stored) {
+            return linear(x, *stored, b, what, threads, simd);
+        }
+    } else {
+        ATTN_ASSERT(!stored); // a float64 run holds no stored weight
+    }
+    return linear(x, w, b, what, threads);
+}
+
+template Tensor3 linear_of<float>(const Tensor3&,
+                                  const Matrix&,
+                                  const std::optional<StoredWeight>&,
+                                  const Vector*,
+                                  const char*,
+                                  unsigned,
+                                  Simd);
+template BasicTensor3<double> linear_of<double>(const BasicTensor3<double>&,
+                                                const BasicMatrix<double>&,
+                                                const std::optional<StoredWeight>&,
+                                                const BasicVector<double>*,
+                                                const char*,
+                                                unsigned,
+                                                Simd);
 
 BasicTensor3<double> linear(const BasicTensor3<double>& x,
                             const BasicMatrix<double>& w,

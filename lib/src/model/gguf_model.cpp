@@ -356,27 +356,36 @@ nlohmann::json gguf_hf_config(const GgufHeader& h, std::string_view name_in, con
     return c;
 }
 
-void unpermute_rows(io::Array& w, std::size_t n_head, std::string_view what) {
-    const std::size_t rows = w.shape.empty() ? 0 : w.shape[0];
-    if (w.shape.empty() || w.shape.size() > 2 || n_head == 0 || rows % (2 * n_head) != 0) {
-        throw InputError(std::string(what) + ": shape " + shape_string(w.shape) +
+std::vector<std::size_t> unpermute_row_map(const std::vector<std::size_t>& shape,
+                                           std::size_t n_head,
+                                           std::string_view what) {
+    const std::size_t rows = shape.empty() ? 0 : shape[0];
+    if (shape.empty() || shape.size() > 2 || n_head == 0 || rows % (2 * n_head) != 0) {
+        throw InputError(std::string(what) + ": shape " + shape_string(shape) +
                          " does not split into " + std::to_string(n_head) +
                          " heads of even size (llama.cpp's Q/K permutation)");
     }
-    const std::size_t cols = w.shape.size() == 2 ? w.shape[1] : 1;
     const std::size_t head = rows / n_head;
     const std::size_t half = head / 2;
-    std::vector<float> out(w.values.size());
+    std::vector<std::size_t> map(rows);
     for (std::size_t h = 0; h < n_head; ++h) {
         for (std::size_t i = 0; i < half; ++i) {
             for (std::size_t j = 0; j < 2; ++j) {
-                const std::size_t from = h * head + 2 * i + j;  // the file's row
-                const std::size_t to = h * head + j * half + i; // the model's row
-                std::copy_n(w.values.begin() + static_cast<std::ptrdiff_t>(from * cols),
-                            cols,
-                            out.begin() + static_cast<std::ptrdiff_t>(to * cols));
+                map[h * head + j * half + i] = h * head + 2 * i + j; // model row <- file row
             }
         }
+    }
+    return map;
+}
+
+void unpermute_rows(io::Array& w, std::size_t n_head, std::string_view what) {
+    const std::vector<std::size_t> map = unpermute_row_map(w.shape, n_head, what);
+    const std::size_t cols = w.shape.size() == 2 ? w.shape[1] : 1;
+    std::vector<float> out(w.values.size());
+    for (std::size_t to = 0; to < map.size(); ++to) {
+        std::copy_n(w.values.begin() + static_cast<std::ptrdiff_t>(map[to] * cols),
+                    cols,
+                    out.begin() + static_cast<std::ptrdiff_t>(to * cols));
     }
     w.values = std::move(out);
 }

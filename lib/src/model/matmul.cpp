@@ -42,6 +42,27 @@ std::size_t size_product(std::size_t a, std::size_t b, std::string_view what) {
     return out;
 }
 
+/// The checks of a row map: one entry per row of W, each a row `bytes` holds whole.
+void check_row_of(const StoredMatrix& w, std::size_t row_bytes) {
+    if (w.row_of.size() != w.rows) {
+        throw InputError::field(
+            "weight row map", std::to_string(w.rows) + " rows", std::to_string(w.row_of.size()));
+    }
+    if (row_bytes == 0 ? !w.bytes.empty() : w.bytes.size() % row_bytes != 0) {
+        throw InputError::field("weight bytes",
+                                "whole rows of " + std::to_string(row_bytes) + " bytes",
+                                std::to_string(w.bytes.size()));
+    }
+    const std::size_t stored = row_bytes == 0 ? w.rows : w.bytes.size() / row_bytes;
+    for (const std::size_t r : w.row_of) {
+        if (r >= stored) {
+            throw InputError::field("weight row map",
+                                    "rows below " + std::to_string(stored),
+                                    "row " + std::to_string(r));
+        }
+    }
+}
+
 /// The checks: a type we multiply, whole blocks per row, spans of the shapes' sizes.
 const GgmlTypeTraits& check_shapes(std::span<const float> x,
                                    std::size_t rows_x,
@@ -60,11 +81,15 @@ const GgmlTypeTraits& check_shapes(std::span<const float> x,
                                     std::string(t->name),
                                 std::to_string(w.cols));
     }
-    const std::size_t bytes =
-        size_product(w.rows, w.cols / t->block * t->block_bytes, "weight bytes");
-    if (w.bytes.size() != bytes) {
-        throw InputError::field(
-            "weight bytes", std::to_string(bytes), std::to_string(w.bytes.size()));
+    const std::size_t row_bytes = w.cols / t->block * t->block_bytes;
+    if (w.row_of.empty()) {
+        const std::size_t bytes = size_product(w.rows, row_bytes, "weight bytes");
+        if (w.bytes.size() != bytes) {
+            throw InputError::field(
+                "weight bytes", std::to_string(bytes), std::to_string(w.bytes.size()));
+        }
+    } else {
+        check_row_of(w, row_bytes);
     }
     if (x.size() != size_product(rows_x, w.cols, "x")) {
         throw InputError::shape("x", dims(rows_x, w.cols), {x.size()});
@@ -132,7 +157,8 @@ void stored_matmul(std::span<const float> x,
         for (std::size_t k0 = 0; k0 < k; k0 += chunk) {
             const std::size_t kc = std::min(chunk, k - k0);
             for (std::size_t j = 0; j < mc; ++j) {
-                const std::size_t at = (m0 + j) * row_bytes + k0 / t.block * t.block_bytes;
+                const std::size_t row = w.row_of.empty() ? m0 + j : w.row_of[m0 + j];
+                const std::size_t at = row * row_bytes + k0 / t.block * t.block_bytes;
                 ops.dequantize(
                     w.type, t, w.bytes.data() + at, kc / t.block, w_rows.data() + j * kc);
             }
@@ -151,6 +177,22 @@ void stored_matmul(std::span<const float> x,
                        k0 > 0);
         }
     });
+}
+
+StoredWeight stored_weight(const StoredMatrix& w, std::shared_ptr<const void> keep) {
+    const std::vector<float> none;
+    check_shapes(none, 0, w, {}); // the type, the blocks and the row map, once
+    StoredWeight out;
+    out.rows = w.rows;
+    out.cols = w.cols;
+    out.multiply = [w, keep = std::move(keep)](std::span<const float> x,
+                                               std::size_t n,
+                                               std::span<float> y,
+                                               unsigned threads,
+                                               Simd simd) {
+        stored_matmul(x, n, w, y, {.threads = threads, .simd = simd});
+    };
+    return out;
 }
 
 } // namespace attn::model

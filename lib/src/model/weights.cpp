@@ -4,9 +4,15 @@
 
 #include "attn/error.hpp"
 #include "attn/io/number_text.hpp"
+#include "attn/model/gguf_model.hpp"
+#include "attn/model/matmul.hpp"
+#include "attn/model/quants.hpp"
 
 #include <algorithm>
+#include <array>
+#include <functional>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 namespace attn::model {
@@ -24,10 +30,47 @@ std::string shape_text(const std::vector<std::size_t>& s) {
     return out + "]";
 }
 
+/// A weight as its file stores it, in nn.Linear's layout [rows, cols], multiplied there
+/// (stored_matmul) instead of read as float32: `row_of` undoes what the file's converter
+/// did to its rows (llama.cpp's Q/K permutation; empty: none).
+struct StoredLinear {
+    std::shared_ptr<const StoredTensor> tensor;
+    std::size_t rows = 0;
+    std::size_t cols = 0;
+    std::vector<std::size_t> row_of;
+
+    /// The weight's rows `part` (null: all of them) as the core's StoredWeight.
+    StoredWeight weight(const std::vector<std::size_t>* part = nullptr) const {
+        struct Kept { // what the product reads, alive as long as the weight
+            std::shared_ptr<const StoredTensor> tensor;
+            std::vector<std::size_t> rows;
+        };
+        auto kept = std::make_shared<Kept>(Kept{tensor, {}});
+        if (part != nullptr) {
+            for (const std::size_t r : *part) {
+                kept->rows.push_back(row_of.empty() ? r : row_of[r]);
+            }
+        } else {
+            kept->rows = row_of;
+        }
+        const std::size_t n = part != nullptr ? part->size() : rows;
+        return stored_weight({tensor->type, n, cols, tensor->bytes, kept->rows}, kept);
+    }
+};
+
+/// Whether a float32 run multiplies weights of ggml type `type` where they lie: every type
+/// stored_matmul multiplies, F32 only when asked (load_block's stored_f32). F32 weights are
+/// read as today and multiplied by BLAS: a safetensors Conv1D weight ([in, out]) cannot be
+/// multiplied as stored, and a GGUF's F32 copy of the same model must give the same bits.
+bool multiplies_stored(std::uint32_t type, bool stored_f32) {
+    return stored_matmul_supports(type) && (stored_f32 || ggml_type_traits(type)->name != "F32");
+}
+
 template <class T> struct Reader {
     const ModelFolder& folder;
     const ModelSpec& spec;
-    std::string prefix; ///< root (+ the layer's prefix)
+    std::string prefix;      ///< root (+ the layer's prefix)
+    bool stored_f32 = false; ///< F32 weights multiplied as stored too (load_block)
 
     std::string note() const {
         return " (config: hidden size " + std::to_string(spec.hidden) + ", heads " +
@@ -87,6 +130,68 @@ template <class T> struct Reader {
         }
         return m;
     }
+    /// The weight `name` as stored, in nn.Linear's layout, when a float32 run multiplies it
+    /// there (else empty: read it). Its shape as read is `want` (kAny: any size):
+    /// [out, in], or a Conv1D weight's [in, out] (`conv1d`), which only a file that stores
+    /// it transposed (a GGUF) holds in nn.Linear's layout.
+    std::optional<StoredLinear> stored_linear(const std::string& name,
+                                              const std::vector<std::size_t>& want,
+                                              bool conv1d) const {
+        if constexpr (!std::is_same_v<T, float>) {
+            return std::nullopt; // precision f64: the dequantized float64 copy
+        } else {
+            const TensorInfo& info = entry(name, want);
+            std::optional<StoredTensor> t = folder.stored(prefix + name);
+            if (!t || t->shape.size() != 2 || !multiplies_stored(t->type, stored_f32) ||
+                t->shape[1] % ggml_type_traits(t->type)->block != 0 ||
+                conv1d != (t->fix == StoredFix::transpose)) {
+                return std::nullopt;
+            }
+            StoredLinear out{nullptr, t->shape[0], t->shape[1], {}};
+            if (t->fix == StoredFix::unpermute_q || t->fix == StoredFix::unpermute_k) {
+                out.row_of =
+                    unpermute_row_map(info.shape,
+                                      t->fix == StoredFix::unpermute_q ? spec.heads : spec.kv_heads,
+                                      folder.path().string() + ": " + prefix + name);
+            } else if (t->fix != StoredFix::none && t->fix != StoredFix::transpose) {
+                return std::nullopt;
+            }
+            out.tensor = std::make_shared<const StoredTensor>(std::move(*t));
+            return out;
+        }
+    }
+    /// The weight `name` [rows, cols] (nn.Linear) into `stored` when a float32 run
+    /// multiplies it where it lies, else read into `dense`. Returns its rows.
+    template <class Dense>
+    std::size_t linear(const std::string& name,
+                       std::size_t rows,
+                       std::size_t cols,
+                       Dense& dense,
+                       std::optional<StoredWeight>& stored) const {
+        if (const std::optional<StoredLinear> st = stored_linear(name, {rows, cols}, false)) {
+            stored = st->weight();
+            return st->rows;
+        }
+        dense = matrix(name, rows, cols);
+        return dense_value(dense).shape()[0];
+    }
+    /// A Conv1D weight [in, out] as linear() does: stored (a GGUF's transposed copy is
+    /// nn.Linear's layout) or read and transposed. Returns its out features.
+    template <class Dense>
+    std::size_t conv1d_linear(const std::string& name,
+                              std::size_t in,
+                              std::size_t out,
+                              Dense& dense,
+                              std::optional<StoredWeight>& stored) const {
+        if (const std::optional<StoredLinear> st = stored_linear(name, {in, out}, true)) {
+            stored = st->weight();
+            return st->rows;
+        }
+        dense = conv1d(name, in, out);
+        return dense_value(dense).shape()[0];
+    }
+    static const BasicMatrix<T>& dense_value(const BasicMatrix<T>& m) { return m; }
+    static const BasicMatrix<T>& dense_value(const std::optional<BasicMatrix<T>>& m) { return *m; }
     /// Rows `rows` of a [*, cols] matrix, only those read.
     BasicMatrix<T>
     rows_of(const std::string& name, std::size_t cols, const std::vector<std::size_t>& rows) const {
@@ -210,6 +315,26 @@ std::vector<std::size_t> fused_rows(const ModelSpec& s, QkvLayout layout, int pa
     return rows;
 }
 
+/// A fused tensor's parts: its rows `parts[i]` as weight i, into stored[i] when the run
+/// multiplies the tensor where it lies, else into dense[i] (the tensor read once).
+template <class T, class Dense, std::size_t N>
+void fused_parts(const std::optional<StoredLinear>& st,
+                 const std::function<BasicMatrix<T>()>& read,
+                 const std::array<std::vector<std::size_t>, N>& parts,
+                 const std::array<Dense*, N>& dense,
+                 const std::array<std::optional<StoredWeight>*, N>& stored) {
+    if (st) {
+        for (std::size_t i = 0; i < N; ++i) {
+            *stored[i] = st->weight(&parts[i]);
+        }
+        return;
+    }
+    const BasicMatrix<T> w = read();
+    for (std::size_t i = 0; i < N; ++i) {
+        *dense[i] = take_rows(w, parts[i]);
+    }
+}
+
 template <class T>
 void load_attention(const Reader<T>& r, const ModelSpec& s, BasicProjections<T>& p) {
     const Architecture& a = s.arch;
@@ -217,29 +342,35 @@ void load_attention(const Reader<T>& r, const ModelSpec& s, BasicProjections<T>&
     const std::size_t q = s.heads * s.head_dim;
     const std::size_t kv = s.kv_heads * s.head_dim;
     if (a.qkv == QkvLayout::separate) {
-        p.w_q = r.matrix(a.q + ".weight", q, e);
-        p.w_k = r.matrix(a.k + ".weight", kv, e);
-        p.w_v = r.matrix(a.v + ".weight", kv, e);
+        r.linear(a.q + ".weight", q, e, p.w_q, p.stored_q);
+        r.linear(a.k + ".weight", kv, e, p.w_k, p.stored_k);
+        r.linear(a.v + ".weight", kv, e, p.w_v, p.stored_v);
         p.b_q = r.bias(a.q, q);
         p.b_k = r.bias(a.k, kv);
         p.b_v = r.bias(a.v, kv);
     } else {
         const std::size_t rows = q + 2 * kv;
-        const BasicMatrix<T> w = a.qkv == QkvLayout::conv1d_fused
-                                     ? r.conv1d(a.q + ".weight", e, rows)
-                                     : r.matrix(a.q + ".weight", rows, e);
-        const std::optional<BasicVector<T>> b = r.bias(a.q, rows);
-        std::optional<BasicMatrix<T>>* ws[] = {&p.w_q, &p.w_k, &p.w_v};
-        std::optional<BasicVector<T>>* bs[] = {&p.b_q, &p.b_k, &p.b_v};
-        for (int part = 0; part < 3; ++part) {
-            const std::vector<std::size_t> idx = fused_rows(s, a.qkv, part);
-            *ws[part] = take_rows(w, idx);
-            if (b) {
-                *bs[part] = take(*b, idx);
-            }
+        const bool conv = a.qkv == QkvLayout::conv1d_fused;
+        const std::string name = a.q + ".weight";
+        const std::array<std::vector<std::size_t>, 3> parts = {
+            fused_rows(s, a.qkv, 0), fused_rows(s, a.qkv, 1), fused_rows(s, a.qkv, 2)};
+        fused_parts<T>(
+            conv ? r.stored_linear(name, {e, rows}, true) : r.stored_linear(name, {rows, e}, false),
+            [&] { return conv ? r.conv1d(name, e, rows) : r.matrix(name, rows, e); },
+            parts,
+            std::array{&p.w_q, &p.w_k, &p.w_v},
+            std::array{&p.stored_q, &p.stored_k, &p.stored_v});
+        if (const std::optional<BasicVector<T>> b = r.bias(a.q, rows)) {
+            p.b_q = take(*b, parts[0]);
+            p.b_k = take(*b, parts[1]);
+            p.b_v = take(*b, parts[2]);
         }
     }
-    p.w_o = a.o_conv1d ? r.conv1d(a.o + ".weight", q, e) : r.matrix(a.o + ".weight", e, q);
+    if (a.o_conv1d) {
+        r.conv1d_linear(a.o + ".weight", q, e, p.w_o, p.stored_o);
+    } else {
+        r.linear(a.o + ".weight", e, q, p.w_o, p.stored_o);
+    }
     p.b_o = r.bias(a.o, e);
 }
 
@@ -249,38 +380,45 @@ template <class T> void load_mlp(const Reader<T>& r, const ModelSpec& s, BasicMl
     switch (a.mlp) {
     case MlpLayout::plain:
     case MlpLayout::gated: {
-        m.up = r.matrix(a.up + ".weight", kAny, e);
-        const std::size_t width = m.up.shape()[0];
+        const std::size_t width = r.linear(a.up + ".weight", kAny, e, m.up, m.stored_up);
         m.up_bias = r.bias(a.up, width);
         if (a.mlp == MlpLayout::gated) {
-            m.gate = r.matrix(a.gate + ".weight", width, e);
+            r.linear(a.gate + ".weight", width, e, m.gate, m.stored_gate);
             m.gate_bias = r.bias(a.gate, width);
         }
-        m.down = r.matrix(a.down + ".weight", e, width);
+        r.linear(a.down + ".weight", e, width, m.down, m.stored_down);
         break;
     }
     case MlpLayout::plain_conv1d: {
-        m.up = r.conv1d(a.up + ".weight", e, kAny);
-        const std::size_t width = m.up.shape()[0];
+        const std::size_t width = r.conv1d_linear(a.up + ".weight", e, kAny, m.up, m.stored_up);
         m.up_bias = r.bias(a.up, width);
-        m.down = r.conv1d(a.down + ".weight", width, e);
+        r.conv1d_linear(a.down + ".weight", width, e, m.down, m.stored_down);
         break;
     }
     case MlpLayout::gated_fused: {
-        const BasicMatrix<T> w = r.matrix(a.up + ".weight", kAny, e);
-        const std::size_t width = w.shape()[0] / 2;
-        if (w.shape()[0] % 2 != 0) {
-            throw InputError(r.folder.path().string() + ": " + r.prefix + a.up +
-                             ".weight: rows are not gate|up halves (odd count)");
+        const std::string name = a.up + ".weight";
+        const std::size_t rows = r.entry(name, {kAny, e}).shape[0];
+        const std::size_t width = rows / 2;
+        if (rows % 2 != 0) {
+            throw InputError(r.folder.path().string() + ": " + r.prefix + name +
+                             ": rows are not gate|up halves (odd count)");
         }
-        std::vector<std::size_t> gate(width), up(width);
+        std::array<std::vector<std::size_t>, 2> parts; // gate, up
         for (std::size_t i = 0; i < width; ++i) {
-            gate[i] = i;
-            up[i] = width + i;
+            parts[0].push_back(i);
+            parts[1].push_back(width + i);
         }
-        m.gate = take_rows(w, gate);
-        m.up = take_rows(w, up);
-        m.down = r.matrix(a.down + ".weight", e, width);
+        std::optional<BasicMatrix<T>> up;
+        fused_parts<T>(
+            r.stored_linear(name, {rows, e}, false),
+            [&] { return r.matrix(name, rows, e); },
+            parts,
+            std::array{&m.gate, &up},
+            std::array{&m.stored_gate, &m.stored_up});
+        if (up) {
+            m.up = std::move(*up);
+        }
+        r.linear(a.down + ".weight", e, width, m.down, m.stored_down);
         break;
     }
     }
@@ -335,8 +473,8 @@ std::string layer_prefix(const ModelSpec& spec, std::size_t layer) {
 
 template <class T>
 BasicBlockWeights<T>
-load_block(const ModelFolder& folder, const ModelSpec& spec, std::size_t layer) {
-    const Reader<T> r{folder, spec, layer_prefix(spec, layer)};
+load_block(const ModelFolder& folder, const ModelSpec& spec, std::size_t layer, bool stored_f32) {
+    const Reader<T> r{folder, spec, layer_prefix(spec, layer), stored_f32};
     BasicBlockWeights<T> w;
     load_attention(r, spec, w.attention);
     const Architecture& a = spec.arch;
@@ -415,9 +553,9 @@ void check_layer_count(const ModelFolder& folder, const ModelSpec& spec) {
 }
 
 template BasicBlockWeights<float>
-load_block<float>(const ModelFolder&, const ModelSpec&, std::size_t);
+load_block<float>(const ModelFolder&, const ModelSpec&, std::size_t, bool);
 template BasicBlockWeights<double>
-load_block<double>(const ModelFolder&, const ModelSpec&, std::size_t);
+load_block<double>(const ModelFolder&, const ModelSpec&, std::size_t, bool);
 template ModelEmbeddings<float>
 load_model_embeddings<float>(const ModelFolder&, const ModelSpec&, const TokenIds&);
 template ModelEmbeddings<double>

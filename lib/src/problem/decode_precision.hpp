@@ -80,7 +80,11 @@ inline BasicProjections<double> widened(const Projections& p) {
             .b_q = widened(p.b_q),
             .b_k = widened(p.b_k),
             .b_v = widened(p.b_v),
-            .b_o = widened(p.b_o)};
+            .b_o = widened(p.b_o),
+            .stored_q = {}, // a problem's weights are float arrays, never stored ones
+            .stored_k = {},
+            .stored_v = {},
+            .stored_o = {}};
 }
 inline BasicNorm<double> widened(const Norm& n) {
     BasicNorm<double> out;

@@ -82,6 +82,11 @@ gguf_summary(const GgufHeader& h, std::string_view name, const GgufFile* data = 
 /// Throws InputError naming `what` when the rows do not split into n_head even halves.
 void unpermute_rows(io::Array& w, std::size_t n_head, std::string_view what);
 
+/// unpermute_rows' map for a tensor of `shape`: the model's row `to` is the file's row
+/// map[to]. Throws as unpermute_rows does.
+std::vector<std::size_t>
+unpermute_row_map(const std::vector<std::size_t>& shape, std::size_t n_head, std::string_view what);
+
 /// A GGUF file as a Hugging Face model (model::TensorSource): names and read() in Hugging
 /// Face's terms; find() gives the shape read() gives and the GGUF type's name as dtype.
 class GgufModel final : public TensorSource {

@@ -6,20 +6,25 @@
 #pragma once
 
 #include "attn/attention.hpp"
+#include "attn/stored_weight.hpp"
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 
 namespace attn::model {
 
 /// A weight matrix W[rows, cols] as stored: row-major, each row `cols / block` blocks of
-/// ggml type `type` (GgmlTypeTraits), `bytes` the whole matrix (borrowed).
+/// ggml type `type` (GgmlTypeTraits), `bytes` the whole matrix (borrowed). With `row_of`
+/// (borrowed), W's row j is the stored row row_of[j] of `bytes` (which then holds any
+/// whole number of rows): a fused tensor's part, or rows a converter permuted, unmoved.
 struct StoredMatrix {
     std::uint32_t type = 0;
     std::size_t rows = 0; ///< M: output features
     std::size_t cols = 0; ///< K: input features
     std::span<const std::uint8_t> bytes;
+    std::span<const std::size_t> row_of; ///< empty: row j is stored row j
 };
 
 /// How stored_matmul runs: `threads` (0: all hardware threads) and the SIMD target
@@ -38,11 +43,17 @@ bool stored_matmul_supports(std::uint32_t type);
 /// float32, in an order fixed by the SIMD target alone, so y is bit-identical for any
 /// thread count (each task owns a fixed panel of W's rows, i.e. of y's columns).
 /// Throws InputError when the type is not supported, w.cols is not a whole number of
-/// blocks, or a span's size does not match the shapes.
+/// blocks, a span's size does not match the shapes, or a row_of entry is past the rows
+/// `bytes` holds.
 void stored_matmul(std::span<const float> x,
                    std::size_t rows_x,
                    const StoredMatrix& w,
                    std::span<float> y,
                    const MatmulOptions& options = {});
+
+/// W as the core's StoredWeight (attn/stored_weight.hpp), its product stored_matmul's.
+/// `keep` owns what w.bytes and w.row_of point into (null: they outlive the weight).
+/// Throws InputError as stored_matmul does for what does not fit (checked here once).
+StoredWeight stored_weight(const StoredMatrix& w, std::shared_ptr<const void> keep);
 
 } // namespace attn::model

@@ -13,7 +13,11 @@
 
 namespace attn::model {
 
-/// Layer `layer`'s weights, read now. T: float, or double (each float32 value widened).
+/// Layer `layer`'s weights. T = float: each matrix of a type stored_matmul multiplies
+/// (every GGUF type, a shard's F16 and BF16; F32 too with `stored_f32`, else F32 is read)
+/// as stored (BasicProjections::stored_q, ..., BasicMlp::stored_up, ...: views of the
+/// file's bytes, llama.cpp's Q/K permutation and fused tensors' parts as row maps), the
+/// rest read now. T = double: every tensor read now, each float32 value widened.
 /// BasicBlockWeights' shapes with the config's sizes (E: hidden, H: heads, Hkv: kv heads,
 /// D: head dim, I: the up weight's rows; fused and Conv1D tensors already split and
 /// transposed):
@@ -27,8 +31,10 @@ namespace attn::model {
 /// ("model.layers.0.self_attn.q_proj.weight: expected shape [64, 64], got [32, 64]
 /// (config.json: heads 4, head dim 16, hidden size 64)").
 template <class T>
-BasicBlockWeights<T>
-load_block(const ModelFolder& folder, const ModelSpec& spec, std::size_t layer);
+BasicBlockWeights<T> load_block(const ModelFolder& folder,
+                                const ModelSpec& spec,
+                                std::size_t layer,
+                                bool stored_f32 = false);
 
 /// The embedding tables a run on token ids `ids` needs, and the ids that index them.
 /// B, L: the ids' shape; U: the distinct ids in use; E: the hidden size; P, Tt as

@@ -31,10 +31,11 @@ struct ModelRun {
     LayerStack stack;
 };
 
-/// Every layer's float32 weights kept across model runs of one model (a census runs the
-/// same model on many texts): each layer read on first use, by whichever run needs it
-/// first (thread-safe; concurrent runs share the blocks). Holds the whole model's layers:
-/// use it when they fit (fits()).
+/// Every layer's weights kept across model runs of one model (a census runs the same model
+/// on many texts): each layer read on first use, by whichever run needs it first
+/// (thread-safe; concurrent runs share the blocks). A quantized or half-precision matrix
+/// is kept as its view of the stored bytes (a GGUF's mapping, a shard's copy), an F32 one
+/// as float32. fits() counts every layer as float32 (an upper bound): use it when they fit.
 class BlockCache {
   public:
     std::shared_ptr<const BasicBlockWeights<float>>

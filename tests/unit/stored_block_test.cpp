@@ -28,13 +28,6 @@ namespace {
 
 using testing::gguf_fixture;
 
-/// The float32 summation bound of a K-term dot product (Higham §3.1, as
-/// stored_matmul_test.cpp derives it): γ_K · Σ_k |x_k · w_k|, γ_K = K·u / (1 − K·u).
-double bound(std::size_t k, double abs_sum) {
-    const double ku = static_cast<double>(k) * std::ldexp(1.0, -24);
-    return ku / (1.0 - ku) * abs_sum;
-}
-
 std::vector<float> random_values(std::size_t n, std::uint32_t seed) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
@@ -68,7 +61,8 @@ void expect_product(const std::optional<StoredWeight>& stored,
                 sum += v;
                 abs += std::fabs(v);
             }
-            ASSERT_LE(std::fabs(static_cast<double>(y(0, i, j)) - sum), bound(k, abs))
+            ASSERT_LE(std::fabs(static_cast<double>(y(0, i, j)) - sum),
+                      testing::float32_sum_bound(k, abs))
                 << what << " at [" << i << ", " << j << "]: got " << y(0, i, j) << ", want " << sum;
         }
     }
@@ -141,7 +135,7 @@ TEST(StoredMatmulRowMap, MultipliesTheMappedRowsOfEveryType) {
         BasicMatrix<double> want = BasicMatrix<double>::from_shape({row_of.size(), k});
         for (std::size_t j = 0; j < row_of.size(); ++j) {
             for (std::size_t p = 0; p < k; ++p) {
-                want(j, p) = all[row_of[j] * k + p];
+                want(j, p) = static_cast<double>(all[row_of[j] * k + p]);
             }
         }
         const std::optional<StoredWeight> w =

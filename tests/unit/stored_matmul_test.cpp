@@ -78,19 +78,6 @@ Reference reference(const std::vector<float>& x, const std::vector<float>& w, co
     return r;
 }
 
-/// The error bound. W's elements are the dequantized floats exactly (the panels go
-/// through the same dequantizer) and x is used as given (no activation quantization), so
-/// the only error is float32 summation: each output is a sum of K products accumulated in
-/// order along k (one fused multiply-add per product: one rounding each). The standard
-/// bound for such a sum (Higham, Accuracy and Stability of Numerical Algorithms, §3.1) is
-/// |ŷ - y| <= γ_K · Σ_k |x_k · w_k|, γ_K = K·u / (1 - K·u), u = 2⁻²⁴; it also holds for
-/// any summation tree of depth at most K, so it does not depend on the kernel's blocking.
-double bound(std::size_t k, double abs_sum) {
-    const double u = std::ldexp(1.0, -24);
-    const double ku = static_cast<double>(k) * u;
-    return ku / (1.0 - ku) * abs_sum;
-}
-
 std::vector<float> random_x(std::size_t count, std::uint32_t seed) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
@@ -116,7 +103,7 @@ TEST_P(StoredMatmul, MatchesFloat64OfTheDequantizedWeightsWithinTheSummationBoun
         stored_matmul(x, s.n, {type, s.m, s.k, bytes, {}}, y, {.threads = 1, .simd = simd});
         for (std::size_t e = 0; e < y.size(); ++e) {
             const double err = std::fabs(static_cast<double>(y[e]) - want.y[e]);
-            ASSERT_LE(err, bound(s.k, want.abs[e]))
+            ASSERT_LE(err, testing::float32_sum_bound(s.k, want.abs[e]))
                 << ggml_type_traits(type)->name << " " << simd_label(simd) << " n=" << s.n
                 << " m=" << s.m << " k=" << s.k << " at [" << e / s.m << ", " << e % s.m
                 << "]: got " << y[e] << ", want " << want.y[e];

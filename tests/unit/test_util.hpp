@@ -33,6 +33,17 @@ inline void PrintTo(Simd simd, std::ostream* os) {
 namespace attn::testing {
 
 inline constexpr float kInf = std::numeric_limits<float>::infinity();
+
+/// The error bound of a float32 product whose weights are exact floats (the stored-type
+/// products' tests): each output is a sum of K products accumulated along k (one fused
+/// multiply-add per product: one rounding each). The standard bound for such a sum (Higham,
+/// Accuracy and Stability of Numerical Algorithms, §3.1) is |ŷ - y| <= γ_K · Σ_k |x_k · w_k|,
+/// γ_K = K·u / (1 - K·u), u = 2⁻²⁴; it holds for any summation tree of depth at most K, so
+/// it does not depend on the kernel's blocking.
+inline double float32_sum_bound(std::size_t k, double abs_sum) {
+    const double ku = static_cast<double>(k) * std::ldexp(1.0, -24);
+    return ku / (1.0 - ku) * abs_sum;
+}
 inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 inline Tensor random_tensor(std::mt19937& rng, Shape s, float lo = -1.0f, float hi = 1.0f) {

@@ -205,8 +205,12 @@ def _memory():
     _, status, ru = os.wait4(pid, 0)
     peak = ru.ru_maxrss * 1024
     check("8192 causal: exit 0", os.waitstatus_to_exitcode(status) == 0)
-    check(f"8192 causal: peak RSS {peak >> 20} MiB < Lq x Lk x 4 / 4 = {L * L >> 20} MiB",
-          peak < L * L, peak >> 20)
+    # Under AddressSanitizer (CI's build: its ctest sets ASAN_OPTIONS) freed memory waits in
+    # a 256 MiB quarantine and shadow memory comes on top: peak RSS says nothing about attn
+    # there (as model_run_test.py); the dev and release builds check it.
+    if "ASAN_OPTIONS" not in os.environ:
+        check(f"8192 causal: peak RSS {peak >> 20} MiB < Lq x Lk x 4 / 4 = {L * L >> 20} MiB",
+              peak < L * L, peak >> 20)
     meta, blocks, size = page_parts("m.html")
     check("8192 causal: the page holds every level and top-k block",
           len(blocks) == 1 + 1 + sum((h + 127) // 128 for h, _ in meta["long"]["levels"]) + 4,

@@ -134,9 +134,13 @@ void check_weights_dtype(const Problem& problem, const OutputOptions& o) {
 } // namespace
 
 std::vector<std::size_t> weights_shape(const Problem& problem, std::size_t layers) {
-    std::vector<std::size_t> shape = plan_problem(problem).weights;
+    // Copied behind a leading slot, not inserted at begin(): GCC 12 -O3 reports a null
+    // dereference inside vector::insert here (a false positive; CI's g++ step).
+    const std::vector<std::size_t> one = plan_problem(problem).weights;
+    std::vector<std::size_t> shape(one.size() + (layers > 0 ? 1 : 0));
+    std::copy(one.begin(), one.end(), shape.end() - static_cast<std::ptrdiff_t>(one.size()));
     if (layers > 0) {
-        shape.insert(shape.begin(), layers); // a stack: [layers, ...one layer's shape]
+        shape.front() = layers; // a stack: [layers, ...one layer's shape]
     }
     return shape;
 }

@@ -28,16 +28,6 @@ namespace {
 
 using testing::gguf_fixture;
 
-std::vector<float> random_values(std::size_t n, std::uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
-    std::vector<float> v(n);
-    for (float& x : v) {
-        x = dist(rng);
-    }
-    return v;
-}
-
 /// stored's product of x [n, cols] against float64 x · Wᵀ of `want` [rows, cols].
 void expect_product(const std::optional<StoredWeight>& stored,
                     const BasicMatrix<double>& want,
@@ -49,7 +39,7 @@ void expect_product(const std::optional<StoredWeight>& stored,
     const std::size_t k = stored->cols;
     const std::size_t m = stored->rows;
     Tensor3 x = Tensor3::from_shape({1, n, k});
-    const std::vector<float> values = random_values(n * k, 3);
+    const std::vector<float> values = testing::random_floats(n * k, 3);
     std::copy(values.begin(), values.end(), x.data());
     const Tensor3 y = linear(x, *stored, nullptr, what.c_str(), 2);
     for (std::size_t i = 0; i < n; ++i) {

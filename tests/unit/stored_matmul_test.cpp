@@ -78,16 +78,6 @@ Reference reference(const std::vector<float>& x, const std::vector<float>& w, co
     return r;
 }
 
-std::vector<float> random_x(std::size_t count, std::uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
-    std::vector<float> x(count);
-    for (float& v : x) {
-        v = dist(rng);
-    }
-    return x;
-}
-
 class StoredMatmul : public ::testing::TestWithParam<std::tuple<std::uint32_t, Simd>> {};
 
 TEST_P(StoredMatmul, MatchesFloat64OfTheDequantizedWeightsWithinTheSummationBound) {
@@ -97,7 +87,7 @@ TEST_P(StoredMatmul, MatchesFloat64OfTheDequantizedWeightsWithinTheSummationBoun
         const std::vector<std::uint8_t> bytes = random_ggml_blocks(type, s.m * s.k, ++seed);
         std::vector<float> w(s.m * s.k);
         dequantize_ggml(type, bytes, w);
-        const std::vector<float> x = random_x(s.n * s.k, ++seed);
+        const std::vector<float> x = testing::random_floats(s.n * s.k, ++seed);
         const Reference want = reference(x, w, s);
         std::vector<float> y(s.n * s.m, std::numeric_limits<float>::quiet_NaN());
         stored_matmul(x, s.n, {type, s.m, s.k, bytes, {}}, y, {.threads = 1, .simd = simd});
@@ -138,7 +128,7 @@ TEST_P(StoredMatmul, ResultsDoNotDependOnTheThreadCount) {
     const auto [type, simd] = GetParam();
     const Shape3 s{9, 70, 2304}; // several panels: each thread takes some
     const std::vector<std::uint8_t> bytes = random_ggml_blocks(type, s.m * s.k, 7);
-    const std::vector<float> x = random_x(s.n * s.k, 8);
+    const std::vector<float> x = testing::random_floats(s.n * s.k, 8);
     std::vector<float> one(s.n * s.m);
     stored_matmul(x, s.n, {type, s.m, s.k, bytes, {}}, one, {.threads = 1, .simd = simd});
     for (const unsigned threads : {2u, 3u}) {

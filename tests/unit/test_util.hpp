@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <exception>
 #include <gtest/gtest.h>
 #include <limits>
@@ -33,6 +34,17 @@ inline void PrintTo(Simd simd, std::ostream* os) {
 namespace attn::testing {
 
 inline constexpr float kInf = std::numeric_limits<float>::infinity();
+
+/// n floats uniform in [-1, 1) from mt19937(seed): the stored-type products' inputs.
+inline std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
+    std::vector<float> v(n);
+    for (float& x : v) {
+        x = dist(rng);
+    }
+    return v;
+}
 
 /// The error bound of a float32 product whose weights are exact floats (the stored-type
 /// products' tests): each output is a sum of K products accumulated along k (one fused

@@ -53,12 +53,7 @@ py::dict compare(const py::object& a,
     if (text.is_none() && token_ids.is_none()) {
         const problem::LoadedWeights wa = compare_operand(a, "a");
         const problem::LoadedWeights wb = compare_operand(b, "b");
-        problem::AttentionComparison c;
-        {
-            const py::gil_scoped_release release;
-            c = problem::compare_weights(wa, wb, top_k);
-        }
-        return comparison_dict(c);
+        return comparison_dict(released([&] { return problem::compare_weights(wa, wb, top_k); }));
     }
     if (!text.is_none() && !token_ids.is_none()) {
         throw InputError("compare: give text=... or token_ids=... (one of them)");
@@ -80,12 +75,7 @@ py::dict compare(const py::object& a,
     r.top_k = top_k;
     r.solve.threads = threads;
     r.temp_dir = std::filesystem::temp_directory_path();
-    problem::AttentionComparison c;
-    {
-        const py::gil_scoped_release release;
-        c = problem::compare_models(r);
-    }
-    return comparison_dict(c);
+    return comparison_dict(released([&] { return problem::compare_models(r); }));
 }
 
 } // namespace

@@ -190,22 +190,15 @@ Result compute(const py::object& problem,
     options.threads = threads;
     options.simd = simd_target(simd);
     options.max_memory = max_memory;
-    // A model run, after each layer: the caller's progress, and Ctrl-C (KeyboardInterrupt).
+    // A model run, after each layer: the caller's progress.
     const py::object bar = progress_callable(progress, "layer");
-    options.on_layer = [&bar](std::size_t done, std::size_t total) {
-        const py::gil_scoped_acquire gil;
-        if (PyErr_CheckSignals() != 0) {
-            throw py::error_already_set();
-        }
-        if (!bar.is_none()) {
+    if (!bar.is_none()) {
+        options.on_layer = [&bar](std::size_t done, std::size_t total) {
+            const py::gil_scoped_acquire gil;
             bar(done, total);
-        }
-    };
-    Solved s;
-    {
-        const py::gil_scoped_release unlocked;
-        s = solve_problem(in, options, check_finite);
+        };
     }
+    Solved s = released([&] { return solve_problem(in, options, check_finite); });
     const py::module_ warnings = py::module_::import("warnings");
     for (const std::string& w : s.warnings) {
         warnings.attr("warn")(w, py::module_::import("builtins").attr("UserWarning"), 1);
@@ -410,7 +403,10 @@ Options (not problem fields):
   max_memory    refuse problems that need more bytes than this (0: the default limit)
   progress      a whole model: called as progress(layers done, layers run) after each
                 layer, or True for a progress bar (tqdm's when installed, else a line of
-                text); Ctrl-C stops a model run with KeyboardInterrupt after its layer
+                text)
+
+Ctrl-C raises KeyboardInterrupt within a fraction of a second, also inside a layer or one
+long problem (the run stops where its threads next check; nothing is left half-written).
 
 Returns an attn.Result with .output, .weights, .lse, ... as numpy arrays (float64 for
 precision="f64"). Raises attn.InputError (a ValueError) with the CLI's message for bad
@@ -450,8 +446,8 @@ Other problem fields as keywords: returns=["hidden_states"], special_tokens=Fals
 key_padding_mask, precision, select_heads, query_rows, weights_dtype ("f16": float16
 weights), ...; threads, no_weights, simd,
 max_memory and progress (progress(layers done, layers run) after each layer, or True for a
-progress bar; Ctrl-C raises
-KeyboardInterrupt after the layer being run) as for attn.compute.
+progress bar) as for attn.compute; Ctrl-C raises KeyboardInterrupt within a fraction of a
+second, inside a layer too.
 
 Returns an attn.Result: .weights [layers, B, H, L, L] (B dropped for one text), .output,
 .layers (the layers of the leading axis), .hidden_states [layers + 1, B, L, E] with

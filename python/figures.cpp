@@ -186,11 +186,7 @@ Figure heatmap(const py::object& weights,
     if (!o.title && fig.dims.has_layers) {
         fig.options.title = plot::model_view_title(fig.dims, o.batch, o.head);
     }
-    plot::Encoded e;
-    {
-        const py::gil_scoped_release unlocked;
-        e = plot::encode_figure(fig.input, fig.options, f);
-    }
+    plot::Encoded e = released([&] { return plot::encode_figure(fig.input, fig.options, f); });
     const py::module_ warnings = py::module_::import("warnings");
     for (const std::string& message : e.warnings) {
         warnings.attr("warn")(message, py::module_::import("builtins").attr("UserWarning"), 1);

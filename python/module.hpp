@@ -4,13 +4,17 @@
 // library decodes, checks and solves; these files only translate.
 #pragma once
 
+#include "attn/error.hpp"
+#include "attn/interruption.hpp"
 #include "attn/io/array.hpp"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h> // every TU casts std::vector<std::string> alike
 #include <string>
+#include <utility>
 
 namespace attn::python {
 
@@ -48,6 +52,34 @@ py::object string_list(const std::optional<std::vector<std::string>>& v);
 /// counting `unit`s (attn/_progress.py), False and None are None. Throws InputError for
 /// anything else that is not callable.
 py::object progress_callable(const py::object& progress, const char* unit);
+
+/// Ctrl-C in a long call (interrupt.cpp): a detail::InterruptionScope check that runs
+/// Python's signal handlers (PyErr_CheckSignals, with the GIL) and keeps the exception a
+/// handler raised (KeyboardInterrupt), for raise_stopped() to raise again.
+class SignalCheck {
+  public:
+    /// Whether a signal handler raised (then the run stops at its next interruption point).
+    bool operator()();
+    /// Raises the kept exception (the GIL held). Call only after operator() returned true.
+    [[noreturn]] void raise_stopped();
+
+  private:
+    std::optional<py::error_already_set> raised_;
+};
+
+/// fn() with the GIL released and Ctrl-C watched (every 50 ms, where the library can stop:
+/// attn/interruption.hpp): KeyboardInterrupt within a fraction of a second, and nothing
+/// written that was not whole (outputs are written atomically after the run).
+template <class F> auto released(F&& fn) {
+    SignalCheck check;
+    try {
+        const detail::InterruptionScope scope([&check] { return check(); });
+        const py::gil_scoped_release unlocked;
+        return std::forward<F>(fn)();
+    } catch (const Interrupted&) {
+        check.raise_stopped();
+    }
+}
 
 /// Registers attn.compute and attn.Result (compute.cpp).
 void register_compute(py::module_& m);

@@ -29,14 +29,15 @@ py::object tokenize(const py::object& path, const py::object& text, bool special
     const bool one = py::isinstance<py::str>(text);
     const std::vector<std::string> texts = one ? std::vector<std::string>{text.cast<std::string>()}
                                                : text.cast<std::vector<std::string>>();
-    std::vector<text::Encoding> encodings;
-    {
-        const py::gil_scoped_release unlocked;
+    std::vector<text::Encoding> encodings = released([&] {
+        std::vector<text::Encoding> out;
         const std::unique_ptr<text::Tokenizer> tokenizer = text::load_tokenizer(model);
         for (const std::string& t : texts) {
-            encodings.push_back(tokenizer->encode(t, special_tokens));
+            detail::interruption_point();
+            out.push_back(tokenizer->encode(t, special_tokens));
         }
-    }
+        return out;
+    });
     if (one) {
         return encoding_dict(std::move(encodings.front()));
     }

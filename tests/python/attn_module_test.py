@@ -793,6 +793,47 @@ def test_run_model_progress_and_ctrl_c():
     assert 400 * layer > 2 * (1.0 + 10 * layer), ("the model runs too fast to tell", layer)
 
 
+def interrupted_after(delay, call):
+    """Seconds from a SIGINT sent `delay` s into call() to its KeyboardInterrupt."""
+    import signal
+    timer = threading.Timer(delay, lambda: os.kill(os.getpid(), signal.SIGINT))
+    t0 = time.time()
+    timer.start()
+    try:
+        call()
+        raise AssertionError("not interrupted")
+    except KeyboardInterrupt:
+        return time.time() - t0 - delay
+    finally:
+        timer.cancel()
+
+
+@test
+def test_ctrl_c_inside_a_layer_and_one_problem():
+    # Each call below is one long step: a single layer of L = 32768 (one head of 64: about
+    # 0.14 TFLOP causal, seconds in the sanitized build), one problem of 1 head x 32768^2 x
+    # D = 64 (0.27 TFLOP; its inputs 8 MiB each). Stopping between layers could not
+    # answer within 1 s; the kernels' key blocks and the chunks of the norms, activations
+    # and sums can. The runs are never finished, so this costs about 1 s a call.
+    folder = os.path.join(TMP, "long-gpt2")
+    deep_gpt2(folder, layers=1, embd=64, heads=1, positions=32768)
+    ids = list(np.random.default_rng(1).integers(0, 16, 32768))
+    waited = interrupted_after(
+        0.5, lambda: attn.run_model(folder, token_ids=ids, no_weights=True, threads=2))
+    assert waited < 1.0, waited
+    g = rng(8)
+    q, k, v = (g.standard_normal((1, 32768, 64), dtype=np.float32) for _ in range(3))
+    waited = interrupted_after(
+        0.5, lambda: attn.compute(query=q, key=k, value=v, no_weights=True, threads=1))
+    assert waited < 1.0, waited
+    # The interrupted census writes no page (nor a temporary file beside it).
+    out = os.path.join(TMP, "interrupted")
+    os.makedirs(out)
+    waited = interrupted_after(0.3, lambda: attn.census(folder, [ids[:4096]] * 50, html=os.path.join(
+        out, "census.html")))
+    assert waited < 1.0 and os.listdir(out) == [], (waited, os.listdir(out))
+
+
 @test
 def test_progress_true_and_weights_dtype():
     import contextlib

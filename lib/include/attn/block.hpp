@@ -113,8 +113,9 @@ template <class T> struct BasicBlockResult {
     BasicLayerResult<T> attention; ///< the attention layer's result (weights, diagnostics)
 };
 
-/// The activation applied in place to `n` values (each computed in double, rounded once).
-template <class T> void activate(T* x, std::size_t n, Activation a);
+/// The activation applied in place to `n` values (each computed in double, rounded once),
+/// in fixed chunks on `threads` threads (0: every hardware thread).
+template <class T> void activate(T* x, std::size_t n, Activation a, unsigned threads = 1);
 
 /// The MLP over x [B, L, E] -> [B, L, E] (BLAS GEMMs, or the stored weights' products on
 /// SIMD target `simd`, on `threads` threads, 0: every hardware thread; as linear()).

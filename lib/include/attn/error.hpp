@@ -106,6 +106,13 @@ class SystemError : public Error {
     using Error::Error;
 };
 
+/// A run stopped because its caller asked it to (detail::InterruptionScope: Ctrl-C in the
+/// Python module). Never a problem of the input; the front end that asked knows why.
+class Interrupted : public Error {
+  public:
+    Interrupted() : Error("interrupted") {}
+};
+
 /// A dimension that may take any value in an expected shape (printed as "*").
 inline constexpr std::size_t kAnyDim = static_cast<std::size_t>(-1);
 

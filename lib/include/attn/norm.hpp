@@ -47,16 +47,20 @@ BasicTensor3<double> rms_norm(const BasicTensor3<double>& x,
                               double eps,
                               const char* what = "rms_norm");
 
-/// The norm `n` describes, applied to x (bias ignored by an RMSNorm).
-Tensor3 apply_norm(const Tensor3& x, const Norm& n);
-BasicTensor3<double> apply_norm(const BasicTensor3<double>& x, const BasicNorm<double>& n);
+/// The norm `n` describes, applied to x (bias ignored by an RMSNorm), its rows shared by
+/// `threads` threads (0: every hardware thread; the same values for any count).
+Tensor3 apply_norm(const Tensor3& x, const Norm& n, unsigned threads = 1);
+BasicTensor3<double>
+apply_norm(const BasicTensor3<double>& x, const BasicNorm<double>& n, unsigned threads = 1);
 
 /// The norm over each head's features: x [B, L, H·D], each of its H groups of D features
 /// normalized on its own (Qwen3's q_norm after the head split). weight, bias: [D] (one
 /// for every head) or [H·D] (each head its own: StableLM's per-head LayerNorms).
 /// Throws InputError as layer_norm, or when H does not divide the features.
-Tensor3 apply_head_norm(const Tensor3& x, const Norm& n, std::size_t heads);
-BasicTensor3<double>
-apply_head_norm(const BasicTensor3<double>& x, const BasicNorm<double>& n, std::size_t heads);
+Tensor3 apply_head_norm(const Tensor3& x, const Norm& n, std::size_t heads, unsigned threads = 1);
+BasicTensor3<double> apply_head_norm(const BasicTensor3<double>& x,
+                                     const BasicNorm<double>& n,
+                                     std::size_t heads,
+                                     unsigned threads = 1);
 
 } // namespace attn

@@ -89,11 +89,17 @@ void apply_rope(BasicTensor<double>& x,
 
 /// Rotates queries q [B, H, Lq, D] and keys k [Bk, Hkv, Lk, D] in place at their
 /// positions (positions.query, positions.key). Empty position lists take
-/// rope_positions(Lq, Lk)'s defaults. Throws InputError.
-void apply_rope(Tensor& q, Tensor& k, const RopeSpec& spec, const RopePositions& positions);
+/// rope_positions(Lq, Lk)'s defaults. Rows in fixed chunks on `threads` threads (0: every
+/// hardware thread; the same values for any count). Throws InputError.
+void apply_rope(Tensor& q,
+                Tensor& k,
+                const RopeSpec& spec,
+                const RopePositions& positions,
+                unsigned threads = 1);
 void apply_rope(BasicTensor<double>& q,
                 BasicTensor<double>& k,
                 const RopeSpec& spec,
-                const RopePositions& positions);
+                const RopePositions& positions,
+                unsigned threads = 1);
 
 } // namespace attn

@@ -1,8 +1,10 @@
 // One transformer block: attention through attend_layer(), the MLP through linear() (BLAS),
-// and the residual forms of attn/block.hpp.
+// and the residual forms of attn/block.hpp. The element-wise stages (norms, activation,
+// gate, residual sums) run in fixed chunks on the layer's threads.
 #include "attn/block.hpp"
 
 #include "attn/error.hpp"
+#include "attn/parallel.hpp"
 #include "attn/projection.hpp"
 
 #include <cmath>
@@ -30,28 +32,32 @@ double activation_value(double x, Activation a) {
     return x;
 }
 
-template <class T> BasicTensor3<T> add(const BasicTensor3<T>& a, const BasicTensor3<T>& b) {
-    ATTN_ASSERT(a.shape() == b.shape());
-    BasicTensor3<T> out = a;
-    T* o = out.data();
-    const T* q = b.data();
-    for (std::size_t i = 0; i < out.size(); ++i) {
-        o[i] += q[i];
-    }
-    return out;
-}
+constexpr std::size_t kChunk = 16384; // values per task of an element-wise stage
 
+/// a + b, element by element, on `threads` threads.
 template <class T>
-BasicTensor3<T> norm_or_copy(const BasicTensor3<T>& x, const std::optional<BasicNorm<T>>& n) {
-    return n ? apply_norm(x, *n) : x;
+BasicTensor3<T> add(const BasicTensor3<T>& a, const BasicTensor3<T>& b, unsigned threads) {
+    ATTN_ASSERT(a.shape() == b.shape());
+    BasicTensor3<T> out = BasicTensor3<T>::from_shape(a.shape());
+    T* o = out.data();
+    const T* p = a.data();
+    const T* q = b.data();
+    detail::parallel_chunks(out.size(), kChunk, threads, [&](std::size_t i0, std::size_t i1) {
+        for (std::size_t i = i0; i < i1; ++i) {
+            o[i] = p[i] + q[i];
+        }
+    });
+    return out;
 }
 
 } // namespace
 
-template <class T> void activate(T* x, std::size_t n, Activation a) {
-    for (std::size_t i = 0; i < n; ++i) {
-        x[i] = static_cast<T>(activation_value(static_cast<double>(x[i]), a));
-    }
+template <class T> void activate(T* x, std::size_t n, Activation a, unsigned threads) {
+    detail::parallel_chunks(n, kChunk, threads, [&](std::size_t i0, std::size_t i1) {
+        for (std::size_t i = i0; i < i1; ++i) {
+            x[i] = static_cast<T>(activation_value(static_cast<double>(x[i]), a));
+        }
+    });
 }
 
 template <class T>
@@ -69,14 +75,16 @@ BasicTensor3<T> mlp_forward(
                                          "mlp.gate",
                                          threads,
                                          simd);
-        activate(gate.data(), gate.size(), a);
         T* u = up.data();
-        const T* g = gate.data();
-        for (std::size_t i = 0; i < up.size(); ++i) {
-            u[i] = g[i] * u[i];
-        }
+        T* g = gate.data();
+        detail::parallel_chunks(up.size(), kChunk, threads, [&](std::size_t i0, std::size_t i1) {
+            activate(g + i0, i1 - i0, a, 1);
+            for (std::size_t i = i0; i < i1; ++i) {
+                u[i] = g[i] * u[i];
+            }
+        });
     } else {
-        activate(up.data(), up.size(), a);
+        activate(up.data(), up.size(), a, threads);
     }
     return linear_of(up, mlp.down, mlp.stored_down, bias(mlp.down_bias), "mlp.down", threads, simd);
 }
@@ -93,6 +101,13 @@ BasicBlockResult<T> transformer_block(const BasicTensor3<T>& x,
     ls.k_norm = w.k_norm ? &*w.k_norm : nullptr;
     const unsigned threads = layer.attention.threads; // the MLP's GEMM threads and target
     const Simd simd = layer.attention.simd;
+    const auto norm_or_copy = [threads](const BasicTensor3<T>& in,
+                                        const std::optional<BasicNorm<T>>& n) {
+        return n ? apply_norm(in, *n, threads) : in;
+    };
+    const auto add = [threads](const BasicTensor3<T>& a, const BasicTensor3<T>& b) {
+        return attn::add(a, b, threads);
+    };
     const auto ffn = [&](const BasicTensor3<T>& h) {
         return w.moe ? moe_forward(h, *w.moe, spec.activation, threads)
                      : mlp_forward(h, w.mlp, spec.activation, threads, simd);
@@ -115,7 +130,7 @@ BasicBlockResult<T> transformer_block(const BasicTensor3<T>& x,
     case Residual::parallel: {
         const BasicTensor3<T> n1 = norm_or_copy(x, w.attention_norm);
         r.attention = attend_layer(n1, n1, n1, ls);
-        const BasicTensor3<T> m = ffn(w.mlp_norm ? apply_norm(x, *w.mlp_norm) : n1);
+        const BasicTensor3<T> m = ffn(w.mlp_norm ? apply_norm(x, *w.mlp_norm, threads) : n1);
         // Hugging Face's order: mlp + attention + residual.
         r.hidden = add(add(m, r.attention.output), x);
         break;
@@ -124,8 +139,8 @@ BasicBlockResult<T> transformer_block(const BasicTensor3<T>& x,
     return r;
 }
 
-template void activate<float>(float*, std::size_t, Activation);
-template void activate<double>(double*, std::size_t, Activation);
+template void activate<float>(float*, std::size_t, Activation, unsigned);
+template void activate<double>(double*, std::size_t, Activation, unsigned);
 template BasicTensor3<float>
 mlp_forward<float>(const BasicTensor3<float>&, const BasicMlp<float>&, Activation, unsigned, Simd);
 template BasicTensor3<double> mlp_forward<double>(

@@ -6,6 +6,7 @@
 // Legend: B batch, H query heads, Hkv key/value heads, G = H / Hkv heads per group,
 //         Lq queries, Lk keys, D query/key features, Dv value features,
 //         QB query rows per task (64), KB keys per block.
+#include "attn/interruption.hpp"
 #include "attn/kernels.hpp"
 #include "blas.hpp"
 #include "kernel_common.hpp"
@@ -249,6 +250,7 @@ void key_blocks(Scratch& s, const Call& c, const Task& t) {
     const KeyRange all = t.rule.all_keys(t.i0, t.i0 + t.rows - 1);
     const std::size_t key_end = any.end;
     for (std::size_t j0 = any.begin; j0 < key_end; j0 += kKeyBlock) {
+        detail::interruption_point(); // a task is every key of its rows: long at 32k keys
         const std::size_t kb = std::min(kKeyBlock, key_end - j0);
         // A block whose keys are all padding is skipped whole.
         if (t.pad_row != nullptr && std::all_of(t.pad_row + j0,

@@ -158,7 +158,7 @@ BasicLayerResult<T> attend_layer_impl(const xt::xtensor<T, 3>& query,
     plan.check();
     // The pre-attention norm: of each source (the same hidden state for self-attention).
     const auto normed = [&spec](const xt::xtensor<T, 3>& x) {
-        return spec.norm != nullptr ? apply_norm(x, *spec.norm) : x;
+        return spec.norm != nullptr ? apply_norm(x, *spec.norm, spec.attention.threads) : x;
     };
     const BasicAttentionSpec<T>& run = spec.attention; // the GEMMs' threads and SIMD target
     // The q/k norms (Qwen3, OLMo 2, ...): over each head's features or the whole projection.
@@ -166,8 +166,9 @@ BasicLayerResult<T> attend_layer_impl(const xt::xtensor<T, 3>& query,
         if (n == nullptr) {
             return x;
         }
-        return spec.qk_norm_scope == QkNormScope::head ? apply_head_norm(x, *n, h)
-                                                       : apply_norm(x, *n);
+        const unsigned threads = spec.attention.threads;
+        return spec.qk_norm_scope == QkNormScope::head ? apply_head_norm(x, *n, h, threads)
+                                                       : apply_norm(x, *n, threads);
     };
     const xt::xtensor<T, 3> q =
         qk_normed(project(normed(query), Weight<T>{p.w_q, p.stored_q}, p.b_q, "w_q", "b_q", run),
@@ -183,7 +184,7 @@ BasicLayerResult<T> attend_layer_impl(const xt::xtensor<T, 3>& query,
     xt::xtensor<T, 4> kh = split_heads(k, plan.hkv);
     const xt::xtensor<T, 4> vh = split_heads(v, plan.hkv);
     if (spec.rope != nullptr) {
-        apply_rope(qh, kh, *spec.rope, spec.rope_positions);
+        apply_rope(qh, kh, *spec.rope, spec.rope_positions, spec.attention.threads);
     }
 
     BasicAttentionResult<T> r = attend(qh, kh, vh, spec.attention);

@@ -4,6 +4,7 @@
 #include "attn/rollout.hpp"
 
 #include "attn/error.hpp"
+#include "attn/interruption.hpp"
 #include "blas.hpp"
 
 #include <algorithm>
@@ -79,6 +80,7 @@ void rollout_step(const T* weights,
     // Rows i0 .. i0 + m of Â · R need rows i0 .. i0 + m of Â only: each block is written
     // back over the rows of Â it used, then Â (now the product) becomes R.
     for (std::size_t i0 = 0; i0 < l; i0 += kRowBlock) {
+        detail::interruption_point();
         const std::size_t m = std::min(kRowBlock, l - i0);
         detail::gemm<double>(m, l, l, 1.0, a + i0 * l, l, r, l, false, 0.0, block, l);
         std::copy(block, block + m * l, a + i0 * l);

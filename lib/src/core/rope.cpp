@@ -7,6 +7,7 @@
 #include "attn/rope.hpp"
 
 #include "attn/error.hpp"
+#include "attn/parallel.hpp"
 
 #include <cmath>
 #include <numbers>
@@ -37,7 +38,8 @@ template <class T>
 void rotate(xt::xtensor<T, 4>& x,
             const RopeSpec& spec,
             std::span<const std::int64_t> positions,
-            const char* what) {
+            const char* what,
+            unsigned threads) {
     const std::size_t B = x.shape(0), H = x.shape(1), L = x.shape(2), D = x.shape(3);
     check_rope(spec, D);
     if (positions.size() != L && positions.size() != B * L) {
@@ -52,23 +54,29 @@ void rotate(xt::xtensor<T, 4>& x,
     // One cos/sin row per entry of `positions` (L or B·L rows).
     const std::size_t rows = positions.size();
     std::vector<double> cos_t(rows * P), sin_t(rows * P);
-    for (std::size_t r = 0; r < rows; ++r) {
-        const auto pos = static_cast<double>(positions[r]);
-        for (std::size_t p = 0; p < P; ++p) {
-            const double angle = pos * inv_freq[p];
-            cos_t[r * P + p] = std::cos(angle);
-            sin_t[r * P + p] = std::sin(angle);
-        }
-    }
+    detail::parallel_chunks(
+        rows, detail::rows_per_chunk(P * 8), threads, [&](std::size_t r0, std::size_t r1) {
+            for (std::size_t r = r0; r < r1; ++r) {
+                const auto pos = static_cast<double>(positions[r]);
+                for (std::size_t p = 0; p < P; ++p) {
+                    const double angle = pos * inv_freq[p];
+                    cos_t[r * P + p] = std::cos(angle);
+                    sin_t[r * P + p] = std::sin(angle);
+                }
+            }
+        });
 
     const bool per_batch = rows == B * L && rows != L;
     const std::size_t stride_a = spec.style == RopeStyle::neox ? 1 : 2; // index of pair p's first
     const std::size_t partner = spec.style == RopeStyle::neox ? P : 1;  // offset of its second
     T* data = x.data();
-    for (std::size_t b = 0; b < B; ++b) {
-        for (std::size_t h = 0; h < H; ++h) {
-            for (std::size_t l = 0; l < L; ++l) {
-                T* row = data + ((b * H + h) * L + l) * D;
+    // Rows (b, h, l) of [B, H, L, D] in fixed chunks.
+    detail::parallel_chunks(
+        B * H * L, detail::rows_per_chunk(D), threads, [&](std::size_t i0, std::size_t i1) {
+            for (std::size_t i = i0; i < i1; ++i) {
+                const std::size_t l = i % L;
+                const std::size_t b = i / (H * L);
+                T* row = data + i * D;
                 const std::size_t r = per_batch ? b * L + l : l;
                 const double* c = cos_t.data() + r * P;
                 const double* s = sin_t.data() + r * P;
@@ -81,23 +89,23 @@ void rotate(xt::xtensor<T, 4>& x,
                     x2 = static_cast<T>(e * c[p] + a * s[p]);
                 }
             }
-        }
-    }
+        });
 }
 
 template <class T>
 void rotate_pair(xt::xtensor<T, 4>& q,
                  xt::xtensor<T, 4>& k,
                  const RopeSpec& spec,
-                 const RopePositions& positions) {
+                 const RopePositions& positions,
+                 unsigned threads) {
     if (q.shape(3) != k.shape(3)) {
         throw InputError::shape("rope: keys", {kAnyDim, kAnyDim, kAnyDim, q.shape(3)}, shape_of(k));
     }
     const RopePositions defaults = rope_positions(q.shape(2), k.shape(2));
     const auto& qp = positions.query.empty() ? defaults.query : positions.query;
     const auto& kp = positions.key.empty() ? defaults.key : positions.key;
-    rotate(q, spec, qp, "rope.positions (queries)");
-    rotate(k, spec, kp, "rope.positions (keys)");
+    rotate(q, spec, qp, "rope.positions (queries)", threads);
+    rotate(k, spec, kp, "rope.positions (keys)", threads);
 }
 
 } // namespace
@@ -182,25 +190,27 @@ void apply_rope(Tensor& x,
                 const RopeSpec& spec,
                 std::span<const std::int64_t> positions,
                 const char* what) {
-    rotate(x, spec, positions, what);
+    rotate(x, spec, positions, what, 1);
 }
 
 void apply_rope(BasicTensor<double>& x,
                 const RopeSpec& spec,
                 std::span<const std::int64_t> positions,
                 const char* what) {
-    rotate(x, spec, positions, what);
+    rotate(x, spec, positions, what, 1);
 }
 
-void apply_rope(Tensor& q, Tensor& k, const RopeSpec& spec, const RopePositions& positions) {
-    rotate_pair(q, k, spec, positions);
+void apply_rope(
+    Tensor& q, Tensor& k, const RopeSpec& spec, const RopePositions& positions, unsigned threads) {
+    rotate_pair(q, k, spec, positions, threads);
 }
 
 void apply_rope(BasicTensor<double>& q,
                 BasicTensor<double>& k,
                 const RopeSpec& spec,
-                const RopePositions& positions) {
-    rotate_pair(q, k, spec, positions);
+                const RopePositions& positions,
+                unsigned threads) {
+    rotate_pair(q, k, spec, positions, threads);
 }
 
 } // namespace attn

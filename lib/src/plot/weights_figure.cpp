@@ -171,11 +171,12 @@ WeightsFigure file_figure(const problem::LoadedWeights& w, const FileFigureOptio
                                   o.mask_flag + ": a keep-mask for " + w.name);
     f.input = make_input(w.values(), d, f.refs, f.data);
     if (w.view) {
-        // Each panel's pages leave the process once a pass is done with them: memory
-        // bounded by the picture and one panel, not by the weights.
-        f.input.release = [&w, refs = f.refs, d](std::size_t k) {
-            w.release(refs[k].offset(d), d.lq * d.lk);
-        };
+        // Each band's pages leave the process once a pass is done with them: memory
+        // bounded by the picture and the bands in flight, not by the weights.
+        f.input.release =
+            [&w, refs = f.refs, d](std::size_t k, std::size_t first, std::size_t count) {
+                w.release(refs[k].offset(d) + first, count);
+            };
     }
     if (o.tokens) {
         check_tokens(*o.tokens, d, option_name("tokens"));

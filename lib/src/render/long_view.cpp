@@ -202,8 +202,9 @@ class LongPanel {
                 raw.push_back(static_cast<std::uint8_t>(top_w_[q] & 0xffU));
                 raw.push_back(static_cast<std::uint8_t>(top_w_[q] >> 8));
             }
-            detail::append_element(
-                page, id + "K" + std::to_string(r0 / kLongViewTopKRows), packed(raw, 6));
+            detail::append_element(page,
+                                   id + "K" + std::to_string(r0 / kLongViewTopKRows),
+                                   packed(raw, detail::Pack::small));
         }
         for (std::size_t q = 0; q < tw_ * th_; ++q) {
             const std::uint32_t c = thumb_count_[q];
@@ -344,7 +345,8 @@ class LongPanel {
     /// Compresses finished bands outside the lock, then stores them under it.
     void compress(std::vector<Ready>& ready) {
         for (Ready& r : ready) {
-            std::string data = packed(r.raw, r.level == 0 ? 1 : 6);
+            std::string data =
+                packed(r.raw, r.level == 0 ? detail::Pack::fast : detail::Pack::small);
             const std::lock_guard lock(mutex_);
             levels_[r.level].packed[r.band] = std::move(data);
         }
@@ -453,10 +455,10 @@ long_view_html_bytes(const HeatmapInput& in, const HeatmapOptions& o, std::size_
                           n,
                           panel.values.data() + first * in.cols,
                           panel.masked.empty() ? nullptr : panel.masked.data() + first * in.cols);
+            if (in.release) {
+                in.release(p, first * in.cols, n * in.cols);
+            }
         });
-        if (in.release) {
-            in.release(p);
-        }
     }
     return page.finish();
 }

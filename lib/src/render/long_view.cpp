@@ -141,8 +141,8 @@ class LongPanel {
                 }
             }
         }
-        for (std::size_t j = 0; j < cols; ++j) {
-            col0_.push_back(pixel_of(j, cols, levels_[0].size.w));
+        for (std::size_t x = 0; x <= levels_[0].size.w; ++x) {
+            col_start_.push_back(first_cell(x, cols, levels_[0].size.w));
         }
     }
 
@@ -216,17 +216,25 @@ class LongPanel {
     }
 
   private:
-    /// One cell row into level-0 pixels.
+    /// One cell row into level-0 pixels: each pixel's cells (contiguous) in registers, in
+    /// order (the same sums as cell by cell).
     void pool_row(const float* row, const std::uint8_t* blocked, PixelRow& part) const {
-        for (std::size_t j = 0; j < cols_; ++j) {
-            const float v = row[j];
-            if ((blocked != nullptr && blocked[j] != 0) || std::isnan(v)) {
-                continue;
+        for (std::size_t x = 0; x + 1 < col_start_.size(); ++x) {
+            float m = part.max[x];
+            double s = part.sum[x];
+            std::uint32_t c = 0;
+            for (std::size_t j = col_start_[x]; j < col_start_[x + 1]; ++j) {
+                const float v = row[j];
+                if ((blocked != nullptr && blocked[j] != 0) || std::isnan(v)) {
+                    continue;
+                }
+                m = v > m ? v : m;
+                s += static_cast<double>(v);
+                ++c;
             }
-            const std::size_t x = col0_[j];
-            part.max[x] = std::max(part.max[x], v);
-            part.sum[x] += static_cast<double>(v);
-            ++part.count[x];
+            part.max[x] = m;
+            part.sum[x] = s;
+            part.count[x] += c;
         }
         ++part.parts;
     }
@@ -241,6 +249,9 @@ class LongPanel {
         };
         for (std::size_t j = 0; j < cols_ && k_ > 0; ++j) {
             const float v = row[j];
+            if (best.size() == k_ && !(v > best.front().first)) {
+                continue; // most keys: no stronger than the weakest kept (or NaN)
+            }
             if ((blocked != nullptr && blocked[j] != 0) || std::isnan(v)) {
                 continue;
             }
@@ -354,7 +365,7 @@ class LongPanel {
 
     std::size_t rows_, cols_, k_, tw_, th_;
     std::vector<Level> levels_;
-    std::vector<std::size_t> col0_; ///< level-0 pixel column of each key
+    std::vector<std::size_t> col_start_; ///< the first key of each level-0 pixel column, and cols
     std::vector<std::uint32_t> top_idx_;
     std::vector<std::uint16_t> top_w_;
     std::vector<std::uint32_t> thumb_sum_, thumb_count_;

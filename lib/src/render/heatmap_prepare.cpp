@@ -159,20 +159,28 @@ void pool_row(const float* row,
     }
 }
 
-/// Pools one panel into `vals`/`states` (cells outside `mask` only); `masked`/`bad`: set
-/// when a pixel is hatched or NaN.
+/// Pools panel `k` into `vals`/`states` (cells outside `mask` only), releasing its cells
+/// band of rows by band (HeatmapInput::release); `masked`/`bad`: set when a pixel is
+/// hatched or NaN.
 void pool_panel(const HeatmapInput& in,
-                const HeatmapPanel& p,
+                std::size_t k,
                 bool mean,
                 const PreparedHeatmap& out,
                 std::vector<float>& vals,
                 std::vector<CellState>& states,
                 bool& any_masked,
                 bool& any_bad) {
+    const HeatmapPanel& p = in.panels[k];
     const std::size_t n = out.rows * out.cols;
     const float nan = std::numeric_limits<float>::quiet_NaN();
     vals.assign(n, nan);
     states.assign(n, CellState::value);
+    const std::size_t band = detail::band_rows(in.cols);
+    const auto release_rows = [&](std::size_t first, std::size_t rows) {
+        if (in.release) {
+            in.release(k, first * in.cols, rows * in.cols);
+        }
+    };
     if (out.pool_rows == 1 && out.pool_cols == 1) {
         for (std::size_t i = 0; i < n; ++i) {
             if (!p.masked.empty() && p.masked[i] != 0) {
@@ -185,6 +193,7 @@ void pool_panel(const HeatmapInput& in,
                 vals[i] = p.values[i];
             }
         }
+        release_rows(0, in.rows);
         return;
     }
     const double acc_start = mean ? 0.0 : -std::numeric_limits<double>::infinity();
@@ -196,6 +205,9 @@ void pool_panel(const HeatmapInput& in,
         col_to[j] = j / out.pool_cols;
     }
     for (std::size_t i = 0; i < in.rows; ++i) {
+        if (i > 0 && i % band == 0) {
+            release_rows(i - band, band);
+        }
         const std::size_t base = (i / out.pool_rows) * out.cols;
         const float* row = p.values.data() + i * in.cols;
         if (p.masked.empty()) {
@@ -217,6 +229,8 @@ void pool_panel(const HeatmapInput& in,
             ++count[d];
         }
     }
+    const std::size_t last = (in.rows - 1) / band * band; // the last band's first row
+    release_rows(last, in.rows - last);
     for (std::size_t d = 0; d < n; ++d) {
         if (count[d] > 0) {
             vals[d] = static_cast<float>(mean ? acc[d] / count[d] : acc[d]);
@@ -455,19 +469,9 @@ PreparedHeatmap prepare_heatmap(const HeatmapInput& in,
     attn::detail::parallel_for(
         n, attn::detail::resolve_threads(o.threads, n), [&](unsigned, std::size_t p) {
             bool m = false, b = false;
-            pool_panel(in,
-                       in.panels[p],
-                       o.pool == PoolMode::mean,
-                       out,
-                       out.values[p],
-                       out.states[p],
-                       m,
-                       b);
+            pool_panel(in, p, o.pool == PoolMode::mean, out, out.values[p], out.states[p], m, b);
             masked[p] = m ? 1 : 0;
             bad[p] = b ? 1 : 0;
-            if (in.release) {
-                in.release(p, 0, in.rows * in.cols);
-            }
         });
     out.any_masked = std::find(masked.begin(), masked.end(), 1) != masked.end();
     out.any_bad = std::find(bad.begin(), bad.end(), 1) != bad.end();

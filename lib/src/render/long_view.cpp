@@ -247,21 +247,36 @@ class LongPanel {
         const auto weaker = [](const auto& a, const auto& b) {
             return a.first > b.first || (a.first == b.first && a.second < b.second);
         };
-        for (std::size_t j = 0; j < cols_ && k_ > 0; ++j) {
-            const float v = row[j];
-            if (best.size() == k_ && !(v > best.front().first)) {
-                continue; // most keys: no stronger than the weakest kept (or NaN)
+        constexpr std::size_t kChunk = 16;
+        for (std::size_t j0 = 0; j0 < cols_ && k_ > 0; j0 += kChunk) {
+            const std::size_t j1 = std::min(cols_, j0 + kChunk);
+            if (best.size() == k_) {
+                // Most chunks: none stronger than the weakest kept (blocked keys count in
+                // this bound, which only makes it larger). NaN never wins.
+                float m = -std::numeric_limits<float>::infinity();
+                for (std::size_t j = j0; j < j1; ++j) {
+                    m = row[j] > m ? row[j] : m;
+                }
+                if (!(m > best.front().first)) {
+                    continue;
+                }
             }
-            if ((blocked != nullptr && blocked[j] != 0) || std::isnan(v)) {
-                continue;
-            }
-            if (best.size() < k_) {
-                best.emplace_back(v, static_cast<std::uint32_t>(j));
-                std::push_heap(best.begin(), best.end(), weaker);
-            } else if (v > best.front().first) {
-                std::pop_heap(best.begin(), best.end(), weaker);
-                best.back() = {v, static_cast<std::uint32_t>(j)};
-                std::push_heap(best.begin(), best.end(), weaker);
+            for (std::size_t j = j0; j < j1; ++j) {
+                const float v = row[j];
+                if (best.size() == k_ && !(v > best.front().first)) {
+                    continue; // no stronger than the weakest kept (or NaN)
+                }
+                if ((blocked != nullptr && blocked[j] != 0) || std::isnan(v)) {
+                    continue;
+                }
+                if (best.size() < k_) {
+                    best.emplace_back(v, static_cast<std::uint32_t>(j));
+                    std::push_heap(best.begin(), best.end(), weaker);
+                } else {
+                    std::pop_heap(best.begin(), best.end(), weaker);
+                    best.back() = {v, static_cast<std::uint32_t>(j)};
+                    std::push_heap(best.begin(), best.end(), weaker);
+                }
             }
         }
         std::sort_heap(best.begin(), best.end(), weaker); // strongest first

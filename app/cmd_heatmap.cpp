@@ -35,6 +35,7 @@ struct HeatmapArgs {
     std::string format;
     bool term = false;
     std::int64_t head = kAll, batch = kAll;
+    std::string axes;
     std::string title;
     std::string xlabels, ylabels, tokens;
     double font_size = 10.0;
@@ -126,6 +127,9 @@ void run_heatmap(const HeatmapArgs& a) {
     plot::FileFigureOptions f;
     f.batch = a.batch;
     f.head = a.head;
+    if (!a.axes.empty()) {
+        f.axes = problem::parse_named_axes(a.axes);
+    }
     f.tokens = label_list(a.tokens, "--tokens");
     f.xlabels = label_list(a.xlabels, "--xlabels");
     f.ylabels = label_list(a.ylabels, "--ylabels");
@@ -170,8 +174,9 @@ void run_heatmap(const HeatmapArgs& a) {
 void heatmap_options(CLI::App& cmd, HeatmapArgs& a) {
     cmd.add_option("WEIGHTS",
                    a.weights,
-                   "weights [Lq, Lk], [H, Lq, Lk] or [B, H, Lq, Lk]: .npy, .json array, an attn "
-                   "compute result document (weights and tokens), or - for stdin")
+                   "weights [Lq, Lk], [H, Lq, Lk], [B, H, Lq, Lk] or [layers, B, H, Lq, Lk] "
+                   "(else say --axes): .npy, .npz (a stacked run's says its layers), .json "
+                   "array, an attn compute result document (weights and tokens), or - for stdin")
         ->required();
     const char* out = "Output";
     cmd.add_option(
@@ -204,6 +209,13 @@ void heatmap_options(CLI::App& cmd, HeatmapArgs& a) {
     cmd.add_option(
            "--batch", a.batch, "draw only batch entry N (for rank 3: the first dim is the batch)")
         ->check(CLI::NonNegativeNumber)
+        ->group(sel);
+    cmd.add_option("--axes",
+                   a.axes,
+                   "what the dims before Lq, Lk are: layers, batch, heads in that order, e.g. "
+                   "layers,heads for [layers, H, Lq, Lk] (torch.stack of a model's attentions: "
+                   "the model view); default by rank: [H, ..], [B, H, ..]")
+        ->type_name("LIST")
         ->group(sel);
     const char* lab = "Labels";
     a.title_opt =

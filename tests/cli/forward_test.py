@@ -187,8 +187,8 @@ def _npz():
     expect(["compute", "--params", folder, "--token-ids", path("ids.json"), "--return",
             "hidden_states,lse", "--precision", "f64", "--output", out, "--dtype", "f64"])
     z = np.load(out)
-    check("members", sorted(z.files) == ["hidden_states", "lse", "output", "token_ids",
-                                         "weights"], str(z.files))
+    check("members", sorted(z.files) == ["hidden_states", "layers", "lse", "output",
+                                         "token_ids", "weights"], str(z.files))
     check("weights", np.allclose(z["weights"], ws, atol=1e-10), "")
     check("hidden_states", np.allclose(z["hidden_states"], hs, atol=1e-10), "")
     check("token_ids", z["token_ids"].dtype == np.int64 and list(z["token_ids"]) == IDS,

@@ -193,6 +193,33 @@ def _compute():
           blocks2 == blocks, sorted(k for k in blocks if blocks[k] != blocks2.get(k))[:5])
 
 
+@test("attn heatmap --axes layers,heads of 2 x 2 x 4500 x 40: the long view as the model view")
+def _model_view():
+    w = softmax_rows((2, 2, 4500, 40))
+    harness.write("lm.npy", w)
+    expect(["heatmap", "lm.npy", "--axes", "layers,heads", "-o", "lm.html", "--view-top-k", "4"],
+           name="long model view")
+    meta, blocks, _ = page_parts("lm.html")
+    check("long model view: a grid of 2 heads per layer, titled by layer and head",
+          meta["gridCols"] == 2 and meta["panels"] == [
+              f"layer {l} \u00b7 head {h}" for l in range(2) for h in range(2)], meta["panels"])
+    th, tw = meta["thumbH"], meta["thumbW"]
+    thumbs = np.frombuffer(blocks["thumbs"], dtype=np.uint8)
+    check("long model view: a thumbnail per panel (max, mean, state planes)",
+          thumbs.size == 3 * 4 * th * tw, thumbs.size)
+    none = np.zeros(w.shape[2:], dtype=bool)
+    for k in range(4):
+        l, h = divmod(k, 2)
+        check_levels(f"long model view panel {k}", meta, blocks, k, w[l, h], none)
+        # The thumbnail: the max plane pools the finest level's max plane (80 x 40 pixels).
+        mx = levels_of(meta, blocks, k)[0][0]
+        ry = [y * mx.shape[0] // th for y in range(th)]
+        want = np.maximum.reduceat(mx, ry, 0)
+        got = thumbs[k * th * tw:(k + 1) * th * tw].reshape(th, tw)
+        check(f"long model view panel {k}: thumbnail = max pooling of level 0",
+              np.array_equal(got, want), "")
+
+
 @test("compute --heatmap at 8192 causal: peak RSS far below Lq x Lk x 4 bytes")
 def _memory():
     L = 8192

@@ -135,7 +135,7 @@ def _streaming():
     if code != 0:
         return
     z = np.load(path("diag.npz"))
-    check("members", sorted(z.files) == ["entropy", "lse", "output", "token_ids",
+    check("members", sorted(z.files) == ["entropy", "layers", "lse", "output", "token_ids",
                                          "top_k_indices", "top_k_values"], str(z.files))
     check("lse [layers, H, L]", z["lse"].shape == (NL, H, n), str(z["lse"].shape))
     check("top_k [layers, H, L, 3]", z["top_k_indices"].shape == (NL, H, n, 3),
@@ -179,6 +179,96 @@ def _batch():
     check("line d: text tokenized by the folder's tokenizer",
           d.get("tokens") == ["the", "Ġcat"] and np.array(d["weights"]).shape == (1, 4, 2, 2),
           str({k: v for k, v in d.items() if k != "output"})[:300])
+
+
+def page_panels(name):
+    """A short page's meta and each panel's (colour index, state, float32) planes."""
+    import base64
+    import zlib
+    text = open(path(name), encoding="utf-8").read()
+    meta = json.loads(re.search(r'<script type="application/json" id="meta">(.*?)</script>',
+                                text, re.S).group(1))
+    n = meta["rows"] * meta["cols"]
+    panels = []
+    for p in range(len(meta["panels"])):
+        data = re.search(r'<script type="application/octet-stream" id="p%d">([^<]*)</script>' % p,
+                         text).group(1)
+        raw = zlib.decompress(base64.b64decode(data))
+        at = 2 * n if meta["hasState"] else n
+        panels.append((raw[:n], raw[n:at] if meta["hasState"] else None,
+                       np.frombuffer(raw[at:at + 4 * n], dtype="<f4")))
+    return meta, panels
+
+
+@test("model view from a file: [layers, H, L, L] .npy (--axes) and the run's .npz, same page")
+def _model_view_file():
+    folder, *_ = build("gpt2")
+    run_args = ["compute", "--params", folder, "--token-ids", path("ids.json")]
+    expect(run_args + ["--heatmap", path("run.html"), "--weights", path("w4.npy"),
+                       "--output", path("o.npy")])
+    expect(run_args + ["--output", path("run.npz")])
+    w = np.load(path("w4.npy"))
+    check("the run's weights are [layers, H, L, L]", w.shape == (NL, H, len(IDS), len(IDS)),
+          w.shape)
+    z = np.load(path("run.npz"))
+    check("the run's .npz says its layers (int64)", "layers" in z.files and
+          z["layers"].dtype == np.int64 and z["layers"].tolist() == list(range(NL)), z.files)
+    expect(["heatmap", path("w4.npy"), "--axes", "layers,heads", "-o", path("file.html")])
+    expect(["heatmap", path("run.npz"), "-o", path("npz.html")])
+    ref_meta, ref = page_panels("run.html")
+    want = ["layer %d \u00b7 head %d" % (l, h) for l in range(NL) for h in range(H)]
+    check("the run's page: the model view", ref_meta["panels"] == want and
+          ref_meta["gridCols"] == H, (ref_meta["panels"], ref_meta["gridCols"]))
+    for name in ("file.html", "npz.html"):
+        meta, got = page_panels(name)
+        check(name + ": same panels, grid and size as the run's",
+              [meta[k] for k in ("panels", "gridCols", "rows", "cols", "vmin", "vmax")] ==
+              [ref_meta[k] for k in ("panels", "gridCols", "rows", "cols", "vmin", "vmax")],
+              {k: meta[k] for k in ("panels", "gridCols", "vmin", "vmax")})
+        check(name + ": title counts layers and heads",
+              meta["title"].endswith("model view: %d layers \u00d7 %d heads" % (NL, H)),
+              meta["title"])
+        same = len(got) == len(ref) and all(
+            g[0] == r[0] and g[1] == r[1] and np.array_equal(g[2], r[2])
+            for g, r in zip(got, ref))
+        check(name + ": every panel's colours, states and exact values are the run's", same,
+              "")
+        check(name + ": the values are the weights file's", all(
+            np.array_equal(g[2], w[k // H, k % H].ravel()) for k, g in enumerate(got)), "")
+
+
+@test("model view from a file: bad axes and shapes, one line, exit 2")
+def _model_view_refused():
+    np.save(path("w12.npy"), np.full((12, 12, 3, 3), 1 / 3, dtype=np.float32))
+    expect(["heatmap", path("w12.npy"), "-o", path("x.html")], code=2,
+           err=r"144 panels \(12 batches x 12 heads\) .*--axes layers,heads")
+    expect(["heatmap", path("w12.npy"), "--axes", "layers,heads", "-o", path("w12.html")])
+    for axes, err in (("layers", r"--axes: .*has shape \[12, 12, 3, 3\] \(rank 4\), the axes "
+                                 r"named give rank 3"),
+                      ("heads,layers", r"--axes heads,layers: \"layers\" repeated or out of order"),
+                      ("layers,layers,heads", r"repeated or out of order"),
+                      ("layers,head", r"--axes layers,head: unknown axis \"head\""),
+                      ("batch,", r"--axes batch,: unknown axis \"\""),
+                      ("layers,batch,heads", r"rank 5")):
+        expect(["heatmap", path("w12.npy"), "--axes", axes, "-o", path("x.html")], code=2,
+               err=err, name="--axes %r refused" % axes)
+    np.savez(path("bad.npz"), weights=np.full((2, 3, 3), 1 / 3, dtype=np.float32),
+             layers=np.array([0.5, 1.0]))
+    expect(["heatmap", path("bad.npz"), "-o", path("x.html")], code=2,
+           err=r"bad\.npz:layers: expected a list of layer numbers \(integers")
+    np.savez(path("short.npz"), weights=np.full((2, 3, 3), 1 / 3, dtype=np.float32),
+             layers=np.array([4]))
+    expect(["heatmap", path("short.npz"), "-o", path("x.html")], code=2,
+           err=r"1 layer numbers for 2 layers")
+    np.savez(path("ok.npz"), weights=np.full((2, 3, 3), 1 / 3, dtype=np.float32),
+             layers=np.array([4, 7]))
+    expect(["heatmap", path("ok.npz"), "--axes", "heads", "-o", path("x.html")], code=2,
+           err=r"--axes: .*ok\.npz says its first axis holds layers")
+    expect(["heatmap", path("ok.npz"), "-o", path("ok.svg")])
+    svg = open(path("ok.svg"), encoding="utf-8").read()
+    check("an .npz's layers number the panels", ">layer 4<" in svg and ">layer 7<" in svg, "")
+    x = not os.path.exists(path("x.html"))
+    check("nothing written by a refused run", x, "")
 
 
 main()

@@ -4,10 +4,12 @@
 #include "attn/error.hpp"
 #include "attn/render/html.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <gtest/gtest.h>
+#include <mutex>
 #include <string>
 #include <vector>
 #include <zlib.h>
@@ -146,16 +148,86 @@ TEST(HtmlView, RefusesMoreCellsThanTheLimitNamingHeadAndPool) {
     EXPECT_NO_THROW((void)attn::render::heatmap_html(two_panels(v), HeatmapOptions{}, limits));
 }
 
-TEST(HtmlView, EachPanelReleasedAfterEachPassInOrder) {
+TEST(HtmlView, EveryCellReleasedOnceAfterEachPassByBands) {
     // A mapped file's pages are dropped after the range pass and after the cells pass of
-    // each panel, so the writer holds one panel's values at a time.
-    const std::vector<float> v{0.1f, 0.9f, 0.5f, 0.5f, 0.2f, 0.8f, 0.3f, 0.7f};
-    HeatmapInput in = two_panels(v);
-    const std::string plain = attn::render::heatmap_html(in, HeatmapOptions{});
-    std::vector<std::size_t> released;
-    in.release = [&released](std::size_t p) { released.push_back(p); };
-    EXPECT_EQ(attn::render::heatmap_html(in, HeatmapOptions{}), plain);
-    EXPECT_EQ(released, (std::vector<std::size_t>{0, 1, 0, 1}));
+    // each band of rows, so the writer holds a few bands' values at a time: two panels of
+    // 1100 x 600 cells, bands of 436 rows (2^18 cells / 600), on two threads.
+    const std::size_t rows = 1100, cols = 600, n = rows * cols;
+    std::vector<float> v(2 * n);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        v[i] = static_cast<float>((i * 7919) % 1000) / 1000.0f;
+    }
+    HeatmapInput in;
+    in.rows = rows;
+    in.cols = cols;
+    for (std::size_t p = 0; p < 2; ++p) {
+        in.panels.push_back({"", std::span<const float>(v).subspan(p * n, n), {}});
+    }
+    HeatmapOptions o;
+    o.threads = 2;
+    const std::string plain = attn::render::heatmap_html(in, o);
+    std::mutex m;
+    std::vector<std::vector<int>> times(2, std::vector<int>(n, 0));
+    std::size_t calls = 0, largest = 0;
+    in.release = [&](std::size_t p, std::size_t first, std::size_t count) {
+        const std::lock_guard lock(m);
+        ++calls;
+        largest = std::max(largest, count);
+        for (std::size_t c = first; c < first + count && c < n; ++c) {
+            ++times[p][c];
+        }
+    };
+    EXPECT_EQ(attn::render::heatmap_html(in, o), plain);
+    for (std::size_t p = 0; p < 2; ++p) {
+        EXPECT_EQ(std::count(times[p].begin(), times[p].end(), 2), static_cast<long>(n)) << p;
+    }
+    EXPECT_EQ(calls, 2U * 2 * 3); // two passes over three bands of each panel
+    EXPECT_EQ(largest, std::size_t{436} * cols);
+}
+
+TEST(HtmlView, ColourIndicesAreThePngRuleAtEveryBinEdge) {
+    // Values at each bin's lower edge and its float neighbours, on ranges whose bins fall
+    // between floats (a colour index from float arithmetic alone is off by one there),
+    // and large values over a narrow range.
+    const std::vector<std::pair<double, double>> ranges = {
+        {0.0, 1.0}, {0.1, 0.9}, {-3.0, 1e-3}, {1000.0, 1000.001}, {1e-7, 3e-7}};
+    for (const auto& [lo, hi] : ranges) {
+        std::vector<float> v;
+        for (int b = -2; b <= 258; ++b) {
+            float x = static_cast<float>(lo + (hi - lo) * b / 256.0);
+            for (int s = 0; s < 3; ++s) {
+                x = std::nextafter(x, -INFINITY);
+            }
+            for (int s = 0; s < 6; ++s) {
+                v.push_back(x);
+                x = std::nextafter(x, INFINITY);
+            }
+        }
+        v.push_back(INFINITY);
+        v.push_back(-INFINITY);
+        HeatmapInput in;
+        in.rows = 1;
+        in.cols = v.size();
+        in.panels.push_back({"", v, {}});
+        HeatmapOptions o;
+        o.vmin = lo;
+        o.vmax = hi;
+        const std::string page = attn::render::heatmap_html(in, o);
+        const std::vector<std::uint8_t> b = element_bytes(page, "p0");
+        ASSERT_GE(b.size(), v.size());
+        std::size_t wrong = 0;
+        for (std::size_t k = 0; k < v.size(); ++k) {
+            const double t = (static_cast<double>(v[k]) - lo) / (hi - lo);
+            const auto want = static_cast<std::uint8_t>(!(t > 0)         ? 0
+                                                        : t * 256 >= 255 ? 255
+                                                                         : std::floor(t * 256));
+            wrong += b[k] != want ? 1U : 0U;
+            EXPECT_EQ(b[k], want) << lo << ".." << hi << ": " << v[k] << " (" << k << ")";
+            if (wrong > 5) {
+                return;
+            }
+        }
+    }
 }
 
 TEST(HtmlView, TheSameBytesForAnyThreadCount) {

@@ -178,9 +178,13 @@ void check_requested(const OutputOptions& o) {
     }
 }
 
-/// np.savez's layout: every array of the result (the weights unless --weights has them).
-std::vector<std::uint8_t>
-npz_bytes(const Solution& s, const OutputOptions& o, io::NpyFloat weights_type) {
+/// np.savez's layout: every array of the result (the weights unless --weights has them),
+/// and a stack's `layers` (int64: the layer number of each entry of the leading axis, as
+/// the result document's "layers"), so a reader knows that axis for what it is.
+std::vector<std::uint8_t> npz_bytes(const Solution& s,
+                                    const OutputOptions& o,
+                                    io::NpyFloat weights_type,
+                                    const std::vector<std::size_t>& layers) {
     std::vector<io::NpzMember> members;
     const auto add_as = [&](const char* name,
                             const std::optional<io::Array>& a,
@@ -209,6 +213,15 @@ npz_bytes(const Solution& s, const OutputOptions& o, io::NpyFloat weights_type) 
     }
     add("rollout", s.rollout);
     add("token_ids", s.token_ids);
+    if (!layers.empty()) {
+        io::Array a;
+        a.shape = {layers.size()};
+        a.dtype = "int64";
+        for (const std::size_t l : layers) {
+            a.values.push_back(static_cast<float>(l));
+        }
+        members.push_back({"layers", io::encode_npy_int64(a)});
+    }
     return io::encode_npz(members);
 }
 
@@ -239,7 +252,12 @@ WrittenOutputs write_outputs(const Problem& problem,
                                 : result_document(problem, s, o.weights.empty());
     };
     if (!o.output.empty() && is_npz(o.output)) {
-        io::write_file_atomic(o.output, npz_bytes(s, o, weights_npy_type(problem, o)));
+        io::write_file_atomic(
+            o.output,
+            npz_bytes(s,
+                      o,
+                      weights_npy_type(problem, o),
+                      stack != nullptr ? stack->layers : std::vector<std::size_t>{}));
     } else if (!o.output.empty() && extras &&
                output_format(o.output, o.format) == io::ArrayFormat::json) {
         io::write_file_atomic(o.output, document() + "\n");

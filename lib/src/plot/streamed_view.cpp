@@ -61,15 +61,17 @@ void StreamedView::store(std::size_t first, const float* values, std::size_t cou
         for (std::size_t i = 0; i < n; ++i) {
             std::uint8_t* out = blocked.data() + i * d.lk;
             const std::size_t q = row0 + row + i;
-            if (positional) {
+            if (positional) { // one range of keys: blocked before and after it
                 const KeyRange keys = vis.rule(r.b).keys(q);
-                for (std::size_t j = 0; j < d.lk; ++j) {
-                    out[j] = keys.contains(j) ? 0 : 1;
-                }
-            } else {
-                for (std::size_t j = 0; j < d.lk; ++j) {
-                    out[j] = vis.sees(r.b, head, q, j) ? 0 : 1;
-                }
+                const std::size_t b = std::min(keys.begin, d.lk);
+                const std::size_t e = std::clamp(keys.end, b, d.lk);
+                std::fill(out, out + b, std::uint8_t{1});
+                std::fill(out + e, out + d.lk, std::uint8_t{1});
+                any = any || b > 0 || e < d.lk;
+                continue;
+            }
+            for (std::size_t j = 0; j < d.lk; ++j) {
+                out[j] = vis.sees(r.b, head, q, j) ? 0 : 1;
             }
             any = any || std::any_of(out, out + d.lk, [](std::uint8_t c) { return c != 0; });
         }

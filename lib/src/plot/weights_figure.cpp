@@ -102,8 +102,31 @@ WeightsFigure result_figure(const io::Array& weights,
     return f;
 }
 
-WeightsFigure file_figure(const problem::LoadedWeights& w, const FileFigureOptions& o) {
-    WeightsFigure f;
+namespace {
+
+/// The dims of `w` read by the axes the user names (option axes), the file says (a stacked
+/// result's layers) or its rank gives.
+Dims file_dims(const problem::LoadedWeights& w, const FileFigureOptions& o) {
+    const std::vector<std::size_t>& shape = w.array.shape;
+    if (o.axes) {
+        if (!w.layers.empty() && !o.axes->layers) {
+            throw InputError(option_name("axes") + ": " + w.name +
+                             " says its first axis holds layers; name it (layers,...)");
+        }
+        if (shape.size() != o.axes->rank()) {
+            throw InputError(option_name("axes") + ": " + w.name + " has shape " +
+                             shape_string(shape) + " (rank " + std::to_string(shape.size()) +
+                             "), the axes named give rank " + std::to_string(o.axes->rank()) +
+                             " (each named axis, then Lq, Lk)");
+        }
+        std::vector<std::size_t> layers = w.layers;
+        if (o.axes->layers && layers.empty()) {
+            for (std::size_t l = 0; l < shape[0]; ++l) {
+                layers.push_back(l); // numbered 0, 1, ...
+            }
+        }
+        return dims_of(shape, o.axes->axes, w.name, layers);
+    }
     problem::WeightsAxes axes = w.axes;
     if (axes.rank() == 3 && o.batch != kAll) {
         // --batch on [X, Lq, Lk]: the user says X is the batch.
@@ -113,7 +136,26 @@ WeightsFigure file_figure(const problem::LoadedWeights& w, const FileFigureOptio
         }
         axes = {.batch = true, .heads = false};
     }
-    f.dims = dims_of(w.array.shape, axes, w.name, w.layers);
+    Dims d = dims_of(shape, axes, w.name, w.layers);
+    if (!d.has_layers && d.has_batch && d.batches * d.heads > kMaxPanels && o.batch == kAll &&
+        o.head == kAll) {
+        // [layers, H, L, L] (torch.stack of a model's attentions) reads as [B, H, L, L].
+        throw InputError(w.name + ": " + std::to_string(d.batches * d.heads) + " panels (" +
+                         std::to_string(d.batches) + " batches x " + std::to_string(d.heads) +
+                         " heads) are too many for one figure (at most " +
+                         std::to_string(kMaxPanels) + "); when the first axis is layers, say so (" +
+                         option_name("axes") + " layers,heads: the model view, up to " +
+                         std::to_string(kMaxModelPanels) + " panels), or pick with " +
+                         option_name("batch") + " N and/or " + option_name("head") + " N");
+    }
+    return d;
+}
+
+} // namespace
+
+WeightsFigure file_figure(const problem::LoadedWeights& w, const FileFigureOptions& o) {
+    WeightsFigure f;
+    f.dims = file_dims(w, o);
     const Dims& d = f.dims;
     f.refs = pick_panels(d, o.batch, o.head, w.name);
     std::optional<io::Array> mask;
@@ -129,11 +171,12 @@ WeightsFigure file_figure(const problem::LoadedWeights& w, const FileFigureOptio
                                   o.mask_flag + ": a keep-mask for " + w.name);
     f.input = make_input(w.values(), d, f.refs, f.data);
     if (w.view) {
-        // Each panel's pages leave the process once a pass is done with them: memory
-        // bounded by the picture and one panel, not by the weights.
-        f.input.release = [&w, refs = f.refs, d](std::size_t k) {
-            w.release(refs[k].offset(d), d.lq * d.lk);
-        };
+        // Each band's pages leave the process once a pass is done with them: memory
+        // bounded by the picture and the bands in flight, not by the weights.
+        f.input.release =
+            [&w, refs = f.refs, d](std::size_t k, std::size_t first, std::size_t count) {
+                w.release(refs[k].offset(d) + first, count);
+            };
     }
     if (o.tokens) {
         check_tokens(*o.tokens, d, option_name("tokens"));
@@ -142,7 +185,9 @@ WeightsFigure file_figure(const problem::LoadedWeights& w, const FileFigureOptio
     f.input.row_labels =
         axis_labels(o.ylabels, o.tokens, w.query_tokens, w.name, "query_tokens", d.lq);
     f.options = o.options;
-    f.options.title = o.title ? *o.title : o.title_base + picked_suffix(d, o.batch, o.head);
+    f.options.title = o.title        ? *o.title
+                      : d.has_layers ? o.title_base + ": " + model_view_title(d, o.batch, o.head)
+                                     : o.title_base + picked_suffix(d, o.batch, o.head);
     return f;
 }
 

@@ -4,6 +4,8 @@
 #include "attn/error.hpp"
 #include "attn/io/json_text.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 namespace attn::problem {
@@ -114,6 +116,39 @@ ResultFile read_result_bytes(std::span<const std::uint8_t> bytes,
 
 WeightsAxes axes_of_rank(std::size_t rank) {
     return {.batch = rank == 4, .heads = rank == 3 || rank == 4};
+}
+
+NamedAxes parse_named_axes(std::string_view text) {
+    static constexpr std::string_view names[] = {"layers", "batch", "heads"};
+    const auto refuse = [text](const std::string& why) {
+        return InputError(option_name("axes") + " " + std::string(text) + ": " + why +
+                          " (expected layers, batch and heads in that order, joined by commas, "
+                          "e.g. layers,heads; none for [Lq, Lk])");
+    };
+    NamedAxes out;
+    if (text == "none") {
+        return out;
+    }
+    std::size_t next = 0; // the first name still allowed: the order of [layers, B, H, ...]
+    std::size_t at = 0;
+    while (at <= text.size()) {
+        const std::size_t comma = std::min(text.find(',', at), text.size());
+        const std::string_view name = text.substr(at, comma - at);
+        const auto* it = std::find(std::begin(names), std::end(names), name);
+        if (it == std::end(names)) {
+            throw refuse("unknown axis \"" + std::string(name) + "\"");
+        }
+        const auto k = static_cast<std::size_t>(it - std::begin(names));
+        if (k < next) {
+            throw refuse("\"" + std::string(name) + "\" repeated or out of order");
+        }
+        next = k + 1;
+        out.layers = out.layers || k == 0;
+        out.axes.batch = out.axes.batch || k == 1;
+        out.axes.heads = out.axes.heads || k == 2;
+        at = comma + 1;
+    }
+    return out;
 }
 
 } // namespace attn::problem

@@ -13,19 +13,46 @@ namespace attn::problem {
 
 namespace {
 
+/// The layer numbers an archive's "layers" holds (integers >= 0, one dimension).
+std::vector<std::size_t> layer_numbers(const io::Array& a, const std::string& name) {
+    const bool integers = a.dtype.rfind("int", 0) == 0 || a.dtype.rfind("uint", 0) == 0;
+    if (a.shape.size() != 1 || a.shape[0] == 0 || !integers) {
+        throw InputError(name +
+                         ": expected a list of layer numbers (integers, one dimension), "
+                         "got " +
+                         a.dtype + " of shape " + shape_string(a.shape));
+    }
+    std::vector<std::size_t> out;
+    for (const float v : a.values) {
+        if (!(v >= 0.0F)) {
+            throw InputError(name + ": layer numbers are >= 0, got " +
+                             std::to_string(static_cast<long long>(v)));
+        }
+        out.push_back(static_cast<std::size_t>(v));
+    }
+    return out;
+}
+
 /// The array as read, or a result document's weights and labels.
 void read_into(LoadedWeights& l,
                const std::string& path,
                const std::function<std::vector<std::uint8_t>()>& read_stdin) {
     if (const auto ref = io::parse_npz_ref(path)) {
         // A bare archive: its "weights" array, or its only array.
+        const std::vector<std::string> all = io::npz_members(io::read_file(ref->file), l.name);
+        const auto has = [&all](const char* m) {
+            return std::find(all.begin(), all.end(), m) != all.end();
+        };
         std::string member = ref->member;
         if (member.empty()) {
-            const std::vector<std::string> all = io::npz_members(io::read_file(ref->file), l.name);
-            const bool has_weights = std::find(all.begin(), all.end(), "weights") != all.end();
-            member = has_weights ? "weights" : "";
+            member = has("weights") ? "weights" : "";
         }
         l.array = io::read_npz_array(ref->file, member);
+        if (member == "weights" && has("layers")) {
+            // A stacked run's archive says which layers its weights' leading axis holds.
+            l.layers = layer_numbers(io::read_npz_array(ref->file, "layers"),
+                                     ref->file.string() + ":layers");
+        }
         return;
     }
     const std::string ext = io::lower_extension(path);

@@ -224,19 +224,19 @@ figure_svg(const Figure& figure, const PngEncoder& encode_png, std::size_t max_r
     return out;
 }
 
-std::string base64_encode(const std::vector<std::uint8_t>& bytes) {
+std::string base64_encode(std::span<const std::uint8_t> bytes) {
     static const char* const kAlphabet =
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    out.reserve((bytes.size() + 2) / 3 * 4);
+    std::string out(bytes.size() / 3 * 4, '\0');
+    char* to = out.data();
     std::size_t i = 0;
-    for (; i + 2 < bytes.size(); i += 3) {
+    for (; i + 2 < bytes.size(); i += 3, to += 4) {
         const unsigned v = (static_cast<unsigned>(bytes[i]) << 16) |
                            (static_cast<unsigned>(bytes[i + 1]) << 8) | bytes[i + 2];
-        out += kAlphabet[(v >> 18) & 63];
-        out += kAlphabet[(v >> 12) & 63];
-        out += kAlphabet[(v >> 6) & 63];
-        out += kAlphabet[v & 63];
+        to[0] = kAlphabet[(v >> 18) & 63];
+        to[1] = kAlphabet[(v >> 12) & 63];
+        to[2] = kAlphabet[(v >> 6) & 63];
+        to[3] = kAlphabet[v & 63];
     }
     if (i < bytes.size()) {
         unsigned v = static_cast<unsigned>(bytes[i]) << 16;

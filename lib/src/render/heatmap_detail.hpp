@@ -4,7 +4,9 @@
 
 #include "attn/render/heatmap.hpp"
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,14 +21,42 @@ inline std::size_t ceil_div(std::size_t a, std::size_t b) {
 /// of range.
 void validate_heatmap(const HeatmapInput& in, const HeatmapOptions& o);
 
+/// Cells per band of rows in a pass over a panel (about 1 MiB of float32): what is read
+/// and released at a time.
+inline constexpr std::size_t kBandCells = std::size_t{1} << 18;
+/// Rows per band: kBandCells / cols, at least one.
+std::size_t band_rows(std::size_t cols);
+
 /// The colour range of every unmasked cell at full resolution (prepare_heatmap's rule
-/// without pooling), read in one pass (each panel released after it) with no copy unless
-/// options clip; `notes` gets the clipping note. `any_state` (if given): whether any cell
-/// is masked or NaN.
+/// without pooling), read in one pass by bands of rows on options.threads threads (each
+/// band released after it) with no copy unless options clip (then on one thread, in
+/// order); `notes` gets the clipping note. `any_state` (if given): whether any cell is
+/// masked or NaN.
 ColorNorm full_range(const HeatmapInput& in,
                      const HeatmapOptions& o,
                      std::vector<std::string>& notes,
                      bool* any_state = nullptr);
+
+/// Colormap::colormap_index(norm(v)) for float cells, the rule every picture colours by,
+/// without a division per cell: on a linear scale the index is the number of the 255
+/// thresholds (the least float whose index reaches 1, 2, ..., 255, found once by
+/// bisection over that rule) at or below v, guessed by one multiplication and corrected
+/// against them, so it is exact; a log scale asks the rule itself. NaN gives 0, as the rule.
+class ColorIndexer {
+  public:
+    explicit ColorIndexer(const ColorNorm& norm);
+    /// The indices of v[0, n) into out[0, n).
+    void map(const float* v, std::size_t n, std::uint8_t* out) const;
+
+  private:
+    std::uint8_t slow(float v) const;
+    ColorNorm norm_;
+    bool linear_ = true;
+    float lo_ = 0.0F, per_bin_ = 0.0F;
+    /// [b]: the least float whose index is >= b (1 <= b <= 255); [0] -inf and [256] NaN,
+    /// which no comparison passes.
+    std::array<float, 257> at_least_{};
+};
 
 /// The smallest of 1, 2, 5, 10, 20, 50, ... whose spacing is at least `need` px.
 std::size_t nice_step(double need, double pitch);

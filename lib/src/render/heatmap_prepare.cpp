@@ -2,12 +2,14 @@
 // sequences into displayed cells, and the colour range (vmin/vmax, quantile clipping,
 // log scale). No layout and no pixels: heatmap.cpp lays out what this prepares.
 #include "attn/error.hpp"
+#include "attn/parallel.hpp"
 #include "attn/render/heatmap.hpp"
 #include "heatmap_detail.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 
 namespace attn::render {
@@ -125,29 +127,73 @@ void validate_heatmap(const HeatmapInput& in, const HeatmapOptions& o) {
 
 namespace {
 
-/// Pools one panel into out.values/out.states (cells outside `mask` only).
+/// Pools row `row` of a panel without masked cells into acc/count (pixel row `base`): per
+/// block of `pool` cells, NaN left out, the sum in order (mean) or the greatest value (max).
+void pool_row(const float* row,
+              std::size_t cols,
+              std::size_t pool,
+              bool mean,
+              double* acc,
+              std::uint32_t* count) {
+    for (std::size_t x = 0, j0 = 0; j0 < cols; ++x, j0 += pool) {
+        const std::size_t j1 = std::min(cols, j0 + pool);
+        std::uint32_t c = 0;
+        if (mean) {
+            double a = acc[x];
+            for (std::size_t j = j0; j < j1; ++j) {
+                if (!std::isnan(row[j])) {
+                    a += static_cast<double>(row[j]);
+                    ++c;
+                }
+            }
+            acc[x] = a;
+        } else {
+            float m = -std::numeric_limits<float>::infinity();
+            for (std::size_t j = j0; j < j1; ++j) {
+                c += std::isnan(row[j]) ? 0U : 1U;
+                m = row[j] > m ? row[j] : m; // NaN never wins
+            }
+            acc[x] = std::max(acc[x], static_cast<double>(m));
+        }
+        count[x] += c;
+    }
+}
+
+/// Pools panel `k` into `vals`/`states` (cells outside `mask` only), releasing its cells
+/// band of rows by band (HeatmapInput::release); `masked`/`bad`: set when a pixel is
+/// hatched or NaN.
 void pool_panel(const HeatmapInput& in,
-                const HeatmapPanel& p,
+                std::size_t k,
                 bool mean,
-                PreparedHeatmap& out,
+                const PreparedHeatmap& out,
                 std::vector<float>& vals,
-                std::vector<CellState>& states) {
+                std::vector<CellState>& states,
+                bool& any_masked,
+                bool& any_bad) {
+    const HeatmapPanel& p = in.panels[k];
     const std::size_t n = out.rows * out.cols;
     const float nan = std::numeric_limits<float>::quiet_NaN();
     vals.assign(n, nan);
     states.assign(n, CellState::value);
+    const std::size_t band = detail::band_rows(in.cols);
+    const auto release_rows = [&](std::size_t first, std::size_t rows) {
+        if (in.release) {
+            in.release(k, first * in.cols, rows * in.cols);
+        }
+    };
     if (out.pool_rows == 1 && out.pool_cols == 1) {
         for (std::size_t i = 0; i < n; ++i) {
             if (!p.masked.empty() && p.masked[i] != 0) {
                 states[i] = CellState::masked;
-                out.any_masked = true;
+                any_masked = true;
             } else if (std::isnan(p.values[i])) {
                 states[i] = CellState::bad;
-                out.any_bad = true;
+                any_bad = true;
             } else {
                 vals[i] = p.values[i];
             }
         }
+        release_rows(0, in.rows);
         return;
     }
     const double acc_start = mean ? 0.0 : -std::numeric_limits<double>::infinity();
@@ -159,12 +205,19 @@ void pool_panel(const HeatmapInput& in,
         col_to[j] = j / out.pool_cols;
     }
     for (std::size_t i = 0; i < in.rows; ++i) {
+        if (i > 0 && i % band == 0) {
+            release_rows(i - band, band);
+        }
         const std::size_t base = (i / out.pool_rows) * out.cols;
         const float* row = p.values.data() + i * in.cols;
-        const std::uint8_t* mrow = p.masked.empty() ? nullptr : p.masked.data() + i * in.cols;
+        if (p.masked.empty()) {
+            pool_row(row, in.cols, out.pool_cols, mean, &acc[base], &count[base]);
+            continue;
+        }
+        const std::uint8_t* mrow = p.masked.data() + i * in.cols;
         for (std::size_t j = 0; j < in.cols; ++j) {
             const std::size_t d = base + col_to[j];
-            if (mrow != nullptr && mrow[j] != 0) {
+            if (mrow[j] != 0) {
                 had_mask[d] = 1;
                 continue;
             }
@@ -176,15 +229,17 @@ void pool_panel(const HeatmapInput& in,
             ++count[d];
         }
     }
+    const std::size_t last = (in.rows - 1) / band * band; // the last band's first row
+    release_rows(last, in.rows - last);
     for (std::size_t d = 0; d < n; ++d) {
         if (count[d] > 0) {
             vals[d] = static_cast<float>(mean ? acc[d] / count[d] : acc[d]);
         } else if (had_mask[d] != 0) {
             states[d] = CellState::masked;
-            out.any_masked = true;
+            any_masked = true;
         } else {
             states[d] = CellState::bad;
-            out.any_bad = true;
+            any_bad = true;
         }
     }
 }
@@ -266,34 +321,103 @@ void fix_range(const HeatmapOptions& o, PreparedHeatmap& out) {
 
 namespace detail {
 
+std::size_t band_rows(std::size_t cols) {
+    return std::max<std::size_t>(1, kBandCells / std::max<std::size_t>(1, cols));
+}
+
+namespace {
+
+/// A band of cells' part of the colour range: the least and greatest value the range
+/// counts (finite; log: positive), and whether any cell is masked or NaN.
+struct BandRange {
+    float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+    bool state = false;
+};
+
+BandRange band_range(const HeatmapPanel& p, std::size_t first, std::size_t n, bool log) {
+    BandRange r;
+    const float* v = p.values.data() + first;
+    float lo = r.lo, hi = r.hi;
+    constexpr float kMax = std::numeric_limits<float>::max();
+    if (p.masked.empty()) { // the common case, a loop the compiler vectorizes
+        bool nan = false;
+        for (std::size_t i = 0; i < n; ++i) {
+            const float x = v[i];
+            nan = nan || std::isnan(x);
+            const bool counted = std::fabs(x) <= kMax && (!log || x > 0.0F);
+            lo = counted && x < lo ? x : lo;
+            hi = counted && x > hi ? x : hi;
+        }
+        r.lo = lo;
+        r.hi = hi;
+        r.state = nan;
+        return r;
+    }
+    const std::uint8_t* m = p.masked.data() + first;
+    for (std::size_t i = 0; i < n; ++i) {
+        const float x = v[i];
+        const bool blocked = m[i] != 0;
+        r.state = r.state || blocked || std::isnan(x);
+        const bool counted = !blocked && std::fabs(x) <= kMax && (!log || x > 0.0F);
+        lo = counted && x < lo ? x : lo;
+        hi = counted && x > hi ? x : hi;
+    }
+    r.lo = lo;
+    r.hi = hi;
+    return r;
+}
+
+} // namespace
+
 ColorNorm full_range(const HeatmapInput& in,
                      const HeatmapOptions& o,
                      std::vector<std::string>& notes,
                      bool* any_state) {
-    bool state = false;
+    // Bands of rows, on o.threads threads, each released once read; then the range from
+    // each band's least and greatest counted value (the same as from every value: the
+    // rule only takes the least and greatest), or, with clip, from every value in turn.
+    const std::size_t cells = in.rows * in.cols, band = band_rows(in.cols) * in.cols;
+    const std::size_t bands = (cells + band - 1) / band, tasks = bands * in.panels.size();
+    std::vector<BandRange> parts(tasks);
+    const bool log = o.scale == ColorScale::log;
+    const unsigned threads = o.clip ? 1 : attn::detail::resolve_threads(o.threads, tasks);
+    const auto read_band = [&](std::size_t t, const std::function<void(float)>* each) {
+        const std::size_t k = t / bands, first = (t % bands) * band;
+        const std::size_t n = std::min(band, cells - first);
+        const HeatmapPanel& p = in.panels[k];
+        parts[t] = band_range(p, first, n, log);
+        for (std::size_t i = 0; each != nullptr && !p.scale && i < n; ++i) {
+            if (p.masked.empty() || p.masked[first + i] == 0) {
+                (*each)(p.values[first + i]);
+            }
+        }
+        if (in.release) {
+            in.release(k, first, n);
+        }
+    };
     const ColorNorm norm = range_of(
         o,
         [&](const auto& f) {
-            for (std::size_t k = 0; k < in.panels.size(); ++k) {
-                const HeatmapPanel& p = in.panels[k];
-                for (std::size_t i = 0; i < p.values.size(); ++i) {
-                    if (p.masked.empty() || p.masked[i] == 0) {
-                        state = state || std::isnan(p.values[i]);
-                        if (!p.scale) { // a panel with its own range (the HTML view) is not in it
-                            f(p.values[i]);
-                        }
-                    } else {
-                        state = true;
-                    }
+            if (o.clip) { // every value, in order, on this thread
+                const std::function<void(float)> each = [&f](float v) { f(v); };
+                for (std::size_t t = 0; t < tasks; ++t) {
+                    read_band(t, &each);
                 }
-                if (in.release) {
-                    in.release(k);
+                return;
+            }
+            attn::detail::parallel_for(
+                tasks, threads, [&](unsigned, std::size_t t) { read_band(t, nullptr); });
+            for (std::size_t t = 0; t < tasks; ++t) {
+                if (!in.panels[t / bands].scale) { // a panel with its own range is not in it
+                    f(parts[t].lo);
+                    f(parts[t].hi);
                 }
             }
         },
         notes);
     if (any_state != nullptr) {
-        *any_state = state;
+        *any_state =
+            std::any_of(parts.begin(), parts.end(), [](const BandRange& r) { return r.state; });
     }
     return norm;
 }
@@ -336,14 +460,21 @@ PreparedHeatmap prepare_heatmap(const HeatmapInput& in,
     out.pool_cols = ceil_div(in.cols, std::max<std::size_t>(1, max_cols));
     out.rows = ceil_div(in.rows, out.pool_rows);
     out.cols = ceil_div(in.cols, out.pool_cols);
-    out.values.resize(in.panels.size());
-    out.states.resize(in.panels.size());
-    for (std::size_t p = 0; p < in.panels.size(); ++p) {
-        pool_panel(in, in.panels[p], o.pool == PoolMode::mean, out, out.values[p], out.states[p]);
-        if (in.release) {
-            in.release(p);
-        }
-    }
+    const std::size_t n = in.panels.size();
+    out.values.resize(n);
+    out.states.resize(n);
+    // One panel per task on o.threads threads; each pixel's cells pooled in order (the
+    // same values for any thread count).
+    std::vector<std::uint8_t> masked(n, 0), bad(n, 0);
+    attn::detail::parallel_for(
+        n, attn::detail::resolve_threads(o.threads, n), [&](unsigned, std::size_t p) {
+            bool m = false, b = false;
+            pool_panel(in, p, o.pool == PoolMode::mean, out, out.values[p], out.states[p], m, b);
+            masked[p] = m ? 1 : 0;
+            bad[p] = b ? 1 : 0;
+        });
+    out.any_masked = std::find(masked.begin(), masked.end(), 1) != masked.end();
+    out.any_bad = std::find(bad.begin(), bad.end(), 1) != bad.end();
     if (out.pool_rows > 1 || out.pool_cols > 1) {
         out.notes.push_back(std::string(o.pool == PoolMode::max ? "max" : "mean") + "-pooled " +
                             std::to_string(out.pool_rows) + "\u00D7" +

@@ -37,6 +37,7 @@ using detail::json_number;
 using detail::json_string;
 using detail::json_strings;
 using detail::json_tables;
+using detail::Pack;
 using detail::packed;
 
 /// The colorbar's ticks as the PNG and SVG place them (colorbar_ticks: 0.2, 0.4, ... on a
@@ -76,31 +77,42 @@ std::string panel_scales_json(const HeatmapInput& in) {
     return s + "]";
 }
 
-/// One panel's cells as the page reads them: colour index per cell, then (with states)
-/// 0 value / 1 masked / 2 NaN per cell, then (exact) the float32 values.
-std::vector<std::uint8_t>
-panel_block(const HeatmapPanel& p, const ColorNorm& figure_norm, bool states, bool exact) {
-    const ColorNorm norm =
-        p.scale ? ColorNorm{p.scale->vmin, p.scale->vmax, ColorScale::linear} : figure_norm;
-    const std::size_t n = p.values.size();
-    std::vector<std::uint8_t> out(n * (std::size_t{1} + (states ? 1U : 0U) + (exact ? 4U : 0U)));
-    for (std::size_t k = 0; k < n; ++k) {
-        const float v = p.values[k];
-        const std::uint8_t st = (!p.masked.empty() && p.masked[k] != 0) ? 1 : std::isnan(v) ? 2 : 0;
-        out[k] =
-            st != 0
-                ? 0
-                : static_cast<std::uint8_t>(Colormap::colormap_index(norm(static_cast<double>(v))));
-        if (states) {
-            out[n + k] = st;
+/// Panel `k`'s cells as the page reads them, into `out`: colour index per cell, then (with
+/// states) 0 value / 1 masked / 2 NaN per cell, then (exact) the float32 values. Read by
+/// bands of rows, each released once done.
+void panel_block(const HeatmapInput& in,
+                 std::size_t k,
+                 const ColorNorm& figure_norm,
+                 bool states,
+                 bool exact,
+                 std::vector<std::uint8_t>& out) {
+    const HeatmapPanel& p = in.panels[k];
+    const detail::ColorIndexer index(
+        p.scale ? ColorNorm{p.scale->vmin, p.scale->vmax, ColorScale::linear} : figure_norm);
+    const std::size_t n = p.values.size(), band = detail::band_rows(in.cols) * in.cols;
+    out.resize(n * (std::size_t{1} + (states ? 1U : 0U) + (exact ? 4U : 0U)));
+    const float* v = p.values.data();
+    for (std::size_t first = 0; first < n; first += band) {
+        const std::size_t end = std::min(n, first + band);
+        std::uint8_t* colour = out.data() + first;
+        index.map(v + first, end - first, colour);
+        for (std::size_t c = first; states && c < end; ++c) {
+            const std::uint8_t st = (!p.masked.empty() && p.masked[c] != 0) ? 1
+                                    : std::isnan(v[c])                      ? 2
+                                                                            : 0;
+            colour[c - first] = st != 0 ? 0 : colour[c - first];
+            out[n + c] = st;
+        }
+        if (exact) {
+            static_assert(sizeof(float) == 4);
+            // little-endian float32, as Float32Array reads it on x86/ARM
+            std::memcpy(
+                out.data() + n * (states ? 2 : 1) + first * 4, v + first, (end - first) * 4);
+        }
+        if (in.release) {
+            in.release(k, first, end - first);
         }
     }
-    if (exact) {
-        static_assert(sizeof(float) == 4);
-        // little-endian float32, as Float32Array reads it on x86/ARM
-        std::memcpy(out.data() + n * (states ? 2 : 1), p.values.data(), n * 4);
-    }
-    return out;
 }
 
 /// Adds panel `block`'s thumbnail (rows x cols cells) to `t`. A pixel covers the cells the
@@ -149,6 +161,12 @@ void add_thumb(const std::vector<std::uint8_t>& block,
 struct PanelOut {
     detail::Thumbs thumb;
     std::string data;
+};
+
+/// A worker's buffers, reused panel after panel (fresh ones would be page-faulted and
+/// zeroed each time): the panel's block and its compressed bytes.
+struct Scratch {
+    std::vector<std::uint8_t> block, z;
 };
 
 void append(std::vector<std::uint8_t>& page, const std::string& s) {
@@ -214,7 +232,7 @@ std::vector<std::uint8_t> view_page(const HeatmapInput& in,
     std::vector<std::uint8_t> all = std::move(thumbs.max);
     all.insert(all.end(), thumbs.mean.begin(), thumbs.mean.end());
     all.insert(all.end(), thumbs.state.begin(), thumbs.state.end());
-    append(out, packed(all, 6));
+    append(out, packed(all, Pack::small));
     append(out, fill(page.substr(at_thumbs + 10), kv));
     return out;
 }
@@ -269,22 +287,25 @@ heatmap_html_bytes(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLi
     if (own_scales) {
         flags.extra_meta = panel_scales_json(in);
     }
-    // Level 1 for large maps: the attention weights' runs compress nearly as well, 5x faster.
-    const int level = cells > (std::size_t{1} << 24) ? 1 : 6;
+    // Run-length deflate for large maps: the attention weights' runs compress as well, much
+    // faster (detail::Pack).
+    const detail::Pack pack =
+        cells > (std::size_t{1} << 24) ? detail::Pack::fast : detail::Pack::small;
     // Each panel's block compressed as it is made (`threads` panels' cells in memory at a
     // time, each on its own thread), appended in order.
     const auto panels = [&](std::vector<std::uint8_t>& out, detail::Thumbs& thumbs) {
         const std::size_t n = in.panels.size();
         const unsigned threads = attn::detail::resolve_threads(o.threads, n);
+        std::vector<Scratch> scratch(threads);
         for (std::size_t first = 0; first < n; first += threads) {
             std::vector<PanelOut> done(std::min<std::size_t>(threads, n - first));
-            attn::detail::parallel_for(done.size(), threads, [&](unsigned, std::size_t k) {
-                const std::vector<std::uint8_t> block =
-                    panel_block(in.panels[first + k], norm, states, flags.exact);
+            attn::detail::parallel_for(done.size(), threads, [&](unsigned worker, std::size_t k) {
+                Scratch& s = scratch[worker];
+                panel_block(in, first + k, norm, states, flags.exact, s.block);
                 done[k].thumb.w = thumbs.w;
                 done[k].thumb.h = thumbs.h;
-                add_thumb(block, in.rows, in.cols, states, done[k].thumb);
-                done[k].data = packed(block, level);
+                add_thumb(s.block, in.rows, in.cols, states, done[k].thumb);
+                done[k].data = packed(s.block, pack, &s.z);
             });
             for (std::size_t k = 0; k < done.size(); ++k) {
                 const detail::Thumbs& t = done[k].thumb;
@@ -292,9 +313,6 @@ heatmap_html_bytes(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLi
                 thumbs.mean.insert(thumbs.mean.end(), t.mean.begin(), t.mean.end());
                 thumbs.state.insert(thumbs.state.end(), t.state.begin(), t.state.end());
                 detail::append_element(out, "p" + std::to_string(first + k), done[k].data);
-                if (in.release) {
-                    in.release(first + k);
-                }
             }
         }
     };

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -31,8 +32,15 @@ std::string json_number(double v);
 /// ["a", "b"] with json_string's escaping.
 std::string json_strings(const std::vector<std::string>& v);
 
+/// How a block is compressed: `small` (zlib level 6: the thumbnails, top-k lists, coarse
+/// levels, small pages) or `fast` (run-length matches only, zlib's Z_RLE: the big blocks;
+/// on attention maps' colour indices about twice as fast as level 1 and smaller).
+enum class Pack { small, fast };
+
 /// zlib-wrapped deflate (what DecompressionStream("deflate") reads), then base64.
-std::string packed(const std::vector<std::uint8_t>& bytes, int level);
+/// `scratch` (may be null): a buffer for the compressed bytes, reused across calls.
+std::string
+packed(std::span<const std::uint8_t> bytes, Pack how, std::vector<std::uint8_t>* scratch = nullptr);
 
 /// Replaces each "{{KEY}}" of the template with its value, scanning the template only.
 std::string fill(std::string_view page, const std::vector<std::pair<std::string, std::string>>& kv);

@@ -53,14 +53,31 @@ std::string json_strings(const std::vector<std::string>& v) {
 }
 
 /// zlib-wrapped deflate (what DecompressionStream("deflate") reads), then base64.
-std::string packed(const std::vector<std::uint8_t>& bytes, int level) {
-    uLongf size = compressBound(static_cast<uLong>(bytes.size()));
-    std::vector<std::uint8_t> z(size);
-    if (compress2(z.data(), &size, bytes.data(), static_cast<uLong>(bytes.size()), level) != Z_OK) {
+std::string
+packed(std::span<const std::uint8_t> bytes, Pack how, std::vector<std::uint8_t>* scratch) {
+    z_stream z{};
+    const bool fast = how == Pack::fast;
+    if (deflateInit2(&z, fast ? 1 : 6, Z_DEFLATED, 15, 8, fast ? Z_RLE : Z_DEFAULT_STRATEGY) !=
+        Z_OK) {
+        throw SystemError("HTML view: zlib could not start compressing");
+    }
+    const uLong bound = deflateBound(&z, static_cast<uLong>(bytes.size()));
+    std::vector<std::uint8_t> own;
+    std::vector<std::uint8_t>& out = scratch != nullptr ? *scratch : own;
+    if (out.size() < bound) {
+        out.resize(bound); // a scratch buffer grows once, not per block
+    }
+    z.next_in = const_cast<Bytef*>(bytes.data()); // zlib's API; it does not write there
+    z.avail_in = static_cast<uInt>(bytes.size());
+    z.next_out = out.data();
+    z.avail_out = static_cast<uInt>(bound);
+    const int done = deflate(&z, Z_FINISH);
+    const std::size_t size = z.total_out;
+    deflateEnd(&z);
+    if (done != Z_STREAM_END) {
         throw SystemError("HTML view: zlib could not compress the weights");
     }
-    z.resize(size);
-    return base64_encode(z);
+    return base64_encode(std::span<const std::uint8_t>(out.data(), size));
 }
 
 /// Replaces each "{{KEY}}" of the template with its value, scanning the template only.

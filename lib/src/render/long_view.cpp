@@ -141,8 +141,8 @@ class LongPanel {
                 }
             }
         }
-        for (std::size_t j = 0; j < cols; ++j) {
-            col0_.push_back(pixel_of(j, cols, levels_[0].size.w));
+        for (std::size_t x = 0; x <= levels_[0].size.w; ++x) {
+            col_start_.push_back(first_cell(x, cols, levels_[0].size.w));
         }
     }
 
@@ -202,8 +202,9 @@ class LongPanel {
                 raw.push_back(static_cast<std::uint8_t>(top_w_[q] & 0xffU));
                 raw.push_back(static_cast<std::uint8_t>(top_w_[q] >> 8));
             }
-            detail::append_element(
-                page, id + "K" + std::to_string(r0 / kLongViewTopKRows), packed(raw, 6));
+            detail::append_element(page,
+                                   id + "K" + std::to_string(r0 / kLongViewTopKRows),
+                                   packed(raw, detail::Pack::small));
         }
         for (std::size_t q = 0; q < tw_ * th_; ++q) {
             const std::uint32_t c = thumb_count_[q];
@@ -215,17 +216,25 @@ class LongPanel {
     }
 
   private:
-    /// One cell row into level-0 pixels.
+    /// One cell row into level-0 pixels: each pixel's cells (contiguous) in registers, in
+    /// order (the same sums as cell by cell).
     void pool_row(const float* row, const std::uint8_t* blocked, PixelRow& part) const {
-        for (std::size_t j = 0; j < cols_; ++j) {
-            const float v = row[j];
-            if ((blocked != nullptr && blocked[j] != 0) || std::isnan(v)) {
-                continue;
+        for (std::size_t x = 0; x + 1 < col_start_.size(); ++x) {
+            float m = part.max[x];
+            double s = part.sum[x];
+            std::uint32_t c = 0;
+            for (std::size_t j = col_start_[x]; j < col_start_[x + 1]; ++j) {
+                const float v = row[j];
+                if ((blocked != nullptr && blocked[j] != 0) || std::isnan(v)) {
+                    continue;
+                }
+                m = v > m ? v : m;
+                s += static_cast<double>(v);
+                ++c;
             }
-            const std::size_t x = col0_[j];
-            part.max[x] = std::max(part.max[x], v);
-            part.sum[x] += static_cast<double>(v);
-            ++part.count[x];
+            part.max[x] = m;
+            part.sum[x] = s;
+            part.count[x] += c;
         }
         ++part.parts;
     }
@@ -238,18 +247,36 @@ class LongPanel {
         const auto weaker = [](const auto& a, const auto& b) {
             return a.first > b.first || (a.first == b.first && a.second < b.second);
         };
-        for (std::size_t j = 0; j < cols_ && k_ > 0; ++j) {
-            const float v = row[j];
-            if ((blocked != nullptr && blocked[j] != 0) || std::isnan(v)) {
-                continue;
+        constexpr std::size_t kChunk = 16;
+        for (std::size_t j0 = 0; j0 < cols_ && k_ > 0; j0 += kChunk) {
+            const std::size_t j1 = std::min(cols_, j0 + kChunk);
+            if (best.size() == k_) {
+                // Most chunks: none stronger than the weakest kept (blocked keys count in
+                // this bound, which only makes it larger). NaN never wins.
+                float m = -std::numeric_limits<float>::infinity();
+                for (std::size_t j = j0; j < j1; ++j) {
+                    m = row[j] > m ? row[j] : m;
+                }
+                if (!(m > best.front().first)) {
+                    continue;
+                }
             }
-            if (best.size() < k_) {
-                best.emplace_back(v, static_cast<std::uint32_t>(j));
-                std::push_heap(best.begin(), best.end(), weaker);
-            } else if (v > best.front().first) {
-                std::pop_heap(best.begin(), best.end(), weaker);
-                best.back() = {v, static_cast<std::uint32_t>(j)};
-                std::push_heap(best.begin(), best.end(), weaker);
+            for (std::size_t j = j0; j < j1; ++j) {
+                const float v = row[j];
+                if (best.size() == k_ && !(v > best.front().first)) {
+                    continue; // no stronger than the weakest kept (or NaN)
+                }
+                if ((blocked != nullptr && blocked[j] != 0) || std::isnan(v)) {
+                    continue;
+                }
+                if (best.size() < k_) {
+                    best.emplace_back(v, static_cast<std::uint32_t>(j));
+                    std::push_heap(best.begin(), best.end(), weaker);
+                } else {
+                    std::pop_heap(best.begin(), best.end(), weaker);
+                    best.back() = {v, static_cast<std::uint32_t>(j)};
+                    std::push_heap(best.begin(), best.end(), weaker);
+                }
             }
         }
         std::sort_heap(best.begin(), best.end(), weaker); // strongest first
@@ -344,7 +371,8 @@ class LongPanel {
     /// Compresses finished bands outside the lock, then stores them under it.
     void compress(std::vector<Ready>& ready) {
         for (Ready& r : ready) {
-            std::string data = packed(r.raw, r.level == 0 ? 1 : 6);
+            std::string data =
+                packed(r.raw, r.level == 0 ? detail::Pack::fast : detail::Pack::small);
             const std::lock_guard lock(mutex_);
             levels_[r.level].packed[r.band] = std::move(data);
         }
@@ -352,7 +380,7 @@ class LongPanel {
 
     std::size_t rows_, cols_, k_, tw_, th_;
     std::vector<Level> levels_;
-    std::vector<std::size_t> col0_; ///< level-0 pixel column of each key
+    std::vector<std::size_t> col_start_; ///< the first key of each level-0 pixel column, and cols
     std::vector<std::uint32_t> top_idx_;
     std::vector<std::uint16_t> top_w_;
     std::vector<std::uint32_t> thumb_sum_, thumb_count_;
@@ -453,10 +481,10 @@ long_view_html_bytes(const HeatmapInput& in, const HeatmapOptions& o, std::size_
                           n,
                           panel.values.data() + first * in.cols,
                           panel.masked.empty() ? nullptr : panel.masked.data() + first * in.cols);
+            if (in.release) {
+                in.release(p, first * in.cols, n * in.cols);
+            }
         });
-        if (in.release) {
-            in.release(p);
-        }
     }
     return page.finish();
 }

@@ -63,6 +63,9 @@ WeightsFigure result_shape_figure(const std::vector<std::size_t>& shape,
 /// What a user chose about a heatmap of weights read from a file (`attn heatmap`'s flags).
 struct FileFigureOptions {
     std::int64_t batch = kAll, head = kAll; ///< kAll: every one
+    /// What the leading axes are, when the user says (option axes): `[layers, H, Lq, Lk]`
+    /// as the model view, which a rank-4 file would otherwise read as [B, H, Lq, Lk].
+    std::optional<problem::NamedAxes> axes;
     /// Labels of both axes / of keys / of queries, when given (checked against the map);
     /// else the document's tokens, else indices.
     std::optional<std::vector<std::string>> tokens, xlabels, ylabels;
@@ -76,8 +79,10 @@ struct FileFigureOptions {
     render::HeatmapOptions options; ///< colours, pooling, sizes (title is set here)
 };
 
-/// `attn heatmap`'s figure of `w`: the panels `batch`/`head` pick (on a rank-3 array,
-/// --batch says its first axis is the batch), hatching, labels and title. The input
+/// `attn heatmap`'s figure of `w`: its leading axes (`axes`, else the file's: a stacked
+/// result's layers, else by rank; on a rank-3 array --batch says its first axis is the
+/// batch), the panels `batch`/`head` pick, hatching, labels and title (a model view's
+/// counts its layers and heads). The input
 /// borrows `w`'s values; for a mapped file, each panel's pages are released as the
 /// renderer finishes a pass over them (HeatmapInput::release). Throws InputError.
 WeightsFigure file_figure(const problem::LoadedWeights& w, const FileFigureOptions& o);

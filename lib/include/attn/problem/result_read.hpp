@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attn::problem {
@@ -38,6 +39,20 @@ WeightsAxes weights_axes(const Problem& p);
 /// [Lq, Lk], [H, Lq, Lk], [B, H, Lq, Lk]; other ranks: no leading axes (the shape check is
 /// the reader's).
 WeightsAxes axes_of_rank(std::size_t rank);
+
+/// Leading axes a front end names (`attn heatmap --axes layers,heads`): whether the first
+/// is a stack's layers, then what the rest are.
+struct NamedAxes {
+    bool layers = false;
+    WeightsAxes axes;
+    /// The rank these axes give weights (2 to 5).
+    std::size_t rank() const { return axes.rank() + (layers ? 1U : 0U); }
+};
+
+/// Reads option axes: "layers", "batch", "heads" joined by commas, each at most once and
+/// in that order (the order of a stacked result's [layers, B, H, Lq, Lk]); "none": [Lq,
+/// Lk]. Throws InputError naming the option.
+NamedAxes parse_named_axes(std::string_view text);
 
 /// A result file as read: a bare array, or the arrays and labels of a result document.
 struct ResultFile {

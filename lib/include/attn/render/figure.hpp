@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,6 +67,6 @@ std::string figure_svg(const Figure& figure,
 std::string xml_escape(std::string_view s);
 
 /// Standard base64 (RFC 4648, with padding).
-std::string base64_encode(const std::vector<std::uint8_t>& bytes);
+std::string base64_encode(std::span<const std::uint8_t> bytes);
 
 } // namespace attn::render

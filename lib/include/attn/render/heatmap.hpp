@@ -53,12 +53,13 @@ struct HeatmapInput {
     /// Panels per row of the grid; 0: automatic (one row up to 4, then about square). The
     /// model view sets it to the heads, so rows are layers and columns heads.
     std::size_t grid_cols = 0;
-    /// Called with a panel's index each time a pass over its values is done (prepare_heatmap
-    /// pools each panel once, in order; the HTML view reads them twice, in order: the colour
-    /// range, then the cells): a caller reading them from a mapped file (io::NpyView) drops
-    /// their pages (read again if touched later), so memory stays bounded by the picture and
-    /// one panel. May be empty.
-    std::function<void(std::size_t panel)> release{};
+    /// Called with a panel's index and a range of its cells [first, first + count) each time
+    /// a pass is done with them (prepare_heatmap pools each panel once; the HTML view reads
+    /// the cells twice, band of rows by band of rows: the colour range, then the cells; the
+    /// long view once, by blocks of rows; any thread may call it): a caller reading them
+    /// from a mapped file (io::NpyView) drops their pages (read again if touched later), so
+    /// memory stays bounded by the picture and the bands in flight. May be empty.
+    std::function<void(std::size_t panel, std::size_t first, std::size_t count)> release{};
 };
 
 struct HeatmapOptions {

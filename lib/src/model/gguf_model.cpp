@@ -221,13 +221,16 @@ void add_arch_config(const Meta& m, const std::string& type, nlohmann::json& c) 
                              " kv heads is not supported (the converter writes multi-query: 1)");
         }
         c["multi_query"] = true;
-    } else if (type == "falcon") {
-        if (kv != 1) { // FalconModel's new_decoder_architecture layout: not mapped yet
-            throw InputError(m.name + ": metadata: falcon with " + std::to_string(kv) +
-                             " kv heads (new_decoder_architecture) is not supported");
-        }
-        c["multi_query"] = true;
+    } else if (type == "falcon") { // llama.cpp's falcon graph: always parallel attention
+        const bool two_norms = m.h.find("blk.0.attn_norm_2.weight") != nullptr;
         c["parallel_attn"] = true;
+        if (kv > 1 || two_norms) { // Falcon 40B/180B: kv groups, FalconModel's q|k|v
+            c["new_decoder_architecture"] = true;
+            c["num_kv_heads"] = kv;
+            c["num_ln_in_parallel_attn"] = two_norms ? 2 : 1;
+        } else {
+            c["multi_query"] = true;
+        }
     }
 }
 
@@ -399,7 +402,8 @@ GgufModel::GgufModel(const std::filesystem::path& path) : file_(path) {
         if (t.name == kRopeFreqs) { // read into the config's rope_scaling
             continue;
         }
-        auto mapped = gguf_to_hf(arch_, t.name);
+        auto mapped = gguf_to_hf(
+            arch_, t.name, config_.value("num_ln_in_parallel_attn", std::uint64_t{1}) == 2);
         if (!mapped) {
             throw InputError(file_.shown() + ": tensor " + quote_name(t.name) +
                              " has no Hugging Face name for architecture " + arch_ +

@@ -100,7 +100,7 @@ constexpr std::array<NamePair, 4> mixtral_moe = {{
     {"ffn_up_exps", "block_sparse_moe.experts.{}.w3"},
 }};
 // Qwen2MoeModel.modify_tensors stacks mlp.experts.{e}.*_proj.
-constexpr std::array<NamePair, 8> qwen2_moe = {{
+constexpr std::array<NamePair, 8> qwen2moe_names = {{
     {"ffn_gate_inp", "mlp.gate"},
     {"ffn_gate_exps", "mlp.experts.{}.gate_proj"},
     {"ffn_up_exps", "mlp.experts.{}.up_proj"},
@@ -126,8 +126,9 @@ constexpr std::array<NamePair, 6> bloom_block = {{
     {"ffn_up", "mlp.dense_h_to_4h"},
     {"ffn_down", "mlp.dense_4h_to_h"},
 }};
-constexpr std::array<NamePair, 5> falcon_block = {{
-    {"attn_norm", "input_layernorm"},
+constexpr std::array<NamePair, 6> falcon_block = {{
+    {"attn_norm", "input_layernorm"}, // ln_mlp when there is an attn_norm_2 (gguf_to_hf)
+    {"attn_norm_2", "ln_attn"},       // TensorNameMap: ln_attn is ATTN_NORM_2, ln_mlp ATTN_NORM
     {"attn_qkv", "self_attention.query_key_value"},
     {"attn_output", "self_attention.dense"},
     {"ffn_up", "mlp.dense_h_to_4h"},
@@ -150,7 +151,7 @@ const std::array<GgufArch, 17>& arch_table() {
         {"llama", "mixtral", llama_globals, "model.layers.", {mixtral_moe, llama_block}},
         {"qwen2", "qwen2", llama_globals, "model.layers.", {llama_block}},
         {"qwen3", "qwen3", llama_globals, "model.layers.", {qk_norm_block, llama_block}},
-        {"qwen2moe", "qwen2_moe", llama_globals, "model.layers.", {qwen2_moe, llama_block}},
+        {"qwen2moe", "qwen2_moe", llama_globals, "model.layers.", {qwen2moe_names, llama_block}},
         {"olmo2",
          "olmo2",
          llama_globals,
@@ -184,31 +185,31 @@ const GgufArch* find_arch(std::string_view model_type) {
     return nullptr;
 }
 
-bool ends_with(std::string_view s, std::string_view end) {
+bool has_suffix(std::string_view s, std::string_view end) {
     return s.size() >= end.size() && s.substr(s.size() - end.size()) == end;
 }
 
 /// What the converter did to (model_type, Hugging Face name): see convert_hf_to_gguf.py.
 GgufFix fix_for(std::string_view type, std::string_view hf, bool is_weight) {
     if (type == "llama" || type == "mixtral") { // LlamaModel.modify_tensors: q/k, both
-        if (ends_with(hf, "q_proj")) {
+        if (has_suffix(hf, "q_proj")) {
             return GgufFix::unpermute_q;
         }
-        if (ends_with(hf, "k_proj")) {
+        if (has_suffix(hf, "k_proj")) {
             return GgufFix::unpermute_k;
         }
     }
     // GemmaModel, Gemma2Model, Gemma3Model: every norm.weight + 1 (Gemma 3's q/k norms too).
     if ((type == "gemma" || type == "gemma2" || type == "gemma3_text") && is_weight &&
-        ends_with(hf, "norm")) {
+        has_suffix(hf, "norm")) {
         return GgufFix::minus_one;
     }
     if (type == "gpt2" && is_weight &&
-        (ends_with(hf, "c_attn") || ends_with(hf, "c_proj") || ends_with(hf, "c_fc"))) {
+        (has_suffix(hf, "c_attn") || has_suffix(hf, "c_proj") || has_suffix(hf, "c_fc"))) {
         return GgufFix::transpose; // GPT2Model: Conv1D .T
     }
     // BloomModel (weight and bias), FalconModel ("query_key_value" in the name: both).
-    if ((type == "bloom" || type == "falcon") && ends_with(hf, "query_key_value")) {
+    if ((type == "bloom" || type == "falcon") && has_suffix(hf, "query_key_value")) {
         return GgufFix::regroup_qkv;
     }
     return GgufFix::none;
@@ -230,7 +231,7 @@ std::optional<std::pair<std::string, std::string_view>> split_block(std::string_
     return std::pair(std::string(number), name.substr(dot + 1));
 }
 
-std::optional<std::string_view> lookup(Names table, std::string_view gguf) {
+std::optional<std::string_view> lookup_name(Names table, std::string_view gguf) {
     for (const NamePair& p : table) {
         if (p.gguf == gguf) {
             return p.hf;
@@ -258,13 +259,13 @@ std::optional<std::string> gguf_hf_model_type(std::string_view arch, bool has_ex
     return std::nullopt;
 }
 
-std::optional<std::pair<std::string, GgufSource>> gguf_to_hf(std::string_view model_type,
-                                                             std::string_view gguf_name) {
+std::optional<std::pair<std::string, GgufSource>>
+gguf_to_hf(std::string_view model_type, std::string_view gguf_name, bool two_norms) {
     const GgufArch* arch = find_arch(model_type);
     std::string_view stem = gguf_name;
     std::string_view suffix;
     for (const std::string_view s : {std::string_view(".weight"), std::string_view(".bias")}) {
-        if (stem.size() > s.size() && ends_with(stem, s)) {
+        if (stem.size() > s.size() && has_suffix(stem, s)) {
             suffix = s;
             stem = stem.substr(0, stem.size() - s.size());
             break;
@@ -278,15 +279,18 @@ std::optional<std::pair<std::string, GgufSource>> gguf_to_hf(std::string_view mo
         std::optional<std::string_view> part;
         for (const Names table : arch->block) {
             if (!part) {
-                part = lookup(table, block->second);
+                part = lookup_name(table, block->second);
             }
         }
         if (!part) {
             return std::nullopt;
         }
+        if (two_norms && model_type == "falcon" && block->second == "attn_norm") {
+            part = "ln_mlp"; // FalconDecoderLayer with num_ln_in_parallel_attn 2
+        }
         hf = std::string(arch->layer) + block->first + "." + std::string(*part);
     } else {
-        const auto whole = lookup(arch->globals, stem);
+        const auto whole = lookup_name(arch->globals, stem);
         if (!whole) {
             return std::nullopt;
         }

@@ -46,8 +46,10 @@ std::optional<std::string> gguf_hf_model_type(std::string_view arch, bool has_ex
 /// gguf_hf_model_type gives it), and what to undo; empty for a name the architecture does
 /// not map (e.g. rope_freqs.weight). A stacked tensor (ffn_gate_exps, StableLM's
 /// attn_q_norm) maps to a name with "{}" where its slice's index goes, source.slice unset.
-std::optional<std::pair<std::string, GgufSource>> gguf_to_hf(std::string_view model_type,
-                                                             std::string_view gguf_name);
+/// `two_norms`: a Falcon file with attn_norm_2 (new_decoder_architecture's ln_attn; its
+/// attn_norm is then ln_mlp).
+std::optional<std::pair<std::string, GgufSource>>
+gguf_to_hf(std::string_view model_type, std::string_view gguf_name, bool two_norms = false);
 
 /// config.json's keys from a GGUF's metadata ("model_type", "num_attention_heads",
 /// "num_key_value_heads", "head_dim", "hidden_size", "num_hidden_layers",

@@ -73,10 +73,10 @@ def compare(kind):
 
 
 # Issue #36's: experts read per slice of the stacked ffn_*_exps (Mixtral's Q/K un-permuted
-# too), BLOOM's q|k|v regrouped per head, Gemma 2/3's scores from llama.cpp's scale rule and
+# too), BLOOM's q|k|v regrouped per head and Falcon 40B's per kv group, Gemma 2/3's scores from llama.cpp's scale rule and
 # their windows, Gemma 3's local RoPE base, OLMo 2's and Qwen 3's q/k norms, phi2's partial RoPE.
 MODERN = ("qwen3", "gemma2", "gemma3_text", "olmo2", "mixtral", "qwen2_moe", "phi",
-          "starcoder2", "stablelm", "gpt_bigcode", "falcon", "bloom")
+          "starcoder2", "stablelm", "gpt_bigcode", "falcon", "falcon_grouped", "bloom")
 
 for _kind in ("llama", "qwen2", "gemma", "phi3", "gpt2", "llama3") + MODERN:
     test("gguf forward " + _kind)(lambda k=_kind: compare(k))

@@ -18,7 +18,7 @@ tensors bit for bit. Written per model type T:
 for T in llama, qwen2, gemma, phi3, gpt2 and llama3 (llama with Llama 3's RoPE scaling, for
 which the converter's generate_extra_tensors adds rope_freqs.weight), and issue #36's qwen3,
 gemma2, gemma3_text, olmo2, mixtral, qwen2_moe, phi, starcoder2, stablelm, gpt_bigcode,
-falcon and bloom (converted by the class their architectures entry names: Mixtral's experts
+falcon (and falcon_grouped: Falcon 40B's layout) and bloom (converted by the class their architectures entry names: Mixtral's experts
 stacked into ffn_*_exps, Qwen2-MoE's too with its shared expert, BLOOM's and Falcon's
 query_key_value reordered to q|k|v, Gemma 2/3's norms + 1). A third argument
 (e.g. "mixtral,phi") writes only those of the new ones.
@@ -142,6 +142,11 @@ def modern_block(kind, p, n):
                 p + "attn.c_proj.bias": (E,), p + "mlp.c_fc.weight": (4 * E, E),
                 p + "mlp.c_fc.bias": (4 * E,), p + "mlp.c_proj.weight": (E, 4 * E),
                 p + "mlp.c_proj.bias": (E,)}
+    if kind == "falcon_grouped":  # new_decoder_architecture: KV groups, ln_attn and ln_mlp
+        return {**with_bias([p + "ln_attn", p + "ln_mlp"]),
+                p + "self_attention.query_key_value.weight": ((H + 2 * KV) * D, E),
+                p + "self_attention.dense.weight": (E, E), p + "mlp.dense_h_to_4h.weight": (4 * E, E),
+                p + "mlp.dense_4h_to_h.weight": (E, 4 * E)}
     if kind == "falcon":  # multi_query, parallel_attn, no biases
         return {**with_bias([p + "input_layernorm"]),
                 p + "self_attention.query_key_value.weight": (E + 2 * D, E),
@@ -158,7 +163,7 @@ def modern_block(kind, p, n):
 
 def modern(rng, kind, layers):
     """A tiny model of Hugging Face model_type `kind` (issue #36's architectures)."""
-    if kind in ("gpt_bigcode", "falcon", "bloom"):
+    if kind in ("gpt_bigcode", "falcon", "falcon_grouped", "bloom"):
         t = {"transformer.ln_f.weight": (E,), "transformer.ln_f.bias": (E,)}
         t["transformer.wte.weight" if kind == "gpt_bigcode" else "transformer.word_embeddings.weight"] = (V, E)
         if kind == "gpt_bigcode":
@@ -231,6 +236,14 @@ def modern_configs():
         "bloom": ("BloomForCausalLM", {"model_type": "bloom", "hidden_size": E, "n_head": H,
                                        "n_layer": L, "vocab_size": V,
                                        "layer_norm_epsilon": 1e-5}, L, {}),
+        # Falcon 40B's layout: the converter regroups query_key_value's KV groups.
+        "falcon_grouped": ("FalconForCausalLM", {"model_type": "falcon", "hidden_size": E,
+                                                 "num_attention_heads": H, "num_hidden_layers": L,
+                                                 "vocab_size": V, "layer_norm_epsilon": 1e-5,
+                                                 "new_decoder_architecture": True,
+                                                 "num_kv_heads": KV, "num_ln_in_parallel_attn": 2,
+                                                 "parallel_attn": True, "bias": False,
+                                                 "alibi": False}, L, {}),
     }
 
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Whole models from GGUF files (--params model.gguf --token-ids): the tiny llama, qwen2,
-gemma, phi3 and gpt2 models that llama.cpp's own converter wrote
+gemma, phi3 and gpt2 models and issue #36's twelve architectures that llama.cpp's own
+converter wrote
 (tests/unit/fixtures/gguf/models/, gguf_model_fixtures.py) run the same forward pass as
 the Hugging Face folders they were converted from (written here from the same tensors and
 the config.json the converter was given): every layer's attention weights and the hidden
@@ -63,7 +64,7 @@ def compare(kind):
         # Float32 tensors: the same numbers, except Gemma's norms ((w + 1) - 1) and Llama 3's
         # RoPE (the GGUF's per-frequency divisors were rounded to float32 by the converter;
         # attn finds llama3 parameters giving them to 1e-5: angles within ~1e-5 relative).
-        tol = (dict(rtol=1e-5, atol=1e-6) if kind == "gemma" else
+        tol = (dict(rtol=1e-5, atol=1e-6) if kind.startswith("gemma") else
                dict(rtol=1e-4, atol=1e-5) if kind == "llama3" else dict(rtol=0, atol=0))
         check(name + " weights", np.allclose(w_gg, w_hf, **tol),
               "max err %g" % np.abs(w_gg - w_hf).max())
@@ -71,7 +72,13 @@ def compare(kind):
               "max err %g" % np.abs(h_gg - h_hf).max())
 
 
-for _kind in ("llama", "qwen2", "gemma", "phi3", "gpt2", "llama3"):
+# Issue #36's: experts read per slice of the stacked ffn_*_exps (Mixtral's Q/K un-permuted
+# too), BLOOM's q|k|v regrouped per head and Falcon 40B's per kv group, Gemma 2/3's scores from llama.cpp's scale rule and
+# their windows, Gemma 3's local RoPE base, OLMo 2's and Qwen 3's q/k norms, phi2's partial RoPE.
+MODERN = ("qwen3", "gemma2", "gemma3_text", "olmo2", "mixtral", "qwen2_moe", "phi",
+          "starcoder2", "stablelm", "gpt_bigcode", "falcon", "falcon_grouped", "bloom")
+
+for _kind in ("llama", "qwen2", "gemma", "phi3", "gpt2", "llama3") + MODERN:
     test("gguf forward " + _kind)(lambda k=_kind: compare(k))
 
 

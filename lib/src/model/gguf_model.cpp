@@ -1,7 +1,8 @@
 // A GGUF file as the Hugging Face model it came from: llama.cpp's tensor names mapped back
-// (gguf-py's TensorNameMap, read for llama, qwen2, gemma, phi3, gpt2), the converter's
-// changes undone (convert_hf_to_gguf.py: LlamaModel.permute, Gemma's norm + 1, GPT-2's
-// transposes), and the {arch}.* metadata as config.json's keys. No forward pass here.
+// (gguf_names.cpp), the converter's changes undone (convert_hf_to_gguf.py: LlamaModel.permute,
+// Gemma's norm + 1, GPT-2's transposes, BLOOM's and Falcon's q|k|v, stacked experts and
+// StableLM's stacked norms read one slice at a time), and the {arch}.* metadata as
+// config.json's keys. No forward pass here.
 #include "attn/model/gguf_model.hpp"
 
 #include "attn/error.hpp"
@@ -17,104 +18,6 @@ namespace attn::model {
 namespace {
 
 using detail::quote_name;
-
-constexpr std::array<std::string_view, 5> supported = {"llama", "qwen2", "gemma", "phi3", "gpt2"};
-
-/// One name of llama.cpp's and Hugging Face's, without ".weight"/".bias".
-struct NamePair {
-    std::string_view gguf;
-    std::string_view hf;
-};
-
-/// Names outside the blocks, then inside block N ("blk.N." -> the arch's layer prefix).
-constexpr std::array<NamePair, 3> llama_globals = {{
-    {"token_embd", "model.embed_tokens"},
-    {"output_norm", "model.norm"},
-    {"output", "lm_head"},
-}};
-constexpr std::array<NamePair, 9> llama_block = {{
-    {"attn_norm", "input_layernorm"},
-    {"attn_q", "self_attn.q_proj"},
-    {"attn_k", "self_attn.k_proj"},
-    {"attn_v", "self_attn.v_proj"},
-    {"attn_output", "self_attn.o_proj"},
-    {"ffn_norm", "post_attention_layernorm"},
-    {"ffn_gate", "mlp.gate_proj"},
-    {"ffn_up", "mlp.up_proj"},
-    {"ffn_down", "mlp.down_proj"},
-}};
-constexpr std::array<NamePair, 6> phi3_block = {{
-    {"attn_norm", "input_layernorm"},
-    {"attn_qkv", "self_attn.qkv_proj"},
-    {"attn_output", "self_attn.o_proj"},
-    {"ffn_norm", "post_attention_layernorm"},
-    {"ffn_up", "mlp.gate_up_proj"},
-    {"ffn_down", "mlp.down_proj"},
-}};
-constexpr std::array<NamePair, 4> gpt2_globals = {{
-    {"token_embd", "transformer.wte"},
-    {"position_embd", "transformer.wpe"},
-    {"output_norm", "transformer.ln_f"},
-    {"output", "lm_head"},
-}};
-constexpr std::array<NamePair, 6> gpt2_block = {{
-    {"attn_norm", "ln_1"},
-    {"attn_qkv", "attn.c_attn"},
-    {"attn_output", "attn.c_proj"},
-    {"ffn_norm", "ln_2"},
-    {"ffn_up", "mlp.c_fc"},
-    {"ffn_down", "mlp.c_proj"},
-}};
-
-/// What the converter did to (arch, Hugging Face name): see convert_hf_to_gguf.py.
-GgufFix fix_for(std::string_view arch, std::string_view hf, bool is_weight) {
-    const auto ends = [&](std::string_view s) {
-        return hf.size() >= s.size() && hf.substr(hf.size() - s.size()) == s;
-    };
-    if (arch == "llama") { // LlamaModel.modify_tensors: q/k weights and biases
-        if (ends("q_proj")) {
-            return GgufFix::unpermute_q;
-        }
-        if (ends("k_proj")) {
-            return GgufFix::unpermute_k;
-        }
-    }
-    if (arch == "gemma" && is_weight && ends("norm")) { // GemmaModel: norm.weight + 1
-        return GgufFix::minus_one;
-    }
-    if (arch == "gpt2" && is_weight &&
-        (ends("c_attn") || ends("c_proj") || ends("c_fc"))) { // GPT2Model: Conv1D .T
-        return GgufFix::transpose;
-    }
-    return GgufFix::none;
-}
-
-/// "blk.12.rest" -> (12, "rest").
-std::optional<std::pair<std::string, std::string_view>> split_block(std::string_view name) {
-    constexpr std::string_view blk = "blk.";
-    if (name.substr(0, blk.size()) != blk) {
-        return std::nullopt;
-    }
-    const std::size_t dot = name.find('.', blk.size());
-    const std::string_view number = name.substr(blk.size(), dot - blk.size());
-    if (dot == std::string_view::npos || number.empty() || number.size() > 9 ||
-        !std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-        (number.size() > 1 && number[0] == '0')) {
-        return std::nullopt;
-    }
-    return std::pair(std::string(number), name.substr(dot + 1));
-}
-
-template <std::size_t N>
-std::optional<std::string_view> lookup(const std::array<NamePair, N>& table,
-                                       std::string_view gguf) {
-    for (const NamePair& p : table) {
-        if (p.gguf == gguf) {
-            return p.hf;
-        }
-    }
-    return std::nullopt;
-}
 
 // ---- metadata --------------------------------------------------------------------------------
 
@@ -160,6 +63,18 @@ struct Meta {
                              std::string(gguf_type_name(v->type)));
         }
         return d;
+    }
+
+    std::optional<bool> boolean(const std::string& key) const {
+        const GgufValue* v = find(key);
+        if (v == nullptr) {
+            return std::nullopt;
+        }
+        if (v->type != GgufType::boolean) {
+            throw InputError(name + ": metadata " + quote_name(key) + ": expected a bool, got " +
+                             std::string(gguf_type_name(v->type)));
+        }
+        return v->bits != 0;
     }
 
     std::optional<std::string> text(const std::string& key) const {
@@ -211,7 +126,8 @@ void add_rope(const Meta& m, std::size_t head_dim, nlohmann::json& c) {
                              std::to_string(*dims) + " does not fit heads of " +
                              std::to_string(head_dim) + " (an even count up to the head dim)");
         }
-        if (*dims < head_dim) {
+        // phi and stablelm rotate part of each head by default: their factor always.
+        if (*dims < head_dim || c["model_type"] == "phi" || c["model_type"] == "stablelm") {
             c["partial_rotary_factor"] = static_cast<double>(*dims) / static_cast<double>(head_dim);
         }
     }
@@ -241,46 +157,84 @@ void add_rope(const Meta& m, std::size_t head_dim, nlohmann::json& c) {
     }
 }
 
+/// Gemma 2's and 3's scores: llama.cpp's f_attention_scale (llama-model.cpp), the GGUF
+/// holding no query_pre_attn_scalar: embedding / heads for the 27B models (46 and 62
+/// layers), else the head dim; the window and its layers, Gemma 3's local RoPE base.
+void add_gemma_config(const Meta& m, const std::string& type, nlohmann::json& c) {
+    const std::string p = m.arch + ".";
+    const auto layers = c["num_hidden_layers"].get<std::uint64_t>();
+    const bool big = layers == (type == "gemma2" ? 46U : 62U);
+    c["query_pre_attn_scalar"] =
+        big ? c["hidden_size"].get<std::uint64_t>() / c["num_attention_heads"].get<std::uint64_t>()
+            : c["head_dim"].get<std::uint64_t>();
+    if (const auto cap = m.real(p + "attn_logit_softcapping")) {
+        c["attn_logit_softcapping"] = *cap;
+    } else if (type == "gemma3_text") {
+        c["attn_logit_softcapping"] = nullptr;
+    }
+    if (type == "gemma3_text") { // no window without the key; pattern 6 (set_swa_pattern)
+        if (!c.contains("sliding_window")) {
+            c["sliding_window"] = nullptr;
+        }
+        c["sliding_window_pattern"] = 6;
+        c["rope_local_base_freq"] =
+            m.real(p + "rope.freq_base_swa").value_or(c.value("rope_theta", 10000.0));
+    }
+}
+
+/// The mixtures: expert counts, the experts' widths; llama.cpp's qwen2moe graph never
+/// renormalizes the top-k weights (norm_w false), Mixtral's always does.
+void add_moe_config(const Meta& m, const std::string& type, nlohmann::json& c) {
+    const std::string p = m.arch + ".";
+    const std::uint64_t experts = *m.uint(p + "expert_count", true);
+    const std::uint64_t used = *m.uint(p + "expert_used_count", true);
+    c[type == "mixtral" ? "num_local_experts" : "num_experts"] = experts;
+    c["num_experts_per_tok"] = used;
+    if (type == "qwen2_moe") {
+        c["norm_topk_prob"] = false;
+        if (const auto ff = m.uint(p + "expert_feed_forward_length", false)) {
+            c["moe_intermediate_size"] = *ff;
+        }
+        if (const auto ff = m.uint(p + "expert_shared_feed_forward_length", false)) {
+            c["shared_expert_intermediate_size"] = *ff;
+        }
+    }
+}
+
+/// The switches config.json would hold that the architecture's GGUF writes otherwise.
+void add_arch_config(const Meta& m, const std::string& type, nlohmann::json& c) {
+    const std::string p = m.arch + ".";
+    const auto kv = c["num_key_value_heads"].get<std::uint64_t>();
+    if (type == "gemma2" || type == "gemma3_text") {
+        add_gemma_config(m, type, c);
+    } else if (type == "mixtral" || type == "qwen2_moe") {
+        add_moe_config(m, type, c);
+    } else if (type == "phi" || type == "stablelm") {
+        // qk_layernorm: StableLMModel stacks the per-head norms into attn_q_norm.
+        c["qk_layernorm"] = m.h.find("blk.0.attn_q_norm.weight") != nullptr;
+        if (type == "stablelm") { // StableLMModel writes it (true when the config had none)
+            c["use_parallel_residual"] = m.boolean(p + "use_parallel_residual").value_or(false);
+        }
+    } else if (type == "gpt_bigcode") { // StarCoderModel: always one kv head
+        if (kv != 1) {
+            throw InputError(m.name + ": metadata: starcoder with " + std::to_string(kv) +
+                             " kv heads is not supported (the converter writes multi-query: 1)");
+        }
+        c["multi_query"] = true;
+    } else if (type == "falcon") { // llama.cpp's falcon graph: always parallel attention
+        const bool two_norms = m.h.find("blk.0.attn_norm_2.weight") != nullptr;
+        c["parallel_attn"] = true;
+        if (kv > 1 || two_norms) { // Falcon 40B/180B: kv groups, FalconModel's q|k|v
+            c["new_decoder_architecture"] = true;
+            c["num_kv_heads"] = kv;
+            c["num_ln_in_parallel_attn"] = two_norms ? 2 : 1;
+        } else {
+            c["multi_query"] = true;
+        }
+    }
+}
+
 } // namespace
-
-std::string_view gguf_architecture_names() {
-    return "llama, qwen2, gemma, phi3, gpt2";
-}
-
-std::optional<std::pair<std::string, GgufSource>> gguf_to_hf(std::string_view arch,
-                                                             std::string_view gguf_name) {
-    std::string_view stem = gguf_name;
-    std::string_view suffix;
-    for (const std::string_view s : {std::string_view(".weight"), std::string_view(".bias")}) {
-        if (stem.size() > s.size() && stem.substr(stem.size() - s.size()) == s) {
-            suffix = s;
-            stem = stem.substr(0, stem.size() - s.size());
-            break;
-        }
-    }
-    if (suffix.empty()) {
-        return std::nullopt;
-    }
-    const bool gpt2 = arch == "gpt2";
-    std::string hf;
-    if (const auto block = split_block(stem)) {
-        const auto part = gpt2             ? lookup(gpt2_block, block->second)
-                          : arch == "phi3" ? lookup(phi3_block, block->second)
-                                           : lookup(llama_block, block->second);
-        if (!part) {
-            return std::nullopt;
-        }
-        hf = (gpt2 ? "transformer.h." : "model.layers.") + block->first + "." + std::string(*part);
-    } else {
-        const auto whole = gpt2 ? lookup(gpt2_globals, stem) : lookup(llama_globals, stem);
-        if (!whole) {
-            return std::nullopt;
-        }
-        hf = std::string(*whole);
-    }
-    const GgufFix fix = fix_for(arch, hf, suffix == ".weight");
-    return std::pair(hf + std::string(suffix), GgufSource{std::string(gguf_name), fix});
-}
 
 nlohmann::json gguf_hf_config(const GgufHeader& h, std::string_view name_in, const GgufFile* data) {
     Meta m{h, std::string(name_in), "", data};
@@ -288,14 +242,15 @@ nlohmann::json gguf_hf_config(const GgufHeader& h, std::string_view name_in, con
     if (!arch) {
         throw InputError(m.name + ": metadata 'general.architecture' is missing");
     }
-    if (std::find(supported.begin(), supported.end(), *arch) == supported.end()) {
+    m.arch = *arch;
+    const std::string p = m.arch + ".";
+    const auto type = gguf_hf_model_type(m.arch, m.uint(p + "expert_count", false).value_or(0) > 0);
+    if (!type) {
         throw InputError(m.name + ": architecture " + quote_name(*arch) +
                          " is not supported (GGUF architectures: " +
                          std::string(gguf_architecture_names()) + ")");
     }
-    m.arch = *arch;
-    const std::string p = m.arch + ".";
-    nlohmann::json c = {{"model_type", m.arch}};
+    nlohmann::json c = {{"model_type", *type}};
     const std::uint64_t heads = *m.uint(p + "attention.head_count", true);
     const std::uint64_t kv = m.uint(p + "attention.head_count_kv", false).value_or(heads);
     const std::uint64_t embd = *m.uint(p + "embedding_length", true);
@@ -341,12 +296,15 @@ nlohmann::json gguf_hf_config(const GgufHeader& h, std::string_view name_in, con
     } else {
         if (const auto eps = m.real(p + "attention.layer_norm_rms_epsilon")) {
             c["rms_norm_eps"] = *eps;
+        } else if (const auto ln_eps = m.real(p + "attention.layer_norm_epsilon")) {
+            c["layer_norm_epsilon"] = *ln_eps;
         }
         add_rope(m, static_cast<std::size_t>(head_dim), c);
     }
     if (const auto window = m.uint(p + "attention.sliding_window", false)) {
         c["sliding_window"] = *window;
     }
+    add_arch_config(m, *type, c);
     c["tie_word_embeddings"] = h.find("output.weight") == nullptr;
     for (const char* key : {"bos_token_id", "eos_token_id"}) {
         if (const auto id = m.uint(std::string("tokenizer.ggml.") + key, false)) {
@@ -378,8 +336,38 @@ std::vector<std::size_t> unpermute_row_map(const std::vector<std::size_t>& shape
     return map;
 }
 
-void unpermute_rows(io::Array& w, std::size_t n_head, std::string_view what) {
-    const std::vector<std::size_t> map = unpermute_row_map(w.shape, n_head, what);
+std::vector<std::size_t> regroup_qkv_row_map(const std::vector<std::size_t>& shape,
+                                             std::size_t heads,
+                                             std::size_t kv_heads,
+                                             std::string_view what) {
+    const std::size_t rows = shape.empty() ? 0 : shape[0];
+    const std::size_t parts = heads + 2 * kv_heads;
+    if (shape.empty() || shape.size() > 2 || kv_heads == 0 || heads % kv_heads != 0 ||
+        rows % parts != 0) {
+        throw InputError(std::string(what) + ": shape " + shape_string(shape) +
+                         " does not split into " + std::to_string(heads) + " query and " +
+                         std::to_string(kv_heads) + " key and value heads (q|k|v rows)");
+    }
+    const std::size_t dim = rows / parts;
+    const std::size_t group = heads / kv_heads; // query heads per kv head
+    std::vector<std::size_t> map(rows);
+    for (std::size_t g = 0; g < kv_heads; ++g) {
+        for (std::size_t slot = 0; slot < group + 2; ++slot) {
+            const std::size_t from = slot < group    ? (g * group + slot) * dim
+                                     : slot == group ? (heads + g) * dim
+                                                     : (heads + kv_heads + g) * dim;
+            for (std::size_t d = 0; d < dim; ++d) {
+                map[(g * (group + 2) + slot) * dim + d] = from + d; // model row <- file row
+            }
+        }
+    }
+    return map;
+}
+
+namespace {
+
+/// w's rows (of a [rows] or [rows, cols] array) reordered: row `to` becomes file row map[to].
+void apply_row_map(io::Array& w, const std::vector<std::size_t>& map) {
     const std::size_t cols = w.shape.size() == 2 ? w.shape[1] : 1;
     std::vector<float> out(w.values.size());
     for (std::size_t to = 0; to < map.size(); ++to) {
@@ -390,6 +378,22 @@ void unpermute_rows(io::Array& w, std::size_t n_head, std::string_view what) {
     w.values = std::move(out);
 }
 
+/// Slice `index` of t's first (numpy) dimension, as a tensor inside t's data.
+GgufTensor slice_of(const GgufTensor& t, std::size_t index) {
+    GgufTensor one = t;
+    one.shape.erase(one.shape.begin());
+    one.dims.pop_back();
+    one.bytes = t.bytes / t.shape[0]; // each slice whole rows of whole blocks (header checks)
+    one.offset = t.offset + index * one.bytes;
+    return one;
+}
+
+} // namespace
+
+void unpermute_rows(io::Array& w, std::size_t n_head, std::string_view what) {
+    apply_row_map(w, unpermute_row_map(w.shape, n_head, what));
+}
+
 GgufModel::GgufModel(const std::filesystem::path& path) : file_(path) {
     const GgufHeader& h = file_.header();
     config_ = gguf_hf_config(h, file_.shown(), &file_);
@@ -398,14 +402,34 @@ GgufModel::GgufModel(const std::filesystem::path& path) : file_(path) {
         if (t.name == kRopeFreqs) { // read into the config's rope_scaling
             continue;
         }
-        auto mapped = gguf_to_hf(arch_, t.name);
+        auto mapped = gguf_to_hf(
+            arch_, t.name, config_.value("num_ln_in_parallel_attn", std::uint64_t{1}) == 2);
         if (!mapped) {
             throw InputError(file_.shown() + ": tensor " + quote_name(t.name) +
                              " has no Hugging Face name for architecture " + arch_ +
                              " (attn maps llama.cpp's token_embd, blk.N.attn_*, blk.N.ffn_*, "
                              "output_norm, output)");
         }
-        TensorInfo info{mapped->first, std::string(ggml_type_traits(t.type)->name), t.shape};
+        const std::string dtype(ggml_type_traits(t.type)->name);
+        const std::size_t at = mapped->first.find("{}");
+        if (at != std::string::npos) { // stacked: one Hugging Face tensor per slice
+            if (t.shape.size() < 2) {
+                throw InputError(file_.shown() + ": tensor " + quote_name(t.name) +
+                                 ": expected a stack of tensors, got shape " +
+                                 shape_string(t.shape));
+            }
+            for (std::size_t i = 0; i < t.shape[0]; ++i) {
+                std::string name = mapped->first;
+                name.replace(at, 2, std::to_string(i));
+                GgufSource one = mapped->second;
+                one.slice = i;
+                if (sources_.emplace(name, std::move(one)).second) {
+                    add(TensorInfo{name, dtype, slice_of(t, i).shape});
+                }
+            }
+            continue;
+        }
+        TensorInfo info{mapped->first, dtype, t.shape};
         if (mapped->second.fix == GgufFix::transpose && info.shape.size() == 2) {
             std::swap(info.shape[0], info.shape[1]);
         }
@@ -413,6 +437,11 @@ GgufModel::GgufModel(const std::filesystem::path& path) : file_(path) {
             add(std::move(info));
         }
     }
+}
+
+GgufTensor GgufModel::tensor_of(const GgufSource& s) const {
+    const GgufTensor& t = *file_.header().find(s.gguf_name);
+    return s.slice ? slice_of(t, *s.slice) : t;
 }
 
 const GgufSource* GgufModel::source(std::string_view hf_name) const {
@@ -430,7 +459,7 @@ const GgufSource& GgufModel::require(std::string_view hf_name) const {
 
 std::optional<StoredTensor> GgufModel::stored(std::string_view hf_name) const {
     const GgufSource& s = require(hf_name);
-    const GgufTensor& t = *file_.header().find(s.gguf_name);
+    const GgufTensor t = tensor_of(s);
     StoredTensor out;
     out.type = t.type;
     out.shape = t.shape;
@@ -442,7 +471,7 @@ std::optional<StoredTensor> GgufModel::stored(std::string_view hf_name) const {
 io::Array GgufModel::read_rows(std::string_view hf_name, std::span<const std::size_t> rows) const {
     const GgufSource* s = source(hf_name);
     if (s != nullptr && s->fix == GgufFix::none) {
-        return file_.read_rows(*file_.header().find(s->gguf_name), rows);
+        return file_.read_rows(tensor_of(*s), rows);
     }
     const io::Array whole = read(hf_name);
     const std::size_t columns = io::detail::check_matrix_rows(
@@ -460,10 +489,17 @@ io::Array GgufModel::read_rows(std::string_view hf_name, std::span<const std::si
 
 io::Array GgufModel::read(std::string_view hf_name) const {
     const GgufSource* s = &require(hf_name);
-    io::Array a = file_.read(s->gguf_name);
+    io::Array a = file_.read(tensor_of(*s));
     const std::string what = file_.shown() + ": tensor " + quote_name(s->gguf_name);
     switch (s->fix) {
     case GgufFix::none:
+        break;
+    case GgufFix::regroup_qkv:
+        apply_row_map(a,
+                      regroup_qkv_row_map(a.shape,
+                                          config_["num_attention_heads"].get<std::size_t>(),
+                                          config_["num_key_value_heads"].get<std::size_t>(),
+                                          what));
         break;
     case GgufFix::unpermute_q:
         unpermute_rows(a, config_["num_attention_heads"].get<std::size_t>(), what);

@@ -153,6 +153,11 @@ template <class T> struct Reader {
                     unpermute_row_map(info.shape,
                                       t->fix == StoredFix::unpermute_q ? spec.heads : spec.kv_heads,
                                       folder.path().string() + ": " + prefix + name);
+            } else if (t->fix == StoredFix::regroup_qkv) {
+                out.row_of = regroup_qkv_row_map(info.shape,
+                                                 spec.heads,
+                                                 spec.kv_heads,
+                                                 folder.path().string() + ": " + prefix + name);
             } else if (t->fix != StoredFix::none && t->fix != StoredFix::transpose) {
                 return std::nullopt;
             }

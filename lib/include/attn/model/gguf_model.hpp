@@ -22,22 +22,34 @@
 
 namespace attn::model {
 
-/// "llama, qwen2, gemma, phi3, gpt2": general.architecture values attn maps.
+/// The general.architecture values attn maps, for messages ("llama (mixtral when it has
+/// experts), qwen2, qwen3, ...").
 std::string_view gguf_architecture_names();
 
 /// What llama.cpp's converter did to a tensor that reading it must undo.
 using GgufFix = StoredFix;
 
-/// Where one Hugging Face tensor comes from.
+/// Where one Hugging Face tensor comes from: a GGUF tensor, or one slice of its outermost
+/// dimension (an expert of a stacked ffn_*_exps tensor, a head of StableLM's q/k norms).
 struct GgufSource {
     std::string gguf_name; ///< "blk.0.attn_q.weight"
     GgufFix fix = GgufFix::none;
+    std::optional<std::size_t> slice; ///< index along the GGUF shape's first (numpy) dim
 };
 
-/// The Hugging Face name of GGUF tensor `gguf_name` for architecture `arch`, and what to
-/// undo; empty for a name the architecture does not map (e.g. rope_freqs.weight).
-std::optional<std::pair<std::string, GgufSource>> gguf_to_hf(std::string_view arch,
-                                                             std::string_view gguf_name);
+/// The Hugging Face model_type a GGUF of general.architecture `arch` presents as ("starcoder"
+/// -> "gpt_bigcode", "gemma3" -> "gemma3_text", "llama" with experts -> "mixtral"), or empty
+/// for an architecture attn does not map.
+std::optional<std::string> gguf_hf_model_type(std::string_view arch, bool has_experts);
+
+/// The Hugging Face name of GGUF tensor `gguf_name` for Hugging Face `model_type` (as
+/// gguf_hf_model_type gives it), and what to undo; empty for a name the architecture does
+/// not map (e.g. rope_freqs.weight). A stacked tensor (ffn_gate_exps, StableLM's
+/// attn_q_norm) maps to a name with "{}" where its slice's index goes, source.slice unset.
+/// `two_norms`: a Falcon file with attn_norm_2 (new_decoder_architecture's ln_attn; its
+/// attn_norm is then ln_mlp).
+std::optional<std::pair<std::string, GgufSource>>
+gguf_to_hf(std::string_view model_type, std::string_view gguf_name, bool two_norms = false);
 
 /// config.json's keys from a GGUF's metadata ("model_type", "num_attention_heads",
 /// "num_key_value_heads", "head_dim", "hidden_size", "num_hidden_layers",
@@ -87,6 +99,16 @@ void unpermute_rows(io::Array& w, std::size_t n_head, std::string_view what);
 std::vector<std::size_t>
 unpermute_row_map(const std::vector<std::size_t>& shape, std::size_t n_head, std::string_view what);
 
+/// The map that undoes convert_hf_to_gguf.py's q|k|v reordering of a fused query_key_value
+/// ([rows] or [rows, cols], rows = (heads + 2 kv) · head dim): BloomModel (kv = heads:
+/// per head q, k, v) and FalconModel (kv groups of heads/kv q heads, then k, then v). The
+/// model's row `to` is the file's row map[to]. Throws InputError naming `what` when the rows
+/// do not split so.
+std::vector<std::size_t> regroup_qkv_row_map(const std::vector<std::size_t>& shape,
+                                             std::size_t heads,
+                                             std::size_t kv_heads,
+                                             std::string_view what);
+
 /// A GGUF file as a Hugging Face model (model::TensorSource): names and read() in Hugging
 /// Face's terms; find() gives the shape read() gives and the GGUF type's name as dtype.
 class GgufModel final : public TensorSource {
@@ -121,6 +143,8 @@ class GgufModel final : public TensorSource {
   private:
     /// The source of a tensor that is there; InputError("PATH: no tensor 'NAME'") if not.
     const GgufSource& require(std::string_view hf_name) const;
+    /// The GGUF tensor behind `s`, or its slice as a tensor inside the file's data.
+    GgufTensor tensor_of(const GgufSource& s) const;
 
     GgufFile file_;
     std::string arch_;

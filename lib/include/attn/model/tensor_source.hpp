@@ -34,6 +34,8 @@ enum class StoredFix {
     unpermute_k, ///< rows: LlamaModel.permute(w, n_head, n_head_kv) undone
     minus_one,   ///< values: Gemma's norm weights, stored as w + 1
     transpose,   ///< layout: GPT-2's Conv1D weights, stored as w.T
+    regroup_qkv, ///< rows: q|k|v blocks back to groups of (heads/kv q heads, k, v): BLOOM's
+                 ///< and Falcon's fused query_key_value (model::regroup_qkv_row_map)
 };
 
 /// A tensor's bytes as its file stores them, for a kernel that computes on the stored type.

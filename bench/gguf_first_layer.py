@@ -107,6 +107,31 @@ def write(path):
             f.write(data + pad(len(data)))
 
 
+def written(path, write_file):
+    """path, written by write_file(path) unless it exists (a kept file is reused)."""
+    if not os.path.exists(path):
+        t0 = time.time()
+        write_file(path)
+        print(f"wrote {path}: {os.path.getsize(path) / 2**20:.0f} MiB in "
+              f"{time.time() - t0:.1f} s")
+    return path
+
+
+def timed_compute(attn, path, tmp, tokens, vocab, *flags):
+    """`attn compute --params path` on `tokens` random ids under /usr/bin/time -v:
+    (wall seconds, peak RSS in MiB)."""
+    ids = os.path.join(tmp, "ids.json")
+    with open(ids, "w") as f:
+        json.dump([int(i) for i in np.random.default_rng(2).integers(0, vocab, tokens)], f)
+    t0 = time.time()
+    p = subprocess.run(["/usr/bin/time", "-v", attn, "compute", "--params", path,
+                        "--token-ids", ids, "--quiet", *flags], capture_output=True, text=True)
+    wall = time.time() - t0
+    if p.returncode != 0:
+        raise SystemExit(p.stderr[-2000:])
+    return wall, int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)[1]) / 1024
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("attn")
@@ -114,27 +139,12 @@ def main():
     ap.add_argument("--keep", help="write the GGUF here and keep it (default: a temp file)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        path = a.keep or os.path.join(tmp, "llama-1b-q4k.gguf")
-        if not os.path.exists(path):
-            t0 = time.time()
-            write(path)
-            print(f"wrote {path}: {os.path.getsize(path) / 2**20:.0f} MiB in "
-                  f"{time.time() - t0:.1f} s")
-        ids = os.path.join(tmp, "ids.json")
-        with open(ids, "w") as f:
-            json.dump([int(i) for i in np.random.default_rng(2).integers(0, VOCAB, a.tokens)], f)
-        out = os.path.join(tmp, "out.npy")
-        t0 = time.time()
-        p = subprocess.run(["/usr/bin/time", "-v", a.attn, "compute", "--params", path,
-                            "--token-ids", ids, "--layers", "0", "--quiet", "-o", out],
-                           capture_output=True, text=True)
-        wall = time.time() - t0
-        if p.returncode != 0:
-            raise SystemExit(p.stderr[-2000:])
-        rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)[1])
+        path = written(a.keep or os.path.join(tmp, "llama-1b-q4k.gguf"), write)
+        wall, rss = timed_compute(a.attn, path, tmp, a.tokens, VOCAB, "--layers", "0", "-o",
+                                  os.path.join(tmp, "out.npy"))
         size = os.path.getsize(path)
         layer = sum(int(np.prod(s)) * 4 for n, s, _ in tensors() if n.startswith("blk.0."))
-        print(f"{a.tokens} tokens, layer 0: {wall:.2f} s, peak RSS {rss / 1024:.0f} MiB; "
+        print(f"{a.tokens} tokens, layer 0: {wall:.2f} s, peak RSS {rss:.0f} MiB; "
               f"file {size / 2**20:.0f} MiB + one float32 layer {layer / 2**20:.0f} MiB = "
               f"{(size + layer) / 2**20:.0f} MiB")
 

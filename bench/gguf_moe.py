@@ -16,14 +16,13 @@ expert of every layer is routed to, so the bound counts them all; the run report
 import argparse
 import json
 import os
-import re
 import subprocess
 import tempfile
-import time
 
 import numpy as np
 
-from gguf_first_layer import BLOCK_BYTES, F32, Q4_K, header, kv, nbytes, pad
+from gguf_first_layer import (BLOCK_BYTES, F32, Q4_K, header, kv, nbytes, pad, timed_compute,
+                              written)
 
 E, LAYERS, HEADS, KV, D, FF, VOCAB, EXPERTS, USED = 1024, 8, 16, 4, 64, 3584, 32000, 8, 2
 
@@ -104,25 +103,10 @@ def main():
     ap.add_argument("--keep", help="write the GGUF here and keep it (default: a temp file)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        path = a.keep or os.path.join(tmp, "mixtral-shaped-q4k.gguf")
-        if not os.path.exists(path):
-            t0 = time.time()
-            write(path)
-            print(f"wrote {path}: {os.path.getsize(path) / 2**20:.0f} MiB in "
-                  f"{time.time() - t0:.1f} s")
+        path = written(a.keep or os.path.join(tmp, "mixtral-shaped-q4k.gguf"), write)
         verify(a.attn, path, tmp)
-        ids = os.path.join(tmp, "ids.json")
-        with open(ids, "w") as f:
-            json.dump([int(i) for i in np.random.default_rng(2).integers(0, VOCAB, a.tokens)], f)
-        out = os.path.join(tmp, "out.json")
-        t0 = time.time()
-        p = subprocess.run(["/usr/bin/time", "-v", a.attn, "compute", "--params", path,
-                            "--token-ids", ids, "--no-weights", "--return", "entropy", "--quiet",
-                            "-o", out], capture_output=True, text=True)
-        wall = time.time() - t0
-        if p.returncode != 0:
-            raise SystemExit(p.stderr[-2000:])
-        rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)[1]) / 1024
+        wall, rss = timed_compute(a.attn, path, tmp, a.tokens, VOCAB, "--no-weights", "--return",
+                                  "entropy", "-o", os.path.join(tmp, "out.json"))
         experts = sum(nbytes(s, k) for n, s, k in tensors() if "_exps" in n) / 2**20
         shared = os.path.getsize(path) / 2**20 - experts
         print(f"{a.tokens} tokens, {LAYERS} layers: {wall:.2f} s, peak RSS {rss:.0f} MiB; "

@@ -3,6 +3,7 @@
 #include "attn/render/heatmap.hpp"
 #include "unit/heatmap_images.hpp"
 
+#include <cstdint>
 #include <gtest/gtest.h>
 #include <map>
 #include <string>
@@ -206,11 +207,12 @@ TEST(HeatmapSvg, LargeGridsAreOneEmbeddedImage) {
 }
 
 TEST(HeatmapSvg, Base64) {
-    EXPECT_EQ(base64_encode({}), "");
-    EXPECT_EQ(base64_encode({'f'}), "Zg==");
-    EXPECT_EQ(base64_encode({'f', 'o'}), "Zm8=");
-    EXPECT_EQ(base64_encode({'f', 'o', 'o'}), "Zm9v");
-    EXPECT_EQ(base64_encode({'f', 'o', 'o', 'b', 'a', 'r'}), "Zm9vYmFy");
+    const auto b64 = [](const std::vector<std::uint8_t>& bytes) { return base64_encode(bytes); };
+    EXPECT_EQ(b64({}), "");
+    EXPECT_EQ(b64({'f'}), "Zg==");
+    EXPECT_EQ(b64({'f', 'o'}), "Zm8=");
+    EXPECT_EQ(b64({'f', 'o', 'o'}), "Zm9v");
+    EXPECT_EQ(b64({'f', 'o', 'o', 'b', 'a', 'r'}), "Zm9vYmFy");
 }
 
 } // namespace

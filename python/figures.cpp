@@ -182,10 +182,7 @@ Figure heatmap(const py::object& weights,
         o.title = title.cast<std::string>();
     }
     o.options = options_of(rest);
-    plot::WeightsFigure fig = plot::file_figure(w, o);
-    if (!o.title && fig.dims.has_layers) {
-        fig.options.title = plot::model_view_title(fig.dims, o.batch, o.head);
-    }
+    plot::WeightsFigure fig = plot::file_figure(w, o); // a model view titled as the CLI's
     plot::Encoded e = released([&] { return plot::encode_figure(fig.input, fig.options, f); });
     const py::module_ warnings = py::module_::import("warnings");
     for (const std::string& message : e.warnings) {

@@ -133,7 +133,9 @@ TEST_F(ReadWeights, StdinAndADocumentsTokensAndLayers) {
     EXPECT_TRUE(f.dims.has_layers);
     EXPECT_EQ(f.input.panels.size(), 2U);
     EXPECT_EQ(f.input.row_labels, std::vector<std::string>{"a"});
-    EXPECT_EQ(f.options.title, "attention weights");
+    // A stacked document is a model view, titled as compute's (the CLI and the module alike).
+    EXPECT_EQ(f.options.title,
+              "attention weights: model view: 2 layers \u00d7 1 batch \u00d7 1 head");
     const std::string path = write("r.json", R"({"output": [[1]]})").string();
     EXPECT_INPUT_ERROR(problem::read_weights(path, {}), "a JSON object without \"weights\"");
 }

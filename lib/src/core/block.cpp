@@ -32,7 +32,11 @@ double activation_value(double x, Activation a) {
     return x;
 }
 
-constexpr std::size_t kChunk = 16384; // values per task of an element-wise stage
+/// Values per task of an element-wise stage: a row-wise stage's chunk (parallel.hpp) of
+/// one-value rows.
+std::size_t chunk_values() {
+    return detail::rows_per_chunk(1);
+}
 
 /// a + b, element by element, on `threads` threads.
 template <class T>
@@ -42,18 +46,19 @@ BasicTensor3<T> add(const BasicTensor3<T>& a, const BasicTensor3<T>& b, unsigned
     T* o = out.data();
     const T* p = a.data();
     const T* q = b.data();
-    detail::parallel_chunks(out.size(), kChunk, threads, [&](std::size_t i0, std::size_t i1) {
-        for (std::size_t i = i0; i < i1; ++i) {
-            o[i] = p[i] + q[i];
-        }
-    });
+    detail::parallel_chunks(
+        out.size(), chunk_values(), threads, [&](std::size_t i0, std::size_t i1) {
+            for (std::size_t i = i0; i < i1; ++i) {
+                o[i] = p[i] + q[i];
+            }
+        });
     return out;
 }
 
 } // namespace
 
 template <class T> void activate(T* x, std::size_t n, Activation a, unsigned threads) {
-    detail::parallel_chunks(n, kChunk, threads, [&](std::size_t i0, std::size_t i1) {
+    detail::parallel_chunks(n, chunk_values(), threads, [&](std::size_t i0, std::size_t i1) {
         for (std::size_t i = i0; i < i1; ++i) {
             x[i] = static_cast<T>(activation_value(static_cast<double>(x[i]), a));
         }
@@ -77,12 +82,13 @@ BasicTensor3<T> mlp_forward(
                                          simd);
         T* u = up.data();
         T* g = gate.data();
-        detail::parallel_chunks(up.size(), kChunk, threads, [&](std::size_t i0, std::size_t i1) {
-            activate(g + i0, i1 - i0, a, 1);
-            for (std::size_t i = i0; i < i1; ++i) {
-                u[i] = g[i] * u[i];
-            }
-        });
+        detail::parallel_chunks(
+            up.size(), chunk_values(), threads, [&](std::size_t i0, std::size_t i1) {
+                activate(g + i0, i1 - i0, a, 1);
+                for (std::size_t i = i0; i < i1; ++i) {
+                    u[i] = g[i] * u[i];
+                }
+            });
     } else {
         activate(up.data(), up.size(), a, threads);
     }

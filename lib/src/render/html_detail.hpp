@@ -33,8 +33,11 @@ std::string json_number(double v);
 std::string json_strings(const std::vector<std::string>& v);
 
 /// How a block is compressed: `small` (zlib level 6: the thumbnails, top-k lists, coarse
-/// levels, small pages) or `fast` (run-length matches only, zlib's Z_RLE: the big blocks;
-/// on attention maps' colour indices about twice as fast as level 1 and smaller).
+/// levels, small pages) or `fast` (the big blocks: each 64 KiB chunk with run-length
+/// matches only, zlib's Z_RLE, where a third or more of its 8-byte words are one byte
+/// repeated, else with Huffman codes only, Z_HUFFMAN_ONLY; one zlib stream. On attention
+/// maps' colour indices Z_RLE is about twice as fast as level 1 and smaller, and where few
+/// cells repeat Huffman codes alone are a third faster again and smaller).
 enum class Pack { small, fast };
 
 /// zlib-wrapped deflate (what DecompressionStream("deflate") reads), then base64.

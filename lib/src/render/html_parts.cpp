@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <zlib.h>
 
 namespace attn::render::detail {
@@ -52,6 +53,60 @@ std::string json_strings(const std::vector<std::string>& v) {
     return out + "]";
 }
 
+namespace {
+
+/// Pack::fast's input chunk: each gets the strategy its bytes call for.
+constexpr std::size_t kFastChunk = std::size_t{1} << 16;
+
+/// Whether run-length matches pay on `chunk`: a third or more of its 8-byte words are one
+/// byte repeated (measured on attention maps' colour indices: below, Huffman codes alone
+/// are smaller and faster; above, the runs are).
+bool runs_pay(std::span<const std::uint8_t> chunk) {
+    std::size_t words = 0, constant = 0;
+    for (std::size_t i = 0; i + 8 <= chunk.size(); i += 8, ++words) {
+        std::uint64_t w = 0;
+        std::memcpy(&w, chunk.data() + i, 8);
+        constant += w == (w & 0xffU) * 0x0101010101010101ULL ? 1U : 0U;
+    }
+    return 3 * constant >= words && words > 0;
+}
+
+/// Compresses `bytes` into `out` (grown as needed) through `z`: in one call (`small`), or
+/// (`fast`) chunk by chunk, each with Z_RLE or Z_HUFFMAN_ONLY by runs_pay (deflateParams
+/// between chunks: one zlib stream either way). Returns zlib's last status.
+int deflate_all(z_stream& z,
+                std::span<const std::uint8_t> bytes,
+                bool fast,
+                std::vector<std::uint8_t>& out) {
+    std::size_t at = 0;
+    int strategy = Z_RLE, status = Z_OK;
+    do {
+        const std::size_t n = fast ? std::min(kFastChunk, bytes.size() - at) : bytes.size();
+        const std::span<const std::uint8_t> chunk = bytes.subspan(at, n);
+        if (fast && (runs_pay(chunk) ? Z_RLE : Z_HUFFMAN_ONLY) != strategy) {
+            strategy = strategy == Z_RLE ? Z_HUFFMAN_ONLY : Z_RLE;
+            if (deflateParams(&z, 1, strategy) != Z_OK) {
+                return Z_STREAM_ERROR;
+            }
+        }
+        at += n;
+        z.next_in = const_cast<Bytef*>(chunk.data()); // zlib's API; it does not write there
+        z.avail_in = static_cast<uInt>(n);
+        const int flush = at == bytes.size() ? Z_FINISH : Z_NO_FLUSH;
+        do {
+            if (z.total_out == out.size()) {
+                out.resize(out.size() + out.size() / 4 + 4096); // past deflateBound: rare
+            }
+            z.next_out = out.data() + z.total_out;
+            z.avail_out = static_cast<uInt>(out.size() - z.total_out);
+            status = deflate(&z, flush);
+        } while (status == Z_OK && (z.avail_in > 0 || (flush == Z_FINISH)));
+    } while (status == Z_OK && at < bytes.size());
+    return status;
+}
+
+} // namespace
+
 /// zlib-wrapped deflate (what DecompressionStream("deflate") reads), then base64.
 std::string
 packed(std::span<const std::uint8_t> bytes, Pack how, std::vector<std::uint8_t>* scratch) {
@@ -67,11 +122,7 @@ packed(std::span<const std::uint8_t> bytes, Pack how, std::vector<std::uint8_t>*
     if (out.size() < bound) {
         out.resize(bound); // a scratch buffer grows once, not per block
     }
-    z.next_in = const_cast<Bytef*>(bytes.data()); // zlib's API; it does not write there
-    z.avail_in = static_cast<uInt>(bytes.size());
-    z.next_out = out.data();
-    z.avail_out = static_cast<uInt>(bound);
-    const int done = deflate(&z, Z_FINISH);
+    const int done = deflate_all(z, bytes, fast, out);
     const std::size_t size = z.total_out;
     deflateEnd(&z);
     if (done != Z_STREAM_END) {

@@ -56,7 +56,7 @@ void StreamedView::store(std::size_t first, const float* values, std::size_t cou
         const std::size_t n = std::min(count / d.lk, d.lq - row);
         const PanelRef& r = figure_.refs[panel];
         const std::size_t head = problem_.select_heads.empty() ? r.h : problem_.select_heads[r.h];
-        blocked.assign(n * d.lk, 0);
+        blocked.resize(n * d.lk); // every cell written below
         bool any = false;
         for (std::size_t i = 0; i < n; ++i) {
             std::uint8_t* out = blocked.data() + i * d.lk;
@@ -66,6 +66,7 @@ void StreamedView::store(std::size_t first, const float* values, std::size_t cou
                 const std::size_t b = std::min(keys.begin, d.lk);
                 const std::size_t e = std::clamp(keys.end, b, d.lk);
                 std::fill(out, out + b, std::uint8_t{1});
+                std::fill(out + b, out + e, std::uint8_t{0});
                 std::fill(out + e, out + d.lk, std::uint8_t{1});
                 any = any || b > 0 || e < d.lk;
                 continue;

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -105,6 +106,51 @@ ColorNorm streaming_norm(const HeatmapOptions& o) {
     return n;
 }
 
+/// A row's k strongest keys offered in key order, largest first, ties to the lowest key:
+/// a later key replaces the weakest kept only when stronger.
+class TopK {
+  public:
+    explicit TopK(std::size_t k) : k_(k) { best_.reserve(k + 1); }
+
+    /// Whether a key of weight `v` would be kept (NaN never is).
+    bool beaten_by(float v) const {
+        return k_ > 0 && (best_.size() < k_ || v > best_.front().first);
+    }
+
+    void offer(float v, std::uint32_t j) {
+        if (!beaten_by(v)) {
+            return;
+        }
+        if (best_.size() < k_) {
+            best_.emplace_back(v, j);
+            std::push_heap(best_.begin(), best_.end(), weaker);
+        } else {
+            std::pop_heap(best_.begin(), best_.end(), weaker);
+            best_.back() = {v, j};
+            std::push_heap(best_.begin(), best_.end(), weaker);
+        }
+    }
+
+    /// The keys kept, strongest first, into `idx` and (as float16) `w`.
+    void store(std::uint32_t* idx, std::uint16_t* w) {
+        std::sort_heap(best_.begin(), best_.end(), weaker);
+        for (std::size_t q = 0; q < best_.size(); ++q) {
+            idx[q] = best_[q].second;
+            w[q] = double_to_half(static_cast<double>(best_[q].first));
+        }
+    }
+
+  private:
+    /// The heap's order: a min-heap on (value, -index), the weakest kept at the front.
+    static constexpr auto weaker = [](const std::pair<float, std::uint32_t>& a,
+                                      const std::pair<float, std::uint32_t>& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
+    };
+
+    std::size_t k_;
+    std::vector<std::pair<float, std::uint32_t>> best_;
+};
+
 /// One panel's levels, thumbnail and top-k lists.
 class LongPanel {
   public:
@@ -163,8 +209,7 @@ class LongPanel {
             for (; i < end; ++i) {
                 const float* row = values + i * cols_;
                 const std::uint8_t* blocked = masked != nullptr ? masked + i * cols_ : nullptr;
-                pool_row(row, blocked, part);
-                top_k(first + i, row, blocked);
+                scan_row(first + i, row, blocked, part);
             }
             std::vector<Ready> ready;
             {
@@ -216,74 +261,57 @@ class LongPanel {
     }
 
   private:
-    /// One cell row into level-0 pixels: each pixel's cells (contiguous) in registers, in
-    /// order (the same sums as cell by cell).
-    void pool_row(const float* row, const std::uint8_t* blocked, PixelRow& part) const {
-        for (std::size_t x = 0; x + 1 < col_start_.size(); ++x) {
-            float m = part.max[x];
+    /// Row i into level-0 pixels and its top-k, in one pass over the row: each pixel's
+    /// cells (contiguous) pooled in registers, in order (the same sums as cell by cell),
+    /// then offered to the top-k only when the pixel's maximum beats the weakest kept.
+    /// Pixels wholly outside the row's first and last unblocked key (a causal row's
+    /// second half) are passed over: nothing of theirs is pooled or listed.
+    void scan_row(std::size_t i, const float* row, const std::uint8_t* blocked, PixelRow& part) {
+        TopK best(k_);
+        std::size_t x0 = 0, x1 = col_start_.size() - 1;
+        const std::uint8_t* inner = blocked; // the mask inside the edge pixels, if any blocks
+        if (blocked != nullptr) {
+            const void* open = std::memchr(blocked, 0, cols_);
+            if (open == nullptr) {
+                x1 = 0; // every key blocked
+            } else {
+                const auto first =
+                    static_cast<std::size_t>(static_cast<const std::uint8_t*>(open) - blocked);
+                const auto last = static_cast<std::size_t>(
+                    static_cast<const std::uint8_t*>(memrchr(blocked, 0, cols_)) - blocked);
+                x0 = pixel_of(first, cols_, col_start_.size() - 1);
+                x1 = pixel_of(last, cols_, col_start_.size() - 1) + 1;
+                if (std::memchr(blocked + first, 1, last - first + 1) == nullptr) {
+                    inner = nullptr;
+                }
+            }
+        }
+        for (std::size_t x = x0; x < x1; ++x) {
+            const std::size_t j0 = col_start_[x], j1 = col_start_[x + 1];
+            const std::uint8_t* mask = x == x0 || x + 1 == x1 ? blocked : inner;
+            float m = -std::numeric_limits<float>::infinity();
             double s = part.sum[x];
             std::uint32_t c = 0;
-            for (std::size_t j = col_start_[x]; j < col_start_[x + 1]; ++j) {
-                const float v = row[j];
-                if ((blocked != nullptr && blocked[j] != 0) || std::isnan(v)) {
-                    continue;
-                }
-                m = v > m ? v : m;
-                s += static_cast<double>(v);
-                ++c;
-            }
-            part.max[x] = m;
-            part.sum[x] = s;
-            part.count[x] += c;
-        }
-        ++part.parts;
-    }
-
-    /// Row i's k strongest keys with a value, largest first, ties to the lowest key: keys
-    /// are visited in order, so a later key replaces the weakest kept only when stronger.
-    void top_k(std::size_t i, const float* row, const std::uint8_t* blocked) {
-        std::vector<std::pair<float, std::uint32_t>> best; // a min-heap on (value, -index)
-        best.reserve(k_ + 1);
-        const auto weaker = [](const auto& a, const auto& b) {
-            return a.first > b.first || (a.first == b.first && a.second < b.second);
-        };
-        constexpr std::size_t kChunk = 16;
-        for (std::size_t j0 = 0; j0 < cols_ && k_ > 0; j0 += kChunk) {
-            const std::size_t j1 = std::min(cols_, j0 + kChunk);
-            if (best.size() == k_) {
-                // Most chunks: none stronger than the weakest kept (blocked keys count in
-                // this bound, which only makes it larger). NaN never wins.
-                float m = -std::numeric_limits<float>::infinity();
-                for (std::size_t j = j0; j < j1; ++j) {
-                    m = row[j] > m ? row[j] : m;
-                }
-                if (!(m > best.front().first)) {
-                    continue;
-                }
-            }
             for (std::size_t j = j0; j < j1; ++j) {
                 const float v = row[j];
-                if (best.size() == k_ && !(v > best.front().first)) {
-                    continue; // no stronger than the weakest kept (or NaN)
-                }
-                if ((blocked != nullptr && blocked[j] != 0) || std::isnan(v)) {
-                    continue;
-                }
-                if (best.size() < k_) {
-                    best.emplace_back(v, static_cast<std::uint32_t>(j));
-                    std::push_heap(best.begin(), best.end(), weaker);
-                } else {
-                    std::pop_heap(best.begin(), best.end(), weaker);
-                    best.back() = {v, static_cast<std::uint32_t>(j)};
-                    std::push_heap(best.begin(), best.end(), weaker);
+                const bool ok = (mask == nullptr || mask[j] == 0) && !std::isnan(v);
+                m = ok && v > m ? v : m;
+                s += ok ? static_cast<double>(v) : 0.0; // s + 0.0 is s: the same sums
+                c += ok ? 1U : 0U;
+            }
+            part.max[x] = std::max(part.max[x], m);
+            part.sum[x] = s;
+            part.count[x] += c;
+            if (c > 0 && best.beaten_by(m)) {
+                for (std::size_t j = j0; j < j1; ++j) {
+                    if ((mask == nullptr || mask[j] == 0) && !std::isnan(row[j])) {
+                        best.offer(row[j], static_cast<std::uint32_t>(j));
+                    }
                 }
             }
         }
-        std::sort_heap(best.begin(), best.end(), weaker); // strongest first
-        for (std::size_t q = 0; q < best.size(); ++q) {
-            top_idx_[i * k_ + q] = best[q].second;
-            top_w_[i * k_ + q] = double_to_half(static_cast<double>(best[q].first));
-        }
+        ++part.parts;
+        best.store(top_idx_.data() + i * k_, top_w_.data() + i * k_);
     }
 
     /// Adds a part to pixel row y of level l; a row complete is quantized into its band and

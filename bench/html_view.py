@@ -10,6 +10,7 @@ long a head switch, a zoom, a hover and the head view of one layer take once it 
     /usr/bin/python3 bench/html_view.py --attn build/bench/app/attn [-L 4096] [-H 8] [--causal]
     /usr/bin/python3 bench/html_view.py --attn build/bench/app/attn --layers 12 -H 12 -L 1024
     /usr/bin/python3 bench/html_view.py --attn build/release/app/attn --compute -L 32768 -H 1 --causal
+        [--baseline OLD_ATTN] [--no-browser]
 
 --compute: the long view (L > 4096: pooled levels and top-k, render/long_view.hpp) built
 by `attn compute -q -k -v --heatmap view.html` from the kernel's row blocks (Q, K, V
@@ -76,9 +77,14 @@ def long_main(a):
     base = [os.path.abspath(a.attn), "compute"] + files + (["--causal"] if a.causal else []) + [
         "--output", os.path.join(tmp, "o.npy"), "--max-memory", "none"]
     runs = {"--no-weights": [], "--heatmap": []}
+    if a.baseline:
+        runs["baseline"] = []
     for _ in range(a.repeat):
         runs["--no-weights"].append(run_timed(base + ["--no-weights"]))
         runs["--heatmap"].append(run_timed(base + ["--heatmap", html]))
+        if a.baseline:
+            old = [os.path.abspath(a.baseline)] + base[1:]
+            runs["baseline"].append(run_timed(old + ["--heatmap", os.path.join(tmp, "old.html")]))
     med = {k: sorted(v)[len(v) // 2] for k, v in runs.items()}
     size = os.path.getsize(html)
     print(f"L = {a.L}, H = {a.H}, D = 64{', causal' if a.causal else ''}: attn compute, "
@@ -88,12 +94,29 @@ def long_main(a):
     print(f"  page {size / 1e6:.1f} MB; --heatmap / --no-weights: "
           f"{med['--heatmap'][0] / med['--no-weights'][0]:.2f}x wall, "
           f"{med['--heatmap'][1] / med['--no-weights'][1]:.2f}x CPU")
+    if a.baseline:
+        with open(html, "rb") as f, open(os.path.join(tmp, "old.html"), "rb") as g:
+            same = f.read() == g.read()
+        print(f"  baseline --heatmap / --no-weights: "
+              f"{med['baseline'][0] / med['--no-weights'][0]:.2f}x wall, "
+              f"{med['baseline'][1] / med['--no-weights'][1]:.2f}x CPU; the pages are "
+              f"{'byte-identical' if same else 'DIFFERENT'}")
+    if a.no_browser:
+        shutil.rmtree(tmp) if not a.keep else None
+        return 0
+    t0 = time.monotonic()
     with cdp.Browser(timeout=300) as b:
+        # Chromium's own start (the browser, then a tab of about:blank), apart from the page's.
+        b.open("about:blank").wait_for("document.readyState === 'complete'", timeout=300)
+        t_start = time.monotonic() - t0
         t0 = time.monotonic()
         page = b.open("file://" + html)
         page.wait_for("document.body && document.body.dataset.ready === '1' && "
                       "attnView.long.level() >= 0", timeout=600, poll=0.05)
         t_ready = time.monotonic() - t0
+        nav = page.eval("(() => { const n = performance.getEntriesByType('navigation')[0]; "
+                        "return {parsed: n.domInteractive, dom: n.domContentLoadedEventEnd, "
+                        "main: attnView.loadMs}; })()")
         timing = page.eval("""(async () => {
             const L = attnView.meta.rows, n = attnView.meta.panels.length;
             const drawn = async (f) => { const t0 = performance.now(), g = attnView.long.drawn(); f();
@@ -111,6 +134,9 @@ def long_main(a):
             return {full, hover, mid, whole, head};
         })()""", timeout=600)
         errors, requests = page.errors(), page.requests()
+    print(f"chromium: its start (browser and a blank tab) {t_start:.2f} s; then the page ready "
+          f"{t_ready:.2f} s after navigation (in the page: HTML parsed {nav['parsed']:.0f} ms, "
+          f"DOMContentLoaded {nav['dom']:.0f} ms, the script's main {nav['main']:.0f} ms)")
     print(f"chromium: ready {t_ready:.1f} s after navigation; then full zoom (level 0, top-k) "
           "{full:.0f} ms, hover {hover:.1f} ms, an eighth of the map {mid:.0f} ms, whole map "
           "{whole:.0f} ms, last panel {head:.0f} ms".format(**timing))
@@ -130,6 +156,9 @@ def main():
     ap.add_argument("--compute", action="store_true",
                     help="the long view from attn compute --heatmap against --no-weights")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--baseline", help="--compute: another attn binary's --heatmap run too, "
+                    "interleaved in the same rounds (say, before a change)")
+    ap.add_argument("--no-browser", action="store_true", help="--compute: the timings only")
     a = ap.parse_args()
     if a.compute:
         return long_main(a)

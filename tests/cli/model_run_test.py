@@ -213,12 +213,20 @@ def _model_view_file():
     z = np.load(path("run.npz"))
     check("the run's .npz says its layers (int64)", "layers" in z.files and
           z["layers"].dtype == np.int64 and z["layers"].tolist() == list(range(NL)), z.files)
-    expect(["heatmap", path("w4.npy"), "--axes", "layers,heads", "-o", path("file.html")])
-    expect(["heatmap", path("run.npz"), "-o", path("npz.html")])
+    # A file says nothing of a mask: --masked-zero hatches the zeros the decoder's mask left.
+    expect(["heatmap", path("w4.npy"), "--axes", "layers,heads", "-o", path("file.html"),
+            "--masked-zero"])
+    expect(["heatmap", path("run.npz"), "-o", path("npz.html"), "--masked-zero"])
     ref_meta, ref = page_panels("run.html")
     want = ["layer %d \u00b7 head %d" % (l, h) for l in range(NL) for h in range(H)]
     check("the run's page: the model view", ref_meta["panels"] == want and
           ref_meta["gridCols"] == H, (ref_meta["panels"], ref_meta["gridCols"]))
+    # GPT-2 is a decoder: the run's own page hatches the keys after each query (state 1),
+    # as a single causal compute's page does.
+    n = len(IDS)
+    causal = np.triu(np.ones((n, n), np.uint8), 1).tobytes()
+    check("the run's page hatches the decoder's masked cells", ref_meta["hasState"] and
+          all(r[1] == causal for r in ref), ref_meta["hasState"])
     for name in ("file.html", "npz.html"):
         meta, got = page_panels(name)
         check(name + ": same panels, grid and size as the run's",

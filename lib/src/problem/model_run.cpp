@@ -207,10 +207,7 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
     BasicLayerSpec<T> ls;
     ls.num_heads = spec.heads;
     ls.num_kv_heads = spec.kv_heads;
-    ls.attention = attention_spec<T>(p, options);
-    if (spec.arch.causal && ls.attention.causal == Causal::none) {
-        ls.attention.causal = Causal::top_left; // the decoder's own mask
-    }
+    ls.attention = attention_spec<T>(p, options); // a decoder's causal mask in it (decode)
     ls.rope = spec.rope ? &*spec.rope : nullptr;
     ls.qk_norm_scope = spec.arch.qk_norm_scope;
     const BlockSpec block{spec.residual, spec.activation};
@@ -461,6 +458,11 @@ ModelRun decode_model_run(const json& doc_in, const fs::path& base, ArrayValues 
         run.stack.first.sources.push_back(std::move(s));
     }
     run.stack.first.num_kv_heads = run.spec.kv_heads;
+    if (run.spec.arch.causal && run.stack.first.causal == Causal::none) {
+        // The decoder's own mask, in the problem: the kernel, the heatmap's hatching and
+        // explain ask it there.
+        run.stack.first.causal = Causal::top_left;
+    }
     if (text.text_tokens) {
         run.stack.first.text_tokens = std::move(text.text_tokens);
         run.stack.first.text_batched = text.text_batched;

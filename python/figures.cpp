@@ -8,6 +8,7 @@
 #include "attn/plot/encode.hpp"
 #include "attn/plot/panels.hpp"
 #include "attn/plot/weights_figure.hpp"
+#include "attn/problem/result_read.hpp"
 #include "attn/problem/weights_read.hpp"
 #include "module.hpp"
 
@@ -152,6 +153,7 @@ Figure heatmap(const py::object& weights,
                const py::object& head,
                const py::object& batch,
                const py::object& layers,
+               const py::object& axes,
                const py::object& title,
                const py::kwargs& rest) {
     bool rank3_is_batch = false;
@@ -168,6 +170,9 @@ Figure heatmap(const py::object& weights,
     w.axes = problem::axes_of_rank(w.array.shape.size() - (w.layers.empty() ? 0 : 1));
     if (w.axes.rank() == 3 && rank3_is_batch) {
         w.axes = {.batch = true, .heads = false};
+    }
+    if (!axes.is_none()) {
+        o.axes = problem::parse_named_axes(axes.cast<std::string>()); // the CLI's --axes
     }
     if (std::vector<std::string> both = strings_of(tokens, "tokens"); !both.empty()) {
         o.tokens = std::move(both);
@@ -267,6 +272,7 @@ void register_heatmap(py::module_& m) {
            const py::object& head,
            const py::object& batch,
            const py::object& layers,
+           const py::object& axes,
            const py::object& title,
            const py::object& colormap,
            const py::object& vmin,
@@ -291,8 +297,17 @@ void register_heatmap(py::module_& m) {
             o["dpi"] = dpi;
             o["font_size"] = font_size;
             o["cols"] = cols;
-            return heatmap(
-                weights, tokens, format, query_tokens, key_tokens, head, batch, layers, title, o);
+            return heatmap(weights,
+                           tokens,
+                           format,
+                           query_tokens,
+                           key_tokens,
+                           head,
+                           batch,
+                           layers,
+                           axes,
+                           title,
+                           o);
         },
         py::arg("weights"),
         py::arg("tokens") = py::none(),
@@ -303,6 +318,7 @@ void register_heatmap(py::module_& m) {
         py::arg("head") = py::none(),
         py::arg("batch") = py::none(),
         py::arg("layers") = py::none(),
+        py::arg("axes") = py::none(),
         py::arg("title") = py::none(),
         py::arg("colormap") = "viridis",
         py::arg("vmin") = py::none(),
@@ -324,6 +340,9 @@ tokens: labels of both axes (self-attention), a list of strings or "a,b,c";
 format: "png", "svg" or "html" (the interactive view).
 head, batch: draw one head / one batch entry (default: every panel, up to 64).
 layers: the layer numbers of a stacked array's leading axis.
+axes: what the dims before Lq, Lk are, as `attn heatmap --axes`: "layers", "batch",
+  "heads" in that order, joined by commas ("none": [Lq, Lk]); "layers,heads" draws
+  [layers, H, Lq, Lk] (torch.stack of a model's attentions) as the model view.
 Returns an attn.Figure (shown inline by Jupyter; .save(path), .data).
 )doc") + kOptionsDoc)
             .c_str());
@@ -342,7 +361,11 @@ Returns an attn.Figure (shown inline by Jupyter; .save(path), .data).
 array), inline in Jupyter: attn.heatmap(weights, tokens, format="html", **options).
 )doc") + kOptionsDoc)
             .c_str());
+    (void)defaults;
+}
 
+/// attn.model_view.
+void register_model_view(py::module_& m) {
     m.def(
         "model_view",
         [](const py::object& attentions, const py::object& tokens, const py::kwargs& options) {
@@ -374,7 +397,6 @@ batch: which batch entry (default 0); format: "html" (default), "png" or "svg"; 
   options as attn.heatmap.
 )doc") + kOptionsDoc)
             .c_str());
-    (void)defaults;
 }
 
 } // namespace
@@ -382,6 +404,7 @@ batch: which batch entry (default 0); format: "html" (default), "png" or "svg"; 
 void register_figures(py::module_& m) {
     register_figure_class(m);
     register_heatmap(m);
+    register_model_view(m);
 }
 
 } // namespace attn::python

@@ -190,6 +190,7 @@ def heatmap(
     head: Optional[int] = None,
     batch: Optional[int] = None,
     layers: Optional[Sequence[int]] = None,
+    axes: Optional[str] = None,
     title: Optional[str] = None,
     colormap: str = "viridis",
     vmin: Optional[float] = None,

@@ -413,6 +413,24 @@ def test_model_view_takes_hugging_faces_attentions():
 
 
 @test
+def test_heatmap_axes_are_the_clis():
+    # torch.stack(outputs.attentions) squeezed: [layers, H, L, L], by rank alone [B, H, L, L].
+    w = rng(6).random((2, 3, 4, 4), dtype=np.float32)
+    for axes, fmt in (("layers,heads", "html"), ("layers,heads", "svg"), ("batch,heads", "svg")):
+        want = cli_heatmap(w, "axes." + fmt, "--axes", axes, "--title", "T")
+        assert attn.heatmap(w, axes=axes, format=fmt, title="T").data == want, (axes, fmt)
+    assert attn.heatmap(w, axes="layers,heads", format="svg").data != \
+        attn.heatmap(w, format="svg").data
+    expect_input_errors((
+            (lambda: attn.heatmap(w, axes="heads,layers"),
+             "axes heads,layers: \"layers\" repeated or out of order (expected layers, batch "
+             "and heads in that order, joined by commas, e.g. layers,heads; none for [Lq, Lk])"),
+            (lambda: attn.heatmap(w[0], axes="layers,heads"),
+             "axes: weights has shape [3, 4, 4] (rank 3), the axes named give rank 4 (each "
+             "named axis, then Lq, Lk)")), exact=True)
+
+
+@test
 def test_every_layer_from_hidden_states_equals_the_cli():
     r = rng(6)
     n, E, H = 2, 8, 2

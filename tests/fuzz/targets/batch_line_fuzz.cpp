@@ -18,9 +18,7 @@
 
 using namespace attn;
 
-ATTN_FUZZ_INITIALIZE_FIXTURES()
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+ATTN_FUZZ_TARGET_WITH(batch_line, fuzz::Setup::fixtures) {
     std::string_view line = fuzz::input_text(data, size);
     line = line.substr(0, line.find('\n'));
 

@@ -15,7 +15,7 @@
 
 using namespace attn;
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+ATTN_FUZZ_TARGET(census_texts) {
     const std::string_view bytes = fuzz::input_text(data, size);
     std::vector<problem::CensusText> texts;
     if (!fuzz::only_input_errors("read_census_texts", [&] {

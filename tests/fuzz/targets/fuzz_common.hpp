@@ -258,13 +258,17 @@ inline const std::filesystem::path& fixture_dir() {
     return dir;
 }
 
-/// Defines LLVMFuzzerInitialize to fill the fixture folder once, before the first input,
-/// for the targets whose documents name fixture files.
-#define ATTN_FUZZ_INITIALIZE_FIXTURES()                                                            \
-    extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {                         \
-        attn::fuzz::fixture_dir();                                                                 \
-        return 0;                                                                                  \
-    }
+/// What a target needs before its first input: the fixture folder (the targets whose
+/// documents name fixture files), or nothing.
+enum class Setup { none, fixtures };
+
+/// One target's function, called with each input.
+using TargetFunction = int (*)(const std::uint8_t* data, std::size_t size);
+
+/// Records `run` as the target `name` of the one fuzz program (dispatch.cpp, which
+/// LLVMFuzzerInitialize and LLVMFuzzerTestOneInput dispatch from); ATTN_FUZZ_TARGET calls
+/// it while the program starts. Returns true, for the static that calls it.
+bool register_target(const char* name, TargetFunction run, Setup setup);
 
 /// check_decoded_problem's solve on one target, with or without weights: the result
 /// document parses back to the same values.
@@ -341,3 +345,14 @@ inline void check_decoded_problem(const problem::Problem& p) {
 }
 
 } // namespace attn::fuzz
+
+/// Defines the fuzz target `name`: the body that follows takes `data` and `size` as
+/// LLVMFuzzerTestOneInput would, and is what the program runs when started as
+/// `<name>_fuzz` (tests/fuzz/CMakeLists.txt links every target into one program).
+#define ATTN_FUZZ_TARGET_WITH(name, setup)                                                         \
+    static int attn_fuzz_target_##name(const std::uint8_t* data, std::size_t size);                \
+    [[maybe_unused]] static const bool attn_fuzz_registered_##name =                               \
+        attn::fuzz::register_target(#name, attn_fuzz_target_##name, setup);                        \
+    static int attn_fuzz_target_##name(const std::uint8_t* data, std::size_t size)
+
+#define ATTN_FUZZ_TARGET(name) ATTN_FUZZ_TARGET_WITH(name, attn::fuzz::Setup::none)

@@ -13,7 +13,7 @@
 
 using namespace attn;
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+ATTN_FUZZ_TARGET(gguf_dequant) {
     if (size == 0) {
         return 0;
     }

@@ -15,7 +15,7 @@
 
 using namespace attn;
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+ATTN_FUZZ_TARGET(gguf) {
     fuzz::set_limits();
     const std::span<const std::uint8_t> bytes(data, size);
     model::GgufHeader h;

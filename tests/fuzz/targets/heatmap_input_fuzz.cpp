@@ -36,7 +36,7 @@ std::vector<std::string> labels(const nlohmann::json& doc, const char* field) {
 
 } // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+ATTN_FUZZ_TARGET(heatmap_input) {
     fuzz::set_limits();
     const std::span<const std::uint8_t> bytes(data, size);
     io::Array w;

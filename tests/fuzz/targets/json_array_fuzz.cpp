@@ -13,7 +13,7 @@
 
 using namespace attn;
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+ATTN_FUZZ_TARGET(json_array) {
     const std::optional<nlohmann::json> j = fuzz::input_json(data, size, "fuzz.json");
     if (!j) {
         return 0;

@@ -32,7 +32,7 @@ const std::filesystem::path& scratch_file() {
 
 } // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+ATTN_FUZZ_TARGET(npy) {
     fuzz::set_limits();
     const std::span<const std::uint8_t> bytes(data, size);
 

@@ -14,7 +14,7 @@
 
 using namespace attn;
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+ATTN_FUZZ_TARGET(npz) {
     fuzz::set_limits();
     const std::span<const std::uint8_t> archive(data, size);
     std::vector<std::string> members;

@@ -20,7 +20,7 @@ bool is_hex(char c) {
 
 } // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+ATTN_FUZZ_TARGET(ollama_manifest) {
     const std::string_view text = fuzz::input_text(data, size);
     std::string digest;
     if (!fuzz::only_input_errors("ollama_model_digest",

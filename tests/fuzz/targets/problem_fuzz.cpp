@@ -13,9 +13,7 @@
 
 using namespace attn;
 
-ATTN_FUZZ_INITIALIZE_FIXTURES()
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+ATTN_FUZZ_TARGET_WITH(problem, fuzz::Setup::fixtures) {
     const std::optional<nlohmann::json> doc = fuzz::input_json(data, size, "problem.json");
     if (!doc) {
         return 0;

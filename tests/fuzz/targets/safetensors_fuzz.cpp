@@ -13,7 +13,7 @@
 
 using namespace attn;
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+ATTN_FUZZ_TARGET(safetensors) {
     fuzz::set_limits();
     std::map<std::string, io::Array> tensors;
     if (!fuzz::only_input_errors("parse_safetensors", [&] {

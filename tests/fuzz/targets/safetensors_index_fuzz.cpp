@@ -13,7 +13,7 @@
 
 using namespace attn;
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+ATTN_FUZZ_TARGET(safetensors_index) {
     const std::string_view text = fuzz::input_text(data, size);
     std::map<std::string, std::string> map;
     if (!fuzz::only_input_errors("parse_safetensors_index", [&] {

@@ -14,7 +14,7 @@
 
 using namespace attn;
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+ATTN_FUZZ_TARGET(token_list) {
     const std::string_view text = fuzz::input_text(data, size);
     std::vector<std::string> tokens;
     if (!fuzz::only_input_errors("parse_token_text",

@@ -151,7 +151,7 @@ std::unique_ptr<text::Tokenizer> wordpiece() {
 
 } // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+ATTN_FUZZ_TARGET(tokenize) {
     static const std::unique_ptr<text::Tokenizer> gpt2 = byte_level();
     static const std::unique_ptr<text::Tokenizer> llama = byte_fallback();
     static const std::unique_ptr<text::Tokenizer> bert = wordpiece();

@@ -14,7 +14,7 @@
 
 using namespace attn;
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+ATTN_FUZZ_TARGET(tokenizer_json) {
     const std::string_view text = fuzz::input_text(data, size);
     std::unique_ptr<text::Tokenizer> tokenizer;
     if (!fuzz::only_input_errors("parse_tokenizer_json", [&] {

@@ -46,25 +46,27 @@ PRODUCTS = [("q", g.HEADS * g.D, g.E), ("k", g.KV * g.D, g.E), ("v", g.KV * g.D,
 
 
 def sgemm_child(seq, threads):
-    """Run in a fresh python whose OPENBLAS_NUM_THREADS is set: the products' seconds."""
+    """Run in a fresh python whose OPENBLAS_NUM_THREADS is set: the products' wall and CPU
+    seconds (the process's, all threads)."""
     rng = np.random.default_rng(3)
     w = {n: rng.standard_normal((r, c), dtype=np.float32) * np.float32(0.02)
          for n, r, c in PRODUCTS}
     x = rng.standard_normal((seq, g.E), dtype=np.float32)
     h = rng.standard_normal((seq, g.FF), dtype=np.float32)
     x @ w["q"].T  # OpenBLAS's threads and buffers started before timing
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(g.LAYERS):
         for n, _, c in PRODUCTS:
             (h if c == g.FF else x) @ w[n].T
-    print(time.perf_counter() - t0)
+    print(time.perf_counter() - t0, time.process_time() - c0)
 
 
 def sgemm_time(seq, threads):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
     out = subprocess.run([sys.executable, os.path.abspath(__file__), "--sgemm-child", str(seq),
                           str(threads)], env=env, capture_output=True, text=True, check=True)
-    return float(out.stdout.split()[-1])
+    wall, cpu = out.stdout.split()[-2:]
+    return float(wall), float(cpu)
 
 
 def ggml_time(ggml, path, seq, threads):
@@ -104,8 +106,8 @@ def med(runs, i):
 def report(a, files, runs, cpu):
     print(f"\nL {a.seq}; medians of {a.repeat}: wall s, (user + sys s), peak RSS MiB")
     for t in a.threads:
-        limit = med(runs[("sgemm", t)], 0)
-        print(f"threads {t}: numpy sgemm limit {limit:.2f} s (runs "
+        limit, limit_cpu = med(runs[("sgemm", t)], 0), med(runs[("sgemm", t)], 2)
+        print(f"threads {t}: numpy sgemm limit {limit:.2f} s, CPU {limit_cpu:.2f} s (runs "
               + ", ".join(f"{r[0]:.2f}" for r in runs[("sgemm", t)]) + ")")
         for name in a.files:
             nw = runs[(name, "nw", t)]
@@ -113,7 +115,8 @@ def report(a, files, runs, cpu):
             budget = file_size(files[name]) / 2**20 + 512
             line = (f"  {name:5s} --no-weights {med(nw, 0):6.2f} s ({med(nw, 2):.2f} + "
                     f"{med(nw, 3):.2f}), {med(nw, 1):5.0f} MiB: {med(nw, 0) / limit:.2f}x "
-                    f"limit (goal <= {goal:.2f}), RSS {'met' if med(nw, 1) <= budget else 'missed'}"
+                    f"limit, CPU {(med(nw, 2) + med(nw, 3)) / limit_cpu:.2f}x (goal <= "
+                    f"{goal:.2f}), RSS {'met' if med(nw, 1) <= budget else 'missed'}"
                     f" (<= {budget:.0f})")
             if (name, "f16", t) in runs:
                 f16 = runs[(name, "f16", t)]
@@ -162,7 +165,8 @@ def main():
     out, w = os.path.join(a.dir, "o.npy"), os.path.join(a.dir, "w.npy")
     for r in range(a.repeat):  # interleaved, so a busy spell hits all alike
         for t in a.threads:
-            runs.setdefault(("sgemm", t), []).append((sgemm_time(a.seq, t), 0, 0, 0))
+            wall, cpu = sgemm_time(a.seq, t)
+            runs.setdefault(("sgemm", t), []).append((wall, 0, cpu, 0))
             for name in a.files:
                 base = [attn, "compute", "--params", files[name], "--token-ids", ids,
                         "--threads", str(t), "--quiet", "--max-memory", "none", "-o", out]

@@ -165,8 +165,8 @@ def main():
     out, w = os.path.join(a.dir, "o.npy"), os.path.join(a.dir, "w.npy")
     for r in range(a.repeat):  # interleaved, so a busy spell hits all alike
         for t in a.threads:
-            wall, cpu = sgemm_time(a.seq, t)
-            runs.setdefault(("sgemm", t), []).append((wall, 0, cpu, 0))
+            wall, products_cpu = sgemm_time(a.seq, t)
+            runs.setdefault(("sgemm", t), []).append((wall, 0, products_cpu, 0))
             for name in a.files:
                 base = [attn, "compute", "--params", files[name], "--token-ids", ids,
                         "--threads", str(t), "--quiet", "--max-memory", "none", "-o", out]

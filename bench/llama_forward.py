@@ -70,11 +70,12 @@ def sgemm_time(seq, threads):
 
 
 def ggml_time(ggml, path, seq, threads):
-    """bench/ggml_matmul's seconds for the 7 x 16 products on path's own tensors."""
+    """bench/ggml_matmul's wall and CPU seconds for the 7 x 16 products on path's tensors."""
     out = subprocess.run([ggml, path, str(seq), str(threads)], capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"ggml_matmul failed: {out.stderr[-500:]}")
-    return float(out.stdout.split()[-1])
+    wall, cpu = out.stdout.split()[-2:]
+    return float(wall), float(cpu)
 
 
 def model_files(folder):
@@ -127,8 +128,9 @@ def report(a, files, runs, cpu):
                 line += (f"; baseline {med(old, 0):6.2f} s ({med(old, 2):.2f} + "
                          f"{med(old, 3):.2f}), {med(old, 1):5.0f} MiB")
             if ("ggml", name, t) in runs:
-                gm = med(runs[("ggml", name, t)], 0)
-                line += f"; ggml_mul_mat {gm:.2f} s (attn / ggml {med(nw, 0) / gm:.2f}x)"
+                gm, gm_cpu = med(runs[("ggml", name, t)], 0), med(runs[("ggml", name, t)], 2)
+                line += (f"; ggml_mul_mat {gm:.2f} s, CPU {gm_cpu:.2f} s (attn / ggml "
+                         f"{med(nw, 0) / gm:.2f}x, CPU {(med(nw, 2) + med(nw, 3)) / gm_cpu:.2f}x)")
             print(line)
     print(f"CPU: {cpu}; load average at the end {os.getloadavg()[0]:.1f}")
 
@@ -180,8 +182,8 @@ def main():
                         timed([os.path.abspath(a.baseline)] + base[1:] + ["--no-weights"],
                               usage=True))
                 if a.ggml and name != "bf16":
-                    runs.setdefault(("ggml", name, t), []).append(
-                        (ggml_time(a.ggml, files[name], a.seq, t), 0, 0, 0))
+                    wall, ggml_cpu = ggml_time(a.ggml, files[name], a.seq, t)
+                    runs.setdefault(("ggml", name, t), []).append((wall, 0, ggml_cpu, 0))
         print(f"round {r + 1} of {a.repeat} done, load average {os.getloadavg()[0]:.1f}",
               flush=True)
     if os.path.exists(w):

@@ -3,8 +3,9 @@
 // random float32 activations of n = L columns through ggml_mul_mat on the CPU backend, as
 // llama.cpp's prompt processing does (quantized types quantize the activations to their
 // vec_dot type first, inside the timing). The weights are read into memory before timing;
-// the first layer is computed once untimed (threads started). Prints the seconds of all
-// layers' products on stdout, the per-layer split on stderr.
+// the first layer is computed once untimed (threads started). Prints the wall and the CPU
+// seconds (the process's, all threads) of all layers' products on stdout, the per-layer
+// wall split on stderr.
 //
 // Not part of the CMake build: ggml (ggml-org/ggml, a checkout G) lives outside the
 // repository. Built as llama.cpp builds it, llamafile's sgemm on (bench/README.md):
@@ -20,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <random>
 #include <string>
 #include <vector>
@@ -96,13 +98,20 @@ int main(int argc, char** argv) {
     fill(h, rng);
     layer(weights, 0, x, h, threads); // threads started, caches warm
     double total = 0;
+    const std::clock_t c0 = std::clock();
     for (int64_t n = 0; n < layers; ++n) {
         double s = layer(weights, static_cast<int>(n), x, h, threads);
         std::fprintf(stderr, "layer %lld: %.3f s\n", static_cast<long long>(n), s);
         total += s;
     }
-    std::printf(
-        "%s %s L %d threads %d: %.4f\n", argv[1], ggml_type_name(q->type), L, threads, total);
+    const double cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+    std::printf("%s %s L %d threads %d: %.4f %.4f\n",
+                argv[1],
+                ggml_type_name(q->type),
+                L,
+                threads,
+                total,
+                cpu);
     ggml_free(act);
     gguf_free(g);
     return 0;

@@ -309,8 +309,8 @@ BENCHMARK(bm_naive)
     ->MeasureProcessCPUTime()
     ->Unit(benchmark::kMillisecond);
 
-/// The target sweeps at L = 4096, D = 64, H = 8, no mask, on each SIMD target this CPU
-/// runs, 1 and 2 threads: bm_streaming as bm_target/<TARGET>/..., and bm_materialized
+/// The target sweeps at L = 4096, D = 64, H = 8, full and causal, on each SIMD target this
+/// CPU runs, 1 and 2 threads: bm_streaming as bm_target/<TARGET>/..., and bm_materialized
 /// (the weights path) as bm_target_weights/<TARGET>/... (one result reused, as sgemm's C)
 /// and bm_target_weights_fresh/<TARGET>/... (a new result per call, as one `attn compute`).
 void register_target_sweep() {
@@ -331,7 +331,7 @@ void register_target_sweep() {
                                                  state, family.kernel, family.buffers, simd);
                                          })
                 ->ArgNames(kAttentionArgs)
-                ->ArgsProduct({{4096}, {64}, {8}, {0}, {1, 2}})
+                ->ArgsProduct({{4096}, {64}, {8}, {0, 1}, {1, 2}})
                 ->UseRealTime()
                 ->MeasureProcessCPUTime()
                 ->Unit(benchmark::kMillisecond);

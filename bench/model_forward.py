@@ -104,7 +104,9 @@ def torch_forward(folder, ids_path, out_path, threads):
         np.save(out_path, torch.stack(attentions).numpy())
 
 
-def timed(argv, env=None):
+def timed(argv, env=None, usage=False):
+    """(wall seconds from fork to exit, wait4's peak RSS in MiB) of one process; with usage,
+    also its user and system CPU seconds."""
     t0 = time.perf_counter()
     pid = os.fork()
     if pid == 0:
@@ -119,7 +121,8 @@ def timed(argv, env=None):
     _, status, ru = os.wait4(pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit("failed: %s" % " ".join(argv))
-    return time.perf_counter() - t0, ru.ru_maxrss / 1024.0
+    wall, rss = time.perf_counter() - t0, ru.ru_maxrss / 1024.0
+    return (wall, rss, ru.ru_utime, ru.ru_stime) if usage else (wall, rss)
 
 
 def main():

@@ -458,6 +458,10 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path)
         }
     }
     header_ = parse_safetensors_header(head, size, shown_);
+    // A product multiplies the weights where they lie (stored()): the file is mapped too.
+    if (map_.emplace(path).bytes().size() != size) {
+        throw InputError(shown_ + ": changed while it was being read (its size changed)");
+    }
 }
 
 io::Array SafetensorsFile::read(const SafetensorsEntry& e) const {
@@ -501,17 +505,12 @@ std::optional<StoredTensor> SafetensorsFile::stored(const SafetensorsEntry& e) c
     StoredTensor out;
     out.type = *type;
     out.shape = e.shape;
+    // parse_safetensors_header checked that the tensor lies inside the file (as mapped).
     const auto bytes = static_cast<std::size_t>(e.end - e.begin);
-    if (fd_.get() < 0) {
-        const auto start = static_cast<std::size_t>(header_.data_start + e.begin);
-        out.bytes = std::span<const std::uint8_t>(whole_).subspan(start, bytes);
-        return out;
-    }
-    check_fits(0, bytes, e, shown_, e.dtype);
-    auto held = std::make_shared<std::vector<std::uint8_t>>(bytes);
-    pread_exactly(fd_.get(), held->data(), bytes, header_.data_start + e.begin, shown_);
-    out.bytes = *held;
-    out.holder = std::move(held);
+    const auto start = static_cast<std::size_t>(header_.data_start + e.begin);
+    const std::span<const std::uint8_t> all =
+        map_ ? map_->bytes() : std::span<const std::uint8_t>(whole_);
+    out.bytes = all.subspan(start, bytes);
     return out;
 }
 

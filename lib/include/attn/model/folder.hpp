@@ -47,7 +47,7 @@ class SafetensorsFolder final : public TensorSource {
 
     io::Array read(std::string_view name) const override;
     io::Array read_rows(std::string_view name, std::span<const std::size_t> rows) const override;
-    /// Read from the shard now into `holder` (SafetensorsFile::stored).
+    /// In place in the shard's mapping (SafetensorsFile::stored).
     std::optional<StoredTensor> stored(std::string_view name) const override;
     std::vector<std::string> files() const override;
 

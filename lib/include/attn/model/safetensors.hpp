@@ -94,14 +94,16 @@ class SafetensorsFile {
     /// that is not a matrix, a row past its end, or what read() refuses.
     io::Array read_rows(const SafetensorsEntry& entry, std::span<const std::size_t> rows) const;
     /// The tensor's bytes as stored, its dtype as ggml's type (ggml_type_named), or empty for
-    /// a dtype ggml lacks (BOOL, U8, F8_*): read now into `holder` from a regular file
-    /// (InputError above memory_limit()), in place for a pipe's bytes held whole.
+    /// a dtype ggml lacks (BOOL, U8, F8_*): in place, in a regular file's mapping (no copy,
+    /// nothing allocated: pages are read as a product touches them) or in a pipe's bytes
+    /// held whole. Valid while this object lives.
     std::optional<StoredTensor> stored(const SafetensorsEntry& entry) const;
 
   private:
     std::string shown_;
-    io::Fd fd_;                       ///< a regular file, read on demand
-    std::vector<std::uint8_t> whole_; ///< or a pipe/device, read whole
+    io::Fd fd_;                         ///< a regular file, read on demand
+    std::optional<io::MappedFile> map_; ///< and mapped, for stored()
+    std::vector<std::uint8_t> whole_;   ///< or a pipe/device, read whole
     SafetensorsHeader header_;
 };
 

@@ -90,6 +90,28 @@ def write(name, obj, metadata=None):
     return path(name)
 
 
+
+# A small launcher forks attn and reports its peak: a child's ru_maxrss starts at its
+# parent's resident size (fork copies it, exec keeps it), so attn's own peak shows only
+# when its parent is smaller than attn, unlike a test script with numpy loaded.
+_PEAK_LAUNCHER = """import json, os, sys
+pid = os.fork()
+if pid == 0:
+    fd = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(fd, 1)
+    os.execv(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(json.dumps([os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024]))
+"""
+
+
+def peak_rss(args, timeout=600):
+    """(exit code, peak resident bytes, stderr) of `attn ARGS` run in TMP, stdout discarded."""
+    p = subprocess.run(["/usr/bin/python3", "-S", "-c", _PEAK_LAUNCHER, ATTN] + args, cwd=TMP,
+                       capture_output=True, text=True, timeout=timeout)
+    code, rss = json.loads(p.stdout)
+    return code, rss, p.stderr
+
 def run(args, stdin=None, cwd=None, env=None, timeout=120):
     """Runs attn with args in cwd (TMP by default); returns (exit code, stdout bytes,
     stderr text). env entries are added to the environment (None removes one)."""

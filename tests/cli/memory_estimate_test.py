@@ -8,36 +8,20 @@ weights go to a file is neither refused nor said to need gigabytes.
 
 Run: /usr/bin/python3 tests/cli/memory_estimate_test.py PATH/TO/attn [--case NAME]
 """
-import json
 import re
-import subprocess
 
 import numpy as np
 
 import harness
 from harness import TMP, check, expect, main, path, test
 
-# A small launcher forks attn: a child's ru_maxrss starts at its parent's resident size
-# (fork copies it, exec keeps it), so the parent must be smaller than attn, unlike this
-# process with numpy loaded.
-LAUNCH = """import json, os, sys
-pid = os.fork()
-if pid == 0:
-    fd = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(fd, 1)
-    os.execv(sys.argv[1], sys.argv[1:])
-_, status, usage = os.wait4(pid, 0)
-print(json.dumps([os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024]))
-"""
 UNITS = {"B": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40}
 
 
 def peak(args):
-    """attn's exit code and peak resident bytes for args (run in TMP)."""
-    p = subprocess.run(["/usr/bin/python3", "-c", LAUNCH, harness.ATTN] + args, cwd=TMP,
-                       capture_output=True, text=True, timeout=600)
-    code, rss = json.loads(p.stdout)
-    check(f"{args}: exit 0", code == 0, p.stderr[:300])
+    """attn's peak resident bytes for args (run in TMP)."""
+    code, rss, err = harness.peak_rss(args)
+    check(f"{args}: exit 0", code == 0, err[:300])
     return rss
 
 

@@ -1,6 +1,6 @@
 // The projections' and the MLP's GEMMs on the run's threads (linear(), mlp_forward()): one
 // single-threaded GEMM per fixed-size slab of rows gives every row, and the same bits for
-// any thread count.
+// any thread count; the head split and merge move every value to its place on any count.
 #include "attn/block.hpp"
 #include "attn/projection.hpp"
 
@@ -58,6 +58,28 @@ TEST(ProjectionThreads, MlpWhateverTheThreads) {
     ASSERT_EQ(one.shape(), two.shape());
     for (std::size_t i = 0; i < one.size(); ++i) {
         ASSERT_EQ(one.data()[i], two.data()[i]) << i;
+    }
+}
+
+TEST(ProjectionThreads, HeadSplitAndMergeWhateverTheThreads) {
+    // 2 batches x 700 rows of 6 heads x 12: several row blocks of the split and a short last.
+    const attn::Tensor3 x = filled3<float>(2, 700, 72);
+    for (const unsigned threads : {1U, 2U, 3U}) {
+        const attn::Tensor heads = attn::split_heads(x, 6, "x", threads);
+        ASSERT_EQ(heads.shape(), (attn::Shape{2, 6, 700, 12}));
+        for (std::size_t b = 0; b < 2; ++b) { // x[b, l, h * 12 + d] == heads[b, h, l, d]
+            for (std::size_t l = 0; l < 700; ++l) {
+                for (std::size_t f = 0; f < 72; ++f) {
+                    ASSERT_EQ(heads(b, f / 12, l, f % 12), x(b, l, f))
+                        << b << ", " << l << ", " << f << ", " << threads << " threads";
+                }
+            }
+        }
+        const attn::Tensor3 back = attn::merge_heads(heads, threads);
+        ASSERT_EQ(back.shape(), x.shape());
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            ASSERT_EQ(back.data()[i], x.data()[i]) << i << ", " << threads << " threads";
+        }
     }
 }
 

@@ -53,6 +53,29 @@ Tensor3 apply_norm(const Tensor3& x, const Norm& n, unsigned threads = 1);
 BasicTensor3<double>
 apply_norm(const BasicTensor3<double>& x, const BasicNorm<double>& n, unsigned threads = 1);
 
+/// x normed by `n`, or x itself when there is no norm: without the copy a by-value result
+/// would make (four of a model layer's tensors each layer). Refers to x: use it within
+/// x's lifetime, e.g. as a temporary in one expression.
+template <class T> class NormedOrSame {
+  public:
+    NormedOrSame(const BasicTensor3<T>& x, const BasicNorm<T>* n, unsigned threads) : x_(&x) {
+        if (n != nullptr) {
+            normed_ = apply_norm(x, *n, threads);
+            x_ = &*normed_;
+        }
+    }
+    NormedOrSame(const NormedOrSame&) = delete;
+    NormedOrSame& operator=(const NormedOrSame&) = delete;
+    NormedOrSame(NormedOrSame&&) = delete;
+    NormedOrSame& operator=(NormedOrSame&&) = delete;
+    ~NormedOrSame() = default;
+    const BasicTensor3<T>& operator*() const { return *x_; }
+
+  private:
+    std::optional<BasicTensor3<T>> normed_;
+    const BasicTensor3<T>* x_;
+};
+
 /// The norm over each head's features: x [B, L, H·D], each of its H groups of D features
 /// normalized on its own (Qwen3's q_norm after the head split). weight, bias: [D] (one
 /// for every head) or [H·D] (each head its own: StableLM's per-head LayerNorms).

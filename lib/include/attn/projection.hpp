@@ -54,11 +54,14 @@ BasicTensor3<T> linear_of(const BasicTensor3<T>& x,
                           Simd simd);
 
 /// [B, L, H·Dh] -> [B, H, L, Dh]. Throws InputError if the feature size is not
-/// divisible by num_heads.
-Tensor split_heads(const Tensor3& x, std::size_t num_heads, const char* what = "input");
+/// divisible by num_heads. `threads` copy fixed blocks of rows (the result is the same).
+Tensor split_heads(const Tensor3& x,
+                   std::size_t num_heads,
+                   const char* what = "input",
+                   unsigned threads = 1);
 
-/// [B, H, L, Dh] -> [B, L, H·Dh].
-Tensor3 merge_heads(const Tensor& y);
+/// [B, H, L, Dh] -> [B, L, H·Dh], on `threads` as split_heads.
+Tensor3 merge_heads(const Tensor& y, unsigned threads = 1);
 
 /// The float64 overloads (`precision: f64`; dgemm), same shapes and errors.
 BasicTensor3<double> linear(const BasicTensor3<double>& x,
@@ -66,8 +69,10 @@ BasicTensor3<double> linear(const BasicTensor3<double>& x,
                             const BasicVector<double>* b,
                             const char* what = "weight",
                             unsigned threads = 1);
-BasicTensor<double>
-split_heads(const BasicTensor3<double>& x, std::size_t num_heads, const char* what = "input");
-BasicTensor3<double> merge_heads(const BasicTensor<double>& y);
+BasicTensor<double> split_heads(const BasicTensor3<double>& x,
+                                std::size_t num_heads,
+                                const char* what = "input",
+                                unsigned threads = 1);
+BasicTensor3<double> merge_heads(const BasicTensor<double>& y, unsigned threads = 1);
 
 } // namespace attn

@@ -4,6 +4,7 @@
 #include "attn/block.hpp"
 
 #include "attn/error.hpp"
+#include "attn/norm.hpp"
 #include "attn/parallel.hpp"
 #include "attn/projection.hpp"
 
@@ -107,10 +108,8 @@ BasicBlockResult<T> transformer_block(const BasicTensor3<T>& x,
     ls.k_norm = w.k_norm ? &*w.k_norm : nullptr;
     const unsigned threads = layer.attention.threads; // the MLP's GEMM threads and target
     const Simd simd = layer.attention.simd;
-    const auto norm_or_copy = [threads](const BasicTensor3<T>& in,
-                                        const std::optional<BasicNorm<T>>& n) {
-        return n ? apply_norm(in, *n, threads) : in;
-    };
+    // x normed by an optional norm, or x itself (no copy).
+    const auto normed = [](const std::optional<BasicNorm<T>>& n) { return n ? &*n : nullptr; };
     const auto add = [threads](const BasicTensor3<T>& a, const BasicTensor3<T>& b) {
         return attn::add(a, b, threads);
     };
@@ -121,22 +120,30 @@ BasicBlockResult<T> transformer_block(const BasicTensor3<T>& x,
     BasicBlockResult<T> r;
     switch (spec.residual) {
     case Residual::pre_norm: {
-        const BasicTensor3<T> n1 = norm_or_copy(x, w.attention_norm);
-        r.attention = attend_layer(n1, n1, n1, ls);
-        const BasicTensor3<T> h = add(x, norm_or_copy(r.attention.output, w.attention_post_norm));
-        r.hidden = add(h, norm_or_copy(ffn(norm_or_copy(h, w.mlp_norm)), w.mlp_post_norm));
+        const NormedOrSame<T> n1(x, normed(w.attention_norm), threads);
+        r.attention = attend_layer(*n1, *n1, *n1, ls);
+        const BasicTensor3<T> h =
+            add(x, *NormedOrSame<T>(r.attention.output, normed(w.attention_post_norm), threads));
+        const BasicTensor3<T> f = ffn(*NormedOrSame<T>(h, normed(w.mlp_norm), threads));
+        r.hidden = add(h, *NormedOrSame<T>(f, normed(w.mlp_post_norm), threads));
         break;
     }
     case Residual::post_norm: {
         r.attention = attend_layer(x, x, x, ls);
-        const BasicTensor3<T> h = norm_or_copy(add(x, r.attention.output), w.attention_norm);
-        r.hidden = norm_or_copy(add(h, ffn(h)), w.mlp_norm);
+        BasicTensor3<T> h = add(x, r.attention.output);
+        if (w.attention_norm) {
+            h = apply_norm(h, *w.attention_norm, threads);
+        }
+        r.hidden = add(h, ffn(h));
+        if (w.mlp_norm) {
+            r.hidden = apply_norm(r.hidden, *w.mlp_norm, threads);
+        }
         break;
     }
     case Residual::parallel: {
-        const BasicTensor3<T> n1 = norm_or_copy(x, w.attention_norm);
-        r.attention = attend_layer(n1, n1, n1, ls);
-        const BasicTensor3<T> m = ffn(w.mlp_norm ? apply_norm(x, *w.mlp_norm, threads) : n1);
+        const NormedOrSame<T> n1(x, normed(w.attention_norm), threads);
+        r.attention = attend_layer(*n1, *n1, *n1, ls);
+        const BasicTensor3<T> m = ffn(w.mlp_norm ? apply_norm(x, *w.mlp_norm, threads) : *n1);
         // Hugging Face's order: mlp + attention + residual.
         r.hidden = add(add(m, r.attention.output), x);
         break;

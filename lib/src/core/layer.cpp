@@ -3,6 +3,7 @@
 #include "attn/layer.hpp"
 
 #include "attn/error.hpp"
+#include "attn/norm.hpp"
 #include "attn/projection.hpp"
 
 #include <algorithm>
@@ -157,39 +158,40 @@ BasicLayerResult<T> attend_layer_impl(const xt::xtensor<T, 3>& query,
         spec.projections);
     plan.check();
     // The pre-attention norm: of each source (the same hidden state for self-attention).
-    const auto normed = [&spec](const xt::xtensor<T, 3>& x) {
-        return spec.norm != nullptr ? apply_norm(x, *spec.norm, spec.attention.threads) : x;
-    };
+    const unsigned threads = spec.attention.threads;
+    const NormedOrSame<T> nq(query, spec.norm, threads);
+    const NormedOrSame<T> nk(key, &key == &query ? nullptr : spec.norm, threads);
+    const NormedOrSame<T> nv(value, &value == &query ? nullptr : spec.norm, threads);
+    const xt::xtensor<T, 3>& key_in = &key == &query ? *nq : *nk;
+    const xt::xtensor<T, 3>& value_in = &value == &query ? *nq : *nv;
     const BasicAttentionSpec<T>& run = spec.attention; // the GEMMs' threads and SIMD target
     // The q/k norms (Qwen3, OLMo 2, ...): over each head's features or the whole projection.
-    const auto qk_normed = [&spec](xt::xtensor<T, 3> x, const BasicNorm<T>* n, std::size_t h) {
+    const auto qk_normed = [&spec,
+                            threads](xt::xtensor<T, 3> x, const BasicNorm<T>* n, std::size_t h) {
         if (n == nullptr) {
             return x;
         }
-        const unsigned threads = spec.attention.threads;
         return spec.qk_norm_scope == QkNormScope::head ? apply_head_norm(x, *n, h, threads)
                                                        : apply_norm(x, *n, threads);
     };
-    const xt::xtensor<T, 3> q =
-        qk_normed(project(normed(query), Weight<T>{p.w_q, p.stored_q}, p.b_q, "w_q", "b_q", run),
-                  spec.q_norm,
-                  plan.h);
+    const xt::xtensor<T, 3> q = qk_normed(
+        project(*nq, Weight<T>{p.w_q, p.stored_q}, p.b_q, "w_q", "b_q", run), spec.q_norm, plan.h);
     const xt::xtensor<T, 3> k =
-        qk_normed(project(normed(key), Weight<T>{p.w_k, p.stored_k}, p.b_k, "w_k", "b_k", run),
+        qk_normed(project(key_in, Weight<T>{p.w_k, p.stored_k}, p.b_k, "w_k", "b_k", run),
                   spec.k_norm,
                   plan.hkv);
     const xt::xtensor<T, 3> v =
-        project(normed(value), Weight<T>{p.w_v, p.stored_v}, p.b_v, "w_v", "b_v", run);
-    xt::xtensor<T, 4> qh = split_heads(q, plan.h);
-    xt::xtensor<T, 4> kh = split_heads(k, plan.hkv);
-    const xt::xtensor<T, 4> vh = split_heads(v, plan.hkv);
+        project(value_in, Weight<T>{p.w_v, p.stored_v}, p.b_v, "w_v", "b_v", run);
+    xt::xtensor<T, 4> qh = split_heads(q, plan.h, "input", threads);
+    xt::xtensor<T, 4> kh = split_heads(k, plan.hkv, "input", threads);
+    const xt::xtensor<T, 4> vh = split_heads(v, plan.hkv, "input", threads);
     if (spec.rope != nullptr) {
         apply_rope(qh, kh, *spec.rope, spec.rope_positions, spec.attention.threads);
     }
 
     BasicAttentionResult<T> r = attend(qh, kh, vh, spec.attention);
     BasicLayerResult<T> out;
-    out.output = merge_heads(r.output);
+    out.output = merge_heads(r.output, threads);
     if (p.w_o || p.stored_o || p.b_o) {
         out.output = project(out.output, Weight<T>{p.w_o, p.stored_o}, p.b_o, "w_o", "b_o", run);
     }

@@ -102,40 +102,55 @@ xt::xtensor<T, 3> linear_impl(const xt::xtensor<T, 3>& x,
     return y;
 }
 
+/// One copy of a [B·L] row range of the [B, L, H·Dh] side to or from the [B, H, L, Dh]
+/// side, per head; `threads` take fixed blocks of rows (each row's copies are its own).
+template <class Copy>
+void per_row_heads(std::size_t rows, std::size_t row_values, unsigned threads, Copy copy) {
+    detail::parallel_chunks(
+        rows, detail::rows_per_chunk(row_values), threads, [&](std::size_t r0, std::size_t r1) {
+            for (std::size_t r = r0; r < r1; ++r) {
+                copy(r);
+            }
+        });
+}
+
 template <class T>
-xt::xtensor<T, 4>
-split_heads_impl(const xt::xtensor<T, 3>& x, std::size_t num_heads, const char* what) {
+xt::xtensor<T, 4> split_heads_impl(const xt::xtensor<T, 3>& x,
+                                   std::size_t num_heads,
+                                   const char* what,
+                                   unsigned threads) {
     const std::size_t n_b = x.shape()[0];
     const std::size_t len = x.shape()[1];
     const std::size_t e = x.shape()[2];
     const std::size_t dh = head_dim(e, num_heads, what);
     auto y = xt::xtensor<T, 4>::from_shape({n_b, num_heads, len, dh});
-    for (std::size_t b = 0; b < n_b; ++b) {
-        for (std::size_t l = 0; l < len; ++l) {
-            const T* src = x.data() + (b * len + l) * e;
-            for (std::size_t h = 0; h < num_heads; ++h) {
-                T* dst = y.data() + ((b * num_heads + h) * len + l) * dh;
-                std::copy(src + h * dh, src + (h + 1) * dh, dst);
-            }
+    per_row_heads(n_b * len, e, threads, [&](std::size_t r) {
+        const std::size_t b = r / len;
+        const std::size_t l = r % len;
+        const T* src = x.data() + r * e;
+        for (std::size_t h = 0; h < num_heads; ++h) {
+            T* dst = y.data() + ((b * num_heads + h) * len + l) * dh;
+            std::copy(src + h * dh, src + (h + 1) * dh, dst);
         }
-    }
+    });
     return y;
 }
 
-template <class T> xt::xtensor<T, 3> merge_heads_impl(const xt::xtensor<T, 4>& y) {
+template <class T>
+xt::xtensor<T, 3> merge_heads_impl(const xt::xtensor<T, 4>& y, unsigned threads) {
     const std::size_t n_b = y.shape()[0];
     const std::size_t n_h = y.shape()[1];
     const std::size_t len = y.shape()[2];
     const std::size_t dh = y.shape()[3];
     auto x = xt::xtensor<T, 3>::from_shape({n_b, len, n_h * dh});
-    for (std::size_t b = 0; b < n_b; ++b) {
+    per_row_heads(n_b * len, n_h * dh, threads, [&](std::size_t r) {
+        const std::size_t b = r / len;
+        const std::size_t l = r % len;
         for (std::size_t h = 0; h < n_h; ++h) {
-            for (std::size_t l = 0; l < len; ++l) {
-                const T* src = y.data() + ((b * n_h + h) * len + l) * dh;
-                std::copy(src, src + dh, x.data() + (b * len + l) * n_h * dh + h * dh);
-            }
+            const T* src = y.data() + ((b * n_h + h) * len + l) * dh;
+            std::copy(src, src + dh, x.data() + r * n_h * dh + h * dh);
         }
-    }
+    });
     return x;
 }
 
@@ -205,21 +220,23 @@ BasicTensor3<double> linear(const BasicTensor3<double>& x,
     return linear_impl(x, w, b, what, threads);
 }
 
-Tensor split_heads(const Tensor3& x, std::size_t num_heads, const char* what) {
-    return split_heads_impl(x, num_heads, what);
+Tensor split_heads(const Tensor3& x, std::size_t num_heads, const char* what, unsigned threads) {
+    return split_heads_impl(x, num_heads, what, threads);
 }
 
-BasicTensor<double>
-split_heads(const BasicTensor3<double>& x, std::size_t num_heads, const char* what) {
-    return split_heads_impl(x, num_heads, what);
+BasicTensor<double> split_heads(const BasicTensor3<double>& x,
+                                std::size_t num_heads,
+                                const char* what,
+                                unsigned threads) {
+    return split_heads_impl(x, num_heads, what, threads);
 }
 
-Tensor3 merge_heads(const Tensor& y) {
-    return merge_heads_impl(y);
+Tensor3 merge_heads(const Tensor& y, unsigned threads) {
+    return merge_heads_impl(y, threads);
 }
 
-BasicTensor3<double> merge_heads(const BasicTensor<double>& y) {
-    return merge_heads_impl(y);
+BasicTensor3<double> merge_heads(const BasicTensor<double>& y, unsigned threads) {
+    return merge_heads_impl(y, threads);
 }
 
 } // namespace attn

@@ -4,6 +4,7 @@
 #include "attn/cli/flags.hpp"
 #include "attn/cli/shell_files.hpp"
 #include "attn/error.hpp"
+#include "attn/huge_pages.hpp"
 #include "attn/io/array.hpp"
 #include "attn/io/atomic_file.hpp"
 #include "attn/io/file_read.hpp"
@@ -165,6 +166,8 @@ int main(int argc, char** argv) {
     // SIGINT/SIGTERM/SIGHUP remove the temp files of unfinished atomic writes, then the
     // signal takes its default course: an interrupted run leaves no partial output.
     attn::io::install_signal_cleanup();
+    // A layer's tensors reuse the pages the layer before freed (no fault storm per layer).
+    attn::keep_freed_memory();
     try {
         return run(argc, argv);
     } catch (const attn::InputError& e) {

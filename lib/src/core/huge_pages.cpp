@@ -1,9 +1,14 @@
-// advise_huge_pages: transparent huge pages for large buffers written once (tensor.hpp).
+// advise_huge_pages: transparent huge pages for large buffers written once (tensor.hpp);
+// keep_freed_memory: freed memory reused rather than given back (huge_pages.hpp).
 #include "attn/huge_pages.hpp"
 
 #ifdef __linux__
 #include <sys/mman.h>
 #endif
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#include <limits>
 #include <unistd.h>
 
 namespace attn {
@@ -40,6 +45,15 @@ void advise_huge_pages(const void* data, std::size_t bytes) {
 #else
     (void)data;
     (void)bytes;
+#endif
+}
+
+void keep_freed_memory() {
+#ifdef __GLIBC__
+    // Every allocation from the heap (none mapped on its own, so none unmapped when freed,
+    // and glibc still maps when the heap cannot grow), the heap's top kept when freed.
+    ::mallopt(M_MMAP_MAX, 0);
+    ::mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
 #endif
 }
 

@@ -22,6 +22,7 @@ import sys
 import time
 
 import harness
+from leak_rule import leak_env
 from harness import ROOT, TMP, check, keep, main, skip, test
 
 # numpy is imported only by the cases that compute a reference: most of the 150-odd cases
@@ -75,7 +76,8 @@ def run(args, cwd, stdin_file=None, timeout=60, preexec=None):
     stdin = open(os.path.join(cwd, stdin_file), "rb") if stdin_file else subprocess.DEVNULL
     try:
         p = subprocess.run([harness.ATTN] + args, stdin=stdin, capture_output=True, cwd=cwd,
-                           timeout=timeout, preexec_fn=preexec)
+                           timeout=timeout, preexec_fn=preexec,
+                           env=leak_env(args, cwd, stdin_file))
         return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
     except subprocess.TimeoutExpired:
         return None, b"", "timeout"

@@ -16,6 +16,7 @@ import numpy as np
 
 from harness import ROOT, SAMPLES, TMP, case, check, main, run, test, write  # noqa: I001
 import harness
+from leak_rule import leak_env
 from seed_example import CTX, SEED, W
 
 
@@ -329,8 +330,9 @@ test("README has example commands")(lambda: check(
 
 def readme_case(examples):
     for cmd, shown in examples:
-        p = subprocess.run([harness.ATTN] + shlex.split(cmd)[1:], cwd=ROOT,
-                           capture_output=True, timeout=60)
+        args = shlex.split(cmd)[1:]
+        p = subprocess.run([harness.ATTN] + args, cwd=ROOT, capture_output=True, timeout=60,
+                           env=leak_env(args, ROOT))
         # `attn batch` exits 1 when a line failed (the README shows one that does).
         want = (0, 1) if cmd.startswith("attn batch") else (0,)
         check("README command: " + cmd, p.returncode in want, f"exit {p.returncode}")

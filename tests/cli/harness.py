@@ -29,6 +29,8 @@ import sys
 import tempfile
 import traceback
 
+from leak_rule import leak_env
+
 _argv = sys.argv[1:]
 LISTING = "--list" in _argv
 ATTN = None if LISTING or not _argv else os.path.abspath(_argv[0])
@@ -114,15 +116,15 @@ def peak_rss(args, timeout=600):
 
 def run(args, stdin=None, cwd=None, env=None, timeout=120):
     """Runs attn with args in cwd (TMP by default); returns (exit code, stdout bytes,
-    stderr text). env entries are added to the environment (None removes one)."""
-    e = None
-    if env is not None:
-        e = dict(os.environ)
-        for k, v in env.items():
-            if v is None:
-                e.pop(k, None)
-            else:
-                e[k] = v
+    stderr text). env entries are added to the environment (None removes one); leak_rule.py
+    says which runs check for leaks."""
+    e = dict(os.environ)
+    for k, v in (env or {}).items():
+        if v is None:
+            e.pop(k, None)
+        else:
+            e[k] = v
+    e = leak_env(args, cwd or TMP, stdin, e)
     p = subprocess.run([ATTN] + list(args), input=stdin, capture_output=True,
                        cwd=cwd or TMP, env=e, timeout=timeout)
     return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")

@@ -30,6 +30,7 @@ ATTN = os.path.abspath(sys.argv[1])
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "browser"))
 import cdp  # noqa: E402
+from leak_rule import leak_env  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="attn-html-")
 PASSED = 0
@@ -55,7 +56,8 @@ def check(name, cond, detail=""):
 
 
 def run(args):
-    p = subprocess.run([ATTN] + args, capture_output=True, cwd=TMP, timeout=300)
+    p = subprocess.run([ATTN] + args, capture_output=True, cwd=TMP, timeout=300,
+                       env=leak_env(args, TMP))
     return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
 
 

@@ -20,13 +20,15 @@ ATTN = os.path.abspath(sys.argv[1])
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
 import reference  # noqa: E402  (the float64 oracle)
+from leak_rule import leak_env  # noqa: E402
 
 tally = reference.Tally()
 check = tally.check
 
 
 def run(args, stdin=None):
-    return subprocess.run([ATTN] + args, capture_output=True, timeout=120, input=stdin)
+    return subprocess.run([ATTN] + args, capture_output=True, timeout=120, input=stdin,
+                          env=leak_env(args, None, stdin))
 
 
 version = run(["--version"]).stdout.decode()

@@ -25,6 +25,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference as ref  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+from leak_rule import leak_env  # noqa: E402  (which runs check for leaks)
 
 EPS32 = 1.2e-7
 RNG = np.random.default_rng(7)
@@ -94,7 +96,8 @@ class Results:
 
 
 def run(binary, args, cwd):
-    p = subprocess.run([binary] + args, cwd=cwd, capture_output=True, text=True, timeout=60)
+    p = subprocess.run([binary] + args, cwd=cwd, capture_output=True, text=True, timeout=60,
+                       env=leak_env(args, cwd))
     return p.returncode, p.stdout, p.stderr
 
 

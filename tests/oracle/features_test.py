@@ -5,12 +5,16 @@
 diagonal alignments. Usage: features_test.py PATH/TO/attn  (from the repo root).
 Does not cover: safetensors, mask_convention (features_io_test.py)."""
 import json
+import os
 import subprocess
 import sys
 
 import numpy as np
 
 from reference import attention, default_slopes, num, Tally
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+from leak_rule import leak_env  # noqa: E402  (which runs check for leaks)
 
 ATTN = sys.argv[1]
 tally = Tally()
@@ -44,7 +48,8 @@ def run(name, h, lq, lk, f, seed):
     for flags in ([], ["--no-weights"]):
         tag = f"{name} {' '.join(flags)}"
         p = subprocess.run([ATTN, "compute", "-", *flags], input=json.dumps(doc),
-                           capture_output=True, text=True)
+                           capture_output=True, text=True,
+                           env=leak_env(["compute", "-", *flags], None, True))
         if p.returncode != 0:
             check(tag, False, p.stderr)
             continue

@@ -19,6 +19,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference as ref  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+from leak_rule import leak_env  # noqa: E402  (which runs check for leaks)
 
 EPS32 = 1.2e-7     # float32 unit roundoff (2^-23), rounded up
 TOL_C = 8.0        # the modest constant in front of every tolerance
@@ -299,7 +301,7 @@ def check_dead_output(out, r):
 def run(binary, args, cwd, stdin_text=None):
     try:
         p = subprocess.run([binary] + args, cwd=cwd, input=stdin_text, capture_output=True,
-                           text=True, timeout=60)
+                           text=True, timeout=60, env=leak_env(args, cwd, stdin_text))
         return p.returncode, p.stdout, p.stderr
     except (OSError, subprocess.TimeoutExpired) as e:
         return None, "", str(e)

@@ -19,6 +19,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference  # noqa: E402  (float64 projections, init generator, state-dict names)
 from reference import attention, num, Tally  # noqa: E402  (the features oracle)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+from leak_rule import leak_env  # noqa: E402  (which runs check for leaks)
 
 ATTN = sys.argv[1]
 TOL = 1e-12
@@ -40,7 +42,8 @@ def close(got, want, tol=TOL):
 
 
 def run(args, stdin=None):
-    p = subprocess.run([ATTN, *args], input=stdin, capture_output=True, text=True)
+    p = subprocess.run([ATTN, *args], input=stdin, capture_output=True, text=True,
+                       env=leak_env(args, None, stdin))
     return p.returncode, p.stdout, p.stderr
 
 

@@ -52,8 +52,8 @@ step_gcc() {
         echo "$log"
         return "$rc"
     fi
-    # The compiler's warnings (FILE:LINE:COL: warning:), not the linker's notes (the
-    # module's LTO says "lto-wrapper: warning: using serial compilation").
+    # The compiler's warnings (FILE:LINE:COL: warning:), not the linker's notes (an LTO link
+    # says "lto-wrapper: warning: using serial compilation"; the module no longer uses LTO).
     local pattern='^[^ :]+:[0-9]+:[0-9]+: warning:'
     if grep -qE "$pattern" <<<"$log"; then
         # Each warning under the object ninja was building, so the log names the file to fix

@@ -115,17 +115,42 @@ void panel_block(const HeatmapInput& in,
     }
 }
 
+/// One row's cells [j0, j1) (colour indices, and states unless null) pooled into a
+/// thumbnail pixel: sum, count and maximum of the cells with a value (state 0).
+template <bool kStates>
+void pool_cells(const std::uint8_t* colour,
+                const std::uint8_t* state,
+                std::size_t j0,
+                std::size_t j1,
+                std::uint32_t& sum,
+                std::uint32_t& count,
+                std::uint8_t& best) {
+    std::uint32_t s = 0, c = 0;
+    std::uint8_t m = best;
+    for (std::size_t j = j0; j < j1; ++j) {
+        const bool ok = !kStates || state[j] == 0;
+        const std::uint8_t v = ok ? colour[j] : 0; // best starts at 0: no effect
+        s += v;
+        c += ok ? 1U : 0U;
+        m = std::max(m, v);
+    }
+    sum += s;
+    count += c;
+    best = m;
+}
+
 /// Adds panel `block`'s thumbnail (rows x cols cells) to `t`. A pixel covers the cells the
-/// page's own pooling gives it: rows [floor(y R / h), floor((y + 1) R / h)), at least one.
+/// page's own pooling gives it: rows [floor(y R / h), floor((y + 1) R / h)), at least one;
+/// columns alike (the last pixel takes any left over), each pixel's columns contiguous.
 void add_thumb(const std::vector<std::uint8_t>& block,
                std::size_t rows,
                std::size_t cols,
                bool states,
                detail::Thumbs& t) {
     const std::size_t n = rows * cols;
-    std::vector<std::size_t> col_of(cols);
-    for (std::size_t j = 0; j < cols; ++j) {
-        col_of[j] = std::min(t.w - 1, j * t.w / cols);
+    std::vector<std::size_t> col_start(t.w + 1, cols); // pixel x: [col_start[x], col_start[x + 1])
+    for (std::size_t j = cols; j-- > 0;) {
+        col_start[std::min(t.w - 1, j * t.w / cols)] = j;
     }
     std::vector<std::uint32_t> sum(t.w), count(t.w);
     std::vector<std::uint8_t> best(t.w);
@@ -135,15 +160,15 @@ void add_thumb(const std::vector<std::uint8_t>& block,
         std::fill(count.begin(), count.end(), 0);
         std::fill(best.begin(), best.end(), 0);
         for (std::size_t i = i0; i < i1; ++i) {
-            for (std::size_t j = 0; j < cols; ++j) {
-                const std::size_t k = i * cols + j;
-                if (states && block[n + k] != 0) {
-                    continue;
+            const std::uint8_t* colour = block.data() + i * cols;
+            const std::uint8_t* state = states ? block.data() + n + i * cols : nullptr;
+            for (std::size_t x = 0; x < t.w; ++x) {
+                const std::size_t j0 = col_start[x], j1 = col_start[x + 1];
+                if (states) {
+                    pool_cells<true>(colour, state, j0, j1, sum[x], count[x], best[x]);
+                } else {
+                    pool_cells<false>(colour, nullptr, j0, j1, sum[x], count[x], best[x]);
                 }
-                const std::size_t x = col_of[j];
-                sum[x] += block[k];
-                ++count[x];
-                best[x] = std::max(best[x], block[k]);
             }
         }
         for (std::size_t x = 0; x < t.w; ++x) {

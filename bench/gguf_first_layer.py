@@ -22,8 +22,11 @@ import time
 import numpy as np
 
 E, LAYERS, HEADS, KV, D, FF, VOCAB = 2048, 16, 32, 8, 64, 8192, 128256
-Q4_K, F32 = 12, 0
+Q4_K, Q4_0, F32 = 12, 2, 0
 BLOCK, BLOCK_BYTES = 256, 144
+# ggml's block sizes (values, bytes) of the types the random writer fills, and the bytes of
+# each block's fp16 scales at its start (Q4_K: d and dmin; Q4_0: d).
+BLOCKS = {Q4_K: (256, 144, 4), Q4_0: (32, 18, 2)}
 
 
 def gguf_str(s):
@@ -56,7 +59,7 @@ def tensors(m=Q4_K):
 
 def nbytes(shape, kind):
     n = int(np.prod(shape))
-    return n * 4 if kind == F32 else n // BLOCK * BLOCK_BYTES
+    return n * 4 if kind == F32 else n // BLOCKS[kind][0] * BLOCKS[kind][1]
 
 
 def llama_meta():
@@ -89,20 +92,23 @@ def header(meta, infos):
     return head + pad(len(head))
 
 
-def write(path):
+def write(path, m=Q4_K):
+    """Every matrix of type m (Q4_K or Q4_0) as random blocks, norms float32."""
     rng = np.random.default_rng(1)
-    infos = [(n, s, k, nbytes(s, k)) for n, s, k in tensors()]
+    infos = [(n, s, k, nbytes(s, k)) for n, s, k in tensors(m)]
     with open(path, "wb") as f:
         f.write(header(llama_meta(), infos))
-        for name, shape, kind in tensors():
+        for name, shape, kind in tensors(m):
             if kind == F32:
                 data = (1 + 0.1 * rng.standard_normal(shape)).astype(np.float32).tobytes()
             else:
-                blocks = rng.integers(0, 256, (nbytes(shape, kind) // BLOCK_BYTES, BLOCK_BYTES),
+                _, size, scale_bytes = BLOCKS[kind]
+                blocks = rng.integers(0, 256, (nbytes(shape, kind) // size, size),
                                       dtype=np.uint8)
-                # d and dmin: fp16 in [2^-12, 2^-9): finite, weights of a few hundredths.
-                scales = (rng.integers(0, 0x0C00, (blocks.shape[0], 2)) + 0x0C00).astype("<u2")
-                blocks[:, :4] = scales.view(np.uint8).reshape(-1, 4)
+                # The scales: fp16 in [2^-12, 2^-9): finite, weights of a few hundredths.
+                scales = (rng.integers(0, 0x0C00, (blocks.shape[0], scale_bytes // 2))
+                          + 0x0C00).astype("<u2")
+                blocks[:, :scale_bytes] = scales.view(np.uint8).reshape(-1, scale_bytes)
                 data = blocks.tobytes()
             f.write(data + pad(len(data)))
 

@@ -15,7 +15,7 @@ of it for BF16; f16 weights <= 1.25x --no-weights; peak RSS <= file + 512 MiB).
 
     /usr/bin/python3 bench/llama_forward.py build/release/app/attn [--seq 512]
         [--threads 1,2] [--repeat 3] [--files q8_0,q4_0,q4_k,bf16] [--ggml PATH]
-        [--baseline OLD_ATTN] [--no-f16] [--dir /tmp/attn-bench-llama32]
+        [--baseline OLD_ATTN] [--no-f16] [--dir /tmp/attn-bench-llama32] [--shape 8b]
 
 --baseline runs a second binary's --no-weights in the same rounds (a change, before/after).
 
@@ -39,8 +39,20 @@ import gguf_first_layer as g  # noqa: E402  (write: random Q4_K blocks)
 import head_stats  # noqa: E402  (write_model: the BF16 folder)
 from model_forward import timed  # noqa: E402
 
-# The 7 products of one layer: (name, rows of W, cols of W) with y = x . W^T.
-PRODUCTS = [("q", g.HEADS * g.D, g.E), ("k", g.KV * g.D, g.E), ("v", g.KV * g.D, g.E),
+# Llama-3-8B's shape (hidden 4096, 32 layers, 32 / 8 heads of 128, MLP 14336, the same
+# vocabulary): --shape 8b sets gguf_first_layer's module constants to it.
+SHAPE_8B = {"E": 4096, "LAYERS": 32, "HEADS": 32, "KV": 8, "D": 128, "FF": 14336}
+
+
+def set_shape(shape):
+    if shape == "8b":
+        for name, value in SHAPE_8B.items():
+            setattr(g, name, value)
+
+
+def products():
+    """The 7 products of one layer: (name, rows of W, cols of W) with y = x . W^T."""
+    return [("q", g.HEADS * g.D, g.E), ("k", g.KV * g.D, g.E), ("v", g.KV * g.D, g.E),
             ("o", g.E, g.HEADS * g.D), ("gate", g.FF, g.E), ("up", g.FF, g.E),
             ("down", g.E, g.FF)]
 
@@ -50,21 +62,22 @@ def sgemm_child(seq, threads):
     seconds (the process's, all threads)."""
     rng = np.random.default_rng(3)
     w = {n: rng.standard_normal((r, c), dtype=np.float32) * np.float32(0.02)
-         for n, r, c in PRODUCTS}
+         for n, r, c in products()}
     x = rng.standard_normal((seq, g.E), dtype=np.float32)
     h = rng.standard_normal((seq, g.FF), dtype=np.float32)
     x @ w["q"].T  # OpenBLAS's threads and buffers started before timing
     t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(g.LAYERS):
-        for n, _, c in PRODUCTS:
+        for n, _, c in products():
             (h if c == g.FF else x) @ w[n].T
     print(time.perf_counter() - t0, time.process_time() - c0)
 
 
-def sgemm_time(seq, threads):
+def sgemm_time(seq, threads, shape):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
     out = subprocess.run([sys.executable, os.path.abspath(__file__), "--sgemm-child", str(seq),
-                          str(threads)], env=env, capture_output=True, text=True, check=True)
+                          str(threads), shape], env=env, capture_output=True, text=True,
+                         check=True)
     wall, cpu = out.stdout.split()[-2:]
     return float(wall), float(cpu)
 
@@ -78,9 +91,13 @@ def ggml_time(ggml, path, seq, threads):
     return float(wall), float(cpu)
 
 
-def model_files(folder):
-    """{name: path}, each written unless it exists."""
+def model_files(folder, shape="1b"):
+    """{name: path}, each written unless it exists; for the 8B shape one Q4_0 file of
+    random blocks (ggml's reference quantizer would take long on 8 B weights)."""
     os.makedirs(folder, exist_ok=True)
+    if shape == "8b":
+        return {"q4_0": g.written(os.path.join(folder, "llama-8b-q4_0.gguf"),
+                                  lambda path: g.write(path, g.Q4_0))}
     p = {k: os.path.join(folder, f"llama-1b-{k}.gguf") for k in ("q8_0", "q4_0", "q4_k")}
     p["bf16"] = os.path.join(folder, "llama-1b-bf16")
     if not (os.path.exists(p["q8_0"]) and os.path.exists(p["q4_0"])):
@@ -137,6 +154,7 @@ def report(a, files, runs, cpu):
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--sgemm-child":
+        set_shape(sys.argv[4])
         sgemm_child(int(sys.argv[2]), int(sys.argv[3]))
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -149,11 +167,16 @@ def main():
     ap.add_argument("--baseline", help="a second attn binary, --no-weights only")
     ap.add_argument("--no-f16", action="store_true", help="skip the f16 weights runs")
     ap.add_argument("--dir", default="/tmp/attn-bench-llama32")
+    ap.add_argument("--shape", choices=["1b", "8b"], default="1b",
+                    help="8b: Llama-3-8B's shape, one Q4_0 file of random blocks (4.3 GiB)")
     a = ap.parse_args()
+    set_shape(a.shape)
+    if a.shape == "8b":
+        a.files = "q4_0"
     a.threads = [int(t) for t in a.threads.split(",")]
     a.files = a.files.split(",")
     attn = os.path.abspath(a.attn)
-    files = model_files(a.dir)
+    files = model_files(a.dir, a.shape)
     ids = os.path.join(a.dir, f"ids{a.seq}.npy")
     np.save(ids, np.random.default_rng(2).integers(0, g.VOCAB, a.seq))
     model = [ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo")
@@ -167,7 +190,7 @@ def main():
     out, w = os.path.join(a.dir, "o.npy"), os.path.join(a.dir, "w.npy")
     for r in range(a.repeat):  # interleaved, so a busy spell hits all alike
         for t in a.threads:
-            wall, products_cpu = sgemm_time(a.seq, t)
+            wall, products_cpu = sgemm_time(a.seq, t, a.shape)
             runs.setdefault(("sgemm", t), []).append((wall, 0, products_cpu, 0))
             for name in a.files:
                 base = [attn, "compute", "--params", files[name], "--token-ids", ids,

@@ -114,17 +114,22 @@ def peak_rss(args, timeout=600):
     code, rss = json.loads(p.stdout)
     return code, rss, p.stderr
 
-def run(args, stdin=None, cwd=None, env=None, timeout=120):
-    """Runs attn with args in cwd (TMP by default); returns (exit code, stdout bytes,
-    stderr text). env entries are added to the environment (None removes one); leak_rule.py
-    says which runs check for leaks."""
+def with_env(env):
+    """This process's environment with env's entries added (None removes one)."""
     e = dict(os.environ)
     for k, v in (env or {}).items():
         if v is None:
             e.pop(k, None)
         else:
             e[k] = v
-    e = leak_env(args, cwd or TMP, stdin, e)
+    return e
+
+
+def run(args, stdin=None, cwd=None, env=None, timeout=120):
+    """Runs attn with args in cwd (TMP by default); returns (exit code, stdout bytes,
+    stderr text). env entries are added to the environment (None removes one); leak_rule.py
+    says which runs check for leaks."""
+    e = leak_env(args, cwd or TMP, stdin, with_env(env))
     p = subprocess.run([ATTN] + list(args), input=stdin, capture_output=True,
                        cwd=cwd or TMP, env=e, timeout=timeout)
     return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")

@@ -47,14 +47,8 @@ def run_pty(args, cols, rows, env=None):
     """Runs attn with stdout on a pseudo-terminal of cols x rows; returns (rc, stdout)."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-    e = dict(os.environ)
-    for k, v in (env or {}).items():
-        if v is None:
-            e.pop(k, None)
-        else:
-            e[k] = v
     p = subprocess.Popen([harness.ATTN] + args, stdout=slave, stderr=subprocess.PIPE,
-                         cwd=harness.TMP, env=e)
+                         cwd=harness.TMP, env=harness.with_env(env))
     os.close(slave)
     got = b""
     while True:

@@ -92,7 +92,6 @@ def write(name, obj, metadata=None):
     return path(name)
 
 
-
 # A small launcher forks attn and reports its peak: a child's ru_maxrss starts at its
 # parent's resident size (fork copies it, exec keeps it), so attn's own peak shows only
 # when its parent is smaller than attn, unlike a test script with numpy loaded.
@@ -113,6 +112,7 @@ def peak_rss(args, timeout=600):
                        capture_output=True, text=True, timeout=timeout)
     code, rss = json.loads(p.stdout)
     return code, rss, p.stderr
+
 
 def with_env(env):
     """This process's environment with env's entries added (None removes one)."""

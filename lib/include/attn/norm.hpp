@@ -64,6 +64,8 @@ template <class T> class NormedOrSame {
             x_ = &*normed_;
         }
     }
+    NormedOrSame(const BasicTensor3<T>& x, const std::optional<BasicNorm<T>>& n, unsigned threads)
+        : NormedOrSame(x, n ? &*n : nullptr, threads) {}
     NormedOrSame(const NormedOrSame&) = delete;
     NormedOrSame& operator=(const NormedOrSame&) = delete;
     NormedOrSame(NormedOrSame&&) = delete;

@@ -108,8 +108,6 @@ BasicBlockResult<T> transformer_block(const BasicTensor3<T>& x,
     ls.k_norm = w.k_norm ? &*w.k_norm : nullptr;
     const unsigned threads = layer.attention.threads; // the MLP's GEMM threads and target
     const Simd simd = layer.attention.simd;
-    // x normed by an optional norm, or x itself (no copy).
-    const auto normed = [](const std::optional<BasicNorm<T>>& n) { return n ? &*n : nullptr; };
     const auto add = [threads](const BasicTensor3<T>& a, const BasicTensor3<T>& b) {
         return attn::add(a, b, threads);
     };
@@ -120,12 +118,13 @@ BasicBlockResult<T> transformer_block(const BasicTensor3<T>& x,
     BasicBlockResult<T> r;
     switch (spec.residual) {
     case Residual::pre_norm: {
-        const NormedOrSame<T> n1(x, normed(w.attention_norm), threads);
+        // Each optional norm applied, or the tensor itself (no copy).
+        const NormedOrSame<T> n1(x, w.attention_norm, threads);
         r.attention = attend_layer(*n1, *n1, *n1, ls);
         const BasicTensor3<T> h =
-            add(x, *NormedOrSame<T>(r.attention.output, normed(w.attention_post_norm), threads));
-        const BasicTensor3<T> f = ffn(*NormedOrSame<T>(h, normed(w.mlp_norm), threads));
-        r.hidden = add(h, *NormedOrSame<T>(f, normed(w.mlp_post_norm), threads));
+            add(x, *NormedOrSame<T>(r.attention.output, w.attention_post_norm, threads));
+        const BasicTensor3<T> f = ffn(*NormedOrSame<T>(h, w.mlp_norm, threads));
+        r.hidden = add(h, *NormedOrSame<T>(f, w.mlp_post_norm, threads));
         break;
     }
     case Residual::post_norm: {
@@ -141,9 +140,11 @@ BasicBlockResult<T> transformer_block(const BasicTensor3<T>& x,
         break;
     }
     case Residual::parallel: {
-        const NormedOrSame<T> n1(x, normed(w.attention_norm), threads);
+        const NormedOrSame<T> n1(x, w.attention_norm, threads);
         r.attention = attend_layer(*n1, *n1, *n1, ls);
-        const BasicTensor3<T> m = ffn(w.mlp_norm ? apply_norm(x, *w.mlp_norm, threads) : *n1);
+        // The MLP's own norm of x, or the attention's normed x (either without a copy).
+        const NormedOrSame<T> n2(x, w.mlp_norm, threads);
+        const BasicTensor3<T> m = ffn(w.mlp_norm ? *n2 : *n1);
         // Hugging Face's order: mlp + attention + residual.
         r.hidden = add(add(m, r.attention.output), x);
         break;

@@ -120,8 +120,12 @@ const TargetOps* find_compiled(Simd simd) {
     return nullptr;
 }
 
+/// Whether this CPU runs `target`. Highway 1.0's SupportedTargets() runs CPUID on every
+/// call, and under a hypervisor each CPUID is a VM exit (about 25 us measured on the
+/// project's VM): asked once per process, not once per micro-GEMM call.
 bool cpu_supports(std::int64_t target) {
-    return (hwy::SupportedTargets() & target) != 0;
+    static const std::int64_t supported = hwy::SupportedTargets();
+    return (supported & target) != 0;
 }
 
 std::string joined_names(const std::vector<Simd>& targets) {

@@ -16,8 +16,11 @@ of it for BF16; f16 weights <= 1.25x --no-weights; peak RSS <= file + 512 MiB).
     /usr/bin/python3 bench/llama_forward.py build/release/app/attn [--seq 512]
         [--threads 1,2] [--repeat 3] [--files q8_0,q4_0,q4_k,bf16] [--ggml PATH]
         [--baseline OLD_ATTN] [--no-f16] [--dir /tmp/attn-bench-llama32] [--shape 8b]
+        [--simd AVX2]
 
 --baseline runs a second binary's --no-weights in the same rounds (a change, before/after).
+--simd NAME passes `--simd NAME` to every attn run (both binaries): a SIMD target forced, e.g.
+AVX2 on an AVX-512 CPU against the sgemm limit (OpenBLAS's kernel as numpy picks it).
 
 The files are written once per --dir and kept (about 3.8 GB): Q8_0 and Q4_0 by compare.py's
 reference quantizers from one set of N(0, 0.02) weights, Q4_K by gguf_first_layer.py's
@@ -149,7 +152,8 @@ def report(a, files, runs, cpu):
                 line += (f"; ggml_mul_mat {gm:.2f} s, CPU {gm_cpu:.2f} s (attn / ggml "
                          f"{med(nw, 0) / gm:.2f}x, CPU {(med(nw, 2) + med(nw, 3)) / gm_cpu:.2f}x)")
             print(line)
-    print(f"CPU: {cpu}; load average at the end {os.getloadavg()[0]:.1f}")
+    print(f"CPU: {cpu}; attn --simd {a.simd or 'best (not forced)'}; load average at the end "
+          f"{os.getloadavg()[0]:.1f}")
 
 
 def main():
@@ -169,6 +173,7 @@ def main():
     ap.add_argument("--dir", default="/tmp/attn-bench-llama32")
     ap.add_argument("--shape", choices=["1b", "8b"], default="1b",
                     help="8b: Llama-3-8B's shape, one Q4_0 file of random blocks (4.3 GiB)")
+    ap.add_argument("--simd", help="a SIMD target for every attn run (attn's --simd)")
     a = ap.parse_args()
     set_shape(a.shape)
     if a.shape == "8b":
@@ -195,6 +200,7 @@ def main():
             for name in a.files:
                 base = [attn, "compute", "--params", files[name], "--token-ids", ids,
                         "--threads", str(t), "--quiet", "--max-memory", "none", "-o", out]
+                base += ["--simd", a.simd] if a.simd else []
                 runs.setdefault((name, "nw", t), []).append(
                     timed(base + ["--no-weights"], usage=True))
                 if not a.no_f16:

@@ -12,8 +12,9 @@ namespace attn {
 
 /// C[m, n] = A[m, k] · B[k, n], or C += A · B with `accumulate`; A, B and C row-major with
 /// row strides lda, ldb and ldc (floats), on SIMD target `simd` (Simd::best: the best this
-/// CPU runs). Sums run along k in order within each pass of 256, so C depends on the target
-/// alone. Throws InputError when `simd` is not compiled in or this CPU cannot run it.
+/// CPU runs). Each element of C is one chain of multiply-adds along k in order (from 0, or
+/// from C), so C depends on the target alone. Throws InputError when `simd` is not compiled
+/// in or this CPU cannot run it.
 void micro_gemm(Simd simd,
                 std::size_t m,
                 std::size_t n,

@@ -25,7 +25,8 @@ namespace {
 /// AVX-512 (4 vectors of 16), four on AVX2.
 constexpr std::size_t kPanelRows = 64;
 /// k per chunk: a packed panel of 64 x 1024 floats (256 KiB) stays in L2 while every row
-/// of x passes it (the micro-GEMM walks it in passes of 256 k, 64 KiB each).
+/// of x passes it (the micro-GEMM takes a chunk in one pass, a tile of 16 or 64 columns
+/// at a time).
 constexpr std::size_t kChunk = 1024;
 
 std::vector<std::size_t> dims(std::size_t a, std::size_t b) {

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <optional>
 #include <string_view>
 #include <vector>
 #include <zlib.h>
@@ -194,6 +196,46 @@ struct Scratch {
     std::vector<std::uint8_t> block, z;
 };
 
+/// Finished panels into the page in panel order, whatever order they finish in: the thread
+/// that finishes the next one appends it (and any after it already waiting) outside the
+/// lock, while the other threads go on making theirs; a panel's bytes are freed once
+/// appended. The page is the same for any thread count.
+class OrderedPanels {
+  public:
+    OrderedPanels(std::size_t n, std::vector<std::uint8_t>& page, detail::Thumbs& thumbs)
+        : waiting_(n), page_(page), thumbs_(thumbs) {}
+
+    void finished(std::size_t k, PanelOut done) {
+        std::unique_lock lock(mutex_);
+        waiting_[k] = std::move(done);
+        if (appending_) {
+            return; // the appending thread takes it when its turn comes
+        }
+        appending_ = true;
+        while (next_ < waiting_.size() && waiting_[next_]) {
+            const std::size_t at = next_++;
+            const PanelOut p = std::move(*waiting_[at]);
+            waiting_[at].reset();
+            lock.unlock();
+            const detail::Thumbs& t = p.thumb;
+            thumbs_.max.insert(thumbs_.max.end(), t.max.begin(), t.max.end());
+            thumbs_.mean.insert(thumbs_.mean.end(), t.mean.begin(), t.mean.end());
+            thumbs_.state.insert(thumbs_.state.end(), t.state.begin(), t.state.end());
+            detail::append_element(page_, "p" + std::to_string(at), p.data);
+            lock.lock();
+        }
+        appending_ = false;
+    }
+
+  private:
+    std::mutex mutex_;
+    std::vector<std::optional<PanelOut>> waiting_;
+    std::size_t next_ = 0;
+    bool appending_ = false;
+    std::vector<std::uint8_t>& page_;
+    detail::Thumbs& thumbs_;
+};
+
 void append(std::vector<std::uint8_t>& page, const std::string& s) {
     page.insert(page.end(), s.begin(), s.end());
 }
@@ -316,30 +358,23 @@ heatmap_html_bytes(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLi
     // faster (detail::Pack).
     const detail::Pack pack =
         cells > (std::size_t{1} << 24) ? detail::Pack::fast : detail::Pack::small;
-    // Each panel's block compressed as it is made (`threads` panels' cells in memory at a
-    // time, each on its own thread), appended in order.
+    // Each panel's block compressed as it is made, a panel a task on `threads` threads (its
+    // cells in a worker's buffer), appended in panel order (see OrderedPanels).
     const auto panels = [&](std::vector<std::uint8_t>& out, detail::Thumbs& thumbs) {
         const std::size_t n = in.panels.size();
         const unsigned threads = attn::detail::resolve_threads(o.threads, n);
         std::vector<Scratch> scratch(threads);
-        for (std::size_t first = 0; first < n; first += threads) {
-            std::vector<PanelOut> done(std::min<std::size_t>(threads, n - first));
-            attn::detail::parallel_for(done.size(), threads, [&](unsigned worker, std::size_t k) {
-                Scratch& s = scratch[worker];
-                panel_block(in, first + k, norm, states, flags.exact, s.block);
-                done[k].thumb.w = thumbs.w;
-                done[k].thumb.h = thumbs.h;
-                add_thumb(s.block, in.rows, in.cols, states, done[k].thumb);
-                done[k].data = packed(s.block, pack, &s.z);
-            });
-            for (std::size_t k = 0; k < done.size(); ++k) {
-                const detail::Thumbs& t = done[k].thumb;
-                thumbs.max.insert(thumbs.max.end(), t.max.begin(), t.max.end());
-                thumbs.mean.insert(thumbs.mean.end(), t.mean.begin(), t.mean.end());
-                thumbs.state.insert(thumbs.state.end(), t.state.begin(), t.state.end());
-                detail::append_element(out, "p" + std::to_string(first + k), done[k].data);
-            }
-        }
+        OrderedPanels order(n, out, thumbs);
+        attn::detail::parallel_for(n, threads, [&](unsigned worker, std::size_t k) {
+            Scratch& s = scratch[worker];
+            PanelOut done;
+            panel_block(in, k, norm, states, flags.exact, s.block);
+            done.thumb.w = thumbs.w;
+            done.thumb.h = thumbs.h;
+            add_thumb(s.block, in.rows, in.cols, states, done.thumb);
+            done.data = packed(s.block, pack, &s.z);
+            order.finished(k, std::move(done));
+        });
     };
     return detail::view_page(in, o, norm, notes, flags, panels);
 }

@@ -39,9 +39,10 @@ std::string heatmap_html(const HeatmapInput& input,
 /// heatmap_html() as bytes, built with one copy of the page: the input is read in two
 /// passes (the colour range, then the cells), each panel released after each
 /// (HeatmapInput::release); panels are coloured, pooled into their thumbnails and
-/// compressed `options.threads` at a time (one per thread) and appended in order, so
-/// beside the page only those panels' cells are held, and the bytes are the same for any
-/// thread count.
+/// compressed a panel a task on `options.threads` threads, and appended in panel order as
+/// they finish (a thread never waits for another's panel), so beside the page only the
+/// panels in progress (one per thread) are held uncompressed, and the bytes are the same
+/// for any thread count.
 std::vector<std::uint8_t> heatmap_html_bytes(const HeatmapInput& input,
                                              const HeatmapOptions& options,
                                              const HtmlLimits& limits = {});

@@ -115,7 +115,7 @@ std::unique_ptr<plot::StreamedView> streamed_heatmap(const problem::DecodedDocum
     const std::vector<std::size_t> layers =
         d.stack() != nullptr ? d.stack()->layers : std::vector<std::size_t>{};
     return std::make_unique<plot::StreamedView>(
-        d.first(), shape, layers, name, o.font_size, o.cols, o.view_top_k);
+        d.first(), shape, layers, name, o.font_size, o.cols, o.view_top_k, o.threads);
 }
 
 void emit_solution(const problem::Problem& problem,

@@ -19,9 +19,11 @@ StreamedView::StreamedView(const problem::Problem& problem,
                            const std::string& name,
                            double font_size,
                            std::size_t columns,
-                           std::size_t top_k)
+                           std::size_t top_k,
+                           unsigned threads)
     : problem_(problem),
       figure_(result_shape_figure(shape, &problem, layers, name, font_size, columns)) {
+    figure_.options.threads = threads;
     std::size_t size = 1;
     for (const std::size_t n : shape) {
         size *= n;

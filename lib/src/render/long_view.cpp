@@ -220,11 +220,34 @@ class LongPanel {
         }
     }
 
-    /// The panel's elements ("p{P}L{l}B{b}", "p{P}K{b}") and its thumbnail.
+    /// Block b of the top-k lists (kLongViewTopKRows rows from b·kLongViewTopKRows), packed:
+    /// the keys (2 bytes each, 0xffff for none, or 4 when `wide_index`), then the weights.
+    std::string top_k_block(std::size_t b, bool wide_index) const {
+        const std::size_t r0 = b * kLongViewTopKRows, r1 = std::min(rows_, r0 + kLongViewTopKRows);
+        std::vector<std::uint8_t> raw;
+        raw.reserve((r1 - r0) * k_ * (wide_index ? 6U : 4U));
+        for (std::size_t q = r0 * k_; q < r1 * k_; ++q) {
+            const std::uint32_t v = top_idx_[q] == kNone && !wide_index ? 0xffffU : top_idx_[q];
+            for (std::size_t byte = 0; byte < (wide_index ? 4U : 2U); ++byte) {
+                raw.push_back(static_cast<std::uint8_t>(v >> (8 * byte)));
+            }
+        }
+        for (std::size_t q = r0 * k_; q < r1 * k_; ++q) {
+            raw.push_back(static_cast<std::uint8_t>(top_w_[q] & 0xffU));
+            raw.push_back(static_cast<std::uint8_t>(top_w_[q] >> 8));
+        }
+        return packed(raw, detail::Pack::small);
+    }
+
+    /// Blocks of top-k lists (top_k_block's).
+    std::size_t top_k_blocks() const { return (rows_ + kLongViewTopKRows - 1) / kLongViewTopKRows; }
+
+    /// The panel's elements ("p{P}L{l}B{b}", then "p{P}K{b}" from `top_k`, top_k_block's
+    /// bytes) and its thumbnail.
     void write(std::size_t panel,
                std::vector<std::uint8_t>& page,
                detail::Thumbs& thumbs,
-               bool wide_index) const {
+               const std::vector<std::string>& top_k) const {
         const std::string id = "p" + std::to_string(panel);
         for (std::size_t l = 0; l < levels_.size(); ++l) {
             for (std::size_t b = 0; b < levels_[l].packed.size(); ++b) {
@@ -234,22 +257,8 @@ class LongPanel {
                                        levels_[l].packed[b]);
             }
         }
-        for (std::size_t r0 = 0; r0 < rows_; r0 += kLongViewTopKRows) {
-            const std::size_t r1 = std::min(rows_, r0 + kLongViewTopKRows);
-            std::vector<std::uint8_t> raw;
-            for (std::size_t q = r0 * k_; q < r1 * k_; ++q) {
-                const std::uint32_t v = top_idx_[q] == kNone && !wide_index ? 0xffffU : top_idx_[q];
-                for (std::size_t byte = 0; byte < (wide_index ? 4U : 2U); ++byte) {
-                    raw.push_back(static_cast<std::uint8_t>(v >> (8 * byte)));
-                }
-            }
-            for (std::size_t q = r0 * k_; q < r1 * k_; ++q) {
-                raw.push_back(static_cast<std::uint8_t>(top_w_[q] & 0xffU));
-                raw.push_back(static_cast<std::uint8_t>(top_w_[q] >> 8));
-            }
-            detail::append_element(page,
-                                   id + "K" + std::to_string(r0 / kLongViewTopKRows),
-                                   packed(raw, detail::Pack::small));
+        for (std::size_t b = 0; b < top_k.size(); ++b) {
+            detail::append_element(page, id + "K" + std::to_string(b), top_k[b]);
         }
         for (std::size_t q = 0; q < tw_ * th_; ++q) {
             const std::uint32_t c = thumb_count_[q];
@@ -470,6 +479,21 @@ std::vector<std::uint8_t> LongViewPage::finish() {
         levels += (levels.size() > 1 ? ",[" : "[") + std::to_string(l.h) + "," +
                   std::to_string(l.w) + "]";
     }
+    // Every panel's top-k blocks packed on the run's threads (a block a task), written in order.
+    std::vector<std::vector<std::string>> top_k(m.panels.size());
+    std::vector<std::pair<std::size_t, std::size_t>> tasks; // (panel, block)
+    for (std::size_t p = 0; p < m.panels.size(); ++p) {
+        top_k[p].resize(m.panels[p]->top_k_blocks());
+        for (std::size_t b = 0; b < top_k[p].size(); ++b) {
+            tasks.emplace_back(p, b);
+        }
+    }
+    attn::detail::parallel_for(tasks.size(),
+                               attn::detail::resolve_threads(m.options.threads, tasks.size()),
+                               [&](unsigned, std::size_t t) {
+                                   const auto [p, b] = tasks[t];
+                                   top_k[p][b] = m.panels[p]->top_k_block(b, wide);
+                               });
     detail::PageFlags flags;
     flags.states = true;
     flags.extra_meta = ",\"long\":{\"levels\":" + levels +
@@ -485,7 +509,7 @@ std::vector<std::uint8_t> LongViewPage::finish() {
                              [&](std::vector<std::uint8_t>& page, detail::Thumbs& thumbs) {
                                  for (std::size_t p = 0; p < m.panels.size(); ++p) {
                                      detail::append_element(page, "p" + std::to_string(p), "");
-                                     m.panels[p]->write(p, page, thumbs, wide);
+                                     m.panels[p]->write(p, page, thumbs, top_k[p]);
                                  }
                              });
 }

@@ -25,16 +25,17 @@ class StreamedView {
   public:
     /// The page for `problem`'s weights of `shape` (its plan's, with a leading layers axis
     /// for a stack whose layer numbers are `layers`), titled, labelled and laid out as
-    /// result_figure() would, with each query row's `top_k` strongest keys kept exactly.
-    /// `problem` is borrowed for the object's life. Throws InputError as
-    /// result_shape_figure() does.
+    /// result_figure() would, with each query row's `top_k` strongest keys kept exactly;
+    /// finish() packs it on `threads` threads (0: all cores). `problem` is borrowed for the
+    /// object's life. Throws InputError as result_shape_figure() does.
     StreamedView(const problem::Problem& problem,
                  const std::vector<std::size_t>& shape,
                  const std::vector<std::size_t>& layers,
                  const std::string& name,
                  double font_size,
                  std::size_t columns,
-                 std::size_t top_k);
+                 std::size_t top_k,
+                 unsigned threads);
     ~StreamedView();
     StreamedView(const StreamedView&) = delete;
     StreamedView& operator=(const StreamedView&) = delete;

@@ -72,7 +72,9 @@ class LongViewPage {
                   const float* values,
                   const std::uint8_t* masked);
 
-    /// The page, once every row of every panel was added.
+    /// The page, once every row of every panel was added: the top-k lists packed on
+    /// options.threads threads (a block of kLongViewTopKRows rows a task), the same bytes
+    /// for any count.
     std::vector<std::uint8_t> finish();
 
   private:

@@ -41,6 +41,7 @@ struct HeatmapArgs {
     double font_size = 10.0;
     std::size_t cols = 0;
     std::size_t view_top_k = 32;
+    unsigned threads = 0; // 0: all cores
     std::string color = "auto";
     bool quiet = false;
     std::string cmap = "viridis";
@@ -101,6 +102,7 @@ render::HeatmapOptions options_from(const HeatmapArgs& a) {
     o.font_size = a.font_size;
     o.columns = a.cols;
     o.view_top_k = a.view_top_k;
+    o.threads = a.threads;
     return o;
 }
 
@@ -202,6 +204,11 @@ void heatmap_options(CLI::App& cmd, HeatmapArgs& a) {
     cmd.add_option("--dpi", a.dpi, "pixel density (default 100, matplotlib's; 200 for print)")
         ->group(out);
     cmd.add_flag("--quiet", a.quiet, "no warnings on stderr")->group(out);
+    cmd.add_option("--threads",
+                   a.threads,
+                   "worker threads (default: all cores); the output is the same for any count")
+        ->check(positive_count())
+        ->group(out);
     const char* sel = "Panels";
     cmd.add_option("--head", a.head, "draw only head N (default: one panel per head)")
         ->check(CLI::NonNegativeNumber)

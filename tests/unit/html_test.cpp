@@ -260,6 +260,40 @@ TEST(HtmlView, TheSameBytesForAnyThreadCount) {
     EXPECT_EQ(element_bytes(one, "p4").size(), 42U * (1 + 1 + 4)); // index, state, exact
 }
 
+TEST(HtmlView, TheLongViewTheSameBytesForAnyThreadCount) {
+    // Three panels of 4100 x 6 (the long view: more than 4096 rows), a masked cell and a
+    // NaN: levels built from blocks of rows on any thread, each panel's three blocks of
+    // top-k lists packed on 1, 2, 3 and all cores.
+    const std::size_t rows = 4100, cols = 6, plane = rows * cols;
+    std::vector<float> v(3 * plane);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        v[i] = static_cast<float>((i * 7919) % 1009) / 1009.0f;
+    }
+    v[plane + 17] = NAN;
+    std::vector<std::uint8_t> some(plane, 0);
+    some[5] = 1;
+    HeatmapInput in;
+    in.rows = rows;
+    in.cols = cols;
+    for (std::size_t p = 0; p < 3; ++p) {
+        attn::render::HeatmapPanel panel;
+        panel.values = std::span<const float>(v).subspan(p * plane, plane);
+        if (p == 2) {
+            panel.masked = some;
+        }
+        in.panels.push_back(panel);
+    }
+    HeatmapOptions o;
+    o.view_top_k = 3;
+    o.threads = 1;
+    const std::string one = attn::render::heatmap_html(in, o);
+    EXPECT_NE(one.find("id=\"p2K2\""), std::string::npos); // the last panel's third block
+    for (const unsigned t : {2U, 3U, 0U}) {
+        o.threads = t;
+        EXPECT_EQ(attn::render::heatmap_html(in, o), one) << t << " threads";
+    }
+}
+
 TEST(HtmlView, ExactValuesOnlyUpToTheirLimit) {
     const std::vector<float> v{0.1f, 0.9f, 0.5f, 0.5f, 0.2f, 0.8f, 0.3f, 0.7f};
     HtmlLimits limits;

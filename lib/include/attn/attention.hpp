@@ -77,6 +77,9 @@ using RowDiagnostics = BasicRowDiagnostics<float>;
 template <class T> struct WeightsDestination {
     std::size_t size = 0;
     std::function<void(std::size_t first, const T* values, std::size_t count)> store{};
+    /// false: the destination never reads a row's weights past its causal limit (it masks
+    /// them itself), so the kernel leaves them unwritten there instead of zeroing them.
+    bool zero_causal_tail = true;
 };
 
 template <class T> struct BasicAttentionSpec {

@@ -351,9 +351,10 @@ bool feature_row(T* s,
 /// each row r of unscaled scores p[r·Lk + j] becomes its weights, through feature_row when
 /// `features`, else through plain_row(srow, limit, bias_row, mask_row, pad_row) -> visible
 /// (the float driver's vectorised softmax_row; the double driver passes features = true and
-/// plain_row = nullptr). Keys at or past a row's causal limit get weight exactly 0; a row
-/// that sees no key gets zeros and empty[r] = true. first_row = (b·H + h)·Lq + i0 locates
-/// the diagnostics. Returns how many rows saw no key.
+/// plain_row = nullptr). Keys at or past a row's causal limit, up to `zero_end` (Lk; less
+/// when the caller never reads the rest), get weight exactly 0; a row that sees no key gets
+/// zeros and empty[r] = true. first_row = (b·H + h)·Lq + i0 locates the diagnostics.
+/// Returns how many rows saw no key.
 template <class T, class PlainRow>
 std::int64_t weights_block(T* p,
                            std::array<bool, kQueryBlock>& empty,
@@ -361,6 +362,7 @@ std::int64_t weights_block(T* p,
                            std::size_t first_row,
                            std::size_t lq,
                            std::size_t lk,
+                           std::size_t zero_end,
                            T scale,
                            const BasicAttentionSpec<T>& spec,
                            BasicRowDiagnostics<T>& diag_out,
@@ -394,7 +396,7 @@ std::int64_t weights_block(T* p,
             ++empty_rows;
             continue;
         }
-        std::fill(srow + limit, srow + lk, T{0});
+        std::fill(srow + limit, srow + std::max(limit, zero_end), T{0});
     }
     return empty_rows;
 }

@@ -276,12 +276,16 @@ void attend_materialized_into(BasicTensorView<T> q,
         // pass 2: per row, scale, bias, masks, features and a max-subtracted softmax; keys
         // past the row's causal limit get weight exactly 0.
         std::array<bool, kQueryBlock> empty{};
+        // A destination that never reads past a row's causal limit gets the tail past the
+        // block's visible keys as it was (P·V reads up to n_vis only).
+        const std::size_t zero_end = to != nullptr && !to->zero_causal_tail ? n_vis : dims.lk;
         const std::int64_t empty_rows = detail::weights_block(p,
                                                               empty,
                                                               qblock,
                                                               first_row,
                                                               dims.lq,
                                                               dims.lk,
+                                                              zero_end,
                                                               scale,
                                                               spec,
                                                               diag_out,

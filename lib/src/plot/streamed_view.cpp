@@ -34,6 +34,7 @@ StreamedView::StreamedView(const problem::Problem& problem,
                                                    std::vector<std::string>{},
                                                    top_k);
     to_.size = size;
+    to_.zero_causal_tail = false; // store() blocks every cell past a row's causal limit
     to_.store = [this](std::size_t first, const float* values, std::size_t count) {
         store(first, values, count);
     };

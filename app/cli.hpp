@@ -39,6 +39,11 @@ struct CommandHelp {
 /// Registers subcommand `help.name` on `app` with its --version flag and its footer.
 CLI::App* add_command(CLI::App& app, const CommandHelp& help);
 
+/// Whether this run declares subcommand `name`'s flags: every subcommand's, unless the command
+/// line starts with a subcommand's name (`attn compute …`), when only that one's are (see
+/// `declare_flags_of` in main.cpp).
+bool declares_flags(const char* name);
+
 /// Registers a subcommand whose flags fill an `Args` (it lives as long as `app`):
 /// `options(cmd, args)` declares them, `run(args)` does the work when the subcommand is
 /// chosen. `run` returns nothing, or the exit code (nonzero ends the program with it: diff
@@ -47,7 +52,9 @@ template <class Args, class Options, class Run>
 void add_command(CLI::App& app, const CommandHelp& help, Options options, Run run) {
     auto args = std::make_shared<Args>();
     CLI::App* cmd = add_command(app, help);
-    options(*cmd, *args);
+    if (declares_flags(help.name)) {
+        options(*cmd, *args);
+    }
     cmd->callback([args, run] {
         if constexpr (std::is_void_v<std::invoke_result_t<Run, const Args&>>) {
             run(*args);

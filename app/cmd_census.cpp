@@ -147,12 +147,14 @@ void add_census(CLI::App& app) {
                      "self, distance, duplicate_token, induction, sink) pooled over a corpus",
                      "Pooled means are sums over texts divided by qualifying rows; both are "
                      "written,\nso `attn census merge` adds partial censuses exactly."});
-    census_options(*cmd, *args);
     cmd->require_subcommand(0, 1);
     CLI::App* merge = add_command(
         *cmd, {"merge", "Add partial censuses (.npz) exactly: sums and row counts", ""});
-    merge->add_option("PARTS", args->parts, "census .npz files")->required();
-    merge->add_option("-o,--output", args->merged, "the merged census (.npz)")->required();
+    if (declares_flags("census")) {
+        census_options(*cmd, *args);
+        merge->add_option("PARTS", args->parts, "census .npz files")->required();
+        merge->add_option("-o,--output", args->merged, "the merged census (.npz)")->required();
+    }
     merge->callback([args] { run_merge(*args); });
     cmd->callback([args, merge] {
         if (!merge->parsed()) {

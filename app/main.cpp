@@ -19,6 +19,7 @@
 #include <iostream>
 #include <new>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attn::app {
@@ -40,6 +41,32 @@ void add_version_flag(CLI::App& app) {
             throw CLI::Success();
         },
         "Print the version and exit");
+}
+
+namespace {
+
+/// The subcommand whose flags this run declares, or empty for every subcommand's.
+std::string& flags_only_of() {
+    static std::string name;
+    return name;
+}
+
+/// A run that starts with a word that may be a subcommand's name (`attn compute …`, or a
+/// misspelling, which is refused by name) declares that subcommand's flags only: declaring
+/// every subcommand's took most of a sanitized build's start-up (CLI11 allocates per flag,
+/// and AddressSanitizer records each allocation's stack), and the test suite starts attn
+/// thousands of times. `attn`, `attn help …`, `--help`, `--version`, `--completions` and
+/// `--man` declare them all.
+void declare_flags_of(int argc, char** argv) {
+    if (argc >= 2 && argv[1][0] != '-' && std::string_view(argv[1]) != "help") {
+        flags_only_of() = argv[1];
+    }
+}
+
+} // namespace
+
+bool declares_flags(const char* name) {
+    return flags_only_of().empty() || flags_only_of() == name;
 }
 
 CLI::App* add_command(CLI::App& app, const CommandHelp& help) {
@@ -101,6 +128,7 @@ int run(int argc, char** argv) {
                  "attn"};
     app.require_subcommand(1);
     app.failure_message(attn::cli::parse_error_text);
+    attn::app::declare_flags_of(argc, argv);
     attn::app::add_version_flag(app);
     attn::app::add_compute(app);
     attn::app::add_heatmap(app);

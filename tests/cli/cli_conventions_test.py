@@ -26,6 +26,9 @@ help_case("attn help compute", ["help", "compute"], "Compute attention for one p
 help_case("attn help heatmap", ["help", "heatmap"], "Draw attention weights")
 case("help CMD shows the full usage", ["help", "heatmap"],
      out=lambda so: b"Usage: attn heatmap" in so)
+# A run declares only its own command's flags (app/main.cpp): `help CMD` must declare them all.
+case("help CMD lists the command's flags", ["help", "compute"],
+     out=lambda so: b"--causal" in so and b"--heatmap" in so and b"--select-heads" in so)
 error_case("unknown command", ["comptue", "x.json"],
            r"attn: error: unknown command 'comptue' \(did you mean 'compute'\?\) "
            r"\(see 'attn --help'\)")

@@ -101,9 +101,14 @@ bool online_softmax(float* st, std::size_t kb, float* m, float* l, float* alpha)
     for (; col + lanes <= kScoreColumns; col += lanes) {
         any_grew = online_softmax_columns<true>(st, kb, m, l, alpha, col, lanes) || any_grew;
     }
-    if (col < kScoreColumns) { // vectors whose length does not divide 64 (some SVE CPUs)
-        any_grew = online_softmax_columns<false>(st, kb, m, l, alpha, col, kScoreColumns - col) ||
-                   any_grew;
+    // Vectors whose length does not divide 64 (some SVE CPUs); on a target whose vectors
+    // always do, the partial columns' code is not compiled at all.
+    if constexpr (HWY_HAVE_SCALABLE || kScoreColumns % hn::MaxLanes(D()) != 0) {
+        if (col < kScoreColumns) {
+            any_grew =
+                online_softmax_columns<false>(st, kb, m, l, alpha, col, kScoreColumns - col) ||
+                any_grew;
+        }
     }
     return any_grew;
 }

@@ -150,7 +150,7 @@ void add_census(CLI::App& app) {
     cmd->require_subcommand(0, 1);
     CLI::App* merge = add_command(
         *cmd, {"merge", "Add partial censuses (.npz) exactly: sums and row counts", ""});
-    if (declares_flags("census")) {
+    if (declares_flags(cmd->get_name().c_str())) { // census's flags and merge's
         census_options(*cmd, *args);
         merge->add_option("PARTS", args->parts, "census .npz files")->required();
         merge->add_option("-o,--output", args->merged, "the merged census (.npz)")->required();

@@ -10,7 +10,7 @@ long a head switch, a zoom, a hover and the head view of one layer take once it 
     /usr/bin/python3 bench/html_view.py --attn build/bench/app/attn [-L 4096] [-H 8] [--causal]
     /usr/bin/python3 bench/html_view.py --attn build/bench/app/attn --layers 12 -H 12 -L 1024
     /usr/bin/python3 bench/html_view.py --attn build/release/app/attn --compute -L 32768 -H 1 --causal
-        [--baseline OLD_ATTN] [--no-browser]
+        [--baseline OLD_ATTN] [--no-browser] [--threads N]
 
 --compute: the long view (L > 4096: pooled levels and top-k, render/long_view.hpp) built
 by `attn compute -q -k -v --heatmap view.html` from the kernel's row blocks (Q, K, V
@@ -75,7 +75,8 @@ def long_main(a):
         files += ["-" + n, os.path.join(tmp, n + ".npy")]
         np.save(files[-1], rng.standard_normal((a.H, a.L, 64), dtype=np.float32))
     base = [os.path.abspath(a.attn), "compute"] + files + (["--causal"] if a.causal else []) + [
-        "--output", os.path.join(tmp, "o.npy"), "--max-memory", "none"]
+        "--output", os.path.join(tmp, "o.npy"), "--max-memory", "none"] + (
+        ["--threads", str(a.threads)] if a.threads else [])
     runs = {"--no-weights": [], "--heatmap": []}
     if a.baseline:
         runs["baseline"] = []
@@ -159,6 +160,8 @@ def main():
     ap.add_argument("--baseline", help="--compute: another attn binary's --heatmap run too, "
                     "interleaved in the same rounds (say, before a change)")
     ap.add_argument("--no-browser", action="store_true", help="--compute: the timings only")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="--compute: attn's --threads for every run (0: attn's default, all)")
     a = ap.parse_args()
     if a.compute:
         return long_main(a)

@@ -3,6 +3,7 @@
 // compressed block per panel and the pooled thumbnails.
 #include "attn/error.hpp"
 #include "attn/render/html.hpp"
+#include "attn/render/long_view.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -292,6 +293,75 @@ TEST(HtmlView, TheLongViewTheSameBytesForAnyThreadCount) {
         o.threads = t;
         EXPECT_EQ(attn::render::heatmap_html(in, o), one) << t << " threads";
     }
+}
+
+/// A long-view page of one rows x cols panel fed in blocks of 7 rows by `add(page, first, n)`.
+template <class Add>
+std::vector<std::uint8_t> long_page(std::size_t rows, std::size_t cols, const Add& add) {
+    HeatmapInput shape;
+    shape.rows = rows;
+    shape.cols = cols;
+    shape.panels.resize(1);
+    HeatmapOptions o;
+    o.threads = 1;
+    attn::render::LongViewPage page(shape, o, attn::render::streaming_norm(o), {}, 4);
+    for (std::size_t first = 0; first < rows; first += 7) {
+        add(page, first, std::min<std::size_t>(7, rows - first));
+    }
+    return page.finish();
+}
+
+/// 60 x 9000 values in [0, 1) (pixels of 2 and 3 keys), ties included.
+std::vector<float> long_rows(std::size_t rows, std::size_t cols) {
+    std::vector<float> v(rows * cols);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        v[i] = static_cast<float>((i * 7919) % 1009) / 1009.0f;
+    }
+    return v;
+}
+
+TEST(HtmlView, TheLongViewFromKeyRangesEqualsItsMask) {
+    // Each row's open keys as a range (compute's causal and window rows) give the page
+    // the mask blocking every key outside it gives: empty, whole, clipped and edge ranges.
+    const std::size_t rows = 60, cols = 9000;
+    const std::vector<float> v = long_rows(rows, cols);
+    std::vector<attn::render::LongViewKeys> keys(rows);
+    std::vector<std::uint8_t> mask(rows * cols, 1);
+    for (std::size_t i = 0; i < rows; ++i) {
+        const std::size_t begin = i % 5 == 0 ? 0 : (i * 1237) % cols;
+        const std::size_t end = i % 7 == 0 ? begin : begin + (i * 4111) % (cols + 500);
+        keys[i] = {begin, i == 3 ? cols + 9 : end}; // ends past cols are clipped
+        for (std::size_t j = begin; j < std::min(keys[i].end, cols); ++j) {
+            mask[i * cols + j] = 0;
+        }
+    }
+    const auto by_mask = long_page(rows, cols, [&](auto& page, std::size_t first, std::size_t n) {
+        page.add_rows(0, first, n, v.data() + first * cols, mask.data() + first * cols);
+    });
+    const auto by_keys = long_page(rows, cols, [&](auto& page, std::size_t first, std::size_t n) {
+        page.add_rows_within(0, first, n, v.data() + first * cols, keys.data() + first);
+    });
+    EXPECT_EQ(by_keys, by_mask);
+}
+
+TEST(HtmlView, TheLongViewLeavesANaNOutAsItDoesABlockedCell) {
+    // A NaN is left out of the pooled levels and the top-k as a blocked cell is: the
+    // page with NaNs (no mask) is the page with those cells blocked instead.
+    const std::size_t rows = 60, cols = 9000;
+    std::vector<float> with_nan = long_rows(rows, cols), with_mask = with_nan;
+    std::vector<std::uint8_t> mask(rows * cols, 0);
+    for (std::size_t i = 0; i < rows * cols; i += 9973) {
+        with_nan[i] = NAN;
+        with_mask[i] = 0.0f;
+        mask[i] = 1;
+    }
+    const auto nan = long_page(rows, cols, [&](auto& page, std::size_t first, std::size_t n) {
+        page.add_rows(0, first, n, with_nan.data() + first * cols, nullptr);
+    });
+    const auto blocked = long_page(rows, cols, [&](auto& page, std::size_t first, std::size_t n) {
+        page.add_rows(0, first, n, with_mask.data() + first * cols, mask.data() + first * cols);
+    });
+    EXPECT_EQ(nan, blocked);
 }
 
 TEST(HtmlView, ExactValuesOnlyUpToTheirLimit) {

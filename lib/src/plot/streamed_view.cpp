@@ -54,32 +54,32 @@ void StreamedView::store(std::size_t first, const float* values, std::size_t cou
         spec.keep_mask == nullptr && spec.key_padding == nullptr && spec.bias == nullptr;
     const std::size_t row0 = problem_.query_rows ? (*problem_.query_rows)[0] : 0;
     std::vector<std::uint8_t> blocked;
+    std::vector<render::LongViewKeys> keys;
     while (count > 0) {
         const std::size_t panel = first / plane, row = (first % plane) / d.lk;
         const std::size_t n = std::min(count / d.lk, d.lq - row);
         const PanelRef& r = figure_.refs[panel];
-        const std::size_t head = problem_.select_heads.empty() ? r.h : problem_.select_heads[r.h];
-        blocked.resize(n * d.lk); // every cell written below
-        bool any = false;
-        for (std::size_t i = 0; i < n; ++i) {
-            std::uint8_t* out = blocked.data() + i * d.lk;
-            const std::size_t q = row0 + row + i;
-            if (positional) { // one range of keys: blocked before and after it
-                const KeyRange keys = vis.rule(r.b).keys(q);
-                const std::size_t b = std::min(keys.begin, d.lk);
-                const std::size_t e = std::clamp(keys.end, b, d.lk);
-                std::fill(out, out + b, std::uint8_t{1});
-                std::fill(out + b, out + e, std::uint8_t{0});
-                std::fill(out + e, out + d.lk, std::uint8_t{1});
-                any = any || b > 0 || e < d.lk;
-                continue;
+        if (positional) { // one range of keys a row: blocked before and after it
+            keys.resize(n);
+            for (std::size_t i = 0; i < n; ++i) {
+                const KeyRange k = vis.rule(r.b).keys(row0 + row + i);
+                keys[i] = {k.begin, k.end};
             }
-            for (std::size_t j = 0; j < d.lk; ++j) {
-                out[j] = vis.sees(r.b, head, q, j) ? 0 : 1;
+            page_->add_rows_within(panel, row, n, values, keys.data());
+        } else {
+            const std::size_t head =
+                problem_.select_heads.empty() ? r.h : problem_.select_heads[r.h];
+            blocked.resize(n * d.lk); // every cell written below
+            bool any = false;
+            for (std::size_t i = 0; i < n; ++i) {
+                std::uint8_t* out = blocked.data() + i * d.lk;
+                for (std::size_t j = 0; j < d.lk; ++j) {
+                    out[j] = vis.sees(r.b, head, row0 + row + i, j) ? 0 : 1;
+                }
+                any = any || std::any_of(out, out + d.lk, [](std::uint8_t c) { return c != 0; });
             }
-            any = any || std::any_of(out, out + d.lk, [](std::uint8_t c) { return c != 0; });
+            page_->add_rows(panel, row, n, values, any ? blocked.data() : nullptr);
         }
-        page_->add_rows(panel, row, n, values, any ? blocked.data() : nullptr);
         first += n * d.lk;
         values += n * d.lk;
         count -= n * d.lk;

@@ -194,10 +194,13 @@ class LongPanel {
 
     static constexpr std::uint32_t kNone = 0xffffffffU;
 
+    /// Rows [first, first + n): `values` n x cols; each row's blocked keys from `masked`
+    /// (n x cols, 1 = blocked), else from `keys` (n ranges), else none.
     void add_rows(std::size_t first,
                   std::size_t n,
                   const float* values,
                   const std::uint8_t* masked,
+                  const LongViewKeys* keys,
                   const ColorNorm& norm) {
         const std::size_t h0 = levels_[0].size.h, w0 = levels_[0].size.w;
         std::size_t i = 0;
@@ -208,8 +211,14 @@ class LongPanel {
             PixelRow part(w0);
             for (; i < end; ++i) {
                 const float* row = values + i * cols_;
-                const std::uint8_t* blocked = masked != nullptr ? masked + i * cols_ : nullptr;
-                scan_row(first + i, row, blocked, part);
+                OpenKeys open{0, cols_, nullptr};
+                if (masked != nullptr) {
+                    open = open_keys(masked + i * cols_);
+                } else if (keys != nullptr) {
+                    open.begin = std::min(keys[i].begin, cols_);
+                    open.end = std::clamp(keys[i].end, open.begin, cols_);
+                }
+                scan_row(first + i, row, open, part);
             }
             std::vector<Ready> ready;
             {
@@ -270,50 +279,52 @@ class LongPanel {
     }
 
   private:
+    /// A row's keys with values: [begin, end), and inside it `holes` (1 = blocked; null:
+    /// none). Every key outside the range is blocked.
+    struct OpenKeys {
+        std::size_t begin = 0, end = 0;
+        const std::uint8_t* holes = nullptr;
+    };
+
+    /// A blocked-cell mask row as OpenKeys: its first and last open key, and the mask
+    /// itself only when a key between them is blocked.
+    OpenKeys open_keys(const std::uint8_t* blocked) const {
+        OpenKeys o; // every key blocked unless one is open
+        const void* open = std::memchr(blocked, 0, cols_);
+        if (open == nullptr) {
+            return o;
+        }
+        o.begin = static_cast<std::size_t>(static_cast<const std::uint8_t*>(open) - blocked);
+        const auto last = static_cast<std::size_t>(
+            static_cast<const std::uint8_t*>(memrchr(blocked, 0, cols_)) - blocked);
+        o.end = last + 1;
+        if (std::memchr(blocked + o.begin, 1, o.end - o.begin) != nullptr) {
+            o.holes = blocked;
+        }
+        return o;
+    }
+
     /// Row i into level-0 pixels and its top-k, in one pass over the row: each pixel's
     /// cells (contiguous) pooled in registers, in order (the same sums as cell by cell),
     /// then offered to the top-k only when the pixel's maximum beats the weakest kept.
-    /// Pixels wholly outside the row's first and last unblocked key (a causal row's
-    /// second half) are passed over: nothing of theirs is pooled or listed.
-    void scan_row(std::size_t i, const float* row, const std::uint8_t* blocked, PixelRow& part) {
+    /// Only the pixels holding the row's open keys are visited (a causal row's second
+    /// half is passed over: nothing of it is pooled or listed).
+    void scan_row(std::size_t i, const float* row, const OpenKeys& keys, PixelRow& part) {
         TopK best(k_);
-        std::size_t x0 = 0, x1 = col_start_.size() - 1;
-        const std::uint8_t* inner = blocked; // the mask inside the edge pixels, if any blocks
-        if (blocked != nullptr) {
-            const void* open = std::memchr(blocked, 0, cols_);
-            if (open == nullptr) {
-                x1 = 0; // every key blocked
-            } else {
-                const auto first =
-                    static_cast<std::size_t>(static_cast<const std::uint8_t*>(open) - blocked);
-                const auto last = static_cast<std::size_t>(
-                    static_cast<const std::uint8_t*>(memrchr(blocked, 0, cols_)) - blocked);
-                x0 = pixel_of(first, cols_, col_start_.size() - 1);
-                x1 = pixel_of(last, cols_, col_start_.size() - 1) + 1;
-                if (std::memchr(blocked + first, 1, last - first + 1) == nullptr) {
-                    inner = nullptr;
-                }
-            }
-        }
+        const std::size_t side = col_start_.size() - 1;
+        const std::size_t x0 = keys.begin < keys.end ? pixel_of(keys.begin, cols_, side) : 0;
+        const std::size_t x1 = keys.begin < keys.end ? pixel_of(keys.end - 1, cols_, side) + 1 : 0;
+        const std::uint8_t* holes = keys.holes;
         for (std::size_t x = x0; x < x1; ++x) {
-            const std::size_t j0 = col_start_[x], j1 = col_start_[x + 1];
-            const std::uint8_t* mask = x == x0 || x + 1 == x1 ? blocked : inner;
-            float m = -std::numeric_limits<float>::infinity();
-            double s = part.sum[x];
-            std::uint32_t c = 0;
-            for (std::size_t j = j0; j < j1; ++j) {
-                const float v = row[j];
-                const bool ok = (mask == nullptr || mask[j] == 0) && !std::isnan(v);
-                m = ok && v > m ? v : m;
-                s += ok ? static_cast<double>(v) : 0.0; // s + 0.0 is s: the same sums
-                c += ok ? 1U : 0U;
-            }
-            part.max[x] = std::max(part.max[x], m);
-            part.sum[x] = s;
-            part.count[x] += c;
-            if (c > 0 && best.beaten_by(m)) {
+            const std::size_t j0 = std::max(col_start_[x], keys.begin);
+            const std::size_t j1 = std::min(col_start_[x + 1], keys.end);
+            const Pooled p = pool_cells(row, j0, j1, holes, part.sum[x]);
+            part.max[x] = std::max(part.max[x], p.max);
+            part.sum[x] = p.sum;
+            part.count[x] += p.count;
+            if (p.count > 0 && best.beaten_by(p.max)) {
                 for (std::size_t j = j0; j < j1; ++j) {
-                    if ((mask == nullptr || mask[j] == 0) && !std::isnan(row[j])) {
+                    if ((holes == nullptr || holes[j] == 0) && !std::isnan(row[j])) {
                         best.offer(row[j], static_cast<std::uint32_t>(j));
                     }
                 }
@@ -321,6 +332,43 @@ class LongPanel {
         }
         ++part.parts;
         best.store(top_idx_.data() + i * k_, top_w_.data() + i * k_);
+    }
+
+    struct Pooled {
+        float max;
+        double sum;
+        std::uint32_t count;
+    };
+
+    /// Cells [j0, j1) of a row pooled, NaN and `holes` left out, their sum added to `sum`
+    /// in key order. Without holes, first the plain loop (every cell counted); a NaN
+    /// there makes its sum NaN, and then the cells go through the checked loop instead:
+    /// the same results either way.
+    static Pooled pool_cells(
+        const float* row, std::size_t j0, std::size_t j1, const std::uint8_t* holes, double sum) {
+        if (holes == nullptr) {
+            float m = -std::numeric_limits<float>::infinity();
+            double s = sum;
+            for (std::size_t j = j0; j < j1; ++j) {
+                const float v = row[j];
+                m = v > m ? v : m;
+                s += static_cast<double>(v);
+            }
+            if (!std::isnan(s)) {
+                return {m, s, static_cast<std::uint32_t>(j1 - j0)};
+            }
+        }
+        float m = -std::numeric_limits<float>::infinity();
+        double s = sum;
+        std::uint32_t c = 0;
+        for (std::size_t j = j0; j < j1; ++j) {
+            const float v = row[j];
+            const bool ok = (holes == nullptr || holes[j] == 0) && !std::isnan(v);
+            m = ok && v > m ? v : m;
+            s += ok ? static_cast<double>(v) : 0.0; // s + 0.0 is s: the same sums
+            c += ok ? 1U : 0U;
+        }
+        return {m, s, c};
     }
 
     /// Adds a part to pixel row y of level l; a row complete is quantized into its band and
@@ -468,7 +516,16 @@ void LongViewPage::add_rows(std::size_t panel,
                             const float* values,
                             const std::uint8_t* masked) {
     ATTN_ASSERT(panel < impl_->panels.size() && first + n <= impl_->shape.rows);
-    impl_->panels[panel]->add_rows(first, n, values, masked, impl_->norm);
+    impl_->panels[panel]->add_rows(first, n, values, masked, nullptr, impl_->norm);
+}
+
+void LongViewPage::add_rows_within(std::size_t panel,
+                                   std::size_t first,
+                                   std::size_t n,
+                                   const float* values,
+                                   const LongViewKeys* keys) {
+    ATTN_ASSERT(panel < impl_->panels.size() && first + n <= impl_->shape.rows);
+    impl_->panels[panel]->add_rows(first, n, values, nullptr, keys, impl_->norm);
 }
 
 std::vector<std::uint8_t> LongViewPage::finish() {

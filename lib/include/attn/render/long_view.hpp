@@ -48,6 +48,12 @@ std::vector<LongViewLevel> long_view_levels(std::size_t rows, std::size_t cols);
 /// Throws InputError for options.clip (quantiles need every value first).
 ColorNorm streaming_norm(const HeatmapOptions& options);
 
+/// A row whose unblocked keys are one range: keys [begin, end) have values, every other
+/// key is blocked (a causal or sliding-window row).
+struct LongViewKeys {
+    std::size_t begin = 0, end = 0;
+};
+
 /// The long view of every panel of `shape` (its rows, cols, panel titles, labels and grid;
 /// the panels' values are not read), coloured by `norm`. add_rows() may be called from
 /// many threads at once, each row of each panel exactly once, in any order; finish()
@@ -71,6 +77,14 @@ class LongViewPage {
                   std::size_t n,
                   const float* values,
                   const std::uint8_t* masked);
+
+    /// As add_rows, with row i's open keys as the range `keys[i]` (n ranges; the same page
+    /// as the mask blocking every key outside keys[i]): no mask to write or scan.
+    void add_rows_within(std::size_t panel,
+                         std::size_t first,
+                         std::size_t n,
+                         const float* values,
+                         const LongViewKeys* keys);
 
     /// The page, once every row of every panel was added: the top-k lists packed on
     /// options.threads threads (a block of kLongViewTopKRows rows a task), the same bytes

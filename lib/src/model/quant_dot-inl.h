@@ -4,10 +4,10 @@
 // the exact int32 sum of the block's 32 products of int8 weights (Q4_0: nibble − 8) and
 // int8 activations. The int32 sums are exact on every target and the float accumulation is
 // the same chain of single-rounded FMAs on every target, so y is bit-identical across
-// targets (and thread counts). x86 AVX2 and AVX-512 targets multiply a tile of 4
-// activation rows × 4 weight rows with _mm256_maddubs_epi16 (or AVX-512 VNNI's
-// _mm256_dpbusd_epi32) and reduce the 16 block sums with horizontal adds; the remainder of
-// the tiles and every other target take the portable loop, one pair at a time.
+// targets (and thread counts). x86 AVX2 and AVX-512 targets pack each panel of W so that
+// a vector holds 8 (AVX2, AVX3: _mm256_maddubs_epi16) or 16 (AVX3_DL: AVX-512 VNNI's
+// _mm512_dpbusd_epi32) weight rows' block sums, one per lane, and multiply 4 activation
+// rows per tile; every other target takes the portable loop, one pair at a time.
 // Included per target by matmul_hwy.cpp (Highway's -inl.h convention). It checks nothing:
 // matmul_q8.cpp has.
 #if defined(ATTN_MODEL_QUANT_DOT_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -20,10 +20,13 @@
 #include "model/matmul_ops.hpp"
 #include "model/quant_blocks-inl.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <hwy/highway.h>
+#include <vector>
 
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 #include <immintrin.h>
@@ -51,7 +54,8 @@ std::int32_t block_isum(std::uint32_t type, const std::uint8_t* w, const std::in
 }
 
 /// y[n, m] for one pair: the portable loop, the definition every target computes.
-float dot_pair(const DotQ8Args& a, std::size_t n, std::size_t m, const float* f16) {
+[[maybe_unused]] float
+dot_pair(const DotQ8Args& a, std::size_t n, std::size_t m, const float* f16) {
     const std::size_t bb = a.type == t_q4_0 ? 18 : 34;
     const std::uint8_t* w = a.w_rows[m];
     const std::int8_t* q = a.qx + n * a.blocks * 32;
@@ -67,118 +71,209 @@ float dot_pair(const DotQ8Args& a, std::size_t n, std::size_t m, const float* f1
 
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 #define ATTN_HAVE_DOT_TILE 1
-
-/// Σ of 4 adjacent u8 · i8 products per int32 lane (|u| <= 128, |s| <= 127: no int16
-/// saturation in maddubs, whose pair sums stay within ±32512).
-inline __m256i dot_u8_i8(__m256i u, __m256i s) {
 #if HWY_TARGET == HWY_AVX3_DL
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+// Highway 1.0's AVX3_DL compiles for AVX-VNNI (256 bits, which Ice Lake and Zen 4 lack)
+// but checks the CPU for AVX512_VNNI, which this code uses: enabled here on top.
+HWY_PUSH_ATTRIBUTES("avx512vnni")
+#endif
+
+// The weights of a panel are packed once per call so that one vector holds kLanes weight
+// rows (m) side by side, 4 consecutive k of each per 32-bit lane: a block is 8 vectors,
+// one per step of 4 k, and one activation row's 4 bytes of that step, broadcast, multiply
+// all kLanes rows at once. The block sums then come out one m per lane, exact in int32,
+// with no horizontal reduction. Lanes past the panel's rows hold zeros.
+#if HWY_TARGET == HWY_AVX3_DL
+// AVX-512 VNNI: _mm512_dpbusd_epi32, unsigned weight bytes × signed activations, 4
+// products summed into each int32 lane. Q4_0 keeps its nibbles u (w = u − 8), Q8_0 is
+// stored as u = w + 128; Σ w x = Σ u x − bias · Σ x.
+constexpr std::size_t kLanes = 16;
+using VecI = __m512i;
+using VecF = __m512;
 #else
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+// AVX2 (and AVX3 without VNNI, on 256 bits): _mm256_maddubs_epi16 (u8 × i8, pairs summed
+// into int16). Q4_0's nibbles (u <= 15): 8 steps of pair sums (<= 2 · 15 · 127 each) add
+// up in int16 without overflow (<= 30480), widened once per block. Q8_0 stored signed:
+// |w| × sign(x, w) per step (pairs <= 2 · 128 · 127), widened per step.
+constexpr std::size_t kLanes = 8;
+using VecI = __m256i;
+using VecF = __m256;
+#endif
+constexpr std::size_t kPackRows = 4; // activation rows per tile
+
+/// The bias of the packed bytes: Σ w x = Σ u x − bias · Σ x.
+std::int32_t pack_bias(std::uint32_t type) {
+#if HWY_TARGET == HWY_AVX3_DL
+    return type == t_q4_0 ? 8 : 128;
+#else
+    return type == t_q4_0 ? 8 : 0;
 #endif
 }
 
-/// One weight block as the tile multiplies it: `u` unsigned bytes and whether the
-/// activations take its signs (Q8_0: |w| and sign(x, w)) or it is Q4_0's nibbles (0..15,
-/// the −8 applied afterwards as −8 · Σx).
-inline __m256i weight_bytes(std::uint32_t type, const std::uint8_t* w, __m256i& sign) {
-    if (type == t_q4_0) {
-        const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 2));
-        const __m256i both = _mm256_set_m128i(_mm_srli_epi16(qs, 4), qs);
-        return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
-    }
-    sign = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 2));
-    return _mm256_sign_epi8(sign, sign);
-}
-
-/// [Σ P0, Σ P1, Σ P2, Σ P3] of each 128-bit half of four int32 vectors.
-inline __m256i reduce4(__m256i p0, __m256i p1, __m256i p2, __m256i p3) {
-    return _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
-}
-
-/// y[n0 .. n0 + 4, m0 .. m0 + 4]: per block, the 16 exact block sums as two vectors
-/// [row n, m0..m0+3 | row n+1, m0..m0+3], then the same FMA chain as dot_pair, lane-wise.
-void dot_tile(const DotQ8Args& a, std::size_t n0, std::size_t m0, const float* f16) {
+/// Packs the panel: `pack` [groups, blocks, 8 steps, kLanes, 4] bytes, `dw` [groups,
+/// blocks, kLanes] the weights' scales (0 in lanes past the rows).
+void pack_panel(const DotQ8Args& a,
+                const float* f16,
+                std::vector<std::uint8_t>& pack,
+                std::vector<float>& dw) {
     const std::size_t bb = a.type == t_q4_0 ? 18 : 34;
-    const bool q4 = a.type == t_q4_0;
-    __m256 acc01 = _mm256_setzero_ps();
-    __m256 acc23 = _mm256_setzero_ps();
-    const std::uint8_t* w[4] = {a.w_rows[m0], a.w_rows[m0 + 1], a.w_rows[m0 + 2], a.w_rows[m0 + 3]};
-    const std::size_t row = a.blocks * 32;
-    const std::int8_t* q = a.qx + n0 * row;
-    const float* dx = a.dx + n0 * a.blocks;
-    const std::int32_t* sx = a.sx + n0 * a.blocks;
-    const std::size_t nb = a.blocks;
-    for (std::size_t b = 0; b < a.blocks; ++b) {
-        __m256i sg[4] = {};
-        __m256i u[4];
-        for (std::size_t j = 0; j < 4; ++j) {
-            u[j] = weight_bytes(a.type, w[j] + b * bb, sg[j]);
-        }
-        __m256i rows[4];
-        for (std::size_t i = 0; i < 4; ++i) {
-            const __m256i x =
-                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + i * row + b * 32));
-            __m256i p[4];
-            for (std::size_t j = 0; j < 4; ++j) {
-                p[j] = dot_u8_i8(u[j], q4 ? x : _mm256_sign_epi8(x, sg[j]));
+    const std::size_t groups = (a.m + kLanes - 1) / kLanes;
+    const std::uint32_t flip = pack_bias(a.type) == 128 ? 0x80808080U : 0U;
+    pack.assign(groups * a.blocks * 32 * kLanes, 0);
+    dw.assign(groups * a.blocks * kLanes, 0.0F);
+    for (std::size_t m = 0; m < a.m; ++m) {
+        const std::size_t g = m / kLanes;
+        const std::size_t l = m % kLanes;
+        for (std::size_t b = 0; b < a.blocks; ++b) {
+            const std::uint8_t* w = a.w_rows[m] + b * bb;
+            std::uint8_t bytes[32];
+            if (a.type == t_q4_0) {
+                for (std::size_t j = 0; j < 16; ++j) {
+                    bytes[j] = w[2 + j] & 0x0F;
+                    bytes[j + 16] = w[2 + j] >> 4;
+                }
+            } else {
+                std::memcpy(bytes, w + 2, 32);
             }
-            rows[i] = reduce4(p[0], p[1], p[2], p[3]);
-        }
-        __m256i s01 = _mm256_add_epi32(_mm256_permute2x128_si256(rows[0], rows[1], 0x20),
-                                       _mm256_permute2x128_si256(rows[0], rows[1], 0x31));
-        __m256i s23 = _mm256_add_epi32(_mm256_permute2x128_si256(rows[2], rows[3], 0x20),
-                                       _mm256_permute2x128_si256(rows[2], rows[3], 0x31));
-        if (q4) { // Σ (u − 8) x = Σ u x − 8 Σ x
-            s01 = _mm256_sub_epi32(
-                s01, _mm256_set_m128i(_mm_set1_epi32(8 * sx[nb + b]), _mm_set1_epi32(8 * sx[b])));
-            s23 = _mm256_sub_epi32(s23,
-                                   _mm256_set_m128i(_mm_set1_epi32(8 * sx[3 * nb + b]),
-                                                    _mm_set1_epi32(8 * sx[2 * nb + b])));
-        }
-        const __m128 dw4 = _mm_setr_ps(f16_at(f16, w[0] + b * bb),
-                                       f16_at(f16, w[1] + b * bb),
-                                       f16_at(f16, w[2] + b * bb),
-                                       f16_at(f16, w[3] + b * bb));
-        const __m256 dw = _mm256_set_m128(dw4, dw4);
-        const __m256 d01 = _mm256_set_m128(_mm_set1_ps(dx[nb + b]), _mm_set1_ps(dx[b]));
-        const __m256 d23 =
-            _mm256_set_m128(_mm_set1_ps(dx[3 * nb + b]), _mm_set1_ps(dx[2 * nb + b]));
-        acc01 = _mm256_fmadd_ps(_mm256_mul_ps(dw, d01), _mm256_cvtepi32_ps(s01), acc01);
-        acc23 = _mm256_fmadd_ps(_mm256_mul_ps(dw, d23), _mm256_cvtepi32_ps(s23), acc23);
-    }
-    alignas(32) float out[16];
-    _mm256_store_ps(out, acc01);
-    _mm256_store_ps(out + 8, acc23);
-    for (std::size_t i = 0; i < 4; ++i) {
-        for (std::size_t j = 0; j < 4; ++j) {
-            a.y[(n0 + i) * a.ldy + m0 + j] = out[i * 4 + j];
+            const std::size_t gb = g * a.blocks + b;
+            std::uint8_t* dst = pack.data() + gb * 32 * kLanes + l * 4;
+            for (std::size_t step = 0; step < 8; ++step) {
+                std::uint32_t v = 0;
+                std::memcpy(&v, bytes + step * 4, 4);
+                v ^= flip;
+                std::memcpy(dst + step * kLanes * 4, &v, 4);
+            }
+            dw[gb * kLanes + l] = f16_at(f16, w);
         }
     }
 }
+
+inline VecI broadcast4(const std::int8_t* p) {
+    std::int32_t v = 0;
+    std::memcpy(&v, p, 4);
+#if HWY_TARGET == HWY_AVX3_DL
+    return _mm512_set1_epi32(v);
+#else
+    return _mm256_set1_epi32(v);
+#endif
+}
+
+/// The exact Σ u x of one block for kLanes weight rows and one activation row.
+inline VecI block_sums(std::uint32_t type, const std::uint8_t* pk, const std::int8_t* x) {
+#if HWY_TARGET == HWY_AVX3_DL
+    (void)type;
+    VecI acc = _mm512_setzero_si512();
+    for (std::size_t step = 0; step < 8; ++step) {
+        acc =
+            _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(pk + step * 64), broadcast4(x + step * 4));
+    }
+    return acc;
+#else
+    const VecI ones = _mm256_set1_epi16(1);
+    if (type == t_q4_0) {
+        VecI acc16 = _mm256_setzero_si256();
+        for (std::size_t step = 0; step < 8; ++step) {
+            const VecI u = _mm256_loadu_si256(reinterpret_cast<const VecI*>(pk + step * 32));
+            acc16 = _mm256_add_epi16(acc16, _mm256_maddubs_epi16(u, broadcast4(x + step * 4)));
+        }
+        return _mm256_madd_epi16(acc16, ones);
+    }
+    VecI acc = _mm256_setzero_si256();
+    for (std::size_t step = 0; step < 8; ++step) {
+        const VecI w = _mm256_loadu_si256(reinterpret_cast<const VecI*>(pk + step * 32));
+        const VecI p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w),
+                                            _mm256_sign_epi8(broadcast4(x + step * 4), w));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
+    }
+    return acc;
+#endif
+}
+
+/// acc = fma(dw · dx, float(isum − bias · Σx), acc): dot_pair's step, lane-wise.
+inline VecF scaled_step(VecI isum, std::int32_t correction, const float* dw, float dx, VecF acc) {
+#if HWY_TARGET == HWY_AVX3_DL
+    const VecI s = _mm512_sub_epi32(isum, _mm512_set1_epi32(correction));
+    const VecF scale = _mm512_mul_ps(_mm512_loadu_ps(dw), _mm512_set1_ps(dx));
+    return _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(s), acc);
+#else
+    const VecI s = _mm256_sub_epi32(isum, _mm256_set1_epi32(correction));
+    const VecF scale = _mm256_mul_ps(_mm256_loadu_ps(dw), _mm256_set1_ps(dx));
+    return _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(s), acc);
+#endif
+}
+
+/// y[n0 .. n0 + R, the group's kLanes rows of W] from the packed panel.
+template <std::size_t R>
+void dot_tile(
+    const DotQ8Args& a, std::size_t n0, std::size_t g, const std::uint8_t* pack, const float* dw) {
+    const std::int32_t bias = pack_bias(a.type);
+    const std::size_t row = a.blocks * 32;
+    VecF acc[R];
+    for (std::size_t r = 0; r < R; ++r) {
+#if HWY_TARGET == HWY_AVX3_DL
+        acc[r] = _mm512_setzero_ps();
+#else
+        acc[r] = _mm256_setzero_ps();
+#endif
+    }
+    for (std::size_t b = 0; b < a.blocks; ++b) {
+        const std::size_t gb = g * a.blocks + b;
+        for (std::size_t r = 0; r < R; ++r) {
+            const std::size_t at = (n0 + r) * a.blocks + b;
+            const VecI isum =
+                block_sums(a.type, pack + gb * 32 * kLanes, a.qx + (n0 + r) * row + b * 32);
+            acc[r] = scaled_step(isum, bias * a.sx[at], dw + gb * kLanes, a.dx[at], acc[r]);
+        }
+    }
+    const std::size_t m0 = g * kLanes;
+    const std::size_t lanes = std::min(kLanes, a.m - m0);
+    alignas(64) float out[kLanes];
+    for (std::size_t r = 0; r < R; ++r) {
+#if HWY_TARGET == HWY_AVX3_DL
+        _mm512_store_ps(out, acc[r]);
+#else
+        _mm256_store_ps(out, acc[r]);
+#endif
+        std::memcpy(a.y + (n0 + r) * a.ldy + m0, out, lanes * sizeof(float));
+    }
+}
+
+/// Every pair through the packed panel: tiles of kPackRows rows, then the last rows.
+void dot_packed(const DotQ8Args& a, const float* f16) {
+    std::vector<std::uint8_t> pack;
+    std::vector<float> dw;
+    pack_panel(a, f16, pack, dw);
+    const std::size_t groups = (a.m + kLanes - 1) / kLanes;
+    std::size_t n0 = 0;
+    for (; n0 + kPackRows <= a.n; n0 += kPackRows) {
+        for (std::size_t g = 0; g < groups; ++g) {
+            dot_tile<kPackRows>(a, n0, g, pack.data(), dw.data());
+        }
+    }
+    for (; n0 < a.n; ++n0) {
+        for (std::size_t g = 0; g < groups; ++g) {
+            dot_tile<1>(a, n0, g, pack.data(), dw.data());
+        }
+    }
+}
+#if HWY_TARGET == HWY_AVX3_DL
+HWY_POP_ATTRIBUTES
+#endif
 #endif
 
-/// y[n, m] for every n < a.n, m < a.m: tiles of 4 × 4 where this target has them, the
-/// portable pair loop for the rest.
+/// y[n, m] for every n < a.n, m < a.m: the packed tiles where this target has them, the
+/// portable pair loop elsewhere (the same values).
 void dot_q8(const DotQ8Args& a) {
     const float* f16 = f16_table();
-    std::size_t n_tiled = 0;
-    std::size_t m_tiled = 0;
 #ifdef ATTN_HAVE_DOT_TILE
-    n_tiled = a.n / 4 * 4;
-    m_tiled = a.m / 4 * 4;
-    for (std::size_t n0 = 0; n0 < n_tiled; n0 += 4) {
-        for (std::size_t m0 = 0; m0 < m_tiled; m0 += 4) {
-            dot_tile(a, n0, m0, f16);
-        }
-    }
+    dot_packed(a, f16);
 #undef ATTN_HAVE_DOT_TILE
-#endif
+#else
     for (std::size_t n = 0; n < a.n; ++n) {
-        for (std::size_t m = n < n_tiled ? m_tiled : 0; m < a.m; ++m) {
+        for (std::size_t m = 0; m < a.m; ++m) {
             a.y[n * a.ldy + m] = dot_pair(a, n, m, f16);
         }
     }
+#endif
 }
 
 } // namespace

@@ -185,18 +185,23 @@ void stored_matmul(std::span<const float> x,
     });
 }
 
-StoredWeight stored_weight(const StoredMatrix& w, std::shared_ptr<const void> keep) {
+bool activations_apply(Activations activations, std::uint32_t type) {
+    return activations == Activations::q8_0 && detail::q8_supports(type);
+}
+
+StoredWeight
+stored_weight(const StoredMatrix& w, std::shared_ptr<const void> keep, Activations activations) {
     const std::vector<float> none;
     check_shapes(none, 0, w, {}); // the type, the blocks and the row map, once
     StoredWeight out;
     out.rows = w.rows;
     out.cols = w.cols;
-    out.multiply = [w, keep = std::move(keep)](std::span<const float> x,
-                                               std::size_t n,
-                                               std::span<float> y,
-                                               unsigned threads,
-                                               Simd simd) {
-        stored_matmul(x, n, w, y, {.threads = threads, .simd = simd});
+    out.multiply = [w, keep = std::move(keep), activations](std::span<const float> x,
+                                                            std::size_t n,
+                                                            std::span<float> y,
+                                                            unsigned threads,
+                                                            Simd simd) {
+        stored_matmul(x, n, w, y, {.threads = threads, .simd = simd, .activations = activations});
     };
     return out;
 }

@@ -62,9 +62,15 @@ void stored_matmul(std::span<const float> x,
                    std::span<float> y,
                    const MatmulOptions& options = {});
 
-/// W as the core's StoredWeight (attn/stored_weight.hpp), its product stored_matmul's.
-/// `keep` owns what w.bytes and w.row_of point into (null: they outlive the weight).
-/// Throws InputError as stored_matmul does for what does not fit (checked here once).
-StoredWeight stored_weight(const StoredMatrix& w, std::shared_ptr<const void> keep);
+/// W as the core's StoredWeight (attn/stored_weight.hpp), its product stored_matmul's
+/// with `activations`. `keep` owns what w.bytes and w.row_of point into (null: they outlive
+/// the weight). Throws InputError as stored_matmul does for what does not fit (checked here
+/// once).
+StoredWeight stored_weight(const StoredMatrix& w,
+                           std::shared_ptr<const void> keep,
+                           Activations activations = Activations::f32);
+
+/// Whether `activations` changes the products of ggml type `type`: q8_0 for Q8_0 and Q4_0.
+bool activations_apply(Activations activations, std::uint32_t type);
 
 } // namespace attn::model

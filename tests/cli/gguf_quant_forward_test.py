@@ -160,6 +160,28 @@ def run_activations(arch):
           f"(relative RMS {rel:.5f})", 0.0 < rel <= Q8_EPS * np.sqrt(k))
 
 
+@test("--activations q8_0: shown by explain, refused where it changes nothing")
+def activations_refused():
+    with open(path("ids.json"), "w") as f:
+        json.dump(IDS, f)
+    gguf = os.path.join(FIXTURES, "llama.gguf")
+    rc, so, se = run(["explain", "--params", gguf, "--token-ids", path("ids.json"),
+                      "--activations", "q8_0"])
+    check("explain names the products' rounding", rc == 0 and b"activations q8_0" in so, se)
+    plain = os.path.join(ROOT, "tests", "unit", "fixtures", "gguf", "models", "llama.gguf")
+    for label, args, want in [
+            ("a problem without model weights",
+             ["compute", os.path.join(ROOT, "samples", "gqa.json")], "reads no quantized"),
+            ("a model without Q8_0 or Q4_0 layers",
+             ["compute", "--params", plain, "--token-ids", path("ids.json")], "have none"),
+            ("precision f64",
+             ["compute", "--params", gguf, "--token-ids", path("ids.json"), "--precision",
+              "f64"], "precision f64")]:
+        rc, so, se = run(args + ["--activations", "q8_0"])
+        check(f"--activations q8_0 with {label}: exit 2, one line naming it",
+              rc == 2 and se.count("\n") == 1 and want in se and "--activations" in se, se)
+
+
 for _arch in ("llama", "qwen2"):
     test(f"quantized {_arch}: --activations q8_0 within the rounding of f32's")(
         lambda a=_arch: run_activations(a))

@@ -24,7 +24,8 @@
 #include <tuple>
 #include <vector>
 
-namespace attn::model {
+// A named namespace: a unity build joins this file with stored_matmul_test.cpp.
+namespace attn::model::q8_matmul_test {
 namespace {
 
 using testing::random_ggml_blocks;
@@ -63,7 +64,7 @@ std::vector<double> q8_rounded(const std::vector<float>& x, std::vector<double>&
         }
         const float d = amax / 127.0F;
         const float id = d != 0.0F ? 1.0F / d : 0.0F;
-        const double d16 = half_to_float(double_to_half(d));
+        const auto d16 = static_cast<double>(half_to_float(double_to_half(static_cast<double>(d))));
         for (std::size_t j = 0; j < 32; ++j) {
             out[b0 + j] = d16 * static_cast<double>(std::roundf(x[b0 + j] * id));
             err[b0 + j] = static_cast<double>(d) *
@@ -91,7 +92,7 @@ Reference reference(const std::vector<float>& x, const std::vector<float>& w, co
         for (std::size_t j = 0; j < s.m; ++j) {
             const std::size_t e = i * s.m + j;
             for (std::size_t p = 0; p < s.k; ++p) {
-                const double wv = w[j * s.k + p];
+                const auto wv = static_cast<double>(w[j * s.k + p]);
                 r.rounded[e] += wv * xq[i * s.k + p];
                 r.abs[e] += std::fabs(wv * xq[i * s.k + p]);
                 r.exact[e] += wv * static_cast<double>(x[i * s.k + p]);
@@ -201,4 +202,4 @@ TEST(Q8MatmulNonFinite, ABlockWithANaNOrAnInfinityGivesNaN) {
 }
 
 } // namespace
-} // namespace attn::model
+} // namespace attn::model::q8_matmul_test

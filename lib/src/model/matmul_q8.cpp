@@ -34,7 +34,7 @@ void quantize_block(const float* x, std::int8_t* q, float& d_out, std::int32_t& 
     }
     const float d = amax / 127.0F;
     const float id = d != 0.0F ? 1.0F / d : 0.0F;
-    d_out = half_to_float(double_to_half(d));
+    d_out = half_to_float(double_to_half(static_cast<double>(d)));
     for (std::size_t j = 0; j < kBlock; ++j) {
         // |x · id| <= 127 up to a rounding: the clamp never changes a finite result.
         const float v = std::clamp(std::round(x[j] * id), -127.0F, 127.0F);

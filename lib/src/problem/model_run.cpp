@@ -355,6 +355,21 @@ bool is_model_run(const json& doc, const fs::path& base, bool ids_given) {
     return model::is_model_folder(path) || is_model_file(doc, path, ids_given);
 }
 
+namespace {
+
+/// "activations" q8_0 where it changes something: precision f32, Q8_0 or Q4_0 layers.
+void check_activations(const ModelRun& run) {
+    if (run.stack.first.activations == model::Activations::q8_0 &&
+        run.stack.first.precision == Precision::f64) {
+        throw InputError(option_name("activations") +
+                         " q8_0: precision f64 multiplies every weight in float64 (expected "
+                         "\"f32\" with it)");
+    }
+    model::check_activations(*run.folder, run.spec, run.stack.first.activations);
+}
+
+} // namespace
+
 ModelRun decode_model_run(const json& doc_in, const fs::path& base, ArrayValues given) {
     json doc = doc_in;
     // "text": the model's own tokenizer's ids (a list: with its key padding); the tokens
@@ -459,13 +474,7 @@ ModelRun decode_model_run(const json& doc_in, const fs::path& base, ArrayValues 
         run.stack.first.sources.push_back(std::move(s));
     }
     run.stack.first.num_kv_heads = run.spec.kv_heads;
-    if (run.stack.first.activations == model::Activations::q8_0 &&
-        run.stack.first.precision == Precision::f64) {
-        throw InputError(option_name("activations") +
-                         " q8_0: precision f64 multiplies every "
-                         "weight in float64 (expected \"f32\" with it)");
-    }
-    model::check_activations(*run.folder, run.spec, run.stack.first.activations);
+    check_activations(run);
     if (run.spec.arch.causal && run.stack.first.causal == Causal::none) {
         // The decoder's own mask, in the problem: the kernel, the heatmap's hatching and
         // explain ask it there.
@@ -510,9 +519,9 @@ std::vector<std::string> model_run_plan(const ModelRun& run) {
                    around(a.mlp_post_norm, mlp + "(" + around(a.mlp_norm, "h") + ")")));
     out.push_back("final norm: " + (a.final_norm.empty() ? std::string("none") : a.final_norm));
     if (run.stack.first.activations == model::Activations::q8_0) {
-        out.push_back("products: activations q8_0: the inputs of Q8_0 and Q4_0 weights rounded "
-                      "to Q8_0 as llama.cpp does, integer sums per block; other types exact "
-                      "float32");
+        out.emplace_back("products: activations q8_0: the inputs of Q8_0 and Q4_0 weights rounded "
+                         "to Q8_0 as llama.cpp does, integer sums per block; other types exact "
+                         "float32");
     }
     return out;
 }

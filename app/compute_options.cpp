@@ -164,7 +164,7 @@ void add_attention_options(CLI::App& cmd, ProblemArgs& args) {
                    args.activations,
                    "what a model's Q8_0 and Q4_0 weights multiply: f32 (default: the exact "
                    "inputs) or q8_0 (the inputs rounded to Q8_0 as llama.cpp does, integer "
-                   "products: llama.cpp's numbers, faster)")
+                   "products: faster, llama.cpp's rounding)")
         ->check(CLI::IsMember({"f32", "q8_0"}))
         ->group(g_att);
     cmd.add_flag("--rope{true}",

@@ -30,10 +30,11 @@ struct StoredMatrix {
 /// What the products do with their float32 input x. f32: exact products of x and the
 /// dequantized W (float32 sums). q8_0: for Q8_0 and Q4_0 weights, x rounded per row to
 /// Q8_0 first, as llama.cpp does before its products (ggml's quantize_row_q8_0: per block
-/// of 32, d = amax / 127 stored as binary16, q = round(x / d)), then exact int32 sums per
-/// block scaled by d_w · d_x: the numbers llama.cpp computes. Each element of x moves by at
-/// most d · (1/2 + 127 · 2⁻¹¹) (the rounding of q, and of d to binary16). Other weight types
-/// keep the f32 products.
+/// of 32, d = amax / 127 stored as binary16, q = round(x · (1/d)), ties away from zero as
+/// its reference code), then exact int32 sums per block scaled by d_w · d_x: llama.cpp's
+/// products up to the order of its float sums (and its SIMD rounding's ties to even). Each
+/// element of x moves by at most d · (1/2 + 2⁻¹⁵ + 127 · 2⁻¹¹) (the rounding of q and of
+/// x · (1/d), and of d to binary16). Other weight types keep the f32 products.
 enum class Activations { f32, q8_0 };
 
 /// How stored_matmul runs: `threads` (0: all hardware threads), the SIMD target

@@ -160,6 +160,13 @@ void add_attention_options(CLI::App& cmd, ProblemArgs& args) {
                    "without rounding to float32 (outputs still follow --dtype)")
         ->check(precision_name())
         ->group(g_att);
+    cmd.add_option("--activations",
+                   args.activations,
+                   "what a model's Q8_0 and Q4_0 weights multiply: f32 (default: the exact "
+                   "inputs) or q8_0 (the inputs rounded to Q8_0 as llama.cpp does, integer "
+                   "products: faster, llama.cpp's rounding)")
+        ->check(CLI::IsMember({"f32", "q8_0"}))
+        ->group(g_att);
     cmd.add_flag("--rope{true}",
                  args.rope,
                  "rotary embeddings on Q and K: --rope (theta 10000, or the checkpoint's), "

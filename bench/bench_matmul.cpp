@@ -3,7 +3,8 @@
 // [2048, 2048] for q/o, [512, 2048] for k/v, [8192, 2048] for gate/up), 1 and 2 threads,
 // per ggml type and SIMD target (best, and AVX2 where the CPU runs it). Before anything is
 // timed, every type's product on a small shape is checked against float64 of the
-// dequantized weights (the unit test's bound); a miss stops the binary.
+// dequantized weights (the unit test's bound); a miss stops the binary. bm_stored_q8: Q8_0
+// and Q4_0 with the activations rounded to Q8_0 (integer products; checked by the unit test).
 #include "attn/attention.hpp"
 #include "attn/kernels.hpp"
 #include "attn/model/matmul.hpp"
@@ -39,16 +40,23 @@ std::vector<float> random_x(std::size_t count) {
     return x;
 }
 
-/// One product of x [512, 2048] with W [M, 2048] of `type`. Args: M, threads.
-void bm_stored(benchmark::State& state, std::uint32_t type, attn::Simd simd) {
+/// One product of x [512, 2048] with W [M, 2048] of `type`, x as float32 or rounded to
+/// Q8_0 (`activations`, for Q8_0 and Q4_0: the integer products). Args: M, threads.
+void bm_stored(benchmark::State& state,
+               std::uint32_t type,
+               attn::Simd simd,
+               attn::model::Activations activations) {
     const auto m = static_cast<std::size_t>(state.range(0));
     const auto threads = static_cast<unsigned>(state.range(1));
     const std::vector<std::uint8_t> w = attn::testing::random_ggml_blocks(type, m * kCols, 2);
     const std::vector<float> x = random_x(kRowsX * kCols);
     std::vector<float> y(kRowsX * m);
     for (auto _ : state) {
-        attn::model::stored_matmul(
-            x, kRowsX, {type, m, kCols, w, {}}, y, {.threads = threads, .simd = simd});
+        attn::model::stored_matmul(x,
+                                   kRowsX,
+                                   {type, m, kCols, w, {}},
+                                   y,
+                                   {.threads = threads, .simd = simd, .activations = activations});
         benchmark::DoNotOptimize(y.data());
         benchmark::ClobberMemory();
     }
@@ -164,7 +172,17 @@ int main(int argc, char** argv) {
                 ("bm_stored/" + std::string(ggml_type_traits(type)->name) + "/" + target).c_str(),
                 bm_stored,
                 type,
-                simd));
+                simd,
+                attn::model::Activations::f32));
+        }
+        for (const std::uint32_t type : {8U, 2U}) { // Q8_0, Q4_0 with Q8_0 activations
+            shapes(benchmark::RegisterBenchmark(
+                ("bm_stored_q8/" + std::string(ggml_type_traits(type)->name) + "/" + target)
+                    .c_str(),
+                bm_stored,
+                type,
+                simd,
+                attn::model::Activations::q8_0));
         }
     }
     benchmark::AddCustomContext("openblas_core", openblas_get_corename());

@@ -16,9 +16,10 @@ of it for BF16; f16 weights <= 1.25x --no-weights; peak RSS <= file + 512 MiB).
     /usr/bin/python3 bench/llama_forward.py build/release/app/attn [--seq 512]
         [--threads 1,2] [--repeat 3] [--files q8_0,q4_0,q4_k,bf16] [--ggml PATH]
         [--baseline OLD_ATTN] [--no-f16] [--dir /tmp/attn-bench-llama32] [--shape 8b]
-        [--simd AVX2]
+        [--simd AVX2] [--q8]
 
 --baseline runs a second binary's --no-weights in the same rounds (a change, before/after).
+--q8 runs the Q8_0 and Q4_0 files' --no-weights with --activations q8_0 too, in the same rounds.
 --simd NAME passes `--simd NAME` to every attn run (both binaries): a SIMD target forced, e.g.
 AVX2 on an AVX-512 CPU against the sgemm limit (OpenBLAS's kernel as numpy picks it).
 
@@ -143,6 +144,11 @@ def report(a, files, runs, cpu):
                 f16 = runs[(name, "f16", t)]
                 line += (f"; f16 weights {med(f16, 0):6.2f} s, {med(f16, 1):5.0f} MiB: "
                          f"{med(f16, 0) / med(nw, 0):.2f}x (goal <= 1.25)")
+            if (name, "q8", t) in runs:
+                q8 = runs[(name, "q8", t)]
+                line += (f"; --activations q8_0 {med(q8, 0):6.2f} s ({med(q8, 2):.2f} + "
+                         f"{med(q8, 3):.2f}): {med(q8, 0) / limit:.2f}x limit, "
+                         f"{med(q8, 0) / med(nw, 0):.2f}x f32")
             if (name, "old", t) in runs:
                 old = runs[(name, "old", t)]
                 line += (f"; baseline {med(old, 0):6.2f} s ({med(old, 2):.2f} + "
@@ -174,6 +180,8 @@ def main():
     ap.add_argument("--shape", choices=["1b", "8b"], default="1b",
                     help="8b: Llama-3-8B's shape, one Q4_0 file of random blocks (4.3 GiB)")
     ap.add_argument("--simd", help="a SIMD target for every attn run (attn's --simd)")
+    ap.add_argument("--q8", action="store_true",
+                    help="also --no-weights with --activations q8_0 (the integer products)")
     a = ap.parse_args()
     set_shape(a.shape)
     if a.shape == "8b":
@@ -206,6 +214,9 @@ def main():
                 if not a.no_f16:
                     runs.setdefault((name, "f16", t), []).append(
                         timed(base + ["--weights-dtype", "f16", "--weights", w], usage=True))
+                if a.q8 and name in ("q8_0", "q4_0"):
+                    runs.setdefault((name, "q8", t), []).append(
+                        timed(base + ["--no-weights", "--activations", "q8_0"], usage=True))
                 if a.baseline:
                     runs.setdefault((name, "old", t), []).append(
                         timed([os.path.abspath(a.baseline)] + base[1:] + ["--no-weights"],

@@ -110,6 +110,82 @@ def run_arch(arch):
     compare(arch, "text", ["--text", TEXT], info)
 
 
+# --activations q8_0 (docs/compute.md): each 32-block x of a Q8_0 or Q4_0 matrix's input moves
+# by at most d (1/2 + 2^-15 + 127 * 2^-11) = 0.5621 amax / 127 per element (q's rounding, and
+# d's to binary16), so ||dx||_2 <= sqrt(32) * 0.5621 / 127 * amax <= 0.0251 ||x||_2: a relative
+# error of at most Q8_EPS per rounded matrix, added in quadrature as above. Only Q8_0 and Q4_0
+# matrices change, so a layer whose scores no such matrix reaches keeps the same bits.
+Q8_EPS = float(np.sqrt(32) * (0.5 + 2.0 ** -15 + 127 * 2.0 ** -11) / 127)
+
+
+def rounded_before(info, layers):
+    """How many Q8_0 / Q4_0 matrices reach the scores of `layers` layers (eps_of's set)."""
+    names = []
+    for n in range(layers):
+        names += [f"model.layers.{n}.self_attn.{m}_proj.weight" for m in ("q", "k")]
+    for n in range(layers - 1):
+        names += [f"model.layers.{n}.{m}.weight" for m in
+                  ("self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj",
+                   "mlp.down_proj")]
+    return sum(info["tensors"][n]["type"] in ("Q8_0", "Q4_0") for n in names)
+
+
+def run_activations(arch):
+    with open(os.path.join(FIXTURES, arch + "_error.json")) as f:
+        info = json.load(f)
+    with open(path("ids.json"), "w") as f:
+        json.dump(IDS, f)
+    gguf = os.path.join(FIXTURES, arch + ".gguf")
+    f32 = forward(gguf, ["--token-ids", path("ids.json")])
+    q8 = forward(gguf, ["--token-ids", path("ids.json"), "--activations", "q8_0"])
+    if f32 is None or q8 is None:
+        return
+    w32, w8 = (np.array(r["weights"], dtype=np.float64) for r in (f32, q8))
+    for n in range(w32.shape[0]):
+        k = rounded_before(info, n + 1)
+        err = float(np.abs(w32[n] - w8[n]).max())
+        if k == 0:
+            check(f"{arch} q8_0: layer {n} weights the same bits (no rounded matrix before)",
+                  err == 0.0, f"max |diff| {err}")
+            continue
+        bound = SLOPE * Q8_EPS * np.sqrt(k)
+        check(f"{arch} q8_0: layer {n} weights within {SLOPE} * sqrt({k}) * {Q8_EPS:.4f} = "
+              f"{bound:.3f} of f32's (max |diff| {err:.5f})", err <= bound)
+        check(f"{arch} q8_0: layer {n} weights differ from f32's", err > 0.0)
+    k = sum(t["type"] in ("Q8_0", "Q4_0") for n, t in info["tensors"].items()
+            if n.startswith("model.layers."))
+    h32, h8 = (np.array(r["hidden_states"], dtype=np.float64) for r in (f32, q8))
+    rel = float(np.sqrt(np.mean((h32 - h8) ** 2) / np.mean(h32 ** 2)))
+    check(f"{arch} q8_0: hidden states within relative sqrt({k}) * {Q8_EPS:.4f} "
+          f"(relative RMS {rel:.5f})", 0.0 < rel <= Q8_EPS * np.sqrt(k))
+
+
+@test("--activations q8_0: shown by explain, refused where it changes nothing")
+def activations_refused():
+    with open(path("ids.json"), "w") as f:
+        json.dump(IDS, f)
+    gguf = os.path.join(FIXTURES, "llama.gguf")
+    rc, so, se = run(["explain", "--params", gguf, "--token-ids", path("ids.json"),
+                      "--activations", "q8_0"])
+    check("explain names the products' rounding", rc == 0 and b"activations q8_0" in so, se)
+    plain = os.path.join(ROOT, "tests", "unit", "fixtures", "gguf", "models", "llama.gguf")
+    for label, args, want in [
+            ("a problem without model weights",
+             ["compute", os.path.join(ROOT, "samples", "gqa.json")], "reads no quantized"),
+            ("a model without Q8_0 or Q4_0 layers",
+             ["compute", "--params", plain, "--token-ids", path("ids.json")], "have none"),
+            ("precision f64",
+             ["compute", "--params", gguf, "--token-ids", path("ids.json"), "--precision",
+              "f64"], "precision f64")]:
+        rc, so, se = run(args + ["--activations", "q8_0"])
+        check(f"--activations q8_0 with {label}: exit 2, one line naming it",
+              rc == 2 and se.count("\n") == 1 and want in se and "--activations" in se, se)
+
+
+for _arch in ("llama", "qwen2"):
+    test(f"quantized {_arch}: --activations q8_0 within the rounding of f32's")(
+        lambda a=_arch: run_activations(a))
+
 for _arch in ("llama", "qwen2"):
     test(f"quantized {_arch}: every type, from ids and text, vs the float32 folder")(
         lambda a=_arch: run_arch(a))

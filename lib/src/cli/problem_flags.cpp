@@ -310,6 +310,9 @@ problem_input(const ProblemFlags& a, std::string_view command, const StdinReader
     if (a.weights_dtype) {
         doc["weights_dtype"] = *a.weights_dtype;
     }
+    if (a.activations) {
+        doc["activations"] = *a.activations;
+    }
     if (!a.text.empty() || !a.text_file.empty()) {
         json texts(a.text);
         for (const std::string& file : a.text_file) {

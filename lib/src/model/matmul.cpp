@@ -12,6 +12,7 @@
 #include "attn/model/quants.hpp"
 #include "attn/parallel.hpp"
 #include "model/matmul_ops.hpp"
+#include "model/matmul_q8.hpp"
 
 #include <algorithm>
 #include <string>
@@ -139,10 +140,14 @@ void stored_matmul(std::span<const float> x,
         std::fill(y.begin(), y.end(), 0.0F);
         return;
     }
+    const std::size_t row_bytes = k / t.block * t.block_bytes;
+    if (options.activations == Activations::q8_0 && detail::q8_supports(w.type)) {
+        detail::q8_matmul(x, rows_x, w, row_bytes, y, options);
+        return;
+    }
     const detail::MatmulOps& ops = detail::matmul_ops(options.simd);
     const std::size_t chunk = std::min(k, kChunk); // whole blocks: a multiple of 256
     const std::size_t panels = (m + kPanelRows - 1) / kPanelRows;
-    const std::size_t row_bytes = k / t.block * t.block_bytes;
     const unsigned threads = attn::detail::resolve_threads(options.threads, panels);
     // Per thread: the panel's rows as dequantized [64, chunk], then packed as the
     // micro-GEMM's B operand, transposed [chunk, 64].
@@ -180,18 +185,23 @@ void stored_matmul(std::span<const float> x,
     });
 }
 
-StoredWeight stored_weight(const StoredMatrix& w, std::shared_ptr<const void> keep) {
+bool activations_apply(Activations activations, std::uint32_t type) {
+    return activations == Activations::q8_0 && detail::q8_supports(type);
+}
+
+StoredWeight
+stored_weight(const StoredMatrix& w, std::shared_ptr<const void> keep, Activations activations) {
     const std::vector<float> none;
     check_shapes(none, 0, w, {}); // the type, the blocks and the row map, once
     StoredWeight out;
     out.rows = w.rows;
     out.cols = w.cols;
-    out.multiply = [w, keep = std::move(keep)](std::span<const float> x,
-                                               std::size_t n,
-                                               std::span<float> y,
-                                               unsigned threads,
-                                               Simd simd) {
-        stored_matmul(x, n, w, y, {.threads = threads, .simd = simd});
+    out.multiply = [w, keep = std::move(keep), activations](std::span<const float> x,
+                                                            std::size_t n,
+                                                            std::span<float> y,
+                                                            unsigned threads,
+                                                            Simd simd) {
+        stored_matmul(x, n, w, y, {.threads = threads, .simd = simd, .activations = activations});
     };
     return out;
 }

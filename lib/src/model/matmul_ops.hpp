@@ -10,6 +10,23 @@
 
 namespace attn::model::detail {
 
+/// One call of the integer products (quant_dot-inl.h): y[n, m] for n < `n`, m < `m` of
+/// the activations rounded to Q8_0 (q8_activations.hpp: `qx` [n, blocks · 32] int8, `dx`
+/// [n, blocks] their scales, `sx` [n, blocks] each block's Σ qx) and the weight rows
+/// `w_rows[m]`, each `blocks` blocks of `type` (Q8_0 or Q4_0).
+struct DotQ8Args {
+    std::uint32_t type = 0;
+    const std::uint8_t* const* w_rows = nullptr;
+    std::size_t m = 0;
+    const std::int8_t* qx = nullptr;
+    const float* dx = nullptr;
+    const std::int32_t* sx = nullptr;
+    std::size_t n = 0;
+    std::size_t blocks = 0;
+    float* y = nullptr;
+    std::size_t ldy = 0;
+};
+
 struct MatmulOps {
     /// Dequantizes n_blocks blocks of ggml type `type` (one attn dequantizes; `traits` its
     /// traits) from src to dst: quant_blocks-inl.h compiled for this target, bit-exact with
@@ -19,6 +36,8 @@ struct MatmulOps {
                        const std::uint8_t* src,
                        std::size_t n_blocks,
                        float* dst);
+    /// The integer products of one panel (DotQ8Args), bit-identical on every target.
+    void (*dot_q8)(const DotQ8Args& args);
 };
 
 /// The table of `simd`'s target (the best this CPU runs for Simd::best). Throws

@@ -38,6 +38,7 @@ struct StoredLinear {
     std::size_t rows = 0;
     std::size_t cols = 0;
     std::vector<std::size_t> row_of;
+    Activations activations = Activations::f32;
 
     /// The weight's rows `part` (null: all of them) as the core's StoredWeight.
     StoredWeight weight(const std::vector<std::size_t>* part = nullptr) const {
@@ -54,7 +55,7 @@ struct StoredLinear {
             kept->rows = row_of;
         }
         const std::size_t n = part != nullptr ? part->size() : rows;
-        return stored_weight({tensor->type, n, cols, tensor->bytes, kept->rows}, kept);
+        return stored_weight({tensor->type, n, cols, tensor->bytes, kept->rows}, kept, activations);
     }
 };
 
@@ -71,6 +72,7 @@ template <class T> struct Reader {
     const ModelSpec& spec;
     std::string prefix;      ///< root (+ the layer's prefix)
     bool stored_f32 = false; ///< F32 weights multiplied as stored too (load_block)
+    Activations activations = Activations::f32; ///< the stored products' (load_block)
 
     std::string note() const {
         return " (config: hidden size " + std::to_string(spec.hidden) + ", heads " +
@@ -147,7 +149,7 @@ template <class T> struct Reader {
                 conv1d != (t->fix == StoredFix::transpose)) {
                 return std::nullopt;
             }
-            StoredLinear out{nullptr, t->shape[0], t->shape[1], {}};
+            StoredLinear out{nullptr, t->shape[0], t->shape[1], {}, activations};
             if (t->fix == StoredFix::unpermute_q || t->fix == StoredFix::unpermute_k) {
                 out.row_of =
                     unpermute_row_map(info.shape,
@@ -477,9 +479,12 @@ std::string layer_prefix(const ModelSpec& spec, std::size_t layer) {
 }
 
 template <class T>
-BasicBlockWeights<T>
-load_block(const ModelFolder& folder, const ModelSpec& spec, std::size_t layer, bool stored_f32) {
-    const Reader<T> r{folder, spec, layer_prefix(spec, layer), stored_f32};
+BasicBlockWeights<T> load_block(const ModelFolder& folder,
+                                const ModelSpec& spec,
+                                std::size_t layer,
+                                bool stored_f32,
+                                Activations activations) {
+    const Reader<T> r{folder, spec, layer_prefix(spec, layer), stored_f32, activations};
     BasicBlockWeights<T> w;
     load_attention(r, spec, w.attention);
     const Architecture& a = spec.arch;
@@ -557,10 +562,28 @@ void check_layer_count(const ModelFolder& folder, const ModelSpec& spec) {
     }
 }
 
+void check_activations(const ModelFolder& folder, const ModelSpec& spec, Activations activations) {
+    if (activations == Activations::f32) {
+        return;
+    }
+    const std::string layers = spec.root + spec.arch.layer.substr(0, spec.arch.layer.find("{}"));
+    for (const std::string& name : folder.names()) {
+        const TensorInfo* t = folder.find(name);
+        if (name.starts_with(layers) && t != nullptr && t->shape.size() == 2 &&
+            (t->dtype == "Q8_0" || t->dtype == "Q4_0")) {
+            return;
+        }
+    }
+    throw InputError(option_name("activations") +
+                     " q8_0: rounds the inputs of Q8_0 and Q4_0 weights' products, and the "
+                     "layers of " +
+                     folder.path().string() + " have none (expected \"f32\" here)");
+}
+
 template BasicBlockWeights<float>
-load_block<float>(const ModelFolder&, const ModelSpec&, std::size_t, bool);
+load_block<float>(const ModelFolder&, const ModelSpec&, std::size_t, bool, Activations);
 template BasicBlockWeights<double>
-load_block<double>(const ModelFolder&, const ModelSpec&, std::size_t, bool);
+load_block<double>(const ModelFolder&, const ModelSpec&, std::size_t, bool, Activations);
 template ModelEmbeddings<float>
 load_model_embeddings<float>(const ModelFolder&, const ModelSpec&, const TokenIds&);
 template ModelEmbeddings<double>

@@ -37,7 +37,7 @@ const std::vector<std::string>& problem_fields() {
                                                     "varlen",         "text",
                                                     "special_tokens", "rollout_fusion",
                                                     "select_heads",   "query_rows",
-                                                    "weights_dtype"};
+                                                    "weights_dtype",  "activations"};
     return fields;
 }
 
@@ -296,6 +296,14 @@ void decode_id_and_precision(DecodeContext& cx, Problem& p) {
                              shown(w));
         }
         p.weights_f16 = w == "f16";
+    }
+    if (cx.has("activations")) {
+        const json& v = cx.doc["activations"];
+        if (v != "f32" && v != "q8_0") {
+            throw InputError(option_name("activations") + ": expected \"f32\" or \"q8_0\", got " +
+                             shown(v));
+        }
+        p.activations = v == "q8_0" ? model::Activations::q8_0 : model::Activations::f32;
     }
 }
 

@@ -256,12 +256,13 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
         std::shared_ptr<const BasicBlockWeights<float>> cached;
         if constexpr (std::is_same_v<T, float>) {
             if (options.block_cache != nullptr) {
-                cached = options.block_cache->get(*run.folder, spec, l);
+                cached = options.block_cache->get(*run.folder, spec, l, p.activations);
                 r = transformer_block(x, *cached, block, layer);
             }
         }
         if (!cached) {
-            const BasicBlockWeights<T> w = model::load_block<T>(*run.folder, spec, l);
+            const BasicBlockWeights<T> w =
+                model::load_block<T>(*run.folder, spec, l, false, p.activations);
             r = transformer_block(x, w, block, layer);
         } // the layer's weights go here, unless a cache keeps them
         x = std::move(r.hidden);
@@ -353,6 +354,21 @@ bool is_model_run(const json& doc, const fs::path& base, bool ids_given) {
     const fs::path path = model::resolve_model_path(file, base);
     return model::is_model_folder(path) || is_model_file(doc, path, ids_given);
 }
+
+namespace {
+
+/// "activations" q8_0 where it changes something: precision f32, Q8_0 or Q4_0 layers.
+void check_activations(const ModelRun& run) {
+    if (run.stack.first.activations == model::Activations::q8_0 &&
+        run.stack.first.precision == Precision::f64) {
+        throw InputError(option_name("activations") +
+                         " q8_0: precision f64 multiplies every weight in float64 (expected "
+                         "\"f32\" with it)");
+    }
+    model::check_activations(*run.folder, run.spec, run.stack.first.activations);
+}
+
+} // namespace
 
 ModelRun decode_model_run(const json& doc_in, const fs::path& base, ArrayValues given) {
     json doc = doc_in;
@@ -458,6 +474,7 @@ ModelRun decode_model_run(const json& doc_in, const fs::path& base, ArrayValues 
         run.stack.first.sources.push_back(std::move(s));
     }
     run.stack.first.num_kv_heads = run.spec.kv_heads;
+    check_activations(run);
     if (run.spec.arch.causal && run.stack.first.causal == Causal::none) {
         // The decoder's own mask, in the problem: the kernel, the heatmap's hatching and
         // explain ask it there.
@@ -501,16 +518,23 @@ std::vector<std::string> model_run_plan(const ModelRun& run) {
                    "; y = h + " +
                    around(a.mlp_post_norm, mlp + "(" + around(a.mlp_norm, "h") + ")")));
     out.push_back("final norm: " + (a.final_norm.empty() ? std::string("none") : a.final_norm));
+    if (run.stack.first.activations == model::Activations::q8_0) {
+        out.emplace_back("products: activations q8_0: the inputs of Q8_0 and Q4_0 weights rounded "
+                         "to Q8_0 as llama.cpp does, integer sums per block; other types exact "
+                         "float32");
+    }
     return out;
 }
 
-std::shared_ptr<const BasicBlockWeights<float>>
-BlockCache::get(const model::ModelFolder& folder, const model::ModelSpec& spec, std::size_t layer) {
+std::shared_ptr<const BasicBlockWeights<float>> BlockCache::get(const model::ModelFolder& folder,
+                                                                const model::ModelSpec& spec,
+                                                                std::size_t layer,
+                                                                model::Activations activations) {
     const std::lock_guard<std::mutex> lock(mutex_); // each layer read once, by one run
-    std::shared_ptr<const BasicBlockWeights<float>>& b = blocks_[layer];
+    std::shared_ptr<const BasicBlockWeights<float>>& b = blocks_[{layer, activations}];
     if (!b) {
         b = std::make_shared<const BasicBlockWeights<float>>(
-            model::load_block<float>(folder, spec, layer));
+            model::load_block<float>(folder, spec, layer, false, activations));
     }
     return b;
 }

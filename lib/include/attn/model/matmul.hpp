@@ -27,11 +27,23 @@ struct StoredMatrix {
     std::span<const std::size_t> row_of; ///< empty: row j is stored row j
 };
 
-/// How stored_matmul runs: `threads` (0: all hardware threads) and the SIMD target
-/// (Simd::best, or one that simd_target() named, for tests and benchmarks).
+/// What the products do with their float32 input x. f32: exact products of x and the
+/// dequantized W (float32 sums). q8_0: for Q8_0 and Q4_0 weights, x rounded per row to
+/// Q8_0 first, as llama.cpp does before its products (ggml's quantize_row_q8_0: per block
+/// of 32, d = amax / 127 stored as binary16, q = round(x · (1/d)), ties away from zero as
+/// its reference code), then exact int32 sums per block scaled by d_w · d_x: llama.cpp's
+/// products up to the order of its float sums (and its SIMD rounding's ties to even). Each
+/// element of x moves by at most d · (1/2 + 2⁻¹⁵ + 127 · 2⁻¹¹) (the rounding of q and of
+/// x · (1/d), and of d to binary16). Other weight types keep the f32 products.
+enum class Activations { f32, q8_0 };
+
+/// How stored_matmul runs: `threads` (0: all hardware threads), the SIMD target
+/// (Simd::best, or one that simd_target() named, for tests and benchmarks) and what
+/// happens to the activations.
 struct MatmulOptions {
     unsigned threads = 1;
     Simd simd = Simd::best;
+    Activations activations = Activations::f32;
 };
 
 /// Whether stored_matmul multiplies ggml type `type` (every dequantizable type).
@@ -51,9 +63,15 @@ void stored_matmul(std::span<const float> x,
                    std::span<float> y,
                    const MatmulOptions& options = {});
 
-/// W as the core's StoredWeight (attn/stored_weight.hpp), its product stored_matmul's.
-/// `keep` owns what w.bytes and w.row_of point into (null: they outlive the weight).
-/// Throws InputError as stored_matmul does for what does not fit (checked here once).
-StoredWeight stored_weight(const StoredMatrix& w, std::shared_ptr<const void> keep);
+/// W as the core's StoredWeight (attn/stored_weight.hpp), its product stored_matmul's
+/// with `activations`. `keep` owns what w.bytes and w.row_of point into (null: they outlive
+/// the weight). Throws InputError as stored_matmul does for what does not fit (checked here
+/// once).
+StoredWeight stored_weight(const StoredMatrix& w,
+                           std::shared_ptr<const void> keep,
+                           Activations activations = Activations::f32);
+
+/// Whether `activations` changes the products of ggml type `type`: q8_0 for Q8_0 and Q4_0.
+bool activations_apply(Activations activations, std::uint32_t type);
 
 } // namespace attn::model

@@ -7,6 +7,7 @@
 #include "attn/embedding.hpp"
 #include "attn/model/architecture.hpp"
 #include "attn/model/folder.hpp"
+#include "attn/model/matmul.hpp"
 
 #include <optional>
 #include <string>
@@ -30,11 +31,18 @@ namespace attn::model {
 /// Throws InputError naming the tensor: missing, or a shape that disagrees with the config
 /// ("model.layers.0.self_attn.q_proj.weight: expected shape [64, 64], got [32, 64]
 /// (config.json: heads 4, head dim 16, hidden size 64)").
+/// `activations` (attn/model/matmul.hpp): what the stored weights' products do with their
+/// input (check_activations refuses a choice that would change nothing).
 template <class T>
 BasicBlockWeights<T> load_block(const ModelFolder& folder,
                                 const ModelSpec& spec,
                                 std::size_t layer,
-                                bool stored_f32 = false);
+                                bool stored_f32 = false,
+                                Activations activations = Activations::f32);
+
+/// Throws InputError when `activations` is q8_0 and no layer of the model holds a Q8_0 or
+/// Q4_0 matrix (nothing read: the tensors' stored types).
+void check_activations(const ModelFolder& folder, const ModelSpec& spec, Activations activations);
 
 /// The embedding tables a run on token ids `ids` needs, and the ids that index them.
 /// B, L: the ids' shape; U: the distinct ids in use; E: the hidden size; P, Tt as

@@ -39,13 +39,18 @@ struct ModelRun {
 class BlockCache {
   public:
     std::shared_ptr<const BasicBlockWeights<float>>
-    get(const model::ModelFolder& folder, const model::ModelSpec& spec, std::size_t layer);
+    get(const model::ModelFolder& folder,
+        const model::ModelSpec& spec,
+        std::size_t layer,
+        model::Activations activations = model::Activations::f32);
     /// Whether every layer of `run`'s model in float32 takes at most `budget` bytes.
     static bool fits(const ModelRun& run, std::uint64_t budget);
 
   private:
     std::mutex mutex_;
-    std::map<std::size_t, std::shared_ptr<const BasicBlockWeights<float>>> blocks_;
+    std::map<std::pair<std::size_t, model::Activations>,
+             std::shared_ptr<const BasicBlockWeights<float>>>
+        blocks_;
 };
 
 /// Whether "params" names a whole model: a folder (a directory, or {"file": DIR}), a

@@ -1,0 +1,283 @@
+// The integer products of Q8_0 and Q4_0 weights with activations rounded to Q8_0 (ggml's
+// quantize_row_q8_0; q8_activations.hpp), for one SIMD target: y[n, m] = Σ_b
+// fma(dw[m, b] · dx[n, b], isum[n, m, b], ·) along the 32-blocks b in order, where isum is
+// the exact int32 sum of the block's 32 products of int8 weights (Q4_0: nibble − 8) and
+// int8 activations. The int32 sums are exact on every target and the float accumulation is
+// the same chain of single-rounded FMAs on every target, so y is bit-identical across
+// targets (and thread counts). x86 AVX2 and AVX-512 targets pack each panel of W so that
+// a vector holds 8 (AVX2, AVX3: _mm256_maddubs_epi16) or 16 (AVX3_DL: AVX-512 VNNI's
+// _mm512_dpbusd_epi32) weight rows' block sums, one per lane, and multiply 4 activation
+// rows per tile; every other target takes the portable loop, one pair at a time.
+// Included per target by matmul_hwy.cpp (Highway's -inl.h convention). It checks nothing:
+// matmul_q8.cpp has.
+#if defined(ATTN_MODEL_QUANT_DOT_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef ATTN_MODEL_QUANT_DOT_INL_H_
+#undef ATTN_MODEL_QUANT_DOT_INL_H_
+#else
+#define ATTN_MODEL_QUANT_DOT_INL_H_
+#endif
+
+#include "model/matmul_ops.hpp"
+#include "model/quant_blocks-inl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <hwy/highway.h>
+#include <vector>
+
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#include <immintrin.h>
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace attn::model::detail::HWY_NAMESPACE {
+namespace {
+
+/// The exact int32 sum of one block's 32 products (portable; every target).
+std::int32_t block_isum(std::uint32_t type, const std::uint8_t* w, const std::int8_t* q) {
+    std::int32_t sum = 0;
+    if (type == t_q4_0) {
+        const std::uint8_t* qs = w + 2;
+        for (std::size_t j = 0; j < 16; ++j) {
+            sum += ((qs[j] & 0x0F) - 8) * q[j] + ((qs[j] >> 4) - 8) * q[j + 16];
+        }
+    } else { // Q8_0
+        const auto* qs = reinterpret_cast<const std::int8_t*>(w + 2);
+        for (std::size_t j = 0; j < 32; ++j) {
+            sum += qs[j] * q[j];
+        }
+    }
+    return sum;
+}
+
+/// y[n, m] for one pair: the portable loop, the definition every target computes.
+[[maybe_unused]] float
+dot_pair(const DotQ8Args& a, std::size_t n, std::size_t m, const float* f16) {
+    const std::size_t bb = a.type == t_q4_0 ? 18 : 34;
+    const std::uint8_t* w = a.w_rows[m];
+    const std::int8_t* q = a.qx + n * a.blocks * 32;
+    const float* dx = a.dx + n * a.blocks;
+    float acc = 0.0F;
+    for (std::size_t b = 0; b < a.blocks; ++b) {
+        const float scale = f16_at(f16, w + b * bb) * dx[b];
+        const auto isum = static_cast<float>(block_isum(a.type, w + b * bb, q + b * 32));
+        acc = std::fma(scale, isum, acc);
+    }
+    return acc;
+}
+
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#define ATTN_HAVE_DOT_TILE 1
+#if HWY_TARGET == HWY_AVX3_DL
+// Highway 1.0's AVX3_DL compiles for AVX-VNNI (256 bits, which Ice Lake and Zen 4 lack)
+// but checks the CPU for AVX512_VNNI, which this code uses: enabled here on top.
+HWY_PUSH_ATTRIBUTES("avx512vnni")
+#endif
+
+// The weights of a panel are packed once per call so that one vector holds kLanes weight
+// rows (m) side by side, 4 consecutive k of each per 32-bit lane: a block is 8 vectors,
+// one per step of 4 k, and one activation row's 4 bytes of that step, broadcast, multiply
+// all kLanes rows at once. The block sums then come out one m per lane, exact in int32,
+// with no horizontal reduction. Lanes past the panel's rows hold zeros.
+#if HWY_TARGET == HWY_AVX3_DL
+// AVX-512 VNNI: _mm512_dpbusd_epi32, unsigned weight bytes × signed activations, 4
+// products summed into each int32 lane. Q4_0 keeps its nibbles u (w = u − 8), Q8_0 is
+// stored as u = w + 128; Σ w x = Σ u x − bias · Σ x.
+constexpr std::size_t kLanes = 16;
+using VecI = __m512i;
+using VecF = __m512;
+#else
+// AVX2 (and AVX3 without VNNI, on 256 bits): _mm256_maddubs_epi16 (u8 × i8, pairs summed
+// into int16). Q4_0's nibbles (u <= 15): 8 steps of pair sums (<= 2 · 15 · 127 each) add
+// up in int16 without overflow (<= 30480), widened once per block. Q8_0 stored signed:
+// |w| × sign(x, w) per step (pairs <= 2 · 128 · 127), widened per step.
+constexpr std::size_t kLanes = 8;
+using VecI = __m256i;
+using VecF = __m256;
+#endif
+constexpr std::size_t kPackRows = 4; // activation rows per tile
+
+/// The bias of the packed bytes: Σ w x = Σ u x − bias · Σ x.
+std::int32_t pack_bias(std::uint32_t type) {
+#if HWY_TARGET == HWY_AVX3_DL
+    return type == t_q4_0 ? 8 : 128;
+#else
+    return type == t_q4_0 ? 8 : 0;
+#endif
+}
+
+/// Packs the panel: `pack` [groups, blocks, 8 steps, kLanes, 4] bytes, `dw` [groups,
+/// blocks, kLanes] the weights' scales (0 in lanes past the rows).
+void pack_panel(const DotQ8Args& a,
+                const float* f16,
+                std::vector<std::uint8_t>& pack,
+                std::vector<float>& dw) {
+    const std::size_t bb = a.type == t_q4_0 ? 18 : 34;
+    const std::size_t groups = (a.m + kLanes - 1) / kLanes;
+    const std::uint32_t flip = pack_bias(a.type) == 128 ? 0x80808080U : 0U;
+    pack.assign(groups * a.blocks * 32 * kLanes, 0);
+    dw.assign(groups * a.blocks * kLanes, 0.0F);
+    for (std::size_t m = 0; m < a.m; ++m) {
+        const std::size_t g = m / kLanes;
+        const std::size_t l = m % kLanes;
+        for (std::size_t b = 0; b < a.blocks; ++b) {
+            const std::uint8_t* w = a.w_rows[m] + b * bb;
+            std::uint8_t bytes[32];
+            if (a.type == t_q4_0) {
+                for (std::size_t j = 0; j < 16; ++j) {
+                    bytes[j] = w[2 + j] & 0x0F;
+                    bytes[j + 16] = w[2 + j] >> 4;
+                }
+            } else {
+                std::memcpy(bytes, w + 2, 32);
+            }
+            const std::size_t gb = g * a.blocks + b;
+            std::uint8_t* dst = pack.data() + gb * 32 * kLanes + l * 4;
+            for (std::size_t step = 0; step < 8; ++step) {
+                std::uint32_t v = 0;
+                std::memcpy(&v, bytes + step * 4, 4);
+                v ^= flip;
+                std::memcpy(dst + step * kLanes * 4, &v, 4);
+            }
+            dw[gb * kLanes + l] = f16_at(f16, w);
+        }
+    }
+}
+
+inline VecI broadcast4(const std::int8_t* p) {
+    std::int32_t v = 0;
+    std::memcpy(&v, p, 4);
+#if HWY_TARGET == HWY_AVX3_DL
+    return _mm512_set1_epi32(v);
+#else
+    return _mm256_set1_epi32(v);
+#endif
+}
+
+/// The exact Σ u x of one block for kLanes weight rows and one activation row.
+inline VecI block_sums(std::uint32_t type, const std::uint8_t* pk, const std::int8_t* x) {
+#if HWY_TARGET == HWY_AVX3_DL
+    (void)type;
+    VecI acc = _mm512_setzero_si512();
+    for (std::size_t step = 0; step < 8; ++step) {
+        acc =
+            _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(pk + step * 64), broadcast4(x + step * 4));
+    }
+    return acc;
+#else
+    const VecI ones = _mm256_set1_epi16(1);
+    if (type == t_q4_0) {
+        VecI acc16 = _mm256_setzero_si256();
+        for (std::size_t step = 0; step < 8; ++step) {
+            const VecI u = _mm256_loadu_si256(reinterpret_cast<const VecI*>(pk + step * 32));
+            acc16 = _mm256_add_epi16(acc16, _mm256_maddubs_epi16(u, broadcast4(x + step * 4)));
+        }
+        return _mm256_madd_epi16(acc16, ones);
+    }
+    VecI acc = _mm256_setzero_si256();
+    for (std::size_t step = 0; step < 8; ++step) {
+        const VecI w = _mm256_loadu_si256(reinterpret_cast<const VecI*>(pk + step * 32));
+        const VecI p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w),
+                                            _mm256_sign_epi8(broadcast4(x + step * 4), w));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
+    }
+    return acc;
+#endif
+}
+
+/// acc = fma(dw · dx, float(isum − bias · Σx), acc): dot_pair's step, lane-wise.
+inline VecF scaled_step(VecI isum, std::int32_t correction, const float* dw, float dx, VecF acc) {
+#if HWY_TARGET == HWY_AVX3_DL
+    const VecI s = _mm512_sub_epi32(isum, _mm512_set1_epi32(correction));
+    const VecF scale = _mm512_mul_ps(_mm512_loadu_ps(dw), _mm512_set1_ps(dx));
+    return _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(s), acc);
+#else
+    const VecI s = _mm256_sub_epi32(isum, _mm256_set1_epi32(correction));
+    const VecF scale = _mm256_mul_ps(_mm256_loadu_ps(dw), _mm256_set1_ps(dx));
+    return _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(s), acc);
+#endif
+}
+
+/// y[n0 .. n0 + R, the group's kLanes rows of W] from the packed panel.
+template <std::size_t R>
+void dot_tile(
+    const DotQ8Args& a, std::size_t n0, std::size_t g, const std::uint8_t* pack, const float* dw) {
+    const std::int32_t bias = pack_bias(a.type);
+    const std::size_t row = a.blocks * 32;
+    VecF acc[R];
+    for (std::size_t r = 0; r < R; ++r) {
+#if HWY_TARGET == HWY_AVX3_DL
+        acc[r] = _mm512_setzero_ps();
+#else
+        acc[r] = _mm256_setzero_ps();
+#endif
+    }
+    for (std::size_t b = 0; b < a.blocks; ++b) {
+        const std::size_t gb = g * a.blocks + b;
+        for (std::size_t r = 0; r < R; ++r) {
+            const std::size_t at = (n0 + r) * a.blocks + b;
+            const VecI isum =
+                block_sums(a.type, pack + gb * 32 * kLanes, a.qx + (n0 + r) * row + b * 32);
+            acc[r] = scaled_step(isum, bias * a.sx[at], dw + gb * kLanes, a.dx[at], acc[r]);
+        }
+    }
+    const std::size_t m0 = g * kLanes;
+    const std::size_t lanes = std::min(kLanes, a.m - m0);
+    alignas(64) float out[kLanes];
+    for (std::size_t r = 0; r < R; ++r) {
+#if HWY_TARGET == HWY_AVX3_DL
+        _mm512_store_ps(out, acc[r]);
+#else
+        _mm256_store_ps(out, acc[r]);
+#endif
+        std::memcpy(a.y + (n0 + r) * a.ldy + m0, out, lanes * sizeof(float));
+    }
+}
+
+/// Every pair through the packed panel: tiles of kPackRows rows, then the last rows.
+void dot_packed(const DotQ8Args& a, const float* f16) {
+    std::vector<std::uint8_t> pack;
+    std::vector<float> dw;
+    pack_panel(a, f16, pack, dw);
+    const std::size_t groups = (a.m + kLanes - 1) / kLanes;
+    std::size_t n0 = 0;
+    for (; n0 + kPackRows <= a.n; n0 += kPackRows) {
+        for (std::size_t g = 0; g < groups; ++g) {
+            dot_tile<kPackRows>(a, n0, g, pack.data(), dw.data());
+        }
+    }
+    for (; n0 < a.n; ++n0) {
+        for (std::size_t g = 0; g < groups; ++g) {
+            dot_tile<1>(a, n0, g, pack.data(), dw.data());
+        }
+    }
+}
+#if HWY_TARGET == HWY_AVX3_DL
+HWY_POP_ATTRIBUTES
+#endif
+#endif
+
+/// y[n, m] for every n < a.n, m < a.m: the packed tiles where this target has them, the
+/// portable pair loop elsewhere (the same values).
+void dot_q8(const DotQ8Args& a) {
+    const float* f16 = f16_table();
+#ifdef ATTN_HAVE_DOT_TILE
+    dot_packed(a, f16);
+#undef ATTN_HAVE_DOT_TILE
+#else
+    for (std::size_t n = 0; n < a.n; ++n) {
+        for (std::size_t m = 0; m < a.m; ++m) {
+            a.y[n * a.ldy + m] = dot_pair(a, n, m, f16);
+        }
+    }
+#endif
+}
+
+} // namespace
+} // namespace attn::model::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif // include guard

@@ -1,0 +1,205 @@
+// The integer path of the stored-type product (MatmulOptions::activations = q8_0), per
+// type (Q8_0, Q4_0) and per SIMD target this CPU runs, on shapes that straddle its 4 x 4
+// tile and its 64-row panels (x rows 1, 3, 5, 17; W rows 1, 7, 13, 70; K = 32, 96, 2304):
+//   - against float64 of (the dequantized W) x (x rounded to Q8_0 by this file's own
+//     transcription of ggml's quantize_row_q8_0_ref), within float32's summation bound over
+//     the blocks' chain (one rounding of d_w · d_x and one FMA per block: (blocks + 1) u);
+//   - against float64 of the unrounded x, within the rounding's bound: each element moves by
+//     |x - d16 · q| <= d · (1/2 + 2^-15 + 127 · 2^-11) (the rounding of q, of x · (1/d) in
+//     float32, and of d to binary16: relative 2^-11 for d >= 2^-14), so
+//     |y - x · w| <= Σ_k |w_k| · e_block(k) + the float32 bound above;
+//   - bit-identical on every target and for any thread count;
+//   - other types ignore the choice (their f32 products).
+#include "attn/half.hpp"
+#include "attn/model/matmul.hpp"
+#include "attn/model/quants.hpp"
+#include "unit/ggml_blocks.hpp"
+#include "unit/test_util.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <gtest/gtest.h>
+#include <string>
+#include <tuple>
+#include <vector>
+
+// A named namespace: a unity build joins this file with stored_matmul_test.cpp.
+namespace attn::model::q8_matmul_test {
+namespace {
+
+using testing::random_ggml_blocks;
+using testing::simd_label;
+using testing::simd_targets;
+
+struct Shape3 {
+    std::size_t n; // rows of x
+    std::size_t m; // rows of W
+    std::size_t k;
+};
+
+std::vector<Shape3> shapes() {
+    std::vector<Shape3> out;
+    for (const std::size_t k : {32U, 96U}) {
+        for (const std::size_t n : {1U, 3U, 5U, 17U}) {
+            for (const std::size_t m : {1U, 7U, 13U}) {
+                out.push_back({n, m, k});
+            }
+        }
+    }
+    out.push_back({9, 70, 2304}); // several panels of 64 W rows, 72 blocks
+    return out;
+}
+
+/// x rounded to Q8_0 as ggml's quantize_row_q8_0_ref does (d = amax / 127, id = 1 / d,
+/// q = roundf(x · id), d stored as fp16), as float64 values d16 · q; `err` gets the
+/// per-element bound d · (1/2 + 2^-15 + 127 · 2^-11) of each element's block.
+std::vector<double> q8_rounded(const std::vector<float>& x, std::vector<double>& err) {
+    std::vector<double> out(x.size());
+    err.assign(x.size(), 0.0);
+    for (std::size_t b0 = 0; b0 < x.size(); b0 += 32) {
+        float amax = 0.0F;
+        for (std::size_t j = 0; j < 32; ++j) {
+            amax = std::max(amax, std::fabs(x[b0 + j]));
+        }
+        const float d = amax / 127.0F;
+        const float id = d != 0.0F ? 1.0F / d : 0.0F;
+        const auto d16 = static_cast<double>(half_to_float(double_to_half(static_cast<double>(d))));
+        for (std::size_t j = 0; j < 32; ++j) {
+            out[b0 + j] = d16 * static_cast<double>(std::roundf(x[b0 + j] * id));
+            err[b0 + j] = static_cast<double>(d) *
+                          (0.5 + std::ldexp(1.0, -15) + 127.0 * std::ldexp(1.0, -11));
+        }
+    }
+    return out;
+}
+
+struct Reference {
+    std::vector<double> rounded; // Σ w · (d16 q)
+    std::vector<double> abs;     // Σ |w · d16 q|
+    std::vector<double> exact;   // Σ w · x
+    std::vector<double> moved;   // Σ |w| · e
+};
+
+Reference reference(const std::vector<float>& x, const std::vector<float>& w, const Shape3& s) {
+    std::vector<double> err;
+    const std::vector<double> xq = q8_rounded(x, err);
+    Reference r;
+    for (std::vector<double>* v : {&r.rounded, &r.abs, &r.exact, &r.moved}) {
+        v->assign(s.n * s.m, 0.0);
+    }
+    for (std::size_t i = 0; i < s.n; ++i) {
+        for (std::size_t j = 0; j < s.m; ++j) {
+            const std::size_t e = i * s.m + j;
+            for (std::size_t p = 0; p < s.k; ++p) {
+                const auto wv = static_cast<double>(w[j * s.k + p]);
+                r.rounded[e] += wv * xq[i * s.k + p];
+                r.abs[e] += std::fabs(wv * xq[i * s.k + p]);
+                r.exact[e] += wv * static_cast<double>(x[i * s.k + p]);
+                r.moved[e] += std::fabs(wv) * err[i * s.k + p];
+            }
+        }
+    }
+    return r;
+}
+
+std::vector<float> product(const std::vector<float>& x,
+                           const Shape3& s,
+                           std::uint32_t type,
+                           const std::vector<std::uint8_t>& bytes,
+                           MatmulOptions options) {
+    std::vector<float> y(s.n * s.m, testing::kNaN);
+    stored_matmul(x, s.n, {type, s.m, s.k, bytes, {}}, y, options);
+    return y;
+}
+
+class Q8Matmul : public ::testing::TestWithParam<std::tuple<std::uint32_t, Simd>> {};
+
+TEST_P(Q8Matmul, MatchesFloat64OfTheRoundedActivationsAndStaysWithinTheRoundingOfTheExact) {
+    const auto [type, simd] = GetParam();
+    std::uint32_t seed = 100;
+    for (const Shape3& s : shapes()) {
+        const std::vector<std::uint8_t> bytes = random_ggml_blocks(type, s.m * s.k, ++seed);
+        std::vector<float> w(s.m * s.k);
+        dequantize_ggml(type, bytes, w);
+        const std::vector<float> x = testing::random_floats(s.n * s.k, ++seed);
+        const Reference want = reference(x, w, s);
+        const std::vector<float> y = product(
+            x, s, type, bytes, {.threads = 1, .simd = simd, .activations = Activations::q8_0});
+        const std::size_t blocks = s.k / 32;
+        std::size_t moved_by_rounding = 0;
+        for (std::size_t e = 0; e < y.size(); ++e) {
+            const std::string where = std::string(ggml_type_traits(type)->name) + " " +
+                                      simd_label(simd) + " n=" + std::to_string(s.n) +
+                                      " m=" + std::to_string(s.m) + " k=" + std::to_string(s.k) +
+                                      " at " + std::to_string(e);
+            const double bound = testing::float32_sum_bound(blocks + 1, want.abs[e]);
+            const auto got = static_cast<double>(y[e]);
+            ASSERT_LE(std::fabs(got - want.rounded[e]), bound) << where;
+            ASSERT_LE(std::fabs(got - want.exact[e]), want.moved[e] + bound) << where;
+            moved_by_rounding += std::fabs(want.exact[e] - want.rounded[e]) > bound ? 1U : 0U;
+        }
+        // The rounding is really applied: the exact product is out of the first bound.
+        EXPECT_GT(moved_by_rounding, 0U) << "n=" << s.n << " m=" << s.m << " k=" << s.k;
+    }
+}
+
+TEST_P(Q8Matmul, EqualsThePortableLoopBitForBitForAnyThreadCount) {
+    const auto [type, simd] = GetParam();
+    const Simd portable = simd_targets().back();
+    for (const Shape3& s : {Shape3{17, 70, 2304}, Shape3{8, 16, 96}}) {
+        const std::vector<std::uint8_t> bytes = random_ggml_blocks(type, s.m * s.k, 7);
+        const std::vector<float> x = testing::random_floats(s.n * s.k, 8);
+        const std::vector<float> want = product(
+            x, s, type, bytes, {.threads = 1, .simd = portable, .activations = Activations::q8_0});
+        for (const unsigned threads : {1U, 3U}) {
+            const std::vector<float> got =
+                product(x,
+                        s,
+                        type,
+                        bytes,
+                        {.threads = threads, .simd = simd, .activations = Activations::q8_0});
+            EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+                << simd_label(simd) << " against " << simd_label(portable) << ", " << threads
+                << " threads, n=" << s.n << " m=" << s.m;
+        }
+    }
+}
+
+std::string case_name(const ::testing::TestParamInfo<std::tuple<std::uint32_t, Simd>>& info) {
+    return std::string(ggml_type_traits(std::get<0>(info.param))->name) + "_" +
+           simd_label(std::get<1>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(TypesAndTargets,
+                         Q8Matmul,
+                         ::testing::Combine(::testing::Values(8U, 2U),
+                                            ::testing::ValuesIn(simd_targets())),
+                         case_name);
+
+TEST(Q8MatmulOtherTypes, KeepTheFloat32Products) {
+    const Shape3 s{5, 7, 256};
+    const std::vector<float> x = testing::random_floats(s.n * s.k, 3);
+    for (const std::uint32_t type : {1U, 3U, 12U}) { // F16, Q4_1, Q4_K
+        const std::vector<std::uint8_t> bytes = random_ggml_blocks(type, s.m * s.k, 4);
+        const std::vector<float> f32 = product(x, s, type, bytes, {});
+        const std::vector<float> q8 =
+            product(x, s, type, bytes, {.activations = Activations::q8_0});
+        EXPECT_EQ(std::memcmp(f32.data(), q8.data(), f32.size() * sizeof(float)), 0) << type;
+    }
+}
+
+TEST(Q8MatmulNonFinite, ABlockWithANaNOrAnInfinityGivesNaN) {
+    const Shape3 s{2, 4, 64};
+    std::vector<float> x = testing::random_floats(s.n * s.k, 5);
+    x[40] = std::numeric_limits<float>::infinity(); // row 0, block 1
+    const std::vector<std::uint8_t> bytes = random_ggml_blocks(8, s.m * s.k, 6);
+    const std::vector<float> y = product(x, s, 8, bytes, {.activations = Activations::q8_0});
+    for (std::size_t j = 0; j < s.m; ++j) {
+        EXPECT_TRUE(std::isnan(y[j])) << j;
+        EXPECT_TRUE(std::isfinite(y[s.m + j])) << j;
+    }
+}
+
+} // namespace
+} // namespace attn::model::q8_matmul_test

@@ -73,8 +73,11 @@ dot_pair(const DotQ8Args& a, std::size_t n, std::size_t m, const float* f16) {
 #define ATTN_HAVE_DOT_TILE 1
 #if HWY_TARGET == HWY_AVX3_DL
 // Highway 1.0's AVX3_DL compiles for AVX-VNNI (256 bits, which Ice Lake and Zen 4 lack)
-// but checks the CPU for AVX512_VNNI, which this code uses: enabled here on top.
-HWY_PUSH_ATTRIBUTES("avx512vnni")
+// but checks the CPU for AVX512_VNNI, which this code uses: enabled here on top. In place
+// of HWY_BEFORE_NAMESPACE's attribute, not nested in it: clang 14 keeps the outer one of
+// two pushed target attributes (GCC the inner one), so the set is the target's plus VNNI.
+HWY_POP_ATTRIBUTES
+HWY_PUSH_ATTRIBUTES(HWY_TARGET_STR ",avx512vnni")
 #endif
 
 // The weights of a panel are packed once per call so that one vector holds kLanes weight
@@ -257,6 +260,7 @@ void dot_packed(const DotQ8Args& a, const float* f16) {
 }
 #if HWY_TARGET == HWY_AVX3_DL
 HWY_POP_ATTRIBUTES
+HWY_PUSH_ATTRIBUTES(HWY_TARGET_STR) // HWY_BEFORE_NAMESPACE's again, for HWY_AFTER_NAMESPACE
 #endif
 #endif
 

@@ -53,15 +53,22 @@ def hf_folder(arch, info):
     return folder
 
 
-def eps_of(info, layers):
-    """The quantization error reaching the scores of `layers` layers and beyond."""
-    names = ["model.embed_tokens.weight"]
+def matrices_before(layers):
+    """The matrices whose products reach the scores of `layers` layers: every layer's q and
+    k, and the layers before the last one's v, o and MLP."""
+    names = []
     for n in range(layers):
         names += [f"model.layers.{n}.self_attn.{m}_proj.weight" for m in ("q", "k")]
     for n in range(layers - 1):
         names += [f"model.layers.{n}.{m}.weight" for m in
                   ("self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj",
                    "mlp.down_proj")]
+    return names
+
+
+def eps_of(info, layers):
+    """The quantization error reaching the scores of `layers` layers and beyond."""
+    names = ["model.embed_tokens.weight"] + matrices_before(layers)
     return float(np.sqrt(sum(info["tensors"][n]["relative_rms_error"] ** 2 for n in names)))
 
 
@@ -119,15 +126,8 @@ Q8_EPS = float(np.sqrt(32) * (0.5 + 2.0 ** -15 + 127 * 2.0 ** -11) / 127)
 
 
 def rounded_before(info, layers):
-    """How many Q8_0 / Q4_0 matrices reach the scores of `layers` layers (eps_of's set)."""
-    names = []
-    for n in range(layers):
-        names += [f"model.layers.{n}.self_attn.{m}_proj.weight" for m in ("q", "k")]
-    for n in range(layers - 1):
-        names += [f"model.layers.{n}.{m}.weight" for m in
-                  ("self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj",
-                   "mlp.down_proj")]
-    return sum(info["tensors"][n]["type"] in ("Q8_0", "Q4_0") for n in names)
+    """How many Q8_0 / Q4_0 matrices reach the scores of `layers` layers."""
+    return sum(info["tensors"][n]["type"] in ("Q8_0", "Q4_0") for n in matrices_before(layers))
 
 
 def run_activations(arch):

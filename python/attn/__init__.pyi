@@ -80,6 +80,7 @@ def compute(
     query_rows: Union[Sequence[Optional[int]], str, None] = None,
     precision: Optional[str] = None,
     weights_dtype: Optional[str] = None,
+    activations: Optional[str] = None,
     **fields: Any,
 ) -> Result:
     """Computes attention for one problem, as `attn compute` does (see help(attn.compute))."""
@@ -102,6 +103,7 @@ def run_model(
     query_rows: Union[Sequence[Optional[int]], str, None] = None,
     precision: Optional[str] = None,
     weights_dtype: Optional[str] = None,
+    activations: Optional[str] = None,
     **fields: Any,
 ) -> Result:
     """A whole model's forward pass, as `attn compute --params MODEL --text ...`."""

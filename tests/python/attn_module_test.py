@@ -889,6 +889,25 @@ def test_progress_true_and_weights_dtype():
 
 
 @test
+def test_activations_keyword():
+    # activations="q8_0" reaches the library as the CLI's --activations (the field pass-through):
+    # a quantized GGUF's layer 1 (its scores reached by rounded Q8_0/Q4_0 products) changes
+    # by the rounding only (gguf_quant_forward_test states the bound), and a bad value is the
+    # CLI's error.
+    gguf = os.path.join(ROOT, "tests", "unit", "fixtures", "gguf", "quant_models", "llama.gguf")
+    ids = [1, 6, 3, 7, 4, 5, 2, 6]
+    f32 = attn.run_model(gguf, token_ids=ids, layers=[1])
+    q8 = attn.run_model(gguf, token_ids=ids, layers=[1], activations="q8_0")
+    diff = float(np.max(np.abs(q8.weights - f32.weights)))
+    assert 0 < diff < 0.05, diff
+    try:
+        attn.run_model(gguf, token_ids=ids, layers=[1], activations="q4_0")
+        raise AssertionError("accepted activations='q4_0'")
+    except attn.InputError as e:
+        assert "activations" in str(e), e
+
+
+@test
 def test_help_shows_the_parameters():
     doc = attn.compute.__doc__
     for word in ("threads", "no_weights", "query", "returns", "InputError"):

@@ -185,10 +185,6 @@ void stored_matmul(std::span<const float> x,
     });
 }
 
-bool activations_apply(Activations activations, std::uint32_t type) {
-    return activations == Activations::q8_0 && detail::q8_supports(type);
-}
-
 StoredWeight
 stored_weight(const StoredMatrix& w, std::shared_ptr<const void> keep, Activations activations) {
     const std::vector<float> none;

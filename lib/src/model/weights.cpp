@@ -7,6 +7,7 @@
 #include "attn/model/gguf_model.hpp"
 #include "attn/model/matmul.hpp"
 #include "attn/model/quants.hpp"
+#include "model/matmul_q8.hpp"
 
 #include <algorithm>
 #include <array>
@@ -569,8 +570,11 @@ void check_activations(const ModelFolder& folder, const ModelSpec& spec, Activat
     const std::string layers = spec.root + spec.arch.layer.substr(0, spec.arch.layer.find("{}"));
     for (const std::string& name : folder.names()) {
         const TensorInfo* t = folder.find(name);
-        if (name.starts_with(layers) && t != nullptr && t->shape.size() == 2 &&
-            (t->dtype == "Q8_0" || t->dtype == "Q4_0")) {
+        if (!name.starts_with(layers) || t == nullptr || t->shape.size() != 2) {
+            continue;
+        }
+        const std::optional<std::uint32_t> type = ggml_type_named(t->dtype);
+        if (type && detail::q8_supports(*type)) { // the types the integer path takes
             return;
         }
     }

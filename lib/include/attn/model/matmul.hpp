@@ -71,7 +71,4 @@ StoredWeight stored_weight(const StoredMatrix& w,
                            std::shared_ptr<const void> keep,
                            Activations activations = Activations::f32);
 
-/// Whether `activations` changes the products of ggml type `type`: q8_0 for Q8_0 and Q4_0.
-bool activations_apply(Activations activations, std::uint32_t type);
-
 } // namespace attn::model

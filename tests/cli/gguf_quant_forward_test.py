@@ -172,6 +172,11 @@ def activations_refused():
     for label, args, want in [
             ("a problem without model weights",
              ["compute", os.path.join(ROOT, "samples", "gqa.json")], "reads no quantized"),
+            ("a layer stack (every layer's input given)",
+             ["compute", "--hidden-states", os.path.join(ROOT, "samples", "layers",
+                                                         "hidden_states.npy"),
+              "--params", os.path.join(ROOT, "samples", "layers", "model.safetensors"),
+              "--heads", "4", "--causal", "--no-weights"], "reads no quantized"),
             ("a model without Q8_0 or Q4_0 layers",
              ["compute", "--params", plain, "--token-ids", path("ids.json")], "have none"),
             ("precision f64",

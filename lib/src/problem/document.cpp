@@ -71,17 +71,17 @@ decode_document(json doc, const fs::path& base, ArrayValues given, bool every_la
     if (problem::is_model_run(doc, base, given.count("token_ids") != 0)) {
         return {decode_model_run(doc, base, std::move(given))};
     }
-    const auto checked = [](Problem p) {
-        if (p.activations == model::Activations::q8_0) {
-            throw InputError(option_name("activations") +
-                             " q8_0: applies to a whole model's Q8_0 and Q4_0 weights (a model "
-                             "file or folder run on token ids or text); this problem reads no "
-                             "quantized weights");
-        }
-        return p;
-    };
+    // Every other problem (one problem, a layer stack) reads no quantized weights: "q8_0"
+    // would change nothing, so it is refused here, for all of them (a bad value is
+    // decode_problem's to name).
+    if (doc.is_object() && doc.contains("activations") && doc["activations"] == "q8_0") {
+        throw InputError(option_name("activations") +
+                         " q8_0: applies to a whole model's Q8_0 and Q4_0 weights (a model "
+                         "file or folder run on token ids or text); this problem reads no "
+                         "quantized weights");
+    }
     if (!every_layer) {
-        return {checked(decode_problem(doc, base, std::move(given)))};
+        return {decode_problem(doc, base, std::move(given))};
     }
     if (given.count("hidden_states") != 0 && doc.is_object() && !doc.contains("hidden_states")) {
         // The every-layer document is recognised by its field; the array itself is given.
@@ -90,7 +90,7 @@ decode_document(json doc, const fs::path& base, ArrayValues given, bool every_la
     if (is_layer_stack(doc)) {
         return {decode_layer_stack(doc, base, std::move(given))};
     }
-    return {checked(decode_problem(doc, base, std::move(given)))};
+    return {decode_problem(doc, base, std::move(given))};
 }
 
 void check_document_finite(const DecodedDocument& d) {

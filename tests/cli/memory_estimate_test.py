@@ -8,6 +8,8 @@ weights go to a file is neither refused nor said to need gigabytes.
 
 Run: /usr/bin/python3 tests/cli/memory_estimate_test.py PATH/TO/attn [--case NAME]
 """
+import json
+import os
 import re
 
 import numpy as np
@@ -94,6 +96,53 @@ def _():
     # streamed one, not 16 GiB.
     expect(["compute"] + args + ["--weights", "w.npy", "-o", "o.npy", "--max-memory", "16M"],
            code=2, err=r"needs about [\d.]+ MiB \(")
+
+
+# ggml's (values, bytes) per block of each type (ggml.c's type_traits), for the stored bytes of
+# a matrix a float32 run multiplies where the GGUF maps it.
+GGML_BLOCKS = {"F32": (1, 4), "F16": (1, 2), "BF16": (1, 2), "Q8_0": (32, 34), "Q4_0": (32, 18),
+               "Q4_1": (32, 20), "Q5_0": (32, 22), "Q5_1": (32, 24), "Q2_K": (256, 84),
+               "Q3_K": (256, 110), "Q4_K": (256, 144), "Q5_K": (256, 176), "Q6_K": (256, 210)}
+
+
+def layer_weights_figure(args):
+    """explain's "one layer's weights" figure (bytes, to the shown precision) of a model run."""
+    text = expect(["explain"] + args, name=f"explain {args}").decode()
+    m = re.search(r"one layer's weights ([\d.]+) (B|KiB|MiB|GiB)\b[^\n]*with --no-weights", text)
+    check(f"explain {args}: one layer's weights", m is not None, text[-800:])
+    return (float(m.group(1)), UNITS[m.group(2)]) if m else (0.0, 1)
+
+
+@test("a quantized GGUF's layer costs its stored bytes at f32, float64 copies at f64")
+def _():
+    fixtures = os.path.join(harness.ROOT, "tests", "unit", "fixtures", "gguf", "quant_models")
+    with open(os.path.join(fixtures, "llama_error.json")) as f:
+        info = json.load(f)
+    c = info["config"]
+    e, d = c["hidden_size"], c["hidden_size"] // c["num_attention_heads"]
+    shapes = {"q_proj": (e, e), "k_proj": (c["num_key_value_heads"] * d, e),
+              "v_proj": (c["num_key_value_heads"] * d, e), "o_proj": (e, e),
+              "gate_proj": (c["intermediate_size"], e), "up_proj": (c["intermediate_size"], e),
+              "down_proj": (e, c["intermediate_size"]), "layernorm": (e,)}
+    stored = values = 0
+    for name, t in info["tensors"].items():
+        if not name.startswith("model.layers.0."):
+            continue
+        shape = next(v for k, v in shapes.items() if k in name)
+        n = int(np.prod(shape))
+        values += n
+        block, nbytes = GGML_BLOCKS[t["type"]]
+        # Matrices of every type but F32 are multiplied in place; the rest is read as float32
+        # and held as float32 (4 + 2 * 4 bytes a value).
+        in_place = len(shape) == 2 and t["type"] != "F32"
+        stored += n // block * nbytes if in_place else 12 * n
+    with open(path("ids.json"), "w") as f:
+        json.dump([[1, 2, 3]], f)
+    model = ["--params", os.path.join(fixtures, "llama.gguf"), "--token-ids", path("ids.json")]
+    for label, extra, want in (("f32", [], stored), ("f64", ["--precision", "f64"], 20 * values)):
+        shown, unit = layer_weights_figure(model + extra)
+        check(f"{label}: one layer's weights {shown} x {unit} B = {want} B to the shown digit",
+              abs(shown - want / unit) <= 0.05 + 1e-9, "")
 
 
 if __name__ == "__main__":

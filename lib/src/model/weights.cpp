@@ -60,14 +60,6 @@ struct StoredLinear {
     }
 };
 
-/// Whether a float32 run multiplies weights of ggml type `type` where they lie: every type
-/// stored_matmul multiplies, F32 only when asked (load_block's stored_f32). F32 weights are
-/// read as today and multiplied by BLAS: a safetensors Conv1D weight ([in, out]) cannot be
-/// multiplied as stored, and a GGUF's F32 copy of the same model must give the same bits.
-bool multiplies_stored(std::uint32_t type, bool stored_f32) {
-    return stored_matmul_supports(type) && (stored_f32 || ggml_type_traits(type)->name != "F32");
-}
-
 template <class T> struct Reader {
     const ModelFolder& folder;
     const ModelSpec& spec;
@@ -145,8 +137,7 @@ template <class T> struct Reader {
         } else {
             const TensorInfo& info = entry(name, want);
             std::optional<StoredTensor> t = folder.stored(prefix + name);
-            if (!t || t->shape.size() != 2 || !multiplies_stored(t->type, stored_f32) ||
-                t->shape[1] % ggml_type_traits(t->type)->block != 0 ||
+            if (!t || !multiplied_in_place(*t, stored_f32) ||
                 conv1d != (t->fix == StoredFix::transpose)) {
                 return std::nullopt;
             }
@@ -161,8 +152,6 @@ template <class T> struct Reader {
                                                  spec.heads,
                                                  spec.kv_heads,
                                                  folder.path().string() + ": " + prefix + name);
-            } else if (t->fix != StoredFix::none && t->fix != StoredFix::transpose) {
-                return std::nullopt;
             }
             out.tensor = std::make_shared<const StoredTensor>(std::move(*t));
             return out;
@@ -469,6 +458,18 @@ template <class T> BasicMoe<T> load_moe(const Reader<T>& r, const ModelSpec& spe
 }
 
 } // namespace
+
+bool multiplied_in_place(const StoredTensor& t, bool stored_f32) {
+    // F32 weights are read and multiplied by BLAS unless asked: a safetensors Conv1D weight
+    // ([in, out]) cannot be multiplied as stored, and a GGUF's F32 copy of the same model
+    // must give the same bits.
+    return t.shape.size() == 2 && stored_matmul_supports(t.type) &&
+           (stored_f32 || ggml_type_traits(t.type)->name != "F32") &&
+           t.shape[1] % ggml_type_traits(t.type)->block == 0 &&
+           (t.fix == StoredFix::none || t.fix == StoredFix::transpose ||
+            t.fix == StoredFix::unpermute_q || t.fix == StoredFix::unpermute_k ||
+            t.fix == StoredFix::regroup_qkv);
+}
 
 std::string layer_prefix(const ModelSpec& spec, std::size_t layer) {
     std::string p = spec.arch.layer;

@@ -429,6 +429,14 @@ Explanation explain(const ModelRun& run) {
     r.row("layers",
           std::to_string(run.stack.layers.size()) + " of " + std::to_string(run.spec.layers) +
               " returned: " + chosen + " (each layer's weights read when it runs)");
+    // The estimate solve_model_run checks against max_memory / memory_limit().
+    const std::size_t n = run.stack.layers.size();
+    const ModelMemory with = estimate_model_memory(run, {.want_weights = true, .threads = 1});
+    const ModelMemory without = estimate_model_memory(run, {.want_weights = false, .threads = 1});
+    r.row("memory", "~" + memory_text(with, n) + " with weights");
+    r.more("~" + memory_text(without, n) + " with " + option_name("no_weights"));
+    r.more("(1 thread; matrices multiplied as stored count their stored bytes, the mapped "
+           "file's pages they touch)");
     return r;
 }
 

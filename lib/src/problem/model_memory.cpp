@@ -1,13 +1,16 @@
 // A whole model's memory estimate, checked before the forward pass allocates anything:
-// the embedding rows in use, one layer's weights, one layer's activations and attention, and
-// every result kept (the selected layers' arrays, the hidden states). Shapes only.
+// the embedding rows in use, one layer's weights (as stored where the products read them in
+// place), one layer's activations and attention, and every result kept (the selected
+// layers' arrays, the hidden states). Shapes and stored types only, nothing read.
 #include "attn/error.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/model/weights.hpp"
+#include "attn/parallel.hpp"
 #include "attn/problem/checks.hpp"
 #include "attn/problem/model_run.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,12 +30,18 @@ std::uint64_t elements(const model::TensorInfo& e) {
     return n;
 }
 
-/// Values of the tensors whose names start with `prefix`, and the largest dim among them
-/// (the MLP's width, for the activations). Of a mixture's experts (names under `experts`,
+/// The bytes a run holds of the tensors whose names start with `prefix`, and the largest dim
+/// among them (the MLP's width, for the activations). A matrix a float32 run multiplies where
+/// the file maps it (`in_place`, model::multiplied_in_place) costs its stored bytes (the
+/// mapping's pages it touches); every other tensor `per_value` bytes a value (read as float32,
+/// held in T, fused ones split into copies). Of a mixture's experts (names under `experts`,
 /// when set) only expert 0's count: the block holds one routed expert at a time.
-std::pair<std::uint64_t, std::uint64_t>
-tensors_under(const model::ModelFolder& f, const std::string& prefix, const std::string& experts) {
-    std::uint64_t values = 0;
+std::pair<std::uint64_t, std::uint64_t> tensors_under(const model::ModelFolder& f,
+                                                      const std::string& prefix,
+                                                      const std::string& experts,
+                                                      bool in_place,
+                                                      std::uint64_t per_value) {
+    std::uint64_t bytes = 0;
     std::uint64_t widest = 0;
     for (const std::string& name : f.names()) {
         if (name.compare(0, prefix.size(), prefix) != 0) {
@@ -43,13 +52,18 @@ tensors_under(const model::ModelFolder& f, const std::string& prefix, const std:
             continue;
         }
         if (const model::TensorInfo* e = f.find(name)) {
-            values = saturating_add(values, elements(*e));
+            const std::optional<model::StoredTensor> st =
+                in_place ? f.stored(name) : std::optional<model::StoredTensor>();
+            bytes = saturating_add(bytes,
+                                   st && model::multiplied_in_place(*st, false)
+                                       ? st->bytes.size()
+                                       : saturating_mul(elements(*e), per_value));
             for (const std::size_t d : e->shape) {
                 widest = std::max<std::uint64_t>(widest, d);
             }
         }
     }
-    return {values, widest};
+    return {bytes, widest};
 }
 
 std::uint64_t
@@ -72,8 +86,7 @@ ModelMemory estimate_model_memory(const ModelRun& run, const SolveOptions& optio
     ModelMemory m;
 
     // The tables (read as float32, then held in T): of the token table only the rows of
-    // the distinct ids (model::load_model_embeddings); one layer's weights (read as float32,
-    // held in T, fused ones split into copies).
+    // the distinct ids (model::load_model_embeddings); one layer's weights (tensors_under).
     const model::Architecture& a = s.arch;
     std::vector<std::int64_t> ids(run.ids.begin(), run.ids.end());
     std::sort(ids.begin(), ids.end());
@@ -87,8 +100,8 @@ ModelMemory estimate_model_memory(const ModelRun& run, const SolveOptions& optio
     const std::string layer0 = model::layer_prefix(s, 0);
     const std::string experts =
         a.router.empty() ? std::string() : layer0 + a.expert.substr(0, a.expert.find("{}"));
-    const auto [layer_values, widest] = tensors_under(*run.folder, layer0, experts);
-    m.layer_weights = saturating_mul(layer_values, 4 + 2 * t);
+    const auto [layer_bytes, widest] = tensors_under(*run.folder, layer0, experts, !f64, 4 + 2 * t);
+    m.layer_weights = layer_bytes;
 
     // One layer's activations per token: the residual stream and its norms and sums (8 E),
     // Q, K, V and their head-split (and rotated) copies, merged heads, the MLP's up, gate
@@ -98,6 +111,15 @@ ModelMemory estimate_model_memory(const ModelRun& run, const SolveOptions& optio
         saturating_add(saturating_mul(8, s.hidden), saturating_mul(3, qkv)),
         saturating_add(saturating_mul(2, s.heads * s.head_dim), saturating_mul(3, widest)));
     m.activations = saturating_product({t, rows, per_token});
+    if (p.activations != model::Activations::f32) {
+        const std::uint64_t panel_threads = attn::detail::resolve_threads(options.threads, 64);
+        // The integer products' rounded inputs (a byte a value, scales and block sums: at
+        // most 1.25 bytes) and each thread's packed panel of 64 weight rows: 2 bytes a value
+        // of the widest input.
+        m.activations = saturating_add(
+            m.activations,
+            saturating_product({2, saturating_add(rows, 64 * panel_threads), widest}));
+    }
 
     // One layer's attention (its weights when kept, the kernel's scratch) from the shared
     // problem's estimate; every kept layer's weights and diagnostics again in the stacked
@@ -134,19 +156,22 @@ ModelMemory estimate_model_memory(const ModelRun& run, const SolveOptions& optio
     return m;
 }
 
+std::string memory_text(const ModelMemory& m, std::size_t layers) {
+    return io::format_size(m.total) + " (embeddings " + io::format_size(m.embeddings) +
+           ", one layer's weights " + io::format_size(m.layer_weights) + ", activations " +
+           io::format_size(saturating_add(m.activations, m.attention)) + ", results of " +
+           std::to_string(layers) + " layers " + io::format_size(m.results) + ")";
+}
+
 void check_model_memory(const ModelRun& run, const SolveOptions& options) {
     const std::uint64_t limit = options.max_memory != 0 ? options.max_memory : io::memory_limit();
     const ModelMemory m = estimate_model_memory(run, options);
     if (m.total <= limit) {
         return;
     }
-    std::string message =
-        option_name("max_memory") + ": this model run needs about " + io::format_size(m.total) +
-        " (embeddings " + io::format_size(m.embeddings) + ", one layer's weights " +
-        io::format_size(m.layer_weights) + ", activations " +
-        io::format_size(saturating_add(m.activations, m.attention)) + ", results of " +
-        std::to_string(run.stack.layers.size()) + " layers " + io::format_size(m.results) +
-        "), more than the limit of " + io::format_size(limit);
+    std::string message = option_name("max_memory") + ": this model run needs about " +
+                          memory_text(m, run.stack.layers.size()) + ", more than the limit of " +
+                          io::format_size(limit);
     if (options.want_weights) {
         SolveOptions lean = options;
         lean.want_weights = false;

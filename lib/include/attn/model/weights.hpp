@@ -40,6 +40,12 @@ BasicBlockWeights<T> load_block(const ModelFolder& folder,
                                 bool stored_f32 = false,
                                 Activations activations = Activations::f32);
 
+/// Whether a float32 run multiplies the stored matrix `t` where it lies (stored_matmul, the
+/// file's mapping: no float32 copy) instead of reading it as float32: a 2-D matrix of a type
+/// the stored products take (F32 only when `stored_f32`, load_block's), whole blocks per row,
+/// stored as read or with its rows reordered or transposed.
+bool multiplied_in_place(const StoredTensor& t, bool stored_f32);
+
 /// Throws InputError when `activations` is q8_0 and no layer of the model holds a Q8_0 or
 /// Q4_0 matrix (nothing read: the tensors' stored types).
 void check_activations(const ModelFolder& folder, const ModelSpec& spec, Activations activations);

@@ -84,6 +84,10 @@ struct ModelMemory {
 /// What a model run would need with these options: shapes only, nothing read.
 ModelMemory estimate_model_memory(const ModelRun& run, const SolveOptions& options);
 
+/// "1.2 GiB (embeddings ..., one layer's weights ..., activations ..., results of N layers
+/// ...)": the estimate and its parts, as check_model_memory and explain show them.
+std::string memory_text(const ModelMemory& m, std::size_t layers);
+
 /// Refuses (InputError "max_memory: this model run needs about ...") a run whose
 /// estimate exceeds options.max_memory (0: io::memory_limit()), before anything is read.
 void check_model_memory(const ModelRun& run, const SolveOptions& options);

@@ -190,6 +190,7 @@ Result compute(const py::object& problem,
     options.threads = threads;
     options.simd = simd_target(simd);
     options.max_memory = max_memory;
+    options.results_text = false; // numpy arrays
     // A model run, after each layer: the caller's progress.
     const py::object bar = progress_callable(progress, "layer");
     if (!bar.is_none()) {

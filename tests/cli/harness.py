@@ -36,6 +36,9 @@ LISTING = "--list" in _argv
 ATTN = None if LISTING or not _argv else os.path.abspath(_argv[0])
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SAMPLES = os.path.join(ROOT, "samples")
+# An ASan build (CTest's ci preset sets ASAN_OPTIONS): its shadow memory and quarantine make
+# peak RSS figures meaningless, so RSS bounds are skipped there.
+SANITIZED = "ASAN_OPTIONS" in os.environ
 TMP = tempfile.mkdtemp(prefix="attn-cli-")
 atexit.register(shutil.rmtree, TMP, True)
 

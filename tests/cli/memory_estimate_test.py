@@ -145,5 +145,33 @@ def _():
               abs(shown - want / unit) <= 0.05 + 1e-9, "")
 
 
+
+@test("a model run's estimate covers its peak RSS, lower for an .npz than for JSON text")
+def _():
+    model = os.path.join(harness.ROOT, "tests", "unit", "fixtures", "gguf", "quant_models",
+                         "llama.gguf")
+    ids = np.random.default_rng(1).integers(0, 8, (1, 2048))
+    with open(path("ids.json"), "w") as f:
+        json.dump(ids.tolist(), f)
+    args = ["--params", model, "--token-ids", path("ids.json")]
+    text = expect(["explain"] + args, name="explain").decode()
+    size = r"~([\d.]+) (B|KiB|MiB|GiB) \([^\n]*\) with --no-weights"
+    figures = {}
+    for key, tail in (("json", r"\n"), ("npz", r" and --output FILE\.npz")):
+        m = re.search(size + tail, text)
+        if check(f"explain: the {key} figure", m is not None, text[-900:]):
+            figures[key] = float(m.group(1)) * UNITS[m.group(2)]
+    check("the .npz figure is under the JSON one", figures.get("npz", 1) < figures.get("json", 0),
+          figures)
+    if harness.SANITIZED:
+        print("skip: the peak RSS checks (ASan build)")
+        return
+    base = bare()
+    for key, out in (("json", "o.json"), ("npz", "o.npz")):
+        measured = peak(["compute"] + args + ["--no-weights", "-o", out, "--threads", "1"]) - base
+        print(f"{key}: estimate {figures.get(key, 0) / 2**20:.1f} MiB, "
+              f"measured {measured / 2**20:.1f} MiB")
+        check(f"{key}: the estimate covers the peak", figures.get(key, 0) >= measured, "")
+
 if __name__ == "__main__":
     main()

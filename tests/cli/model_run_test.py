@@ -13,11 +13,7 @@ import subprocess
 import numpy as np
 
 from forward_oracle import H, IDS, NL, V, build
-from harness import ATTN, ROOT, TMP, check, expect, main, path, run, test
-
-# Under AddressSanitizer (the asan preset's ctest sets ASAN_OPTIONS) freed memory waits in a
-# quarantine and shadow memory comes on top: peak RSS says nothing about attn there.
-SANITIZED = "ASAN_OPTIONS" in os.environ
+from harness import ATTN, ROOT, SANITIZED, TMP, check, expect, main, path, run, test
 
 
 def peak_rss_kib(args):

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 import seed_example
-from harness import ATTN, TMP, case, check, main, path, run, run_case, test, write
+from harness import ATTN, SANITIZED, TMP, case, check, main, path, run, run_case, test, write
 from seed_example import CTX, W
 
 
@@ -370,7 +370,6 @@ def _():
     # waits in a 256 MiB quarantine and shadow memory comes on top: peak RSS says nothing
     # about attn there. (The binary is not inspected: a forked child's peak RSS counts what
     # this process holds at the fork.)
-    SANITIZED = "ASAN_OPTIONS" in os.environ
     for jobs in ("1", "2"):
         line_ = json.dumps(dict(SEED, id="x")).encode().replace(b'"id"', pad + b'"id"', 1)
         rc, so, rss_kb = peak_rss_of_batch(["-j", jobs, "--no-weights"], line_ + b"\n" + pad + b"\n",

@@ -32,6 +32,13 @@ SolveOptions OutputOptions::solve_options() const {
         !no_weights && (output.empty() || is_npz(output) || !weights.empty() || !heatmap.empty());
     s.threads = threads;
     s.simd = simd;
+    // JSON text: the document on stdout or in a .json file, weights in a .json file (an
+    // .npz holds binary arrays; an .npy weights file takes them as they are computed).
+    const auto text = [&](const std::string& path) {
+        return !path.empty() && !is_npz(path) &&
+               output_format(path, format) == io::ArrayFormat::json;
+    };
+    s.results_text = output.empty() || text(output) || (s.want_weights && text(weights));
     return s;
 }
 

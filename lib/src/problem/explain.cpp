@@ -435,6 +435,10 @@ Explanation explain(const ModelRun& run) {
     const ModelMemory without = estimate_model_memory(run, {.want_weights = false, .threads = 1});
     r.row("memory", "~" + memory_text(with, n) + " with weights");
     r.more("~" + memory_text(without, n) + " with " + option_name("no_weights"));
+    const ModelMemory binary =
+        estimate_model_memory(run, {.want_weights = false, .threads = 1, .results_text = false});
+    r.more("~" + memory_text(binary, n) + " with " + option_name("no_weights") + " and " +
+           option_name("output") + " FILE.npz (binary arrays, no JSON text)");
     r.more("(1 thread; matrices multiplied as stored count their stored bytes, the mapped "
            "file's pages they touch)");
     return r;

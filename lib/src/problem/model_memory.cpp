@@ -78,10 +78,10 @@ ModelMemory estimate_model_memory(const ModelRun& run, const SolveOptions& optio
     const model::ModelSpec& s = run.spec;
     const Problem& p = run.stack.first;
     const bool f64 = p.precision == Precision::f64;
-    const std::uint64_t t = f64 ? 8 : 4;       // a value computed with
-    const std::uint64_t kept = f64 ? 12 : 4;   // a result value: float32 (+ float64)
-    const std::uint64_t encoded = 12;          // and its text in the result document
-    const std::uint64_t rows = run.ids.size(); // B · L
+    const std::uint64_t t = f64 ? 8 : 4;     // a value computed with
+    const std::uint64_t kept = f64 ? 12 : 4; // a result value: float32 (+ float64)
+    const std::uint64_t encoded = options.results_text ? 12 : 4; // its copy (and text) out
+    const std::uint64_t rows = run.ids.size();                   // B · L
     const std::uint64_t n = run.stack.layers.size();
     ModelMemory m;
 

@@ -25,6 +25,10 @@ struct SolveOptions {
     /// Refuse (InputError, before any allocation) a problem whose estimate_memory() exceeds
     /// this; 0: memory_limit() (attn/io/limits.hpp).
     std::uint64_t max_memory = 0;
+    /// Whether the results leave as JSON text (a result document), which a model run's
+    /// memory estimate counts at 12 more bytes a value (the copy and its text), or as
+    /// binary arrays (.npz, .npy: 4 bytes a value, the copy written).
+    bool results_text = true;
     /// Where the weights go instead of Solution::weights (left empty): a float32 problem
     /// without average_heads only (weights_direct()). All of them in the contract's order;
     /// for a layer stack or a model run, every selected layer's in turn ([layers, ...]).

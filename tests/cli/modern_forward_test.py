@@ -207,6 +207,25 @@ def _moe_memory():
             "--max-memory", "111K"], code=2, err=r"one layer's weights 15\.4 KiB")
 
 
+@test("moe: the memory estimate takes the largest layer (Qwen2-MoE, a dense layer 1)")
+def _moe_memory_dense_layer():
+    folder, _, _, t, cfg = build("qwen2_moe", dense=(1,))
+
+    def held(n):  # values of layer n's tensors, of its routed experts expert 0's only
+        pre = f"model.layers.{n}."
+        return sum(t[k].size for k in t if k.startswith(pre) and
+                   (".experts." not in k or ".experts.0." in k))
+
+    sizes = [held(n) for n in range(cfg["num_hidden_layers"])]
+    check("layer 0 (sparse: expert 0 and the shared expert) holds fewer values than the dense "
+          "layer 1", sizes[0] < max(sizes), str(sizes))
+    json.dump(IDS, open(path("ids.json"), "w"))
+    # Float32 tensors: read as float32 and held in float32, 12 bytes each.
+    text = expect(["explain", "--params", folder, "--token-ids", path("ids.json")]).decode()
+    want = f"one layer's weights {max(sizes) * 12 / 1024:.1f} KiB"
+    check(f"explain says {want}", want in text, text[-600:])
+
+
 @test("explain shows each block as the code composes it")
 def _explain():
     json.dump(IDS, open(path("ids.json"), "w"))

@@ -97,11 +97,16 @@ ModelMemory estimate_model_memory(const ModelRun& run, const SolveOptions& optio
                        saturating_add(table_values(*run.folder, s, a.position_embedding),
                                       table_values(*run.folder, s, a.token_type_embedding)));
     m.embeddings = saturating_mul(tables, 4 + t);
-    const std::string layer0 = model::layer_prefix(s, 0);
-    const std::string experts =
-        a.router.empty() ? std::string() : layer0 + a.expert.substr(0, a.expert.find("{}"));
-    const auto [layer_bytes, widest] = tensors_under(*run.folder, layer0, experts, !f64, 4 + 2 * t);
-    m.layer_weights = layer_bytes;
+    // The largest layer: a mixture's layers may differ (Qwen2-MoE's dense mlp_only_layers).
+    std::uint64_t widest = 0;
+    for (std::size_t l = 0; l < s.layers; ++l) {
+        const std::string prefix = model::layer_prefix(s, l);
+        const std::string experts =
+            a.router.empty() ? std::string() : prefix + a.expert.substr(0, a.expert.find("{}"));
+        const auto [bytes, wide] = tensors_under(*run.folder, prefix, experts, !f64, 4 + 2 * t);
+        m.layer_weights = std::max(m.layer_weights, bytes);
+        widest = std::max(widest, wide);
+    }
 
     // One layer's activations per token: the residual stream and its norms and sums (8 E),
     // Q, K, V and their head-split (and rotated) copies, merged heads, the MLP's up, gate

@@ -1,8 +1,8 @@
 // The streaming kernel's pooling for the long view (kernel_pooled.hpp). Per block, two
-// passes over the [KB, QB] tile while it is in L1: its final scores against each row's
+// passes over the [KB, kQb] tile while it is in L1: its final scores against each row's
 // weakest kept key (the top-k), then its probabilities into the columns' max and sum (plain
-// loops over the QB rows of a key: vectorised by the compiler).
-// Legend: QB query rows per task (64), KB keys per block, W columns of keys, K top_k.
+// loops over the kQb rows of a key: vectorised by the compiler).
+// Legend: kQb query rows per task (64), KB keys per block, W columns of keys, K top_k.
 #include "kernel_pooled.hpp"
 
 #include "kernel_common.hpp"
@@ -17,7 +17,7 @@ namespace attn::detail {
 
 namespace {
 
-constexpr std::size_t QB = kQueryBlock;
+constexpr std::size_t kQb = kQueryBlock; // QB: query rows per task
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr std::uint32_t kNoKey = 0xffffffffU;
 
@@ -73,37 +73,37 @@ void PooledTiles::start(const PooledDestination& to,
         }
         pad_counted_ = pad_;
     }
-    begin_.assign(QB, 0);
-    end_.assign(QB, 0);
+    begin_.assign(kQb, 0);
+    end_.assign(kQb, 0);
     for (std::size_t r = 0; r < rows; ++r) {
         const KeyRange keys = rule.keys(i0 + r);
         begin_[r] = keys.begin;
         end_[r] = std::max(keys.begin, keys.end);
     }
-    max_.resize(group * width_ * QB);
-    sum_.resize(group * width_ * QB);
+    max_.resize(group * width_ * kQb);
+    sum_.resize(group * width_ * kQb);
     last_block_.resize(group * width_);
     touched_.assign(group, 0);
     first_col_.assign(group, 0);
     blocks_.assign(group, 0);
     block_max_.resize(group);
-    kept_.resize(group * QB);
-    weakest_.resize(group * QB);
+    kept_.resize(group * kQb);
+    weakest_.resize(group * kQb);
     for (std::size_t g = 0; g < group; ++g) {
         block_max_[g].clear();
-        for (std::size_t r = 0; r < QB; ++r) {
-            kept_[g * QB + r].clear();
-            kept_[g * QB + r].reserve(2 * k_);
+        for (std::size_t r = 0; r < kQb; ++r) {
+            kept_[g * kQb + r].clear();
+            kept_[g * kQb + r].reserve(2 * k_);
             // A row that sees no key (or past the task's rows) is never offered one; the
             // others take any key with a score until the first cut (-inf ones: finish()).
             const bool none = r >= rows || begin_[r] >= end_[r] || k_ == 0;
-            weakest_[g * QB + r] = none ? kInf : -kInf;
+            weakest_[g * kQb + r] = none ? kInf : -kInf;
         }
     }
 }
 
 void PooledTiles::offer(std::size_t g, std::size_t r, float s, std::uint32_t j) {
-    auto& c = kept_[g * QB + r];
+    auto& c = kept_[g * kQb + r];
     c.push_back(candidate(s, j));
     if (c.size() == 2 * k_) {
         cut(g, r);
@@ -111,18 +111,18 @@ void PooledTiles::offer(std::size_t g, std::size_t r, float s, std::uint32_t j) 
 }
 
 void PooledTiles::cut(std::size_t g, std::size_t r) {
-    auto& c = kept_[g * QB + r];
+    auto& c = kept_[g * kQb + r];
     if (c.size() <= k_) {
         return;
     }
     const auto kth = c.begin() + static_cast<std::ptrdiff_t>(k_ - 1);
     std::nth_element(c.begin(), kth, c.end(), std::greater<>{});
     c.resize(k_);
-    weakest_[g * QB + r] = candidate_score(c.back());
+    weakest_[g * kQb + r] = candidate_score(c.back());
 }
 
 void PooledTiles::offer_scores(std::size_t g, const float* st, std::size_t j0, std::size_t kb) {
-    const float* bar = weakest_.data() + g * QB;
+    const float* bar = weakest_.data() + g * kQb;
     hits_.resize(kb);
     ops_->score_hits(st, kb, bar, hits_.data());
     for (std::size_t j = 0; j < kb; ++j) {
@@ -143,11 +143,11 @@ void PooledTiles::add_probabilities(std::size_t g,
                                     const float* m,
                                     const float* alpha) {
     const std::size_t block = blocks_[g]++;
-    block_max_[g].insert(block_max_[g].end(), m, m + QB);
+    block_max_[g].insert(block_max_[g].end(), m, m + kQb);
     const std::vector<std::size_t>& col = to_->columns;
     const std::size_t x0 = column_of(col, j0), x1 = column_of(col, j0 + kb - 1) + 1;
-    float* max = max_.data() + g * width_ * QB;
-    float* sum = sum_.data() + g * width_ * QB;
+    float* max = max_.data() + g * width_ * kQb;
+    float* sum = sum_.data() + g * width_ * kQb;
     std::uint32_t* last = last_block_.data() + g * width_;
     if (block == 0) {
         first_col_[g] = x0;
@@ -155,8 +155,8 @@ void PooledTiles::add_probabilities(std::size_t g,
     }
     // Columns the kernel passed over (blocks of padding alone): no visible key, zeros.
     for (std::size_t x = touched_[g]; x < x0; ++x) {
-        std::fill_n(max + x * QB, QB, 0.0f);
-        std::fill_n(sum + x * QB, QB, 0.0f);
+        std::fill_n(max + x * kQb, kQb, 0.0f);
+        std::fill_n(sum + x * kQb, kQb, 0.0f);
         last[x] = static_cast<std::uint32_t>(block);
     }
     for (std::size_t x = x0; x < x1; ++x) {
@@ -167,8 +167,8 @@ void PooledTiles::add_probabilities(std::size_t g,
         ops_->pool_keys(st + (c0 - j0) * kScoreStride,
                         c1 - c0,
                         x < touched_[g] ? alpha : nullptr,
-                        max + x * QB,
-                        sum + x * QB);
+                        max + x * kQb,
+                        sum + x * kQb);
         last[x] = static_cast<std::uint32_t>(block);
     }
     touched_[g] = std::max(touched_[g], x1);
@@ -182,31 +182,32 @@ void PooledTiles::finish(std::size_t g,
     // block where the row had seen only blocked keys, whose p are all 0, and for a NaN row,
     // given as seeing nothing).
     const std::size_t blocks = blocks_[g];
-    factor_.resize(std::max<std::size_t>(blocks, 1) * QB);
+    factor_.resize(std::max<std::size_t>(blocks, 1) * kQb);
     const float* bm = block_max_[g].data();
     seen_end_.assign(end_.begin(), end_.end());
-    for (std::size_t r = 0; r < QB; ++r) {
+    for (std::size_t r = 0; r < kQb; ++r) {
         const bool none = r >= rows_ || std::isnan(inv[r]);
         if (none) {
             seen_end_[r] = begin_[r];
         }
         for (std::size_t b = 0; b < blocks; ++b) {
-            const float m = bm[b * QB + r];
-            float& f = factor_[b * QB + r];
-            if (b > 0 && m == bm[(b - 1) * QB + r]) {
-                f = factor_[(b - 1) * QB + r];
+            const float m = bm[b * kQb + r];
+            float& f = factor_[b * kQb + r];
+            if (b > 0 && m == bm[(b - 1) * kQb + r]) {
+                f = factor_[(b - 1) * kQb + r];
             } else {
                 f = none || m == -kInf ? 0.0f : std::exp(m - base[r]) * inv[r];
             }
         }
     }
-    float* max = max_.data() + g * width_ * QB;
-    float* sum = sum_.data() + g * width_ * QB;
+    float* max = max_.data() + g * width_ * kQb;
+    float* sum = sum_.data() + g * width_ * kQb;
     const std::uint32_t* last = last_block_.data() + g * width_;
     const std::size_t x0 = first_col_[g];
-    ops_->scale_columns(max + x0 * QB, sum + x0 * QB, touched_[g] - x0, last + x0, factor_.data());
-    top_key_.assign(QB * k_, kNoKey);
-    top_weight_.assign(QB * k_, 0.0f);
+    ops_->scale_columns(
+        max + x0 * kQb, sum + x0 * kQb, touched_[g] - x0, last + x0, factor_.data());
+    top_key_.assign(kQb * k_, kNoKey);
+    top_weight_.assign(kQb * k_, 0.0f);
     for (std::size_t r = 0; r < rows_; ++r) {
         if (seen_end_[r] > begin_[r]) {
             top_k_row(g, r, base[r], inv[r]);
@@ -214,7 +215,7 @@ void PooledTiles::finish(std::size_t g,
     }
     to_->store(first_row,
                PooledRows{.rows = rows_,
-                          .stride = QB,
+                          .stride = kQb,
                           .x_begin = first_col_[g],
                           .x_end = touched_[g],
                           .top_k = k_,
@@ -230,7 +231,7 @@ void PooledTiles::finish(std::size_t g,
 void PooledTiles::top_k_row(std::size_t g, std::size_t r, float base, float inv) {
     using L = Scalar<float>;
     cut(g, r);
-    const auto& c = kept_[g * QB + r];
+    const auto& c = kept_[g * kQb + r];
     std::vector<std::pair<float, std::uint32_t>> kept; // (weight, key)
     kept.reserve(k_);
     for (const std::uint64_t e : c) {

@@ -65,6 +65,12 @@ void run_compute(const ComputeArgs& a) {
             view->destination().store(first, values, count);
         };
         options.weights_to = &both;
+    } else if (view != nullptr && view->pooled() != nullptr && !d.is_model_run() &&
+               d.stack() == nullptr) {
+        // The page alone, of one attention call: the streaming kernel pools the weights
+        // from its score tiles, none are made.
+        options.want_weights = false;
+        options.pooled_to = view->pooled();
     } else if (view != nullptr) {
         options.weights_to = &view->destination();
     } else if (weights != nullptr) {

@@ -82,6 +82,41 @@ template <class T> struct WeightsDestination {
     bool zero_causal_tail = true;
 };
 
+/// One task's rows of the long view's raw material (PooledDestination), column-major: the
+/// entry of row r (0 <= r < rows) and key column x (x_begin <= x < x_end) is at
+/// [x * stride + r]: the largest weight and the sum of the weights of the column's keys the
+/// row sees (0 where it sees none). Row r sees keys [key_begin[r], key_end[r]) (empty for a
+/// row whose weights are NaN: a NaN score it sees) but for the padding: `open_before[j]`
+/// real keys before key j (null: no padding). Columns outside [x_begin, x_end) hold no key
+/// any of the rows sees.
+struct PooledRows {
+    std::size_t rows = 0, stride = 0, x_begin = 0, x_end = 0, top_k = 0;
+    const float* max = nullptr;
+    const float* sum = nullptr;
+    const std::size_t* key_begin = nullptr;
+    const std::size_t* key_end = nullptr;
+    const std::uint32_t* open_before = nullptr;
+    /// [rows, top_k]: the row's strongest keys, strongest first, ties to the lower key
+    /// (0xffffffff: none), and their weights.
+    const std::uint32_t* top_key = nullptr;
+    const float* top_weight = nullptr;
+};
+
+/// Where the streaming kernel pools each query row's weights instead of making them (the
+/// long heatmap view): per row and column of keys (column x holds keys [columns[x],
+/// columns[x + 1]), columns from 0 to Lk), the largest weight and the sum of the row's
+/// visible keys, which keys it sees, and its top_k strongest keys with their weights; a row
+/// whose weights are NaN (a NaN score it sees) is given as seeing no key. Computed from the score
+/// tiles while they are in cache and each row's final max and sum: no Lq x Lk buffer.
+/// `store(first_row, rows)` gets rows [first_row, first_row + rows.rows) of [B, H, Lq]
+/// (C order), on the kernel's worker threads, at the same time for different rows. Only
+/// without keep_mask and bias (a blocked key is then the positional rule's or padding).
+struct PooledDestination {
+    std::vector<std::size_t> columns;
+    std::size_t top_k = 0;
+    std::function<void(std::size_t first_row, const PooledRows& rows)> store{};
+};
+
 template <class T> struct BasicAttentionSpec {
     std::optional<T> scale{}; ///< empty: 1/sqrt(D)
     Causal causal = Causal::none;
@@ -94,6 +129,9 @@ template <class T> struct BasicAttentionSpec {
     /// With want_weights: where the weights go instead of the result (borrowed; null: the
     /// result's own tensor).
     const WeightsDestination<T>* weights_to = nullptr;
+    /// Without want_weights, float only, no keep_mask or bias: where the streaming kernel
+    /// pools the weights it never makes (borrowed; null: nowhere).
+    const PooledDestination* pooled_to = nullptr;
     unsigned threads = 0;   ///< 0: all hardware threads
     Simd simd = Simd::best; ///< instruction set of the kernels
     // Score features. All default to "off"; the order of a score's treatment is

@@ -164,11 +164,24 @@ void attend_into(BasicTensorView<T> q,
         const auto finite_values = [&] {
             return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
         };
-        if (streams(spec) && finite_values()) {
-            attend_streaming_into(q, k, v, spec, result);
-            return;
+        if (streams(spec)) {
+            if (finite_values()) {
+                attend_streaming_into(q, k, v, spec, result);
+                return;
+            }
+            if (spec.pooled_to != nullptr) {
+                // The pooling is the streaming kernel's (scores alone: V does not enter it);
+                // the output the materialized kernel's. Twice the work, for a rare input.
+                AttentionResult pooling;
+                attend_streaming_into(q, k, v, spec, pooling);
+                AttentionSpec rest = spec;
+                rest.pooled_to = nullptr;
+                attend_materialized_into(q, k, v, rest, result);
+                return;
+            }
         }
     }
+    ATTN_ASSERT((spec.pooled_to == nullptr || !std::is_same_v<T, float>)); // only streaming pools
     attend_materialized_into(q, k, v, spec, result); // streams(spec) is false for double
 }
 

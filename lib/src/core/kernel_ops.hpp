@@ -70,6 +70,21 @@ struct KernelOps {
                         const float* bias,
                         const std::uint8_t* mask,
                         const std::uint8_t* pad);
+
+    /// The long view's top-k filter over st[kb, kScoreColumns] (row stride kScoreStride):
+    /// hits[j] has bit i set where st[j, i] > bar[i] (a NaN score never is).
+    void (*score_hits)(const float* st, std::size_t kb, const float* bar, std::uint64_t* hits);
+
+    /// The long view's columns over the n key rows of st (stride kScoreStride) per query
+    /// column i: max[i] = max(max[i]·scale[i], max_j st[j, i]) and sum[i] = sum[i]·scale[i]
+    /// + sum_j st[j, i], the sum in key order; scale null: from 0 (st >= 0 or NaN).
+    void (*pool_keys)(const float* st, std::size_t n, const float* scale, float* max, float* sum);
+
+    /// The long view's columns made weights: for x < n, column x's kScoreColumns entries
+    /// of max and sum (at max + x·kScoreColumns) times the factors of block block_of[x]
+    /// (factor + block_of[x]·kScoreColumns); a factor of 0 gives 0 (even times NaN).
+    void (*scale_columns)(
+        float* max, float* sum, std::size_t n, const std::uint32_t* block_of, const float* factor);
 };
 
 /// The table of `simd`'s target: the best one this CPU runs for Simd::best. Throws

@@ -13,7 +13,9 @@
 //   kernel_score-inl.h    the score pipeline: what a score becomes and the row statistics
 //                         (every kernel's one definition; the scalar loops include it too);
 //   kernel_softmax-inl.h  the online-softmax step and the weights-row softmax (loops over
-//                         the pipeline's steps).
+//                         the pipeline's steps);
+//   kernel_pool-inl.h     the long view's passes over a score block (top-k filter, column
+//                         max and sum, and their scaling into weights: kernel_pooled.cpp).
 // Blocking and masking are the drivers' (kernels_*.cpp). Ragged edges go through masked
 // loads and stores (or a small staging buffer where the target's masked load may touch
 // the masked-off lanes). This file holds the per-target table and the dispatch.
@@ -44,6 +46,7 @@
 
 // The operations, each in its own part, included here once per target.
 #include "core/kernel_gemm-inl.h"
+#include "core/kernel_pool-inl.h"
 #include "core/kernel_softmax-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -55,6 +58,9 @@ const KernelOps kOps{
     .gemm = &gemm,
     .online_softmax = &online_softmax,
     .softmax_row = &softmax_row,
+    .score_hits = &score_hits,
+    .pool_keys = &pool_keys,
+    .scale_columns = &scale_columns,
 };
 
 } // namespace attn::detail::HWY_NAMESPACE

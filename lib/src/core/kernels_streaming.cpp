@@ -11,9 +11,11 @@
 #include "blas.hpp"
 #include "kernel_common.hpp"
 #include "kernel_ops.hpp"
+#include "kernel_pooled.hpp"
 #include "parallel.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -46,6 +48,7 @@ struct Scratch {
     std::vector<float> alpha; // [QB]        this block's rescale factor exp(m_old - m_new)
     std::vector<float> best;  // [G, QB]     argmax: the largest final score so far
     std::vector<std::int64_t> best_key; // [G, QB] and its key (-1: none yet)
+    detail::PooledTiles pooled;         // spec.pooled_to's columns and top-k (else unused)
 };
 
 /// One task: (batch b, K/V head hk, query rows [i0, i0 + rows)) with all G query heads of
@@ -122,6 +125,9 @@ void start_task(Scratch& s, const Call& c, const Task& t, float scale) {
             }
         }
         std::fill_n(c.output(t, h), t.rows * c.dims.dv, 0.0f);
+    }
+    if (c.spec.pooled_to != nullptr) {
+        s.pooled.start(*c.spec.pooled_to, c.ops, group, t.i0, t.rows, t.rule, t.pad_row, c.dims.lk);
     }
 }
 
@@ -211,6 +217,10 @@ void key_block_step(Scratch& s,
                     s.best.data() + g * kQueryBlock,
                     s.best_key.data() + g * kQueryBlock);
     }
+    const bool pooled = c.spec.pooled_to != nullptr;
+    if (pooled) { // the long view's top-k, on the final scores
+        s.pooled.offer_scores(g, st, j0, kb);
+    }
 
     // pass 3: online softmax (Milakov & Gimelshein 2018, "Online normalizer calculation
     // for softmax"; Rabe & Staats 2021, "Self-attention does not need O(n²) memory"). Per
@@ -221,6 +231,9 @@ void key_block_step(Scratch& s,
     // exp(-inf - m') is exactly 0, so masked keys add nothing; a NaN score never becomes
     // the max but makes p, l and the row's output NaN.
     const bool rescale = c.ops.online_softmax(st, kb, m, l, s.alpha.data());
+    if (pooled) { // the long view's columns, on the probabilities while in cache
+        s.pooled.add_probabilities(g, st, j0, kb, m, s.alpha.data());
+    }
 
     // pass 4: O = diag(alpha)·O + P·V_block, P read transposed from St. The accumulator is
     // rescaled only when some row's max grew. The group's last head pulls the next K block
@@ -273,13 +286,16 @@ void key_blocks(Scratch& s, const Call& c, const Task& t) {
 /// one makes l NaN): zeros, as the contract says, even with a sink. The sink (no value
 /// row) raises the base as a key block would (the pipeline's raise_base):
 ///   m' = max(m, sink), l' = l·exp(m - m') + exp(sink - m'), O = O·exp(m - m') / l'.
-/// Returns how many rows saw no key.
-std::int64_t finish_rows(const Scratch& s, const Call& c, const Task& t) {
+/// With spec.pooled_to, each head's rows are then pooled with the same base and factor
+/// (a weight is exp(s - base) · exp(m - m') / l'). Returns how many rows saw no key.
+std::int64_t finish_rows(Scratch& s, const Call& c, const Task& t) {
     using L = detail::Scalar<float>;
     namespace score = detail::score;
     const std::size_t group = c.dims.group();
     BasicRowDiagnostics<float>& diag = c.result.diagnostics;
     std::int64_t empty_rows = 0;
+    std::array<float, kQueryBlock> bases{};
+    std::array<float, kQueryBlock> factors{};
     for (std::size_t g = 0; g < group; ++g) {
         const std::size_t h = t.hk * group + g;
         const float* l = s.l.data() + g * kQueryBlock;
@@ -290,6 +306,8 @@ std::int64_t finish_rows(const Scratch& s, const Call& c, const Task& t) {
                 diag.argmax->data()[row] = static_cast<float>(s.best_key[g * kQueryBlock + r]);
             }
             float* o = c.output(t, h) + r * c.dims.dv;
+            bases[r] = 0.0f;
+            factors[r] = 0.0f;
             if (l[r] == 0.0f) {
                 std::fill_n(o, c.dims.dv, 0.0f);
                 if (diag.lse) {
@@ -299,6 +317,7 @@ std::int64_t finish_rows(const Scratch& s, const Call& c, const Task& t) {
                 continue;
             }
             float base = score::exp_base<L>(m[r]);
+            bases[r] = base;
             float l_row = l[r];
             float alpha = 1.0f;
             if (!c.spec.sinks.empty()) {
@@ -312,9 +331,13 @@ std::int64_t finish_rows(const Scratch& s, const Call& c, const Task& t) {
                 diag.lse->data()[row] = score::log_sum_exp(base, static_cast<double>(l_row));
             }
             const float inv = alpha / l_row;
+            factors[r] = inv;
             for (std::size_t x = 0; x < c.dims.dv; ++x) {
                 o[x] *= inv;
             }
+        }
+        if (c.spec.pooled_to != nullptr) {
+            s.pooled.finish(g, bases.data(), factors.data(), c.first_row(t, h));
         }
     }
     return empty_rows;

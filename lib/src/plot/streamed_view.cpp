@@ -38,6 +38,21 @@ StreamedView::StreamedView(const problem::Problem& problem,
     to_.store = [this](std::size_t first, const float* values, std::size_t count) {
         store(first, values, count);
     };
+    if (layers.empty() && problem::pooled_direct(problem)) {
+        pooled_.emplace();
+        pooled_->columns = render::long_view_columns(problem.lk);
+        pooled_->top_k = page_->top_k();
+        pooled_->store = [this](std::size_t first_row, const PooledRows& rows) {
+            store_pooled(first_row, rows);
+        };
+    }
+}
+
+void StreamedView::store_pooled(std::size_t first_row, const PooledRows& rows) {
+    // Row (b·H + h)·Lq + i of the kernel is row i of panel b·H + h (no rows or heads
+    // selected: pooled_direct()).
+    const std::size_t lq = figure_.dims.lq;
+    page_->add_pooled(first_row / lq, first_row % lq, rows);
 }
 
 StreamedView::~StreamedView() = default;

@@ -77,7 +77,9 @@ BasicAttentionSpec<T> spec_with_destination(const Problem& p, const SolveOptions
     BasicAttentionSpec<T> spec = make_spec<T>(p, options);
     if constexpr (std::is_same_v<T, float>) {
         ATTN_ASSERT(options.weights_to == nullptr || weights_direct(p));
+        ATTN_ASSERT(options.pooled_to == nullptr || (pooled_direct(p) && !options.want_weights));
         spec.weights_to = options.weights_to;
+        spec.pooled_to = options.pooled_to;
     }
     return spec;
 }
@@ -246,6 +248,11 @@ BasicAttentionSpec<T> attention_spec(const Problem& p, const SolveOptions& optio
 
 bool weights_direct(const Problem& p) {
     return p.precision == Precision::f32 && !p.average_heads;
+}
+
+bool pooled_direct(const Problem& p) {
+    return weights_direct(p) && !p.mask && !p.bias && !p.return_entropy && p.top_k == 0 &&
+           !p.return_head_stats && !p.return_rollout && p.select_heads.empty() && !p.query_rows;
 }
 
 WeightsDestination<float>

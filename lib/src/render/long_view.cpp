@@ -17,6 +17,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 
 namespace attn::render {
 
@@ -86,6 +87,15 @@ std::vector<LongViewLevel> long_view_levels(std::size_t rows, std::size_t cols) 
         out.push_back({std::min(rows, side), std::min(cols, side)});
     }
     return out;
+}
+
+std::vector<std::size_t> long_view_columns(std::size_t cols) {
+    const std::size_t w = long_view_levels(1, cols).front().w;
+    std::vector<std::size_t> c;
+    for (std::size_t x = 0; x <= w; ++x) {
+        c.push_back(first_cell(x, cols, w));
+    }
+    return c;
 }
 
 ColorNorm streaming_norm(const HeatmapOptions& o) {
@@ -229,6 +239,36 @@ class LongPanel {
         }
     }
 
+    /// Rows [first, first + p.rows) from the kernel's pooling: each level-0 pixel row's
+    /// part pooled over its rows here (max, sum in row order, count from the rows' keys),
+    /// merged under the lock; the top-k lists copied.
+    void add_pooled(std::size_t first, const PooledRows& p, const ColorNorm& norm) {
+        ATTN_ASSERT(p.top_k == k_);
+        for (std::size_t r = 0; r < p.rows; ++r) {
+            for (std::size_t q = 0; q < k_; ++q) {
+                top_idx_[(first + r) * k_ + q] = p.top_key[r * k_ + q];
+                top_w_[(first + r) * k_ + q] =
+                    double_to_half(static_cast<double>(p.top_weight[r * k_ + q]));
+            }
+        }
+        const std::size_t h0 = levels_[0].size.h, w0 = levels_[0].size.w;
+        std::size_t i = 0;
+        while (i < p.rows) {
+            const std::size_t y = pixel_of(first + i, rows_, h0);
+            const std::size_t end = std::min(p.rows, first_cell(y + 1, rows_, h0) - first);
+            PixelRow part(w0);
+            part.parts = end - i;
+            pool_rows(p, i, end, part);
+            std::vector<Ready> ready;
+            {
+                const std::lock_guard lock(mutex_);
+                add_part(0, y, part, norm, ready);
+            }
+            compress(ready);
+            i = end;
+        }
+    }
+
     /// Block b of the top-k lists (kLongViewTopKRows rows from b·kLongViewTopKRows), packed:
     /// the keys (2 bytes each, 0xffff for none, or 4 when `wide_index`), then the weights.
     std::string top_k_block(std::size_t b, bool wide_index) const {
@@ -334,6 +374,53 @@ class LongPanel {
         best.store(top_idx_.data() + i * k_, top_w_.data() + i * k_);
     }
 
+    /// Rows [r0, r1) of p pooled into one pixel row's part: per column the rows' max and
+    /// sum (a row that does not see a column holds 0 there: no effect on a max of weights
+    /// >= 0) and the count of the keys they see, by ranges (every row's whole width where
+    /// the column lies inside all their ranges, row by row at the ranges' ends).
+    void pool_rows(const PooledRows& p, std::size_t r0, std::size_t r1, PixelRow& part) const {
+        std::size_t lo = 0, hi = cols_, seeing = 0;
+        for (std::size_t r = r0; r < r1; ++r) {
+            if (p.key_begin[r] < p.key_end[r]) {
+                lo = std::max(lo, p.key_begin[r]);
+                hi = std::min(hi, p.key_end[r]);
+                ++seeing;
+            }
+        }
+        const auto open = [&](std::size_t a, std::size_t b) -> std::uint32_t {
+            if (a >= b) {
+                return 0;
+            }
+            return p.open_before != nullptr ? p.open_before[b] - p.open_before[a]
+                                            : static_cast<std::uint32_t>(b - a);
+        };
+        for (std::size_t x = p.x_begin; x < p.x_end; ++x) {
+            const std::size_t c0 = col_start_[x], c1 = col_start_[x + 1];
+            std::uint32_t count = 0;
+            if (c0 >= lo && c1 <= hi) {
+                count = static_cast<std::uint32_t>(seeing) * open(c0, c1);
+            } else {
+                for (std::size_t r = r0; r < r1; ++r) {
+                    count += open(std::max(c0, p.key_begin[r]), std::min(c1, p.key_end[r]));
+                }
+            }
+            if (count == 0) {
+                continue;
+            }
+            const float* mx = p.max + x * p.stride;
+            const float* sm = p.sum + x * p.stride;
+            float m = -std::numeric_limits<float>::infinity();
+            double s = 0.0;
+            for (std::size_t r = r0; r < r1; ++r) {
+                m = std::max(m, mx[r]);
+                s += static_cast<double>(sm[r]);
+            }
+            part.max[x] = m;
+            part.sum[x] = s;
+            part.count[x] = count;
+        }
+    }
+
     struct Pooled {
         float max;
         double sum;
@@ -417,12 +504,18 @@ class LongPanel {
             band.raw.assign(3 * band.rows * w, 0);
         }
         const std::size_t plane = band.rows * w, at = (y - b * kLongViewBandRows) * w;
+        if (!indexer_) {
+            indexer_.emplace(norm);
+        }
+        // The max plane by the exact float rule (ColorIndexer: no division a pixel), the mean
+        // (a double) by the rule itself.
+        indexer_->map(row.max.data(), w, band.raw.data() + at);
         for (std::size_t x = 0; x < w; ++x) {
             const std::uint32_t c = row.count[x];
             const auto index = [&](double value) {
                 return static_cast<std::uint8_t>(Colormap::colormap_index(norm(value)));
             };
-            band.raw[at + x] = c == 0 ? 0 : index(static_cast<double>(row.max[x]));
+            band.raw[at + x] = c == 0 ? 0 : band.raw[at + x];
             band.raw[plane + at + x] = c == 0 ? 0 : index(row.sum[x] / c);
             band.raw[2 * plane + at + x] = c == 0 ? 1 : 0;
         }
@@ -470,6 +563,7 @@ class LongPanel {
     std::vector<std::uint16_t> top_w_;
     std::vector<std::uint32_t> thumb_sum_, thumb_count_;
     std::vector<std::uint8_t> thumb_max_;
+    std::optional<detail::ColorIndexer> indexer_; ///< store_row's, of the first norm it gets
     std::mutex mutex_;
 };
 
@@ -526,6 +620,15 @@ void LongViewPage::add_rows_within(std::size_t panel,
                                    const LongViewKeys* keys) {
     ATTN_ASSERT(panel < impl_->panels.size() && first + n <= impl_->shape.rows);
     impl_->panels[panel]->add_rows(first, n, values, nullptr, keys, impl_->norm);
+}
+
+void LongViewPage::add_pooled(std::size_t panel, std::size_t first, const PooledRows& rows) {
+    ATTN_ASSERT(panel < impl_->panels.size() && first + rows.rows <= impl_->shape.rows);
+    impl_->panels[panel]->add_pooled(first, rows, impl_->norm);
+}
+
+std::size_t LongViewPage::top_k() const {
+    return impl_->top_k;
 }
 
 std::vector<std::uint8_t> LongViewPage::finish() {

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,16 +45,23 @@ class StreamedView {
     /// order, any thread.
     const WeightsDestination<float>& destination() const { return to_; }
 
+    /// Where the streaming kernel pools the weights for this page instead (SolveOptions::
+    /// pooled_to, with want_weights false: no weights are made), for a problem of one
+    /// attention call that problem::pooled_direct() accepts; null otherwise.
+    const PooledDestination* pooled() const { return pooled_ ? &*pooled_ : nullptr; }
+
     /// The page, once solve() has returned.
     std::vector<std::uint8_t> finish();
 
   private:
     void store(std::size_t first, const float* values, std::size_t count);
+    void store_pooled(std::size_t first_row, const PooledRows& rows);
 
     const problem::Problem& problem_;
     WeightsFigure figure_;
     std::unique_ptr<render::LongViewPage> page_;
     WeightsDestination<float> to_;
+    std::optional<PooledDestination> pooled_;
 };
 
 } // namespace attn::plot

@@ -33,6 +33,10 @@ struct SolveOptions {
     /// without average_heads only (weights_direct()). All of them in the contract's order;
     /// for a layer stack or a model run, every selected layer's in turn ([layers, ...]).
     const WeightsDestination<float>* weights_to = nullptr;
+    /// With want_weights false: where the streaming kernel pools the weights it never makes
+    /// (AttentionSpec::pooled_to): a float32 problem of one attention call without
+    /// keep_mask, bias or anything else that needs the weights (pooled_direct()).
+    const PooledDestination* pooled_to = nullptr;
     /// A model run calls this after each layer with the layers finished and the layers it
     /// runs (up to the last selected one), from the solving thread: progress for a front
     /// end. Empty: nothing is called.
@@ -49,6 +53,13 @@ struct SolveOptions {
 /// True when solve() can write p's weights to SolveOptions::weights_to: the kernel's
 /// weights are the contract's as they are (precision f32, no average_heads).
 bool weights_direct(const Problem& p);
+
+/// True when solve() can pool p's weights into SolveOptions::pooled_to: weights_direct(p),
+/// one attention call (the caller knows: not a stack or a model run), no keep_mask or bias
+/// (the kernel's blocked keys are then the positional rule's and the padding), and nothing
+/// that reads the weights themselves (head_stats, rollout, entropy, top_k, select_heads,
+/// query_rows).
+bool pooled_direct(const Problem& p);
 
 /// Layer `index` of `count`'s part of a destination for stacked weights: its elements and
 /// `store` offset by index · size / count.

@@ -8,6 +8,7 @@
 // writes no files.
 #pragma once
 
+#include "attn/attention.hpp"
 #include "attn/render/heatmap.hpp"
 
 #include <cstddef>
@@ -42,6 +43,10 @@ struct LongViewLevel {
 /// The levels of a [rows, cols] panel: side min(n, 4096 >> l) on each axis, l = 0, 1, ...
 /// down to kLongViewMinSide.
 std::vector<LongViewLevel> long_view_levels(std::size_t rows, std::size_t cols);
+
+/// The keys of a panel of `cols` keys in level 0's pixel columns: column x holds keys
+/// [c[x], c[x + 1]), c from 0 to cols (what a PooledDestination pools into).
+std::vector<std::size_t> long_view_columns(std::size_t cols);
 
 /// The colour range of a page built while the weights are made (nothing to scan first):
 /// options.vmin/vmax, else attention weights' own range [0, 1] (log: [1e-6 · vmax, vmax]).
@@ -85,6 +90,16 @@ class LongViewPage {
                          std::size_t n,
                          const float* values,
                          const LongViewKeys* keys);
+
+    /// As add_rows, from the streaming kernel's pooling instead of the weights (a
+    /// PooledDestination whose columns are long_view_columns(cols) and top_k top_k()):
+    /// rows [first, first + rows.rows) of `panel`, their level-0 pixels' max and sum and
+    /// their top-k lists as they are. The levels equal add_rows' within float rounding
+    /// (sums in another order), the lists the same keys where weights do not tie.
+    void add_pooled(std::size_t panel, std::size_t first, const PooledRows& rows);
+
+    /// The keys listed per row (the constructor's top_k, at most the panel's keys).
+    std::size_t top_k() const;
 
     /// The page, once every row of every panel was added: the top-k lists packed on
     /// options.threads threads (a block of kLongViewTopKRows rows a task), the same bytes

@@ -34,13 +34,13 @@ TEST(Handover, EveryDtypeReadsAsTheNpyFileOfTheSameBytes) {
     const std::vector<double> f8 = {1.0 / 3.0, -2.5, 1e300, 0.0, -0.0, 7.0};
     const std::vector<std::int16_t> i2 = {-3, 0, 300, 32767, -32768, 1};
     const std::vector<std::uint8_t> b1 = {0, 1, 2, 0, 255, 1};
-    struct Case {
+    struct DtypeCase {
         std::string descr;
         std::vector<std::uint8_t> payload;
     };
-    const std::vector<Case> cases = {
+    const std::vector<DtypeCase> cases = {
         {"<f8", payload_of(f8)}, {">i2", payload_of(i2, true)}, {"|b1", payload_of(b1)}};
-    for (const Case& c : cases) {
+    for (const DtypeCase& c : cases) {
         SCOPED_TRACE(c.descr);
         const auto file = make_npy(dict_for(c.descr, "(2, 3)"), c.payload);
         for (const auto precision : {io::Precision::f32, io::Precision::f64}) {

@@ -242,6 +242,37 @@ TEST_P(Q8KMatmul, EqualsThePortableLoopBitForBitForAnyThreadCount) {
     }
 }
 
+TEST_P(Q8KMatmul, TheLargestCodesAndActivationsStayExact) {
+    // Every code at its largest (Q4_K 15, Q5_K 31, Q6_K 63) times x all equal (q = −127
+    // everywhere): the largest sub-block sums there are, where a narrower accumulator (the
+    // int16 pair sums of AVX2's maddubs, if more steps were added up before widening)
+    // would overflow. Random data does not reach them.
+    const auto [type, simd] = GetParam();
+    const Shape3 s{5, 19, 512};
+    std::vector<std::uint8_t> bytes = random_ggml_blocks(type, s.m * s.k, 21);
+    const std::size_t bb = ggml_type_traits(type)->block_bytes;
+    // the code bytes: Q4_K qs [16, 144); Q5_K qh and qs [16, 176); Q6_K ql and qh [0, 192)
+    const std::size_t from = type == kQ6K ? 0 : 16;
+    const std::size_t to = type == kQ4K ? 144 : type == kQ5K ? 176 : 192;
+    for (std::size_t b = 0; b < bytes.size(); b += bb) {
+        std::fill(bytes.begin() + static_cast<std::ptrdiff_t>(b + from),
+                  bytes.begin() + static_cast<std::ptrdiff_t>(b + to),
+                  std::uint8_t{0xFF});
+    }
+    std::vector<float> x(s.n * s.k, 1.0F);
+    std::fill(x.begin() + static_cast<std::ptrdiff_t>(2 * s.k), x.end(), -0.75F);
+    std::vector<float> w(s.m * s.k);
+    dequantize_ggml(type, bytes, w);
+    const Reference want = reference(x, w, bytes, type, s);
+    const std::vector<float> y =
+        product(x, s, type, bytes, {.threads = 1, .simd = simd, .activations = Activations::q8});
+    for (std::size_t e = 0; e < y.size(); ++e) {
+        const double bound = testing::float32_sum_bound(2 * s.k / 256 + 3, want.terms[e]);
+        ASSERT_LE(std::fabs(static_cast<double>(y[e]) - want.rounded[e]), bound)
+            << simd_label(simd) << " at " << e;
+    }
+}
+
 std::string case_name(const ::testing::TestParamInfo<std::tuple<std::uint32_t, Simd>>& info) {
     return std::string(ggml_type_traits(std::get<0>(info.param))->name) + "_" +
            simd_label(std::get<1>(info.param));

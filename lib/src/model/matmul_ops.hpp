@@ -22,6 +22,7 @@ struct DotQ8Args {
     const std::int8_t* qx = nullptr;
     const float* dx = nullptr;
     const std::int32_t* sx = nullptr;
+    const std::int32_t* px = nullptr; ///< Q8_K: Q8Rows::pair, [n, k / 32]
     std::size_t n = 0;
     std::size_t blocks = 0;
     float* y = nullptr;

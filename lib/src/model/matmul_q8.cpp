@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <optional>
 
@@ -46,8 +47,10 @@ void quantize_block(const float* x, std::int8_t* q, float& d_out, std::int32_t& 
     }
 }
 
-/// One super-block by ggml's quantize_row_q8_K_ref: `sums` gets Σ q per 16.
-void quantize_super_block(const float* x, std::int8_t* q, float& d_out, std::int32_t* sums) {
+/// One super-block by ggml's quantize_row_q8_K_ref: `sums` gets Σ q per 16, `pairs` the
+/// same 16 sums as 8 int16 pairs.
+void quantize_super_block(
+    const float* x, std::int8_t* q, float& d_out, std::int32_t* sums, std::int32_t* pairs) {
     float amax = 0.0F;
     float max = 0.0F; // the first element of largest magnitude, with its sign
     bool finite = true;
@@ -60,6 +63,7 @@ void quantize_super_block(const float* x, std::int8_t* q, float& d_out, std::int
     }
     std::fill(q, q + kSuper, std::int8_t{0});
     std::fill(sums, sums + kSuper / 16, 0);
+    std::fill(pairs, pairs + kSuper / 32, 0);
     const float iscale = amax != 0.0F ? -127.0F / max : 0.0F;
     if (!finite) {
         d_out = std::nanf("");
@@ -72,12 +76,25 @@ void quantize_super_block(const float* x, std::int8_t* q, float& d_out, std::int
         return;
     }
     for (std::size_t j = 0; j < kSuper; ++j) {
-        // nearbyint: to nearest, ties to even (the default rounding mode), as ggml's
-        // nearest_int (x + 1.5 · 2^23 in float32). |iscale · x| <= 127 · (1 + 2^-24)^2, so
-        // the result is in [-127, 127] and min(127, ·) never changes a finite one.
-        const float v = std::min(127.0F, std::nearbyint(iscale * x[j]));
+        // To nearest, ties to even, as ggml's nearest_int: v + 1.5 · 2^23 lies in [2^23,
+        // 2^24) for |v| < 2^22, where float32's spacing is 1, so the sum is v rounded to an
+        // integer (in the default rounding mode) and the difference is exact. (A loop the
+        // compiler vectorizes, where std::nearbyint is a libm call per element.) |iscale ·
+        // x| <= 127 · (1 + 2^-24)^2, so the result is in [-127, 127] and min(127, ·) never
+        // changes a finite one.
+        // (The product its own statement: no contraction into an FMA.)
+        constexpr float magic = 12582912.0F;
+        const float p = iscale * x[j];
+        const float v = std::min(127.0F, (p + magic) - magic);
         q[j] = static_cast<std::int8_t>(v);
+    }
+    for (std::size_t j = 0; j < kSuper; ++j) {
         sums[j / 16] += q[j];
+    }
+    for (std::size_t i = 0; i < kSuper / 32; ++i) { // |Σ| <= 16 · 127: int16
+        pairs[i] = std::bit_cast<std::int32_t>(
+            static_cast<std::uint32_t>(static_cast<std::uint16_t>(sums[2 * i])) |
+            static_cast<std::uint32_t>(static_cast<std::uint16_t>(sums[2 * i + 1])) << 16U);
     }
     d_out = 1.0F / iscale;
 }
@@ -111,6 +128,7 @@ quantize_q8_k_rows(std::span<const float> x, std::size_t rows, std::size_t k, un
     out.q.resize(rows * k);
     out.d.resize(rows * out.blocks);
     out.sum.resize(rows * k / 16);
+    out.pair.resize(rows * k / 32);
     attn::detail::parallel_chunks(
         rows, attn::detail::rows_per_chunk(k), threads, [&](std::size_t r0, std::size_t r1) {
             for (std::size_t r = r0; r < r1; ++r) {
@@ -119,7 +137,8 @@ quantize_q8_k_rows(std::span<const float> x, std::size_t rows, std::size_t k, un
                     quantize_super_block(x.data() + e,
                                          out.q.data() + e,
                                          out.d[r * out.blocks + b],
-                                         out.sum.data() + e / 16);
+                                         out.sum.data() + e / 16,
+                                         out.pair.data() + e / 32);
                 }
             }
         });
@@ -167,6 +186,7 @@ void q8_matmul(std::span<const float> x,
                              .qx = a.q.data(),
                              .dx = a.d.data(),
                              .sx = a.sum.data(),
+                             .px = a.pair.data(),
                              .n = rows_x,
                              .blocks = a.blocks,
                              .y = y.data() + m0,

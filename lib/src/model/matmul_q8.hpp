@@ -42,6 +42,8 @@ struct Q8Rows {
     std::vector<std::int8_t> q;    ///< [rows, k]
     std::vector<float> d;          ///< [rows, blocks]
     std::vector<std::int32_t> sum; ///< Q8_0: [rows, blocks]; Q8_K: [rows, k / 16]
+    /// Q8_K: [rows, k / 32] the sums per 16 again, two a lane as int16 (low: the first).
+    std::vector<std::int32_t> pair;
 };
 
 /// x [rows, k] (k a multiple of 32) rounded to Q8_0, rows shared among `threads`.

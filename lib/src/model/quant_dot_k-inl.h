@@ -242,8 +242,9 @@ inline VecI k_dot4(VecI s, VecI u, VecI x) {
 inline VecI k_scaled(VecI s, VecI sc) {
     return _mm512_mullo_epi32(s, sc);
 }
-inline VecI k_madd(VecI a, VecI b) {
-    return _mm512_madd_epi16(a, b);
+/// s += a0 b0 + a1 b1 per lane of int16 pairs (VNNI's dpwssd).
+inline VecI k_dot2(VecI s, VecI a, VecI b) {
+    return _mm512_dpwssd_epi32(s, a, b);
 }
 inline VecI k_add(VecI a, VecI b) {
     return _mm512_add_epi32(a, b);
@@ -291,8 +292,9 @@ inline VecI k_dot4(VecI s, VecI u, VecI x) {
 inline VecI k_scaled(VecI s, VecI sc) {
     return _mm256_madd_epi16(s, sc);
 }
-inline VecI k_madd(VecI a, VecI b) {
-    return _mm256_madd_epi16(a, b);
+/// s += a0 b0 + a1 b1 per lane of int16 pairs.
+inline VecI k_dot2(VecI s, VecI a, VecI b) {
+    return _mm256_add_epi32(s, _mm256_madd_epi16(a, b));
 }
 inline VecI k_add(VecI a, VecI b) {
     return _mm256_add_epi32(a, b);
@@ -328,26 +330,26 @@ constexpr std::size_t k_chunk(std::uint32_t type) {
 }
 #endif
 
-/// isum for R activation rows and one group's super-block (codes `pk`, scales `sc`).
-template <std::size_t R>
-void k_isums(std::uint32_t type,
-             const std::uint8_t* pk,
+/// isum for R activation rows and one group's super-block (codes `pk`, scales `sc`) of a
+/// type with sub-blocks of `Sub` and `Chunk` steps summed before k_scaled: compile-time, so
+/// the loops unroll.
+template <std::size_t R, std::size_t Sub, std::size_t Chunk>
+void k_isums(const std::uint8_t* pk,
              const std::int32_t* sc,
              const std::int8_t* const* x,
              VecI* isum) {
-    const std::size_t steps = k_sub(type) / 4;
-    const std::size_t chunk = std::min(steps, k_chunk(type));
+    constexpr std::size_t steps = Sub / 4;
     for (std::size_t r = 0; r < R; ++r) {
         isum[r] = k_zero();
     }
-    for (std::size_t j = 0; j < kSuperK / k_sub(type); ++j) {
+    for (std::size_t j = 0; j < kSuperK / Sub; ++j) {
         const VecI scale = k_load(sc + j * kLanes);
-        for (std::size_t s0 = j * steps; s0 < (j + 1) * steps; s0 += chunk) {
+        for (std::size_t s0 = j * steps; s0 < (j + 1) * steps; s0 += Chunk) {
             VecI s[R];
             for (std::size_t r = 0; r < R; ++r) {
                 s[r] = k_zero();
             }
-            for (std::size_t step = s0; step < s0 + chunk; ++step) {
+            for (std::size_t step = s0; step < s0 + Chunk; ++step) {
                 const VecI u = k_load(pk + step * kLanes * 4);
                 for (std::size_t r = 0; r < R; ++r) {
                     s[r] = k_dot4(s[r], u, broadcast4(x[r] + step * 4));
@@ -360,19 +362,21 @@ void k_isums(std::uint32_t type,
     }
 }
 
-/// corr = Σ_g c_g · bsum_g for one activation row's 16 sums.
-inline VecI k_corr(const std::int32_t* c, const std::int32_t* bsum) {
+/// corr = Σ_g c_g · bsum_g for one activation row: `c` the group's 8 int16 pairs of factors,
+/// `pairs` the row's 8 int16 pairs of sums (Q8Rows::pair).
+inline VecI k_corr(const std::int32_t* c, const std::int32_t* pairs) {
     VecI corr = k_zero();
     for (std::size_t i = 0; i < 8; ++i) {
-        corr = k_add(corr,
-                     k_madd(k_load(c + i * kLanes), k_set1(pair16(bsum[2 * i], bsum[2 * i + 1]))));
+        corr = k_dot2(corr, k_load(c + i * kLanes), k_set1(pairs[i]));
     }
     return corr;
 }
 
 /// y[n0 .. n0 + R, the group's kLanes rows of W] from the packed panel.
-template <std::size_t R>
+template <std::uint32_t Type, std::size_t R>
 void dot_tile_k(const DotQ8Args& a, std::size_t n0, std::size_t g, const PackK& p) {
+    constexpr std::size_t sub = Type == t_q6_k ? 16 : 32;
+    constexpr std::size_t chunk = std::min(sub / 4, k_chunk(Type));
     VecF acc[R];
     for (std::size_t r = 0; r < R; ++r) {
         acc[r] = k_zero_f();
@@ -384,15 +388,15 @@ void dot_tile_k(const DotQ8Args& a, std::size_t n0, std::size_t g, const PackK& 
             x[r] = a.qx + ((n0 + r) * a.blocks + b) * kSuperK;
         }
         VecI isum[R];
-        k_isums<R>(
-            a.type, p.u.data() + gb * kSuperK * kLanes, p.sc.data() + gb * 16 * kLanes, x, isum);
+        k_isums<R, sub, chunk>(
+            p.u.data() + gb * kSuperK * kLanes, p.sc.data() + gb * 16 * kLanes, x, isum);
         const VecF d = k_loadf(p.d.data() + gb * kLanes);
         const VecF dmin = k_loadf(p.dmin.data() + gb * kLanes);
         for (std::size_t r = 0; r < R; ++r) {
             const std::size_t at = (n0 + r) * a.blocks + b;
-            const VecI corr = k_corr(p.c.data() + gb * 8 * kLanes, a.sx + at * 16);
+            const VecI corr = k_corr(p.c.data() + gb * 8 * kLanes, a.px + at * 8);
             // k_step, lane-wise
-            if (a.type == t_q6_k) {
+            if constexpr (Type == t_q6_k) {
                 acc[r] = k_fma(k_mulf(d, a.dx[at]), k_sub_i(isum[r], corr), acc[r]);
             } else {
                 acc[r] = k_fma(k_mulf(d, a.dx[at]), isum[r], acc[r]);
@@ -409,21 +413,32 @@ void dot_tile_k(const DotQ8Args& a, std::size_t n0, std::size_t g, const PackK& 
     }
 }
 
-/// Every pair through the packed panel: tiles of kPackRows rows, then the last rows.
-void dot_packed_k(const DotQ8Args& a, const float* f16) {
-    PackK p;
-    pack_panel_k(a, f16, p);
+/// Every pair of one type through the packed panel: tiles of kPackRows rows, then the last.
+template <std::uint32_t Type> void dot_tiles_k(const DotQ8Args& a, const PackK& p) {
     const std::size_t groups = (a.m + kLanes - 1) / kLanes;
     std::size_t n0 = 0;
     for (; n0 + kPackRows <= a.n; n0 += kPackRows) {
         for (std::size_t g = 0; g < groups; ++g) {
-            dot_tile_k<kPackRows>(a, n0, g, p);
+            dot_tile_k<Type, kPackRows>(a, n0, g, p);
         }
     }
     for (; n0 < a.n; ++n0) {
         for (std::size_t g = 0; g < groups; ++g) {
-            dot_tile_k<1>(a, n0, g, p);
+            dot_tile_k<Type, 1>(a, n0, g, p);
         }
+    }
+}
+
+/// Every pair through the packed panel.
+void dot_packed_k(const DotQ8Args& a, const float* f16) {
+    PackK p;
+    pack_panel_k(a, f16, p);
+    if (a.type == t_q4_k) {
+        dot_tiles_k<t_q4_k>(a, p);
+    } else if (a.type == t_q5_k) {
+        dot_tiles_k<t_q5_k>(a, p);
+    } else {
+        dot_tiles_k<t_q6_k>(a, p);
     }
 }
 #if HWY_TARGET == HWY_AVX3_DL

@@ -51,14 +51,28 @@ void quantize_block(const float* x, std::int8_t* q, float& d_out, std::int32_t& 
 /// same 16 sums as 8 int16 pairs.
 void quantize_super_block(
     const float* x, std::int8_t* q, float& d_out, std::int32_t* sums, std::int32_t* pairs) {
+    // amax and a NaN test (x · 0 is NaN for a NaN or an infinity) in 8 lanes, which the
+    // compiler vectorizes; then x_max, the first element of largest magnitude, with its sign.
+    std::array<float, 8> lane_max{};
+    std::array<float, 8> lane_nan{};
+    for (std::size_t j = 0; j < kSuper; j += 8) {
+        for (std::size_t l = 0; l < 8; ++l) {
+            const float a = std::fabs(x[j + l]);
+            lane_max[l] = lane_max[l] < a ? a : lane_max[l];
+            lane_nan[l] += x[j + l] * 0.0F;
+        }
+    }
     float amax = 0.0F;
-    float max = 0.0F; // the first element of largest magnitude, with its sign
     bool finite = true;
-    for (std::size_t j = 0; j < kSuper; ++j) {
-        finite = finite && std::isfinite(x[j]);
-        if (std::fabs(x[j]) > amax) {
-            amax = std::fabs(x[j]);
+    for (std::size_t l = 0; l < 8; ++l) {
+        amax = std::max(amax, lane_max[l]);
+        finite = finite && !std::isnan(lane_nan[l]);
+    }
+    float max = 0.0F;
+    for (std::size_t j = 0; j < kSuper && finite && amax != 0.0F; ++j) {
+        if (std::fabs(x[j]) == amax) {
             max = x[j];
+            break;
         }
     }
     std::fill(q, q + kSuper, std::int8_t{0});

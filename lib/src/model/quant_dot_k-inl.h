@@ -64,8 +64,8 @@ std::size_t k_block_bytes(std::uint32_t type) {
 
 /// Q4_K and Q5_K (the layout block_q45_k reads): d, dmin, 12 bytes of 6-bit scales and
 /// mins, (Q5_K) 32 bytes of fifth bits, 128 bytes of nibbles: each 64 elements are 32
-/// low nibbles then 32 high ones.
-void unpack_q45_k(bool five, const std::uint8_t* w, const float* f16, KBlock& out) {
+/// low nibbles then 32 high ones. `codes` false: the factors only.
+void unpack_q45_k(bool five, const std::uint8_t* w, const float* f16, KBlock& out, bool codes) {
     out.d = f16_at(f16, w);
     out.dmin = f16_at(f16, w + 2);
     const std::uint8_t* qh = w + 16;
@@ -78,6 +78,9 @@ void unpack_q45_k(bool five, const std::uint8_t* w, const float* f16, KBlock& ou
         out.sc[sj] = sc;
         out.c[2 * sj] = mn;
         out.c[2 * sj + 1] = mn;
+        if (!codes) {
+            continue;
+        }
         const int shift = 4 * (j % 2);
         const std::uint8_t* q = ql + 32 * (j / 2);
         for (std::size_t l = 0; l < 32; ++l) {
@@ -90,35 +93,42 @@ void unpack_q45_k(bool five, const std::uint8_t* w, const float* f16, KBlock& ou
     }
 }
 
+/// Q6_K's codes of one half (128 elements): four runs of 32 from ql's low, ql's next 32
+/// low, then their high nibbles, with the four bit pairs of qh.
+void unpack_q6_k_half(const std::uint8_t* w, std::size_t half, KBlock& out) {
+    const std::uint8_t* ql = w + 64 * half;
+    const std::uint8_t* qh = w + 128 + 32 * half;
+    for (std::size_t run = 0; run < 4; ++run) {
+        const std::size_t lshift = 4 * (run / 2);
+        const std::size_t hshift = 2 * run;
+        for (std::size_t l = 0; l < 32; ++l) {
+            const int lo = (ql[l + 32 * (run % 2)] >> lshift) & 0xF;
+            const int hi = (qh[l] >> hshift) & 3;
+            out.u[128 * half + 32 * run + l] = static_cast<std::uint8_t>(lo | (hi << 4));
+        }
+    }
+}
+
 /// Q6_K (the layout block_q6_k reads): 128 bytes of low nibbles, 64 of high pairs, 16
-/// int8 scales, d; the weight is d · sc · (u − 32).
-void unpack_q6_k(const std::uint8_t* w, const float* f16, KBlock& out) {
+/// int8 scales, d; the weight is d · sc · (u − 32). `codes` false: the factors only.
+void unpack_q6_k(const std::uint8_t* w, const float* f16, KBlock& out, bool codes) {
     const auto* scales = reinterpret_cast<const std::int8_t*>(w + 192);
     out.d = f16_at(f16, w + 208);
     for (std::size_t g = 0; g < 16; ++g) {
         out.sc[g] = scales[g];
         out.c[g] = 32 * scales[g];
     }
-    for (std::size_t half = 0; half < 2; ++half) {
-        const std::uint8_t* ql = w + 64 * half;
-        const std::uint8_t* qh = w + 128 + 32 * half;
-        for (std::size_t run = 0; run < 4; ++run) {
-            const std::size_t lshift = 4 * (run / 2);
-            const std::size_t hshift = 2 * run;
-            for (std::size_t l = 0; l < 32; ++l) {
-                const int lo = (ql[l + 32 * (run % 2)] >> lshift) & 0xF;
-                const int hi = (qh[l] >> hshift) & 3;
-                out.u[128 * half + 32 * run + l] = static_cast<std::uint8_t>(lo | (hi << 4));
-            }
-        }
+    for (std::size_t half = 0; codes && half < 2; ++half) {
+        unpack_q6_k_half(w, half, out);
     }
 }
 
-void unpack_k(std::uint32_t type, const std::uint8_t* w, const float* f16, KBlock& out) {
+void unpack_k(
+    std::uint32_t type, const std::uint8_t* w, const float* f16, KBlock& out, bool codes = true) {
     if (type == t_q6_k) {
-        unpack_q6_k(w, f16, out);
+        unpack_q6_k(w, f16, out, codes);
     } else {
-        unpack_q45_k(type == t_q5_k, w, f16, out);
+        unpack_q45_k(type == t_q5_k, w, f16, out, codes);
     }
 }
 
@@ -193,6 +203,39 @@ std::int32_t pair16(std::int32_t lo, std::int32_t hi) {
         (static_cast<std::uint32_t>(static_cast<std::uint16_t>(hi)) << 16U));
 }
 
+/// The little-endian uint32 at p.
+inline std::uint32_t k_u32(const std::uint8_t* p) {
+    std::uint32_t v = 0;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+
+/// One super-block's codes, 4 a word (unpack_k's, 4 bytes at a time), to dst + step ·
+/// kLanes · 4 for the 64 steps of 4 k.
+void pack_codes_k(std::uint32_t type, const std::uint8_t* w, std::uint8_t* dst) {
+    for (std::size_t step = 0; step < kSuperK / 4; ++step) {
+        const std::size_t e = 4 * step; // the first of the step's 4 elements
+        std::uint32_t v = 0;
+        if (type == t_q6_k) {
+            const std::size_t half = e / 128;
+            const std::size_t run = e % 128 / 32;
+            const std::size_t l = e % 32;
+            const std::uint32_t lo = k_u32(w + 64 * half + 32 * (run % 2) + l) >> (4 * (run / 2));
+            const std::uint32_t hi = k_u32(w + 128 + 32 * half + l) >> (2 * run);
+            v = (lo & 0x0F0F0F0FU) | ((hi & 0x03030303U) << 4U);
+        } else {
+            const std::size_t j = e / 32; // the sub-block
+            const std::size_t l = e % 32;
+            const std::uint8_t* ql = w + (type == t_q5_k ? 48 : 16) + 32 * (j / 2);
+            v = (k_u32(ql + l) >> (4 * (j % 2))) & 0x0F0F0F0FU;
+            if (type == t_q5_k) {
+                v |= ((k_u32(w + 16 + l) >> j) & 0x01010101U) << 4U;
+            }
+        }
+        std::memcpy(dst + step * kLanes * 4, &v, 4);
+    }
+}
+
 void pack_panel_k(const DotQ8Args& a, const float* f16, PackK& p) {
     const std::size_t bb = k_block_bytes(a.type);
     const std::size_t gbs = (a.m + kLanes - 1) / kLanes * a.blocks;
@@ -205,12 +248,10 @@ void pack_panel_k(const DotQ8Args& a, const float* f16, PackK& p) {
     for (std::size_t m = 0; m < a.m; ++m) {
         const std::size_t l = m % kLanes;
         for (std::size_t b = 0; b < a.blocks; ++b) {
-            unpack_k(a.type, a.w_rows[m] + b * bb, f16, kb);
+            const std::uint8_t* w = a.w_rows[m] + b * bb;
+            unpack_k(a.type, w, f16, kb, false);
             const std::size_t gb = m / kLanes * a.blocks + b;
-            std::uint8_t* dst = p.u.data() + gb * kSuperK * kLanes + l * 4;
-            for (std::size_t step = 0; step < kSuperK / 4; ++step) {
-                std::memcpy(dst + step * kLanes * 4, kb.u.data() + step * 4, 4);
-            }
+            pack_codes_k(a.type, w, p.u.data() + gb * kSuperK * kLanes + l * 4);
             for (std::size_t j = 0; j < 16; ++j) {
 #if HWY_TARGET == HWY_AVX3_DL
                 p.sc[(gb * 16 + j) * kLanes + l] = kb.sc[j];

@@ -287,7 +287,7 @@ INSTANTIATE_TEST_SUITE_P(TypesAndTargets,
 /// A Q6_K W [256, 256] whose row j is the unit vector e_j (d = 1, every scale 1, codes 32
 /// but 33 at j): y[n, j] = d_x · q_j, the rounded x as ggml's dequantize_row_q8_K gives it.
 std::vector<std::uint8_t> q6_k_identity() {
-    std::vector<std::uint8_t> bytes(256 * 210, 0);
+    std::vector<std::uint8_t> bytes(std::size_t{256} * 210, 0);
     for (std::size_t j = 0; j < 256; ++j) {
         std::uint8_t* b = bytes.data() + j * 210;
         // code 32 = high pair 2, low nibble 0: qh's four 2-bit fields all 2 (0b10101010)

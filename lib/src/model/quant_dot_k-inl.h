@@ -82,7 +82,7 @@ void unpack_q45_k(bool five, const std::uint8_t* w, const float* f16, KBlock& ou
             continue;
         }
         const int shift = 4 * (j % 2);
-        const std::uint8_t* q = ql + 32 * (j / 2);
+        const std::uint8_t* q = ql + 32 * (sj / 2);
         for (std::size_t l = 0; l < 32; ++l) {
             int v = (q[l] >> shift) & 0xF;
             if (five) {
@@ -112,11 +112,11 @@ void unpack_q6_k_half(const std::uint8_t* w, std::size_t half, KBlock& out) {
 /// Q6_K (the layout block_q6_k reads): 128 bytes of low nibbles, 64 of high pairs, 16
 /// int8 scales, d; the weight is d · sc · (u − 32). `codes` false: the factors only.
 void unpack_q6_k(const std::uint8_t* w, const float* f16, KBlock& out, bool codes) {
-    const auto* scales = reinterpret_cast<const std::int8_t*>(w + 192);
     out.d = f16_at(f16, w + 208);
     for (std::size_t g = 0; g < 16; ++g) {
-        out.sc[g] = scales[g];
-        out.c[g] = 32 * scales[g];
+        const int byte = w[192 + g]; // int8, two's complement
+        out.sc[g] = byte < 128 ? byte : byte - 256;
+        out.c[g] = 32 * out.sc[g];
     }
     for (std::size_t half = 0; codes && half < 2; ++half) {
         unpack_q6_k_half(w, half, out);

@@ -4,7 +4,8 @@
 // per ggml type and SIMD target (best, and AVX2 where the CPU runs it). Before anything is
 // timed, every type's product on a small shape is checked against float64 of the
 // dequantized weights (the unit test's bound); a miss stops the binary. bm_stored_q8: Q8_0
-// and Q4_0 with the activations rounded to Q8_0 (integer products; checked by the unit test).
+// and Q4_0 with the activations rounded to Q8_0, Q4_K, Q5_K and Q6_K with them rounded to
+// Q8_K (--activations q8: integer products; checked by the unit tests).
 #include "attn/attention.hpp"
 #include "attn/kernels.hpp"
 #include "attn/model/matmul.hpp"
@@ -41,7 +42,7 @@ std::vector<float> random_x(std::size_t count) {
 }
 
 /// One product of x [512, 2048] with W [M, 2048] of `type`, x as float32 or rounded to
-/// Q8_0 (`activations`, for Q8_0 and Q4_0: the integer products). Args: M, threads.
+/// Q8_0 or Q8_K (`activations` q8: the integer products). Args: M, threads.
 void bm_stored(benchmark::State& state,
                std::uint32_t type,
                attn::Simd simd,
@@ -175,14 +176,15 @@ int main(int argc, char** argv) {
                 simd,
                 attn::model::Activations::f32));
         }
-        for (const std::uint32_t type : {8U, 2U}) { // Q8_0, Q4_0 with Q8_0 activations
+        // Q8_0, Q4_0 with Q8_0 activations; Q4_K, Q5_K, Q6_K with Q8_K ones
+        for (const std::uint32_t type : {8U, 2U, 12U, 13U, 14U}) {
             shapes(benchmark::RegisterBenchmark(
                 ("bm_stored_q8/" + std::string(ggml_type_traits(type)->name) + "/" + target)
                     .c_str(),
                 bm_stored,
                 type,
                 simd,
-                attn::model::Activations::q8_0));
+                attn::model::Activations::q8));
         }
     }
     benchmark::AddCustomContext("openblas_core", openblas_get_corename());

@@ -19,7 +19,8 @@ of it for BF16; f16 weights <= 1.25x --no-weights; peak RSS <= file + 512 MiB).
         [--simd AVX2] [--q8]
 
 --baseline runs a second binary's --no-weights in the same rounds (a change, before/after).
---q8 runs the Q8_0 and Q4_0 files' --no-weights with --activations q8_0 too, in the same rounds.
+--q8 runs the Q8_0 and Q4_0 files' --no-weights with --activations q8_0 too, and the Q4_K file's
+with --activations q8 (its inputs rounded to Q8_K), in the same rounds.
 --simd NAME passes `--simd NAME` to every attn run (both binaries): a SIMD target forced, e.g.
 AVX2 on an AVX-512 CPU against the sgemm limit (OpenBLAS's kernel as numpy picks it).
 
@@ -46,6 +47,8 @@ from model_forward import timed  # noqa: E402
 # Llama-3-8B's shape (hidden 4096, 32 layers, 32 / 8 heads of 128, MLP 14336, the same
 # vocabulary): --shape 8b sets gguf_first_layer's module constants to it.
 SHAPE_8B = {"E": 4096, "LAYERS": 32, "HEADS": 32, "KV": 8, "D": 128, "FF": 14336}
+# --q8: the --activations choice each file runs with (llama.cpp's rounding for its type).
+Q8_CHOICE = {"q8_0": "q8_0", "q4_0": "q8_0", "q4_k": "q8"}
 
 
 def set_shape(shape):
@@ -146,7 +149,8 @@ def report(a, files, runs, cpu):
                          f"{med(f16, 0) / med(nw, 0):.2f}x (goal <= 1.25)")
             if (name, "q8", t) in runs:
                 q8 = runs[(name, "q8", t)]
-                line += (f"; --activations q8_0 {med(q8, 0):6.2f} s ({med(q8, 2):.2f} + "
+                line += (f"; --activations {Q8_CHOICE[name]} {med(q8, 0):6.2f} s "
+                         f"({med(q8, 2):.2f} + "
                          f"{med(q8, 3):.2f}): {med(q8, 0) / limit:.2f}x limit, "
                          f"{med(q8, 0) / med(nw, 0):.2f}x f32")
             if (name, "old", t) in runs:
@@ -181,7 +185,8 @@ def main():
                     help="8b: Llama-3-8B's shape, one Q4_0 file of random blocks (4.3 GiB)")
     ap.add_argument("--simd", help="a SIMD target for every attn run (attn's --simd)")
     ap.add_argument("--q8", action="store_true",
-                    help="also --no-weights with --activations q8_0 (the integer products)")
+                    help="also --no-weights with --activations q8_0 (Q8_0, Q4_0) or q8 "
+                    "(Q4_K): the integer products")
     a = ap.parse_args()
     set_shape(a.shape)
     if a.shape == "8b":
@@ -214,9 +219,9 @@ def main():
                 if not a.no_f16:
                     runs.setdefault((name, "f16", t), []).append(
                         timed(base + ["--weights-dtype", "f16", "--weights", w], usage=True))
-                if a.q8 and name in ("q8_0", "q4_0"):
-                    runs.setdefault((name, "q8", t), []).append(
-                        timed(base + ["--no-weights", "--activations", "q8_0"], usage=True))
+                if a.q8 and name in Q8_CHOICE:
+                    runs.setdefault((name, "q8", t), []).append(timed(
+                        base + ["--no-weights", "--activations", Q8_CHOICE[name]], usage=True))
                 if a.baseline:
                     runs.setdefault((name, "old", t), []).append(
                         timed([os.path.abspath(a.baseline)] + base[1:] + ["--no-weights"],

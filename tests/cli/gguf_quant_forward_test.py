@@ -122,52 +122,82 @@ def run_arch(arch):
 # d's to binary16), so ||dx||_2 <= sqrt(32) * 0.5621 / 127 * amax <= 0.0251 ||x||_2: a relative
 # error of at most Q8_EPS per rounded matrix, added in quadrature as above. Only Q8_0 and Q4_0
 # matrices change, so a layer whose scores no such matrix reaches keeps the same bits.
+# --activations q8 also rounds the inputs of Q4_K, Q5_K and Q6_K matrices to Q8_K: per
+# 256-block each element moves by at most |d| (1/2 + 2^-15), |d| = amax / 127 up to float32's
+# rounding, so ||dx||_2 <= sqrt(256) * (1/2 + 2^-15) / 127 * amax: Q8K_EPS per such matrix.
 Q8_EPS = float(np.sqrt(32) * (0.5 + 2.0 ** -15 + 127 * 2.0 ** -11) / 127)
+Q8K_EPS = float(np.sqrt(256) * (0.5 + 2.0 ** -15) / 127 * (1 + 2.0 ** -22))
+ROUNDED = {"q8_0": {"Q8_0": Q8_EPS, "Q4_0": Q8_EPS},
+           "q8": {"Q8_0": Q8_EPS, "Q4_0": Q8_EPS, "Q4_K": Q8K_EPS, "Q5_K": Q8K_EPS,
+                  "Q6_K": Q8K_EPS}}
 
 
-def rounded_before(info, layers):
-    """How many Q8_0 / Q4_0 matrices reach the scores of `layers` layers."""
-    return sum(info["tensors"][n]["type"] in ("Q8_0", "Q4_0") for n in matrices_before(layers))
+def rounding_eps(info, names, choice):
+    """The relative error the rounded matrices among `names` add, in quadrature."""
+    eps = ROUNDED[choice]
+    return float(np.sqrt(sum(eps.get(info["tensors"][n]["type"], 0.0) ** 2 for n in names)))
 
 
-def run_activations(arch):
+def run_activations(arch, choice):
     with open(os.path.join(FIXTURES, arch + "_error.json")) as f:
         info = json.load(f)
     with open(path("ids.json"), "w") as f:
         json.dump(IDS, f)
     gguf = os.path.join(FIXTURES, arch + ".gguf")
     f32 = forward(gguf, ["--token-ids", path("ids.json")])
-    q8 = forward(gguf, ["--token-ids", path("ids.json"), "--activations", "q8_0"])
+    q8 = forward(gguf, ["--token-ids", path("ids.json"), "--activations", choice])
     if f32 is None or q8 is None:
         return
     w32, w8 = (np.array(r["weights"], dtype=np.float64) for r in (f32, q8))
     for n in range(w32.shape[0]):
-        k = rounded_before(info, n + 1)
+        eps = rounding_eps(info, matrices_before(n + 1), choice)
         err = float(np.abs(w32[n] - w8[n]).max())
-        if k == 0:
-            check(f"{arch} q8_0: layer {n} weights the same bits (no rounded matrix before)",
+        if eps == 0:
+            check(f"{arch} {choice}: layer {n} weights the same bits (no rounded matrix before)",
                   err == 0.0, f"max |diff| {err}")
             continue
-        bound = SLOPE * Q8_EPS * np.sqrt(k)
-        check(f"{arch} q8_0: layer {n} weights within {SLOPE} * sqrt({k}) * {Q8_EPS:.4f} = "
+        bound = SLOPE * eps
+        check(f"{arch} {choice}: layer {n} weights within {SLOPE} * {eps:.4f} = "
               f"{bound:.3f} of f32's (max |diff| {err:.5f})", err <= bound)
-        check(f"{arch} q8_0: layer {n} weights differ from f32's", err > 0.0)
-    k = sum(t["type"] in ("Q8_0", "Q4_0") for n, t in info["tensors"].items()
-            if n.startswith("model.layers."))
+        check(f"{arch} {choice}: layer {n} weights differ from f32's", err > 0.0)
+    eps = rounding_eps(info, [n for n in info["tensors"] if n.startswith("model.layers.")],
+                       choice)
     h32, h8 = (np.array(r["hidden_states"], dtype=np.float64) for r in (f32, q8))
     rel = float(np.sqrt(np.mean((h32 - h8) ** 2) / np.mean(h32 ** 2)))
-    check(f"{arch} q8_0: hidden states within relative sqrt({k}) * {Q8_EPS:.4f} "
-          f"(relative RMS {rel:.5f})", 0.0 < rel <= Q8_EPS * np.sqrt(k))
+    check(f"{arch} {choice}: hidden states within relative {eps:.4f} "
+          f"(relative RMS {rel:.5f})", 0.0 < rel <= eps)
+    return q8
 
 
-@test("--activations q8_0: shown by explain, refused where it changes nothing")
+def run_q8(arch):
+    """q8 against f32 (above), and against q8_0: the same bits up to the first layer whose
+    scores a K-quant matrix reaches, different from there on."""
+    with open(os.path.join(FIXTURES, arch + "_error.json")) as f:
+        info = json.load(f)
+    k8 = run_activations(arch, "q8")
+    q8_0 = forward(os.path.join(FIXTURES, arch + ".gguf"),
+                   ["--token-ids", path("ids.json"), "--activations", "q8_0"])
+    if k8 is None or q8_0 is None:
+        return
+    wk, w0 = (np.array(r["weights"], dtype=np.float64) for r in (k8, q8_0))
+    for n in range(wk.shape[0]):
+        kquants = [m for m in matrices_before(n + 1)
+                   if info["tensors"][m]["type"] in ("Q4_K", "Q5_K", "Q6_K")]
+        same = bool(np.array_equal(wk[n], w0[n]))
+        check(f"{arch} q8: layer {n} the same bits as q8_0's iff no K-quant matrix reaches it "
+              f"({len(kquants)} do)", same == (not kquants))
+
+
+@test("--activations q8_0 and q8: shown by explain, refused where they change nothing")
 def activations_refused():
     with open(path("ids.json"), "w") as f:
         json.dump(IDS, f)
     gguf = os.path.join(FIXTURES, "llama.gguf")
-    rc, so, se = run(["explain", "--params", gguf, "--token-ids", path("ids.json"),
-                      "--activations", "q8_0"])
-    check("explain names the products' rounding", rc == 0 and b"activations q8_0" in so, se)
+    for choice in ("q8_0", "q8"):
+        rc, so, se = run(["explain", "--params", gguf, "--token-ids", path("ids.json"),
+                          "--activations", choice])
+        check(f"explain names the products' rounding ({choice})",
+              rc == 0 and f"activations {choice}:".encode() in so, se)
     plain = os.path.join(ROOT, "tests", "unit", "fixtures", "gguf", "models", "llama.gguf")
     for label, args, want in [
             ("a problem without model weights",
@@ -177,19 +207,23 @@ def activations_refused():
                                                          "hidden_states.npy"),
               "--params", os.path.join(ROOT, "samples", "layers", "model.safetensors"),
               "--heads", "4", "--causal", "--no-weights"], "reads no quantized"),
-            ("a model without Q8_0 or Q4_0 layers",
+            ("a model of float32 layers",
              ["compute", "--params", plain, "--token-ids", path("ids.json")], "have none"),
             ("precision f64",
              ["compute", "--params", gguf, "--token-ids", path("ids.json"), "--precision",
               "f64"], "precision f64")]:
-        rc, so, se = run(args + ["--activations", "q8_0"])
-        check(f"--activations q8_0 with {label}: exit 2, one line naming it",
-              rc == 2 and se.count("\n") == 1 and want in se and "--activations" in se, se)
+        for choice in ("q8_0", "q8"):
+            rc, so, se = run(args + ["--activations", choice])
+            check(f"--activations {choice} with {label}: exit 2, one line naming it",
+                  rc == 2 and se.count("\n") == 1 and want in se and
+                  f"--activations {choice}" in se, se)
 
 
 for _arch in ("llama", "qwen2"):
     test(f"quantized {_arch}: --activations q8_0 within the rounding of f32's")(
-        lambda a=_arch: run_activations(a))
+        lambda a=_arch: run_activations(a, "q8_0"))
+    test(f"quantized {_arch}: --activations q8 within the rounding of f32's, q8_0's bits "
+         "where no K-quant reaches")(lambda a=_arch: run_q8(a))
 
 for _arch in ("llama", "qwen2"):
     test(f"quantized {_arch}: every type, from ids and text, vs the float32 folder")(

@@ -900,6 +900,14 @@ def test_activations_keyword():
     q8 = attn.run_model(gguf, token_ids=ids, layers=[1], activations="q8_0")
     diff = float(np.max(np.abs(q8.weights - f32.weights)))
     assert 0 < diff < 0.05, diff
+    # activations="q8": layer 0's scores are reached by Q4_K (q) and Q6_K (k) matrices only,
+    # which q8_0 leaves alone and q8 rounds to Q8_K.
+    f32_0 = attn.run_model(gguf, token_ids=ids, layers=[0])
+    q8_0 = attn.run_model(gguf, token_ids=ids, layers=[0], activations="q8_0")
+    k8 = attn.run_model(gguf, token_ids=ids, layers=[0], activations="q8")
+    assert np.array_equal(q8_0.weights, f32_0.weights)
+    diff = float(np.max(np.abs(k8.weights - f32_0.weights)))
+    assert 0 < diff < 0.05, diff
     try:
         attn.run_model(gguf, token_ids=ids, layers=[1], activations="q4_0")
         raise AssertionError("accepted activations='q4_0'")

@@ -141,7 +141,7 @@ void stored_matmul(std::span<const float> x,
         return;
     }
     const std::size_t row_bytes = k / t.block * t.block_bytes;
-    if (options.activations == Activations::q8_0 && detail::q8_supports(w.type)) {
+    if (detail::q8_supports(w.type, options.activations)) {
         detail::q8_matmul(x, rows_x, w, row_bytes, y, options);
         return;
     }

@@ -25,15 +25,17 @@
 
 // The block dequantizers, included here once per target.
 #include "model/quant_blocks-inl.h"
-// The integer products on Q8_0-rounded activations, likewise.
+// The integer products on Q8_0- and Q8_K-rounded activations, likewise.
 #include "model/quant_dot-inl.h"
+#include "model/quant_dot_k-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace attn::model::detail::HWY_NAMESPACE {
 
 /// This target's table (referenced by the HWY_ONCE part below).
 extern const MatmulOps kMatmulOps;
-const MatmulOps kMatmulOps{.dequantize = &dequantize_blocks, .dot_q8 = &dot_q8};
+const MatmulOps kMatmulOps{
+    .dequantize = &dequantize_blocks, .dot_q8 = &dot_q8, .dot_q8_k = &dot_q8_k};
 
 } // namespace attn::model::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();

@@ -10,10 +10,11 @@
 
 namespace attn::model::detail {
 
-/// One call of the integer products (quant_dot-inl.h): y[n, m] for n < `n`, m < `m` of
-/// the activations rounded to Q8_0 (q8_activations.hpp: `qx` [n, blocks · 32] int8, `dx`
-/// [n, blocks] their scales, `sx` [n, blocks] each block's Σ qx) and the weight rows
-/// `w_rows[m]`, each `blocks` blocks of `type` (Q8_0 or Q4_0).
+/// One call of the integer products (quant_dot-inl.h, quant_dot_k-inl.h): y[n, m] for
+/// n < `n`, m < `m` of the activations rounded to Q8_0 or Q8_K (matmul_q8.hpp's Q8Rows:
+/// `qx` [n, k] int8, `dx` [n, blocks] their scales, `sx` each block's Σ qx [n, blocks] for
+/// Q8_0, Σ qx per 16 [n, k / 16] for Q8_K) and the weight rows `w_rows[m]`, each `blocks`
+/// blocks of `type` (Q8_0 or Q4_0 with Q8_0; Q4_K, Q5_K or Q6_K with Q8_K).
 struct DotQ8Args {
     std::uint32_t type = 0;
     const std::uint8_t* const* w_rows = nullptr;
@@ -21,6 +22,7 @@ struct DotQ8Args {
     const std::int8_t* qx = nullptr;
     const float* dx = nullptr;
     const std::int32_t* sx = nullptr;
+    const std::int32_t* px = nullptr; ///< Q8_K: Q8Rows::pair, [n, k / 32]
     std::size_t n = 0;
     std::size_t blocks = 0;
     float* y = nullptr;
@@ -36,8 +38,11 @@ struct MatmulOps {
                        const std::uint8_t* src,
                        std::size_t n_blocks,
                        float* dst);
-    /// The integer products of one panel (DotQ8Args), bit-identical on every target.
+    /// The integer products of one panel (DotQ8Args), bit-identical on every target:
+    /// Q8_0 and Q4_0 weights with Q8_0 activations ...
     void (*dot_q8)(const DotQ8Args& args);
+    /// ... and Q4_K, Q5_K and Q6_K weights with Q8_K activations.
+    void (*dot_q8_k)(const DotQ8Args& args);
 };
 
 /// The table of `simd`'s target (the best this CPU runs for Simd::best). Throws

@@ -1,7 +1,8 @@
-// The integer path's driver: the activations rounded to Q8_0 once per call (rows shared
-// among the threads), then W cut into panels of 64 rows (one task each, a fixed partition
-// of y's columns, as the float32 path's) whose products the SIMD target's dot_q8 computes
-// (quant_dot-inl.h). The weights are read as stored, never converted.
+// The integer path's driver: the activations rounded to Q8_0 or Q8_K once per call (rows
+// shared among the threads), then W cut into panels of 64 rows (one task each, a fixed
+// partition of y's columns, as the float32 path's) whose products the SIMD target's dot_q8
+// or dot_q8_k computes (quant_dot-inl.h, quant_dot_k-inl.h). The weights are read as
+// stored, never converted.
 #include "model/matmul_q8.hpp"
 
 #include "attn/half.hpp"
@@ -10,12 +11,15 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
+#include <optional>
 
 namespace attn::model::detail {
 namespace {
 
 constexpr std::size_t kBlock = 32;
+constexpr std::size_t kSuper = 256; // Q8_K
 constexpr std::size_t kPanelRows = 64;
 
 /// One block by ggml's quantize_row_q8_0_ref.
@@ -43,6 +47,72 @@ void quantize_block(const float* x, std::int8_t* q, float& d_out, std::int32_t& 
     }
 }
 
+/// One super-block by ggml's quantize_row_q8_K_ref: `sums` gets Σ q per 16, `pairs` the
+/// same 16 sums as 8 int16 pairs.
+void quantize_super_block(
+    const float* x, std::int8_t* q, float& d_out, std::int32_t* sums, std::int32_t* pairs) {
+    // amax and a NaN test (x · 0 is NaN for a NaN or an infinity) in 8 lanes, which the
+    // compiler vectorizes; then x_max, the first element of largest magnitude, with its sign.
+    std::array<float, 8> lane_max{};
+    std::array<float, 8> lane_nan{};
+    for (std::size_t j = 0; j < kSuper; j += 8) {
+        for (std::size_t l = 0; l < 8; ++l) {
+            const float a = std::fabs(x[j + l]);
+            lane_max[l] = lane_max[l] < a ? a : lane_max[l];
+            lane_nan[l] += x[j + l] * 0.0F;
+        }
+    }
+    float amax = 0.0F;
+    bool finite = true;
+    for (std::size_t l = 0; l < 8; ++l) {
+        amax = std::max(amax, lane_max[l]);
+        finite = finite && !std::isnan(lane_nan[l]);
+    }
+    float max = 0.0F;
+    for (std::size_t j = 0; j < kSuper && finite && amax != 0.0F; ++j) {
+        if (std::fabs(x[j]) == amax) {
+            max = x[j];
+            break;
+        }
+    }
+    std::fill(q, q + kSuper, std::int8_t{0});
+    std::fill(sums, sums + kSuper / 16, 0);
+    std::fill(pairs, pairs + kSuper / 32, 0);
+    const float iscale = amax != 0.0F ? -127.0F / max : 0.0F;
+    if (!finite) {
+        d_out = std::nanf("");
+        return;
+    }
+    // All zeros, or |max| < 127 / FLT_MAX (iscale overflows): ggml's q come out 0 (its
+    // nearest_int of ±inf wraps to 0 in int8) and d = 1 / iscale = ±0.
+    if (iscale == 0.0F || !std::isfinite(iscale)) {
+        d_out = 0.0F;
+        return;
+    }
+    for (std::size_t j = 0; j < kSuper; ++j) {
+        // To nearest, ties to even, as ggml's nearest_int: v + 1.5 · 2^23 lies in [2^23,
+        // 2^24) for |v| < 2^22, where float32's spacing is 1, so the sum is v rounded to an
+        // integer (in the default rounding mode) and the difference is exact. (A loop the
+        // compiler vectorizes, where std::nearbyint is a libm call per element.) |iscale ·
+        // x| <= 127 · (1 + 2^-24)^2, so the result is in [-127, 127] and min(127, ·) never
+        // changes a finite one.
+        // (The product its own statement: no contraction into an FMA.)
+        constexpr float magic = 12582912.0F;
+        const float p = iscale * x[j];
+        const float v = std::min(127.0F, (p + magic) - magic);
+        q[j] = static_cast<std::int8_t>(v);
+    }
+    for (std::size_t j = 0; j < kSuper; ++j) {
+        sums[j / 16] += q[j];
+    }
+    for (std::size_t i = 0; i < kSuper / 32; ++i) { // |Σ| <= 16 · 127: int16
+        pairs[i] = std::bit_cast<std::int32_t>(
+            static_cast<std::uint32_t>(static_cast<std::uint16_t>(sums[2 * i])) |
+            static_cast<std::uint32_t>(static_cast<std::uint16_t>(sums[2 * i + 1])) << 16U);
+    }
+    d_out = 1.0F / iscale;
+}
+
 } // namespace
 
 Q8Rows
@@ -65,8 +135,41 @@ quantize_q8_0_rows(std::span<const float> x, std::size_t rows, std::size_t k, un
     return out;
 }
 
-bool q8_supports(std::uint32_t type) {
-    return type == 8 || type == 2; // Q8_0, Q4_0
+Q8Rows
+quantize_q8_k_rows(std::span<const float> x, std::size_t rows, std::size_t k, unsigned threads) {
+    Q8Rows out;
+    out.blocks = k / kSuper;
+    out.q.resize(rows * k);
+    out.d.resize(rows * out.blocks);
+    out.sum.resize(rows * k / 16);
+    out.pair.resize(rows * k / 32);
+    attn::detail::parallel_chunks(
+        rows, attn::detail::rows_per_chunk(k), threads, [&](std::size_t r0, std::size_t r1) {
+            for (std::size_t r = r0; r < r1; ++r) {
+                for (std::size_t b = 0; b < out.blocks; ++b) {
+                    const std::size_t e = r * k + b * kSuper;
+                    quantize_super_block(x.data() + e,
+                                         out.q.data() + e,
+                                         out.d[r * out.blocks + b],
+                                         out.sum.data() + e / 16,
+                                         out.pair.data() + e / 32);
+                }
+            }
+        });
+    return out;
+}
+
+Q8Rounding q8_rounding(std::uint32_t type, Activations activations) {
+    if (activations == Activations::f32) {
+        return Q8Rounding::none;
+    }
+    if (type == 8 || type == 2) { // Q8_0, Q4_0
+        return Q8Rounding::q8_0;
+    }
+    if (activations == Activations::q8 && (type == 12 || type == 13 || type == 14)) {
+        return Q8Rounding::q8_k; // Q4_K, Q5_K, Q6_K
+    }
+    return Q8Rounding::none;
 }
 
 void q8_matmul(std::span<const float> x,
@@ -80,7 +183,9 @@ void q8_matmul(std::span<const float> x,
     const std::size_t k = w.cols;
     const std::size_t panels = (m + kPanelRows - 1) / kPanelRows;
     const unsigned threads = attn::detail::resolve_threads(options.threads, panels);
-    const Q8Rows a = quantize_q8_0_rows(x, rows_x, k, threads);
+    const bool super = q8_rounding(w.type, options.activations) == Q8Rounding::q8_k;
+    const Q8Rows a = super ? quantize_q8_k_rows(x, rows_x, k, threads)
+                           : quantize_q8_0_rows(x, rows_x, k, threads);
     attn::detail::parallel_for(panels, threads, [&](unsigned, std::size_t task) {
         const std::size_t m0 = task * kPanelRows;
         const std::size_t mc = std::min(kPanelRows, m - m0);
@@ -89,17 +194,48 @@ void q8_matmul(std::span<const float> x,
             const std::size_t row = w.row_of.empty() ? m0 + j : w.row_of[m0 + j];
             w_rows[j] = w.bytes.data() + row * row_bytes;
         }
-        ops.dot_q8({.type = w.type,
-                    .w_rows = w_rows.data(),
-                    .m = mc,
-                    .qx = a.q.data(),
-                    .dx = a.d.data(),
-                    .sx = a.sum.data(),
-                    .n = rows_x,
-                    .blocks = a.blocks,
-                    .y = y.data() + m0,
-                    .ldy = m});
+        const DotQ8Args args{.type = w.type,
+                             .w_rows = w_rows.data(),
+                             .m = mc,
+                             .qx = a.q.data(),
+                             .dx = a.d.data(),
+                             .sx = a.sum.data(),
+                             .px = a.pair.data(),
+                             .n = rows_x,
+                             .blocks = a.blocks,
+                             .y = y.data() + m0,
+                             .ldy = m};
+        (super ? ops.dot_q8_k : ops.dot_q8)(args);
     });
 }
 
 } // namespace attn::model::detail
+
+namespace attn::model {
+
+std::string_view activations_name(Activations activations) {
+    switch (activations) {
+    case Activations::q8_0:
+        return "q8_0";
+    case Activations::q8:
+        return "q8";
+    case Activations::f32:
+        break;
+    }
+    return "f32";
+}
+
+std::string_view activations_types(Activations activations) {
+    return activations == Activations::q8 ? "Q8_0, Q4_0, Q4_K, Q5_K and Q6_K" : "Q8_0 and Q4_0";
+}
+
+std::optional<Activations> activations_named(std::string_view name) {
+    for (const Activations a : {Activations::f32, Activations::q8_0, Activations::q8}) {
+        if (name == activations_name(a)) {
+            return a;
+        }
+    }
+    return std::nullopt;
+}
+
+} // namespace attn::model

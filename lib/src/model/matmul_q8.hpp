@@ -1,7 +1,8 @@
 // The integer path of the stored-type products (matmul_q8.cpp): activations rounded to
-// Q8_0 as ggml's quantize_row_q8_0 does, multiplied with Q8_0 or Q4_0 weights in exact
-// int32 block sums (quant_dot-inl.h, per SIMD target). matmul.cpp calls it for
-// MatmulOptions::activations == Activations::q8_0.
+// Q8_0 (ggml's quantize_row_q8_0) for Q8_0 and Q4_0 weights, or to Q8_K (ggml's
+// quantize_row_q8_K_ref) for Q4_K, Q5_K and Q6_K, multiplied in exact int32 block sums
+// (quant_dot-inl.h and quant_dot_k-inl.h, per SIMD target). matmul.cpp calls it where
+// q8_rounding says so.
 #pragma once
 
 #include "attn/model/matmul.hpp"
@@ -9,31 +10,53 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace attn::model::detail {
 
-/// Rows of activations rounded to Q8_0: per 32-block of a row, d = amax / 127 (stored as
-/// binary16, as ggml stores it, here widened back to float), q = round(x · (1 / d)) with
-/// the unrounded d (ggml's reference rule; 0 for an all-zero block), and Σ q. A block
-/// holding a NaN or an infinity gets d = NaN (so its products are NaN, as the float32
-/// products' would be non-finite).
+/// What the integer path rounds a product's activations to (none: the f32 products).
+enum class Q8Rounding { none, q8_0, q8_k };
+
+/// The one rule of which weights take the integer path: ggml type `type` under
+/// `activations` (q8_0: Q8_0 and Q4_0 to Q8_0; q8: those, and Q4_K, Q5_K, Q6_K to Q8_K).
+Q8Rounding q8_rounding(std::uint32_t type, Activations activations);
+
+/// Whether the integer path multiplies ggml type `type` under `activations`.
+inline bool q8_supports(std::uint32_t type, Activations activations) {
+    return q8_rounding(type, activations) != Q8Rounding::none;
+}
+
+/// Rows of activations rounded to Q8_0 or Q8_K.
+/// Q8_0: per 32-block of a row, d = amax / 127 (stored as binary16, as ggml stores it, here
+/// widened back to float), q = round(x · (1 / d)) with the unrounded d (ggml's reference
+/// rule, ties away from zero; 0 for an all-zero block), and Σ q per block.
+/// Q8_K: per 256-block, iscale = −127 / x_max (x_max the first element of largest
+/// magnitude), q = min(127, round(iscale · x)) with ties to even (ggml's nearest_int),
+/// d = 1 / iscale (float32, negative when x_max > 0; 0 for an all-zero block), and Σ q
+/// per 16 (ggml's bsums).
+/// A block holding a NaN or an infinity gets d = NaN (so its products are NaN, as the
+/// float32 products' would be non-finite).
 struct Q8Rows {
-    std::size_t blocks = 0;        ///< per row
-    std::vector<std::int8_t> q;    ///< [rows, blocks · 32]
+    std::size_t blocks = 0;        ///< per row (of 32 for Q8_0, of 256 for Q8_K)
+    std::vector<std::int8_t> q;    ///< [rows, k]
     std::vector<float> d;          ///< [rows, blocks]
-    std::vector<std::int32_t> sum; ///< [rows, blocks]
+    std::vector<std::int32_t> sum; ///< Q8_0: [rows, blocks]; Q8_K: [rows, k / 16]
+    /// Q8_K: [rows, k / 32] the sums per 16 again, two a lane as int16 (low: the first).
+    std::vector<std::int32_t> pair;
 };
 
 /// x [rows, k] (k a multiple of 32) rounded to Q8_0, rows shared among `threads`.
 Q8Rows
 quantize_q8_0_rows(std::span<const float> x, std::size_t rows, std::size_t k, unsigned threads);
 
-/// Whether the integer path multiplies ggml type `type` (Q8_0, Q4_0).
-bool q8_supports(std::uint32_t type);
+/// x [rows, k] (k a multiple of 256) rounded to Q8_K, rows shared among `threads`.
+Q8Rows
+quantize_q8_k_rows(std::span<const float> x, std::size_t rows, std::size_t k, unsigned threads);
 
-/// y = x · Wᵀ with x rounded to Q8_0: stored_matmul's integer path (shapes checked there,
-/// rows_x, w.rows and w.cols nonzero, `row_bytes` the bytes of one stored row).
+/// y = x · Wᵀ with x rounded as q8_rounding(w.type, options.activations) says (not none):
+/// stored_matmul's integer path (shapes checked there, rows_x, w.rows and w.cols nonzero,
+/// `row_bytes` the bytes of one stored row).
 void q8_matmul(std::span<const float> x,
                std::size_t rows_x,
                const StoredMatrix& w,

@@ -575,14 +575,14 @@ void check_activations(const ModelFolder& folder, const ModelSpec& spec, Activat
             continue;
         }
         const std::optional<std::uint32_t> type = ggml_type_named(t->dtype);
-        if (type && detail::q8_supports(*type)) { // the types the integer path takes
+        if (type && detail::q8_supports(*type, activations)) { // the integer path's types
             return;
         }
     }
-    throw InputError(option_name("activations") +
-                     " q8_0: rounds the inputs of Q8_0 and Q4_0 weights' products, and the "
-                     "layers of " +
-                     folder.path().string() + " have none (expected \"f32\" here)");
+    throw InputError(option_name("activations") + " " + std::string(activations_name(activations)) +
+                     ": rounds the inputs of " + std::string(activations_types(activations)) +
+                     " weights' products, and the layers of " + folder.path().string() +
+                     " have none (expected \"f32\" here)");
 }
 
 template BasicBlockWeights<float>

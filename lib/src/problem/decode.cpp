@@ -299,11 +299,13 @@ void decode_id_and_precision(DecodeContext& cx, Problem& p) {
     }
     if (cx.has("activations")) {
         const json& v = cx.doc["activations"];
-        if (v != "f32" && v != "q8_0") {
-            throw InputError(option_name("activations") + ": expected \"f32\" or \"q8_0\", got " +
-                             shown(v));
+        const std::optional<model::Activations> a =
+            v.is_string() ? model::activations_named(v.get<std::string>()) : std::nullopt;
+        if (!a) {
+            throw InputError(option_name("activations") +
+                             ": expected \"f32\", \"q8_0\" or \"q8\", got " + shown(v));
         }
-        p.activations = v == "q8_0" ? model::Activations::q8_0 : model::Activations::f32;
+        p.activations = *a;
     }
 }
 

@@ -4,6 +4,7 @@
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
 #include "attn/io/json_text.hpp"
+#include "attn/model/matmul.hpp"
 #include "attn/problem/checks.hpp"
 
 #include <utility>
@@ -74,11 +75,16 @@ decode_document(json doc, const fs::path& base, ArrayValues given, bool every_la
     // Every other problem (one problem, a layer stack) reads no quantized weights: "q8_0"
     // would change nothing, so it is refused here, for all of them (a bad value is
     // decode_problem's to name).
-    if (doc.is_object() && doc.contains("activations") && doc["activations"] == "q8_0") {
-        throw InputError(option_name("activations") +
-                         " q8_0: applies to a whole model's Q8_0 and Q4_0 weights (a model "
-                         "file or folder run on token ids or text); this problem reads no "
-                         "quantized weights");
+    const std::optional<model::Activations> a =
+        doc.is_object() && doc.contains("activations") && doc["activations"].is_string()
+            ? model::activations_named(doc["activations"].get<std::string>())
+            : std::nullopt;
+    if (a && *a != model::Activations::f32) {
+        throw InputError(
+            option_name("activations") + " " + std::string(model::activations_name(*a)) +
+            ": applies to a whole model's " + std::string(model::activations_types(*a)) +
+            " weights (a model file or folder run on token ids or text); this "
+            "problem reads no quantized weights");
     }
     if (!every_layer) {
         return {decode_problem(doc, base, std::move(given))};

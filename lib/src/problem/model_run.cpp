@@ -357,12 +357,14 @@ bool is_model_run(const json& doc, const fs::path& base, bool ids_given) {
 
 namespace {
 
-/// "activations" q8_0 where it changes something: precision f32, Q8_0 or Q4_0 layers.
+/// "activations" q8_0 or q8 where it changes something: precision f32, layers holding a
+/// type the choice reaches.
 void check_activations(const ModelRun& run) {
-    if (run.stack.first.activations == model::Activations::q8_0 &&
-        run.stack.first.precision == Precision::f64) {
-        throw InputError(option_name("activations") +
-                         " q8_0: precision f64 multiplies every weight in float64 (expected "
+    const model::Activations a = run.stack.first.activations;
+    if (a != model::Activations::f32 && run.stack.first.precision == Precision::f64) {
+        throw InputError(option_name("activations") + " " +
+                         std::string(model::activations_name(a)) +
+                         ": precision f64 multiplies every weight in float64 (expected "
                          "\"f32\" with it)");
     }
     model::check_activations(*run.folder, run.spec, run.stack.first.activations);
@@ -522,6 +524,10 @@ std::vector<std::string> model_run_plan(const ModelRun& run) {
         out.emplace_back("products: activations q8_0: the inputs of Q8_0 and Q4_0 weights rounded "
                          "to Q8_0 as llama.cpp does, integer sums per block; other types exact "
                          "float32");
+    } else if (run.stack.first.activations == model::Activations::q8) {
+        out.emplace_back("products: activations q8: the inputs of Q8_0 and Q4_0 weights rounded "
+                         "to Q8_0, of Q4_K, Q5_K and Q6_K weights to Q8_K, as llama.cpp does, "
+                         "integer sums per block; other types exact float32");
     }
     return out;
 }

@@ -11,7 +11,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string_view>
 
 namespace attn::model {
 
@@ -34,8 +36,22 @@ struct StoredMatrix {
 /// its reference code), then exact int32 sums per block scaled by d_w · d_x: llama.cpp's
 /// products up to the order of its float sums (and its SIMD rounding's ties to even). Each
 /// element of x moves by at most d · (1/2 + 2⁻¹⁵ + 127 · 2⁻¹¹) (the rounding of q and of
-/// x · (1/d), and of d to binary16). Other weight types keep the f32 products.
-enum class Activations { f32, q8_0 };
+/// x · (1/d), and of d to binary16). q8: x rounded as llama.cpp rounds it for each weight
+/// type: Q8_0 and Q4_0 as q8_0; Q4_K, Q5_K and Q6_K to Q8_K (ggml's
+/// quantize_row_q8_K_ref: per super-block of 256, iscale = −127 / (the value of largest
+/// magnitude), q = round(iscale · x) with ties to even, d = 1 / iscale as float32), then
+/// exact int32 sums per sub-block combined with the weights' scales and mins as ggml's
+/// vec_dot_q*_K_q8_K do; each element moves by at most |d| · (1/2 + 2⁻¹⁵). Other weight
+/// types keep the f32 products under either choice.
+enum class Activations { f32, q8_0, q8 };
+
+/// The field's spelling of a choice: "f32", "q8_0", "q8".
+std::string_view activations_name(Activations activations);
+/// The weight types a choice other than f32 reaches: "Q8_0 and Q4_0" (q8_0),
+/// "Q8_0, Q4_0, Q4_K, Q5_K and Q6_K" (q8), for the messages that refuse it.
+std::string_view activations_types(Activations activations);
+/// The choice spelled `name`, or nothing.
+std::optional<Activations> activations_named(std::string_view name);
 
 /// How stored_matmul runs: `threads` (0: all hardware threads), the SIMD target
 /// (Simd::best, or one that simd_target() named, for tests and benchmarks) and what

@@ -97,9 +97,11 @@ struct Problem : Inputs {
     /// "weights_dtype": "f32" (default) or "f16": the element type of the weights written to
     /// an NPY or .npz file (and returned to Python), rounded to nearest-even once.
     bool weights_f16 = false;
-    /// "activations": "f32" (default: exact products of the dequantized weights) or "q8_0"
+    /// "activations": "f32" (default: exact products of the dequantized weights), "q8_0"
     /// (a whole model's Q8_0 and Q4_0 weights multiply their inputs rounded to Q8_0, as
-    /// llama.cpp does; attn/model/matmul.hpp). q8_0 is refused where it changes nothing.
+    /// llama.cpp does; attn/model/matmul.hpp) or "q8" (those, and Q4_K, Q5_K and Q6_K
+    /// weights theirs rounded to Q8_K: llama.cpp's rounding for each type). Either is
+    /// refused where it changes nothing.
     model::Activations activations = model::Activations::f32;
     // Real models.
     std::optional<RopeSpec> rope; ///< "rope": rotary embeddings of Q and K after the head split

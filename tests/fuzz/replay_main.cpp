@@ -14,13 +14,15 @@
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
-extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) __attribute__((weak));
+// dispatch.cpp, linked beside this file into attn_fuzz, defines it. Not declared weak: in
+// the unity build both files are one translation unit, where g++ 12 took the weak
+// declaration after the definition for an internal compiler error (or, with the test for
+// null, for -Werror=address).
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv);
 
 int main(int argc, char** argv) {
     namespace fs = std::filesystem;
-    if (LLVMFuzzerInitialize != nullptr) {
-        LLVMFuzzerInitialize(&argc, &argv);
-    }
+    LLVMFuzzerInitialize(&argc, &argv);
     std::vector<fs::path> files;
     for (int i = 1; i < argc; ++i) {
         const fs::path arg = argv[i];

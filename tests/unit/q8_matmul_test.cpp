@@ -14,6 +14,7 @@
 #include "attn/model/matmul.hpp"
 #include "attn/model/quants.hpp"
 #include "unit/ggml_blocks.hpp"
+#include "unit/stored_product.hpp"
 #include "unit/test_util.hpp"
 
 #include <algorithm>
@@ -32,11 +33,8 @@ using testing::random_ggml_blocks;
 using testing::simd_label;
 using testing::simd_targets;
 
-struct Shape3 {
-    std::size_t n; // rows of x
-    std::size_t m; // rows of W
-    std::size_t k;
-};
+using testing::Shape3;
+using testing::stored_product;
 
 std::vector<Shape3> shapes() {
     std::vector<Shape3> out;
@@ -74,43 +72,11 @@ std::vector<double> q8_rounded(const std::vector<float>& x, std::vector<double>&
     return out;
 }
 
-struct Reference {
-    std::vector<double> rounded; // Σ w · (d16 q)
-    std::vector<double> abs;     // Σ |w · d16 q|
-    std::vector<double> exact;   // Σ w · x
-    std::vector<double> moved;   // Σ |w| · e
-};
-
-Reference reference(const std::vector<float>& x, const std::vector<float>& w, const Shape3& s) {
+testing::DotSums
+reference(const std::vector<float>& x, const std::vector<float>& w, const Shape3& s) {
     std::vector<double> err;
     const std::vector<double> xq = q8_rounded(x, err);
-    Reference r;
-    for (std::vector<double>* v : {&r.rounded, &r.abs, &r.exact, &r.moved}) {
-        v->assign(s.n * s.m, 0.0);
-    }
-    for (std::size_t i = 0; i < s.n; ++i) {
-        for (std::size_t j = 0; j < s.m; ++j) {
-            const std::size_t e = i * s.m + j;
-            for (std::size_t p = 0; p < s.k; ++p) {
-                const auto wv = static_cast<double>(w[j * s.k + p]);
-                r.rounded[e] += wv * xq[i * s.k + p];
-                r.abs[e] += std::fabs(wv * xq[i * s.k + p]);
-                r.exact[e] += wv * static_cast<double>(x[i * s.k + p]);
-                r.moved[e] += std::fabs(wv) * err[i * s.k + p];
-            }
-        }
-    }
-    return r;
-}
-
-std::vector<float> product(const std::vector<float>& x,
-                           const Shape3& s,
-                           std::uint32_t type,
-                           const std::vector<std::uint8_t>& bytes,
-                           MatmulOptions options) {
-    std::vector<float> y(s.n * s.m, testing::kNaN);
-    stored_matmul(x, s.n, {type, s.m, s.k, bytes, {}}, y, options);
-    return y;
+    return testing::dot_sums(x, xq, err, w, s);
 }
 
 class Q8Matmul : public ::testing::TestWithParam<std::tuple<std::uint32_t, Simd>> {};
@@ -123,8 +89,8 @@ TEST_P(Q8Matmul, MatchesFloat64OfTheRoundedActivationsAndStaysWithinTheRoundingO
         std::vector<float> w(s.m * s.k);
         dequantize_ggml(type, bytes, w);
         const std::vector<float> x = testing::random_floats(s.n * s.k, ++seed);
-        const Reference want = reference(x, w, s);
-        const std::vector<float> y = product(
+        const testing::DotSums want = reference(x, w, s);
+        const std::vector<float> y = stored_product(
             x, s, type, bytes, {.threads = 1, .simd = simd, .activations = Activations::q8_0});
         const std::size_t blocks = s.k / 32;
         std::size_t moved_by_rounding = 0;
@@ -150,15 +116,15 @@ TEST_P(Q8Matmul, EqualsThePortableLoopBitForBitForAnyThreadCount) {
     for (const Shape3& s : {Shape3{17, 70, 2304}, Shape3{8, 16, 96}}) {
         const std::vector<std::uint8_t> bytes = random_ggml_blocks(type, s.m * s.k, 7);
         const std::vector<float> x = testing::random_floats(s.n * s.k, 8);
-        const std::vector<float> want = product(
+        const std::vector<float> want = stored_product(
             x, s, type, bytes, {.threads = 1, .simd = portable, .activations = Activations::q8_0});
         for (const unsigned threads : {1U, 3U}) {
-            const std::vector<float> got =
-                product(x,
-                        s,
-                        type,
-                        bytes,
-                        {.threads = threads, .simd = simd, .activations = Activations::q8_0});
+            const std::vector<float> got = stored_product(
+                x,
+                s,
+                type,
+                bytes,
+                {.threads = threads, .simd = simd, .activations = Activations::q8_0});
             EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
                 << simd_label(simd) << " against " << simd_label(portable) << ", " << threads
                 << " threads, n=" << s.n << " m=" << s.m;
@@ -182,9 +148,9 @@ TEST(Q8MatmulOtherTypes, KeepTheFloat32Products) {
     const std::vector<float> x = testing::random_floats(s.n * s.k, 3);
     for (const std::uint32_t type : {1U, 3U, 12U}) { // F16, Q4_1, Q4_K
         const std::vector<std::uint8_t> bytes = random_ggml_blocks(type, s.m * s.k, 4);
-        const std::vector<float> f32 = product(x, s, type, bytes, {});
+        const std::vector<float> f32 = stored_product(x, s, type, bytes, {});
         const std::vector<float> q8 =
-            product(x, s, type, bytes, {.activations = Activations::q8_0});
+            stored_product(x, s, type, bytes, {.activations = Activations::q8_0});
         EXPECT_EQ(std::memcmp(f32.data(), q8.data(), f32.size() * sizeof(float)), 0) << type;
     }
 }
@@ -194,7 +160,7 @@ TEST(Q8MatmulNonFinite, ABlockWithANaNOrAnInfinityGivesNaN) {
     std::vector<float> x = testing::random_floats(s.n * s.k, 5);
     x[40] = std::numeric_limits<float>::infinity(); // row 0, block 1
     const std::vector<std::uint8_t> bytes = random_ggml_blocks(8, s.m * s.k, 6);
-    const std::vector<float> y = product(x, s, 8, bytes, {.activations = Activations::q8_0});
+    const std::vector<float> y = stored_product(x, s, 8, bytes, {.activations = Activations::q8_0});
     for (std::size_t j = 0; j < s.m; ++j) {
         EXPECT_TRUE(std::isnan(y[j])) << j;
         EXPECT_TRUE(std::isfinite(y[s.m + j])) << j;

@@ -21,6 +21,7 @@
 #include "attn/model/matmul.hpp"
 #include "attn/model/quants.hpp"
 #include "unit/ggml_blocks.hpp"
+#include "unit/stored_product.hpp"
 #include "unit/test_util.hpp"
 
 #include <algorithm>
@@ -44,11 +45,8 @@ constexpr std::uint32_t kQ4K = 12;
 constexpr std::uint32_t kQ5K = 13;
 constexpr std::uint32_t kQ6K = 14;
 
-struct Shape3 {
-    std::size_t n; // rows of x
-    std::size_t m; // rows of W
-    std::size_t k;
-};
+using testing::Shape3;
+using testing::stored_product;
 
 std::vector<Shape3> shapes() {
     std::vector<Shape3> out;
@@ -127,11 +125,8 @@ std::array<double, 16> term_factors(std::uint32_t type, const std::uint8_t* b) {
     return out;
 }
 
-struct Reference {
-    std::vector<double> rounded; // Σ w · x̂
-    std::vector<double> terms;   // Σ |term| (the float chain's bound's sum)
-    std::vector<double> exact;   // Σ w · x
-    std::vector<double> moved;   // Σ |w| · e
+struct Reference : testing::DotSums {
+    std::vector<double> terms; // Σ |term| (the float chain's bound's sum)
 };
 
 Reference reference(const std::vector<float>& x,
@@ -142,10 +137,7 @@ Reference reference(const std::vector<float>& x,
     std::vector<double> err;
     const std::vector<double> xq = q8k_rounded(x, err, nullptr);
     const std::size_t bb = ggml_type_traits(type)->block_bytes;
-    Reference r;
-    for (std::vector<double>* v : {&r.rounded, &r.terms, &r.exact, &r.moved}) {
-        v->assign(s.n * s.m, 0.0);
-    }
+    Reference r{testing::dot_sums(x, xq, err, w, s), std::vector<double>(s.n * s.m, 0.0)};
     for (std::size_t j = 0; j < s.m; ++j) {
         for (std::size_t b = 0; b < s.k / 256; ++b) {
             const std::array<double, 16> f =
@@ -161,28 +153,7 @@ Reference reference(const std::vector<float>& x,
             }
         }
     }
-    for (std::size_t i = 0; i < s.n; ++i) {
-        for (std::size_t j = 0; j < s.m; ++j) {
-            const std::size_t e = i * s.m + j;
-            for (std::size_t p = 0; p < s.k; ++p) {
-                const auto wv = static_cast<double>(w[j * s.k + p]);
-                r.rounded[e] += wv * xq[i * s.k + p];
-                r.exact[e] += wv * static_cast<double>(x[i * s.k + p]);
-                r.moved[e] += std::fabs(wv) * err[i * s.k + p];
-            }
-        }
-    }
     return r;
-}
-
-std::vector<float> product(const std::vector<float>& x,
-                           const Shape3& s,
-                           std::uint32_t type,
-                           const std::vector<std::uint8_t>& bytes,
-                           MatmulOptions options) {
-    std::vector<float> y(s.n * s.m, testing::kNaN);
-    stored_matmul(x, s.n, {type, s.m, s.k, bytes, {}}, y, options);
-    return y;
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
@@ -200,7 +171,7 @@ TEST_P(Q8KMatmul, MatchesFloat64OfTheRoundedActivationsAndStaysWithinTheRounding
         dequantize_ggml(type, bytes, w);
         const std::vector<float> x = testing::random_floats(s.n * s.k, ++seed);
         const Reference want = reference(x, w, bytes, type, s);
-        const std::vector<float> y = product(
+        const std::vector<float> y = stored_product(
             x, s, type, bytes, {.threads = 1, .simd = simd, .activations = Activations::q8});
         const std::size_t blocks = s.k / 256;
         std::size_t moved_by_rounding = 0;
@@ -226,15 +197,15 @@ TEST_P(Q8KMatmul, EqualsThePortableLoopBitForBitForAnyThreadCount) {
     for (const Shape3& s : {Shape3{17, 70, 2304}, Shape3{8, 16, 256}, Shape3{5, 3, 512}}) {
         const std::vector<std::uint8_t> bytes = random_ggml_blocks(type, s.m * s.k, 7);
         const std::vector<float> x = testing::random_floats(s.n * s.k, 8);
-        const std::vector<float> want = product(
+        const std::vector<float> want = stored_product(
             x, s, type, bytes, {.threads = 1, .simd = portable, .activations = Activations::q8});
         for (const unsigned threads : {1U, 3U}) {
             const std::vector<float> got =
-                product(x,
-                        s,
-                        type,
-                        bytes,
-                        {.threads = threads, .simd = simd, .activations = Activations::q8});
+                stored_product(x,
+                               s,
+                               type,
+                               bytes,
+                               {.threads = threads, .simd = simd, .activations = Activations::q8});
             EXPECT_TRUE(same_bits(want, got))
                 << simd_label(simd) << " against " << simd_label(portable) << ", " << threads
                 << " threads, n=" << s.n << " m=" << s.m << " k=" << s.k;
@@ -264,8 +235,8 @@ TEST_P(Q8KMatmul, TheLargestCodesAndActivationsStayExact) {
     std::vector<float> w(s.m * s.k);
     dequantize_ggml(type, bytes, w);
     const Reference want = reference(x, w, bytes, type, s);
-    const std::vector<float> y =
-        product(x, s, type, bytes, {.threads = 1, .simd = simd, .activations = Activations::q8});
+    const std::vector<float> y = stored_product(
+        x, s, type, bytes, {.threads = 1, .simd = simd, .activations = Activations::q8});
     for (std::size_t e = 0; e < y.size(); ++e) {
         const double bound = testing::float32_sum_bound(2 * s.k / 256 + 3, want.terms[e]);
         ASSERT_LE(std::fabs(static_cast<double>(y[e]) - want.rounded[e]), bound)
@@ -332,8 +303,8 @@ TEST(Q8KRounding, IsGgmlsQuantizeRowQ8KRefTiesToEvenAndBothSigns) {
     EXPECT_EQ(want[7], -126.0F);
     EXPECT_EQ(want[s.k + 1], -2.0F);
     for (const Simd simd : simd_targets()) {
-        const std::vector<float> y =
-            product(x, s, kQ6K, w, {.threads = 2, .simd = simd, .activations = Activations::q8});
+        const std::vector<float> y = stored_product(
+            x, s, kQ6K, w, {.threads = 2, .simd = simd, .activations = Activations::q8});
         for (std::size_t e = 0; e < y.size(); ++e) {
             ASSERT_EQ(y[e], want[e])
                 << simd_label(simd) << " at row " << e / 256 << ", " << e % 256 << ": x = " << x[e];
@@ -348,7 +319,8 @@ TEST(Q8KRounding, ABlockWithANaNOrAnInfinityGivesNaNAndAZeroBlockZero) {
     std::fill(x.begin() + 512, x.end(), 0.0F);       // row 1: zeros
     for (const std::uint32_t type : {kQ4K, kQ6K}) {
         const std::vector<std::uint8_t> bytes = random_ggml_blocks(type, s.m * s.k, 6);
-        const std::vector<float> y = product(x, s, type, bytes, {.activations = Activations::q8});
+        const std::vector<float> y =
+            stored_product(x, s, type, bytes, {.activations = Activations::q8});
         for (std::size_t j = 0; j < s.m; ++j) {
             EXPECT_TRUE(std::isnan(y[j])) << type << " " << j;
             EXPECT_EQ(y[s.m + j], 0.0F) << type << " " << j;
@@ -361,24 +333,26 @@ TEST(Q8KMatmulChoices, Q8_0LeavesTheKQuantsAloneAndQ8IsQ8_0ForQ8_0AndQ4_0) {
     const std::vector<float> x = testing::random_floats(s.n * s.k, 3);
     for (const std::uint32_t type : {kQ4K, kQ5K, kQ6K}) {
         const std::vector<std::uint8_t> bytes = random_ggml_blocks(type, s.m * s.k, 4);
-        EXPECT_TRUE(same_bits(product(x, s, type, bytes, {}),
-                              product(x, s, type, bytes, {.activations = Activations::q8_0})))
+        EXPECT_TRUE(
+            same_bits(stored_product(x, s, type, bytes, {}),
+                      stored_product(x, s, type, bytes, {.activations = Activations::q8_0})))
             << type;
     }
     // Types llama.cpp rounds to Q8_1 or that attn keeps in float32: q8 changes nothing.
     for (const std::uint32_t type : {1U, 3U, 6U, 10U, 11U}) { // F16, Q4_1, Q5_0, Q2_K, Q3_K
         const std::vector<std::uint8_t> bytes = random_ggml_blocks(type, s.m * s.k, 4);
-        EXPECT_TRUE(same_bits(product(x, s, type, bytes, {}),
-                              product(x, s, type, bytes, {.activations = Activations::q8})))
+        EXPECT_TRUE(same_bits(stored_product(x, s, type, bytes, {}),
+                              stored_product(x, s, type, bytes, {.activations = Activations::q8})))
             << type;
     }
     for (const std::uint32_t type : {8U, 2U}) { // Q8_0, Q4_0
         const std::vector<std::uint8_t> bytes = random_ggml_blocks(type, s.m * s.k, 4);
         const std::vector<float> q8_0 =
-            product(x, s, type, bytes, {.activations = Activations::q8_0});
-        EXPECT_TRUE(same_bits(q8_0, product(x, s, type, bytes, {.activations = Activations::q8})))
+            stored_product(x, s, type, bytes, {.activations = Activations::q8_0});
+        EXPECT_TRUE(
+            same_bits(q8_0, stored_product(x, s, type, bytes, {.activations = Activations::q8})))
             << type;
-        EXPECT_FALSE(same_bits(q8_0, product(x, s, type, bytes, {}))) << type;
+        EXPECT_FALSE(same_bits(q8_0, stored_product(x, s, type, bytes, {}))) << type;
     }
 }
 

@@ -250,6 +250,21 @@ def _one_layer_qk_norm():
             "--heads", "4"], code=2, err=r"'q_norm.weight' \(a q/k norm\), which one layer")
 
 
+@test("one layer of a Gemma checkpoint is refused: its norm, scale and softcap are the model's")
+def _one_layer_gemma():
+    np.save(path("x.npy"), np.zeros((7, 16), np.float32))
+    for arch, why in (("gemma", r"normalizes with \(1 \+ w\)"),
+                      ("gemma2", r"normalizes .* query_pre_attn_scalar\^-0.5 \(Gemma 2: capped")):
+        folder, _, _, _, cfg = build("gemma2")
+        cfg["model_type"] = arch  # a Gemma 1 layer has the same names
+        json.dump(cfg, open(os.path.join(folder, "config.json"), "w"))
+        expect(["compute", "-x", path("x.npy"), "--params",
+                os.path.join(folder, "model.safetensors"), "--prefix",
+                "model.layers.0.self_attn.", "--heads", "4"], code=2,
+               err=r"model_type '" + arch + "' " + why + r".*which one layer's weights at "
+                   r"prefix 'model.layers.0.self_attn.' do not apply: run the whole model")
+
+
 @test("config switches the code does not compute are refused: gemma bidirectional")
 def _refused():
     for arch in ("gemma2", "gemma3_text"):

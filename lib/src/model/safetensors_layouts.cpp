@@ -3,6 +3,7 @@
 // nn.Linear-layout Projections. One table holds every layout: adding one is one entry
 // (its names, and a mapper when its tensors are not one weight and bias per projection).
 #include "attn/error.hpp"
+#include "attn/model/architecture.hpp"
 #include "attn/model/hf_config.hpp"
 #include "attn/model/safetensors.hpp"
 #include "detail.hpp"
@@ -376,23 +377,22 @@ void note_first_nonfinite(const io::Array& a, io::ProblemSource& s) {
     }
 }
 
-/// q_proj/k_proj/v_proj/out_proj names fit OPT-like models (no RoPE) and GPT-J/CodeGen
-/// (rotary): taken as opt only when config.json's model_type is one without RoPE.
-void check_out_proj_model(const json& params,
-                          const fs::path& base,
-                          const fs::path& file,
-                          const std::string& what,
-                          const std::string& prefix) {
-    std::optional<fs::path> config = hf_config_beside(file);
+/// The config.json that describes a checkpoint: params' "config" (relative to `base`), else
+/// the one beside the file.
+std::optional<fs::path>
+checkpoint_config(const json& params, const fs::path& base, const fs::path& file) {
     if (params.is_object() && params.contains("config") && params["config"].is_string()) {
         const fs::path c = params["config"].get<std::string>();
-        config = c.is_absolute() ? c : base / c;
+        return c.is_absolute() ? c : base / c;
     }
-    std::string type;
-    if (config) {
-        const HfConfig c = read_hf_config(*config);
-        type = c.model_type ? c.model_type->value : "";
-    }
+    return hf_config_beside(file);
+}
+
+/// q_proj/k_proj/v_proj/out_proj names fit OPT-like models (no RoPE) and GPT-J/CodeGen
+/// (rotary): taken as opt only when config.json's model_type (`type`) is one without RoPE.
+void check_out_proj_model(const std::string& type,
+                          const std::string& what,
+                          const std::string& prefix) {
     for (const char* plain : {"opt",
                               "bart",
                               "mbart",
@@ -415,6 +415,41 @@ void check_out_proj_model(const json& params,
                                    : ": config.json's model_type '" + io::message_text(type, 40) +
                                          "' is neither") +
                      ": set --layout (e.g. --layout opt)");
+}
+
+/// What config.json's model_type `type` does in a layer's attention that the layouts (their
+/// projections, pre-norm and RoPE) do not: Gemma's (1 + w) RMSNorm, Gemma 2/3's
+/// query_pre_attn_scalar and logit softcap, Granite's attention_multiplier, Cohere's
+/// LayerNorm and interleaved RoPE. Empty when nothing is known to differ.
+std::string attention_beyond_layout(const std::string& type) {
+    if (type == "gemma2" || type == "gemma3_text" || type == "gemma3") {
+        return "normalizes with (1 + w) and scales its scores by query_pre_attn_scalar^-0.5 "
+               "(Gemma 2: capped by attn_logit_softcapping)";
+    }
+    if (const Architecture* a = find_architecture(type); a && a->norm_weight_offset != 0.0) {
+        return "normalizes with (1 + w)";
+    }
+    if (type == "granite" || type == "granitemoe") {
+        return "scales its scores by attention_multiplier";
+    }
+    if (type == "cohere" || type == "cohere2") {
+        return "normalizes with LayerNorm and rotates interleaved pairs";
+    }
+    return {};
+}
+
+/// One layer's weights at a prefix compute a plain attention: refused, never silently
+/// wrong, when config.json's model_type says the model's attention is more.
+void check_layer_model_type(const std::string& type,
+                            const std::string& what,
+                            const std::string& prefix) {
+    const std::string extra = attention_beyond_layout(type);
+    if (!extra.empty()) {
+        throw InputError(what + ": config.json's model_type '" + io::message_text(type, 40) + "' " +
+                         extra + ", which one layer's weights at prefix " + quote_name(prefix) +
+                         " do not apply: run the whole model (params: its folder, with "
+                         "token_ids)");
+    }
 }
 
 /// The checkpoint's fields: a path, or {"file", "prefix", "layout"} ("config" is read by
@@ -650,8 +685,14 @@ CheckpointParams load_checkpoint_params(const nlohmann::json& params,
                              "whole model (params: its folder, with token_ids)");
         }
     }
+    std::string type; // config.json's model_type
+    if (const std::optional<fs::path> config = checkpoint_config(params, base, full)) {
+        const HfConfig c = read_hf_config(*config);
+        type = c.model_type ? c.model_type->value : "";
+    }
+    check_layer_model_type(type, what, f.prefix);
     if (chosen == ParamsLayout::opt && !f.layout) {
-        check_out_proj_model(params, base, full, what, f.prefix);
+        check_out_proj_model(type, what, f.prefix);
     }
     const std::map<std::string, io::Array> tensors =
         read_layout_tensors(*st, chosen, f.prefix, full, sources);

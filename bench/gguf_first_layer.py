@@ -22,11 +22,29 @@ import time
 import numpy as np
 
 E, LAYERS, HEADS, KV, D, FF, VOCAB = 2048, 16, 32, 8, 64, 8192, 128256
-Q4_K, Q4_0, F32 = 12, 2, 0
+Q4_K, Q4_0, Q6_K, F32 = 12, 2, 14, 0
+Q4_K_M = "q4_k_m"  # not a ggml type: llama.cpp's Q4_K_M mix of Q4_K and Q6_K (mixed_type)
 BLOCK, BLOCK_BYTES = 256, 144
-# ggml's block sizes (values, bytes) of the types the random writer fills, and the bytes of
-# each block's fp16 scales at its start (Q4_K: d and dmin; Q4_0: d).
-BLOCKS = {Q4_K: (256, 144, 4), Q4_0: (32, 18, 2)}
+# ggml's block sizes (values, bytes) of the types the random writer fills, and where each
+# block's fp16 scales lie (offset, bytes: Q4_K's d and dmin and Q4_0's d first, Q6_K's d last).
+BLOCKS = {Q4_K: (256, 144, 0, 4), Q4_0: (32, 18, 0, 2), Q6_K: (256, 210, 208, 2)}
+
+
+def use_more_bits(i, n):
+    """llama.cpp's use_more_bits (llama-quant.cpp): the layers Q4_K_M gives more bits."""
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+def mixed_type(name, layer):
+    """The type llama.cpp's llama_tensor_get_type gives a Llama tensor under Q4_K_M: Q6_K for
+    the output (here the tied token embeddings) and for attn_v and ffn_down of the
+    use_more_bits layers, Q4_K for the rest."""
+    if name == "token_embd.weight":
+        return Q6_K
+    if (name.endswith("attn_v.weight") or name.endswith("ffn_down.weight")) and \
+            use_more_bits(layer, LAYERS):
+        return Q6_K
+    return Q4_K
 
 
 def gguf_str(s):
@@ -44,16 +62,20 @@ def kv(key, kind, value):
 
 
 def tensors(m=Q4_K):
-    """(name, numpy shape [rows, cols], type): every matrix of ggml type m, norms float32."""
-    out = [("token_embd.weight", (VOCAB, E), m), ("output_norm.weight", (E,), F32)]
+    """(name, numpy shape [rows, cols], type): every matrix of ggml type m (Q4_K_M: each
+    matrix's type by mixed_type), norms float32."""
+    def kind(name, layer=0):
+        return mixed_type(name, layer) if m == Q4_K_M else m
+    out = [("token_embd.weight", (VOCAB, E), kind("token_embd.weight")),
+           ("output_norm.weight", (E,), F32)]
     for n in range(LAYERS):
         p = f"blk.{n}."
-        out += [(p + "attn_norm.weight", (E,), F32), (p + "ffn_norm.weight", (E,), F32),
-                (p + "attn_q.weight", (HEADS * D, E), m), (p + "attn_k.weight", (KV * D, E), m),
-                (p + "attn_v.weight", (KV * D, E), m),
-                (p + "attn_output.weight", (E, HEADS * D), m),
-                (p + "ffn_gate.weight", (FF, E), m), (p + "ffn_up.weight", (FF, E), m),
-                (p + "ffn_down.weight", (E, FF), m)]
+        out += [(p + "attn_norm.weight", (E,), F32), (p + "ffn_norm.weight", (E,), F32)]
+        out += [(p + name, shape, kind(p + name, n)) for name, shape in (
+            ("attn_q.weight", (HEADS * D, E)), ("attn_k.weight", (KV * D, E)),
+            ("attn_v.weight", (KV * D, E)), ("attn_output.weight", (E, HEADS * D)),
+            ("ffn_gate.weight", (FF, E)), ("ffn_up.weight", (FF, E)),
+            ("ffn_down.weight", (E, FF)))]
     return out
 
 
@@ -93,7 +115,8 @@ def header(meta, infos):
 
 
 def write(path, m=Q4_K):
-    """Every matrix of type m (Q4_K or Q4_0) as random blocks, norms float32."""
+    """Every matrix of type m (Q4_K, Q4_0, Q6_K or the Q4_K_M mix) as random blocks, norms
+    float32."""
     rng = np.random.default_rng(1)
     infos = [(n, s, k, nbytes(s, k)) for n, s, k in tensors(m)]
     with open(path, "wb") as f:
@@ -102,13 +125,13 @@ def write(path, m=Q4_K):
             if kind == F32:
                 data = (1 + 0.1 * rng.standard_normal(shape)).astype(np.float32).tobytes()
             else:
-                _, size, scale_bytes = BLOCKS[kind]
+                _, size, at, scale_bytes = BLOCKS[kind]
                 blocks = rng.integers(0, 256, (nbytes(shape, kind) // size, size),
                                       dtype=np.uint8)
                 # The scales: fp16 in [2^-12, 2^-9): finite, weights of a few hundredths.
                 scales = (rng.integers(0, 0x0C00, (blocks.shape[0], scale_bytes // 2))
                           + 0x0C00).astype("<u2")
-                blocks[:, :scale_bytes] = scales.view(np.uint8).reshape(-1, scale_bytes)
+                blocks[:, at:at + scale_bytes] = scales.view(np.uint8).reshape(-1, scale_bytes)
                 data = blocks.tobytes()
             f.write(data + pad(len(data)))
 

@@ -14,13 +14,16 @@ ratios against the goals (--no-weights <= the sgemm limit for the quantized file
 of it for BF16; f16 weights <= 1.25x --no-weights; peak RSS <= file + 512 MiB).
 
     /usr/bin/python3 bench/llama_forward.py build/release/app/attn [--seq 512]
-        [--threads 1,2] [--repeat 3] [--files q8_0,q4_0,q4_k,bf16] [--ggml PATH]
+        [--threads 1,2] [--repeat 3] [--files q8_0,q4_0,q4_k,q4_k_m,bf16] [--ggml PATH]
         [--baseline OLD_ATTN] [--no-f16] [--dir /tmp/attn-bench-llama32] [--shape 8b]
         [--simd AVX2] [--q8]
 
 --baseline runs a second binary's --no-weights in the same rounds (a change, before/after).
---q8 runs the Q8_0 and Q4_0 files' --no-weights with --activations q8_0 too, and the Q4_K file's
-with --activations q8 (its inputs rounded to Q8_K), in the same rounds.
+--q8 runs the Q8_0 and Q4_0 files' --no-weights with --activations q8_0 too, and the Q4_K and
+Q4_K_M files' with --activations q8 (their inputs rounded to Q8_K), in the same rounds.
+q4_k_m (not in the default --files): the types llama.cpp's quantizer gives a Llama under
+Q4_K_M (llama_tensor_get_type: Q6_K for the tied embeddings and for attn_v and ffn_down of
+the use_more_bits layers, 8 of 16; Q4_K elsewhere), as random blocks: what users download.
 --simd NAME passes `--simd NAME` to every attn run (both binaries): a SIMD target forced, e.g.
 AVX2 on an AVX-512 CPU against the sgemm limit (OpenBLAS's kernel as numpy picks it).
 
@@ -48,7 +51,7 @@ from model_forward import timed  # noqa: E402
 # vocabulary): --shape 8b sets gguf_first_layer's module constants to it.
 SHAPE_8B = {"E": 4096, "LAYERS": 32, "HEADS": 32, "KV": 8, "D": 128, "FF": 14336}
 # --q8: the --activations choice each file runs with (llama.cpp's rounding for its type).
-Q8_CHOICE = {"q8_0": "q8_0", "q4_0": "q8_0", "q4_k": "q8"}
+Q8_CHOICE = {"q8_0": "q8_0", "q4_0": "q8_0", "q4_k": "q8", "q4_k_m": "q8"}
 
 
 def set_shape(shape):
@@ -113,6 +116,8 @@ def model_files(folder, shape="1b"):
         compare.write_pair([p["q8_0"], p["q4_0"]], [compare.Q8_0, compare.Q4_0])
         print(f"wrote the Q8_0 and Q4_0 files in {time.time() - t0:.0f} s")
     g.written(p["q4_k"], g.write)
+    p["q4_k_m"] = g.written(os.path.join(folder, "llama-1b-q4_k_m.gguf"),
+                            lambda path: g.write(path, g.Q4_K_M))
     if not os.path.exists(os.path.join(p["bf16"], "model.safetensors")):
         head_stats.write_model(p["bf16"], g.LAYERS)
     return p

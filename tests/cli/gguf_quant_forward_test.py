@@ -22,6 +22,7 @@ The float32 GGUF (no quantization) of tests/cli/gguf_forward_test.py agrees to t
 """
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -188,16 +189,59 @@ def run_q8(arch):
               f"({len(kquants)} do)", same == (not kquants))
 
 
-@test("--activations q8_0 and q8: shown by explain, refused where they change nothing")
+def products_row(text):
+    """explain's products row: ({type: matrices}, its second line)."""
+    m = re.search(r"^products +the layers' matrices, multiplied as stored: (.*)\n +(.*)$", text,
+                  re.M)
+    if not m:
+        return None, ""
+    return {t: int(n) for n, t in (x.split(" ") for x in m.group(1).split(", "))}, m.group(2)
+
+
+@test("--activations: explain lists the layers' stored types and what each choice rounds")
+def activations_explained():
+    with open(path("ids.json"), "w") as f:
+        json.dump(IDS, f)
+    gguf = os.path.join(FIXTURES, "llama.gguf")
+    with open(os.path.join(FIXTURES, "llama_error.json")) as f:
+        info = json.load(f)
+    want = {}
+    for name, t in info["tensors"].items():  # the layers' matrices: all but their norms
+        if name.startswith("model.layers.") and not name.endswith("norm.weight"):
+            want[t["type"]] = want.get(t["type"], 0) + 1
+    to = {"Q8_0": "Q8_0", "Q4_0": "Q8_0", "Q4_K": "Q8_K", "Q5_K": "Q8_K", "Q6_K": "Q8_K"}
+    for choice in ("f32", "q8_0", "q8"):
+        rc, so, se = run(["explain", "--params", gguf, "--token-ids", path("ids.json"),
+                          "--activations", choice])
+        types, how = products_row(so.decode())
+        check(f"explain ({choice}): the layers' matrices by stored type, as the file holds them",
+              rc == 0 and types == want, f"{types} != {want}; {se}")
+        rounded = sorted(t for t in want if t in ROUNDED.get(choice, {}))
+        if choice == "f32":
+            listed = re.search(r"q8 would round the inputs of the (.*) ones", how)
+            check("explain (f32): exact float32 inputs, and the types q8 would round",
+                  how.startswith("--activations f32: float32 inputs (exact)") and listed and
+                  sorted(listed.group(1).split(", ")) == sorted(ROUNDED["q8"].keys() & want),
+                  how)
+        else:
+            listed = re.search(r"as llama.cpp rounds them \((.*)\)", how)
+            got = sorted(listed.group(1).split(", ")) if listed else None
+            check(f"explain ({choice}): each rounded type and what its inputs round to",
+                  how.startswith(f"--activations {choice}: ") and
+                  got == sorted(f"{t}'s to {to[t]}" for t in rounded), how)
+    rc, so, se = run(["explain", "--params", os.path.join(ROOT, "tests", "unit", "fixtures",
+                                                          "gguf", "models", "llama.gguf"),
+                      "--token-ids", path("ids.json")])
+    check("explain of float32 layers: exact, nothing to round",
+          products_row(so.decode())[1] == "--activations f32: float32 inputs (exact)",
+          so.decode()[-800:])
+
+
+@test("--activations q8_0 and q8: refused where they change nothing")
 def activations_refused():
     with open(path("ids.json"), "w") as f:
         json.dump(IDS, f)
     gguf = os.path.join(FIXTURES, "llama.gguf")
-    for choice in ("q8_0", "q8"):
-        rc, so, se = run(["explain", "--params", gguf, "--token-ids", path("ids.json"),
-                          "--activations", choice])
-        check(f"explain names the products' rounding ({choice})",
-              rc == 0 and f"activations {choice}:".encode() in so, se)
     plain = os.path.join(ROOT, "tests", "unit", "fixtures", "gguf", "models", "llama.gguf")
     for label, args, want in [
             ("a problem without model weights",

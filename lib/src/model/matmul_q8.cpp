@@ -229,6 +229,18 @@ std::string_view activations_types(Activations activations) {
     return activations == Activations::q8 ? "Q8_0, Q4_0, Q4_K, Q5_K and Q6_K" : "Q8_0 and Q4_0";
 }
 
+std::string_view activations_rounding(std::uint32_t type, Activations activations) {
+    switch (detail::q8_rounding(type, activations)) {
+    case detail::Q8Rounding::q8_0:
+        return "Q8_0";
+    case detail::Q8Rounding::q8_k:
+        return "Q8_K";
+    case detail::Q8Rounding::none:
+        break;
+    }
+    return {};
+}
+
 std::optional<Activations> activations_named(std::string_view name) {
     for (const Activations a : {Activations::f32, Activations::q8_0, Activations::q8}) {
         if (name == activations_name(a)) {

@@ -7,7 +7,6 @@
 #include "attn/model/gguf_model.hpp"
 #include "attn/model/matmul.hpp"
 #include "attn/model/quants.hpp"
-#include "model/matmul_q8.hpp"
 
 #include <algorithm>
 #include <array>
@@ -564,18 +563,33 @@ void check_layer_count(const ModelFolder& folder, const ModelSpec& spec) {
     }
 }
 
-void check_activations(const ModelFolder& folder, const ModelSpec& spec, Activations activations) {
-    if (activations == Activations::f32) {
-        return;
-    }
+std::vector<std::pair<std::string, std::size_t>> layer_matrix_types(const ModelFolder& folder,
+                                                                    const ModelSpec& spec) {
     const std::string layers = spec.root + spec.arch.layer.substr(0, spec.arch.layer.find("{}"));
+    std::vector<std::pair<std::string, std::size_t>> out;
     for (const std::string& name : folder.names()) {
         const TensorInfo* t = folder.find(name);
         if (!name.starts_with(layers) || t == nullptr || t->shape.size() != 2) {
             continue;
         }
-        const std::optional<std::uint32_t> type = ggml_type_named(t->dtype);
-        if (type && detail::q8_supports(*type, activations)) { // the integer path's types
+        const auto seen = std::find_if(
+            out.begin(), out.end(), [&](const auto& e) { return e.first == t->dtype; });
+        if (seen == out.end()) {
+            out.emplace_back(t->dtype, 1);
+        } else {
+            ++seen->second;
+        }
+    }
+    return out;
+}
+
+void check_activations(const ModelFolder& folder, const ModelSpec& spec, Activations activations) {
+    if (activations == Activations::f32) {
+        return;
+    }
+    for (const auto& [dtype, count] : layer_matrix_types(folder, spec)) {
+        const std::optional<std::uint32_t> type = ggml_type_named(dtype);
+        if (type && !activations_rounding(*type, activations).empty()) { // the integer path's
             return;
         }
     }

@@ -4,6 +4,9 @@
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
 #include "attn/io/limits.hpp"
+#include "attn/model/matmul.hpp"
+#include "attn/model/quants.hpp"
+#include "attn/model/weights.hpp"
 #include "attn/problem/checks.hpp"
 #include "attn/problem/plan.hpp"
 #include "attn/problem/solve.hpp"
@@ -414,6 +417,40 @@ Explanation explain(const json& doc, const std::string& name, const LayerStack& 
     return r;
 }
 
+/// The "products" row of a model run: the layers' matrices by stored type, and what the
+/// run's activations choice does with their inputs (activations_rounding, per type).
+void products_rows(Explanation& r, const ModelRun& run) {
+    const model::Activations a = run.stack.first.activations;
+    std::string types, rounded, roundable;
+    for (const auto& [dtype, count] : model::layer_matrix_types(*run.folder, run.spec)) {
+        types += (types.empty() ? "" : ", ") + std::to_string(count) + " " + dtype;
+        const std::optional<std::uint32_t> t = model::ggml_type_named(dtype);
+        const std::string_view to = t ? model::activations_rounding(*t, a) : "";
+        if (!to.empty()) {
+            rounded += (rounded.empty() ? "" : ", ") + dtype + "'s to " + std::string(to);
+        }
+        if (t && !model::activations_rounding(*t, model::Activations::q8).empty()) {
+            roundable += (roundable.empty() ? "" : ", ") + dtype;
+        }
+    }
+    if (types.empty()) {
+        return;
+    }
+    r.row("products", "the layers' matrices, multiplied as stored: " + types);
+    const std::string choice =
+        option_name("activations") + " " + std::string(model::activations_name(a)) + ": ";
+    if (!rounded.empty()) {
+        r.more(choice + "the inputs rounded as llama.cpp rounds them (" + rounded +
+               "), integer sums per block: faster, not exact; other types' inputs float32");
+    } else if (!roundable.empty()) {
+        r.more(choice + "float32 inputs (exact); " + option_name("activations") +
+               " q8 would round the inputs of the " + roundable +
+               " ones as llama.cpp does (integer sums: faster, not exact)");
+    } else {
+        r.more(choice + "float32 inputs (exact)");
+    }
+}
+
 Explanation explain(const ModelRun& run) {
     std::string chosen;
     for (const std::size_t l : run.stack.layers) {
@@ -429,6 +466,7 @@ Explanation explain(const ModelRun& run) {
     r.row("layers",
           std::to_string(run.stack.layers.size()) + " of " + std::to_string(run.spec.layers) +
               " returned: " + chosen + " (each layer's weights read when it runs)");
+    products_rows(r, run);
     // The estimate solve_model_run checks against max_memory / memory_limit().
     const std::size_t n = run.stack.layers.size();
     const ModelMemory with = estimate_model_memory(run, {.want_weights = true, .threads = 1});

@@ -520,15 +520,6 @@ std::vector<std::string> model_run_plan(const ModelRun& run) {
                    "; y = h + " +
                    around(a.mlp_post_norm, mlp + "(" + around(a.mlp_norm, "h") + ")")));
     out.push_back("final norm: " + (a.final_norm.empty() ? std::string("none") : a.final_norm));
-    if (run.stack.first.activations == model::Activations::q8_0) {
-        out.emplace_back("products: activations q8_0: the inputs of Q8_0 and Q4_0 weights rounded "
-                         "to Q8_0 as llama.cpp does, integer sums per block; other types exact "
-                         "float32");
-    } else if (run.stack.first.activations == model::Activations::q8) {
-        out.emplace_back("products: activations q8: the inputs of Q8_0 and Q4_0 weights rounded "
-                         "to Q8_0, of Q4_K, Q5_K and Q6_K weights to Q8_K, as llama.cpp does, "
-                         "integer sums per block; other types exact float32");
-    }
     return out;
 }
 

@@ -52,6 +52,10 @@ std::string_view activations_name(Activations activations);
 std::string_view activations_types(Activations activations);
 /// The choice spelled `name`, or nothing.
 std::optional<Activations> activations_named(std::string_view name);
+/// What `activations` rounds the inputs of ggml type `type`'s products to (the integer
+/// path): "Q8_0" or "Q8_K"; empty for float32 inputs (f32, and the types a choice does not
+/// reach).
+std::string_view activations_rounding(std::uint32_t type, Activations activations);
 
 /// How stored_matmul runs: `threads` (0: all hardware threads), the SIMD target
 /// (Simd::best, or one that simd_target() named, for tests and benchmarks) and what

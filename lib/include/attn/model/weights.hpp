@@ -11,6 +11,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace attn::model {
 
@@ -46,8 +48,14 @@ BasicBlockWeights<T> load_block(const ModelFolder& folder,
 /// stored as read or with its rows reordered or transposed.
 bool multiplied_in_place(const StoredTensor& t, bool stored_f32);
 
-/// Throws InputError when `activations` is q8_0 and no layer of the model holds a Q8_0 or
-/// Q4_0 matrix (nothing read: the tensors' stored types).
+/// The layers' matrices (their 2-D tensors) by stored dtype, as the file names it: {"Q4_K",
+/// 96}, {"Q6_K", 16}, in the order the dtypes first appear in the folder's names; nothing
+/// read.
+std::vector<std::pair<std::string, std::size_t>> layer_matrix_types(const ModelFolder& folder,
+                                                                    const ModelSpec& spec);
+
+/// Throws InputError when `activations` is not f32 and rounds the inputs of no layer
+/// matrix's type (activations_round; nothing read: the tensors' stored types).
 void check_activations(const ModelFolder& folder, const ModelSpec& spec, Activations activations);
 
 /// The embedding tables a run on token ids `ids` needs, and the ids that index them.

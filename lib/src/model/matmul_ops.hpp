@@ -10,6 +10,10 @@
 
 namespace attn::model::detail {
 
+/// W rows per panel (one task) of the integer and BF16 pair paths: a fixed partition of y's
+/// columns, as the float32 path's.
+constexpr std::size_t kPanelRows = 64;
+
 /// One call of the integer products (quant_dot-inl.h, quant_dot_k-inl.h): y[n, m] for
 /// n < `n`, m < `m` of the activations rounded to Q8_0 or Q8_K (matmul_q8.hpp's Q8Rows:
 /// `qx` [n, k] int8, `dx` [n, blocks] their scales, `sx` each block's Σ qx [n, blocks] for
@@ -29,6 +33,23 @@ struct DotQ8Args {
     std::size_t ldy = 0;
 };
 
+/// One call of the BF16 pair products (bf16_dot-inl.h) on one chunk of a packed panel:
+/// y[n, m] for n < `n`, m < `m` (<= 64), set (or, with `accumulate`, continued) by the
+/// chunk's `pairs` pairs. `x` [n, ldx] holds the rounded activations' BF16 pairs from the
+/// chunk's first one (low half: the even k); `w` [pairs, 64] the panel's, one weight row a
+/// lane (zeros past `m`).
+struct DotBf16Args {
+    const std::uint32_t* x = nullptr;
+    std::size_t ldx = 0;
+    const std::uint32_t* w = nullptr;
+    std::size_t pairs = 0;
+    std::size_t n = 0;
+    std::size_t m = 0;
+    float* y = nullptr;
+    std::size_t ldy = 0;
+    bool accumulate = false;
+};
+
 struct MatmulOps {
     /// Dequantizes n_blocks blocks of ggml type `type` (one attn dequantizes; `traits` its
     /// traits) from src to dst: quant_blocks-inl.h compiled for this target, bit-exact with
@@ -43,6 +64,11 @@ struct MatmulOps {
     void (*dot_q8)(const DotQ8Args& args);
     /// ... and Q4_K, Q5_K and Q6_K weights with Q8_K activations.
     void (*dot_q8_k)(const DotQ8Args& args);
+    /// Whether this target multiplies BF16 pairs with AVX512_BF16's vdpbf16ps (AVX3_DL on a
+    /// CPU that has it); elsewhere matmul_bf16.cpp computes the same chain in float32 FMAs.
+    bool (*bf16_pairs)();
+    /// The BF16 pair products of one chunk (DotBf16Args), where bf16_pairs() (else null).
+    void (*dot_bf16)(const DotBf16Args& args);
 };
 
 /// The table of `simd`'s target (the best this CPU runs for Simd::best). Throws

@@ -575,7 +575,7 @@ void check_activations(const ModelFolder& folder, const ModelSpec& spec, Activat
             continue;
         }
         const std::optional<std::uint32_t> type = ggml_type_named(t->dtype);
-        if (type && detail::q8_supports(*type, activations)) { // the integer path's types
+        if (type && detail::rounds_inputs(*type, activations)) { // the types the choice reaches
             return;
         }
     }

@@ -357,7 +357,7 @@ bool is_model_run(const json& doc, const fs::path& base, bool ids_given) {
 
 namespace {
 
-/// "activations" q8_0 or q8 where it changes something: precision f32, layers holding a
+/// "activations" q8_0, q8 or bf16 where it changes something: precision f32, layers holding a
 /// type the choice reaches.
 void check_activations(const ModelRun& run) {
     const model::Activations a = run.stack.first.activations;
@@ -528,6 +528,11 @@ std::vector<std::string> model_run_plan(const ModelRun& run) {
         out.emplace_back("products: activations q8: the inputs of Q8_0 and Q4_0 weights rounded "
                          "to Q8_0, of Q4_K, Q5_K and Q6_K weights to Q8_K, as llama.cpp does, "
                          "integer sums per block; other types exact float32");
+    } else if (run.stack.first.activations == model::Activations::bf16) {
+        out.emplace_back("products: activations bf16: the inputs of BF16 weights rounded to "
+                         "BF16 (nearest even), BF16 pair products as AVX512_BF16's vdpbf16ps "
+                         "computes them (float32 FMAs in its order where the CPU lacks it); "
+                         "other types exact float32");
     }
     return out;
 }

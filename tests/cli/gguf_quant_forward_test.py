@@ -188,12 +188,65 @@ def run_q8(arch):
               f"({len(kquants)} do)", same == (not kquants))
 
 
+# --activations bf16 (docs/compute.md): each element of a BF16 matrix's input moves by at most
+# 2^-8 of itself (to nearest in 8 significant bits), so ||dx||_2 <= 2^-8 ||x||_2: a relative
+# error of at most BF16_EPS per rounded matrix, added in quadrature as above; the products'
+# own float32 sums (exact BF16 products, one FMA each) add far less.
+BF16_EPS = 2.0 ** -8
+
+
+def bf16_folder(arch, info):
+    """The fixture's float32 weights as a BF16 safetensors folder (matrices BF16, truncated
+    as the reference writer does; norms float32)."""
+    folder = path("bf16-" + arch)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(info["config"], f)
+    t = weights(arch)
+    ref.write_safetensors(os.path.join(folder, "model.safetensors"),
+                          [(k, "BF16" if t[k].ndim == 2 else "F32", t[k]) for k in sorted(t)])
+    return folder
+
+
+def run_bf16(arch):
+    """A BF16 folder (every matrix BF16) with --activations bf16 against its f32 products."""
+    with open(os.path.join(FIXTURES, arch + "_error.json")) as f:
+        info = json.load(f)
+    with open(path("ids.json"), "w") as f:
+        json.dump(IDS, f)
+    folder = bf16_folder(arch, info)
+    f32 = forward(folder, ["--token-ids", path("ids.json")])
+    b16 = forward(folder, ["--token-ids", path("ids.json"), "--activations", "bf16"])
+    if f32 is None or b16 is None:
+        return
+    w32, wb = (np.array(r["weights"], dtype=np.float64) for r in (f32, b16))
+    for n in range(w32.shape[0]):
+        eps = BF16_EPS * np.sqrt(len(matrices_before(n + 1)))
+        err = float(np.abs(w32[n] - wb[n]).max())
+        check(f"{arch} bf16: layer {n} weights within {SLOPE} * {eps:.4f} of f32's "
+              f"(max |diff| {err:.5f})", 0.0 < err <= SLOPE * eps)
+    eps = BF16_EPS * np.sqrt(len(matrices_before(w32.shape[0] + 1)))
+    h32, hb = (np.array(r["hidden_states"], dtype=np.float64) for r in (f32, b16))
+    rel = float(np.sqrt(np.mean((h32 - hb) ** 2) / np.mean(h32 ** 2)))
+    check(f"{arch} bf16: hidden states within relative {eps:.4f} (relative RMS {rel:.5f})",
+          0.0 < rel <= eps)
+
+
+@test("--activations bf16 bf17: exit 2, one line listing the choices")
+def activations_bad_value():
+    rc, so, se = run(["compute", "--params", os.path.join(FIXTURES, "llama.gguf"),
+                      "--token-ids", "[1, 2]", "--activations", "bf17"])
+    check("exit 2, one line naming f32, q8_0, q8 and bf16",
+          rc == 2 and se.count("\n") == 1 and all(c in se for c in ("f32", "q8_0", "q8", "bf16"))
+          and "bf17" in se, se)
+
+
 @test("--activations q8_0 and q8: shown by explain, refused where they change nothing")
 def activations_refused():
     with open(path("ids.json"), "w") as f:
         json.dump(IDS, f)
     gguf = os.path.join(FIXTURES, "llama.gguf")
-    for choice in ("q8_0", "q8"):
+    for choice in ("q8_0", "q8", "bf16"):
         rc, so, se = run(["explain", "--params", gguf, "--token-ids", path("ids.json"),
                           "--activations", choice])
         check(f"explain names the products' rounding ({choice})",
@@ -212,7 +265,7 @@ def activations_refused():
             ("precision f64",
              ["compute", "--params", gguf, "--token-ids", path("ids.json"), "--precision",
               "f64"], "precision f64")]:
-        for choice in ("q8_0", "q8"):
+        for choice in ("q8_0", "q8", "bf16"):
             rc, so, se = run(args + ["--activations", choice])
             check(f"--activations {choice} with {label}: exit 2, one line naming it",
                   rc == 2 and se.count("\n") == 1 and want in se and
@@ -220,6 +273,8 @@ def activations_refused():
 
 
 for _arch in ("llama", "qwen2"):
+    test(f"BF16 {_arch} folder: --activations bf16 within the rounding of f32's")(
+        lambda a=_arch: run_bf16(a))
     test(f"quantized {_arch}: --activations q8_0 within the rounding of f32's")(
         lambda a=_arch: run_activations(a, "q8_0"))
     test(f"quantized {_arch}: --activations q8 within the rounding of f32's, q8_0's bits "

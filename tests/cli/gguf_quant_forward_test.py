@@ -40,14 +40,16 @@ TEXT = "a b ab ba bb a"
 SLOPE = 2.0  # attention weight change per unit of relative score error
 
 
-def hf_folder(arch, info):
-    folder = path("hf-" + arch)
+def hf_folder(arch, info, matrices="F32"):
+    """The fixture's float32 weights as a Hugging Face folder: its matrices `matrices`
+    (BF16: truncated as the reference writer does), norms float32."""
+    folder = path(f"hf-{matrices}-{arch}")
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(info["config"], f)
     t = weights(arch)
     ref.write_safetensors(os.path.join(folder, "model.safetensors"),
-                          [(k, "F32", t[k]) for k in sorted(t)])
+                          [(k, matrices if t[k].ndim == 2 else "F32", t[k]) for k in sorted(t)])
     with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
         json.dump(tiny_tokenizer_json(), f)
     return folder
@@ -195,26 +197,13 @@ def run_q8(arch):
 BF16_EPS = 2.0 ** -8
 
 
-def bf16_folder(arch, info):
-    """The fixture's float32 weights as a BF16 safetensors folder (matrices BF16, truncated
-    as the reference writer does; norms float32)."""
-    folder = path("bf16-" + arch)
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(info["config"], f)
-    t = weights(arch)
-    ref.write_safetensors(os.path.join(folder, "model.safetensors"),
-                          [(k, "BF16" if t[k].ndim == 2 else "F32", t[k]) for k in sorted(t)])
-    return folder
-
-
 def run_bf16(arch):
     """A BF16 folder (every matrix BF16) with --activations bf16 against its f32 products."""
     with open(os.path.join(FIXTURES, arch + "_error.json")) as f:
         info = json.load(f)
     with open(path("ids.json"), "w") as f:
         json.dump(IDS, f)
-    folder = bf16_folder(arch, info)
+    folder = hf_folder(arch, info, "BF16")
     f32 = forward(folder, ["--token-ids", path("ids.json")])
     b16 = forward(folder, ["--token-ids", path("ids.json"), "--activations", "bf16"])
     if f32 is None or b16 is None:

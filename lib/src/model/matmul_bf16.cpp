@@ -171,11 +171,8 @@ void bf16_matmul(std::span<const float> x,
         const FlushDenormals flush;
         const std::size_t m0 = task * kPanelRows;
         const std::size_t mc = std::min(kPanelRows, m - m0);
-        std::array<const std::uint8_t*, kPanelRows> w_rows{};
-        for (std::size_t j = 0; j < mc; ++j) {
-            const std::size_t row = w.row_of.empty() ? m0 + j : w.row_of[m0 + j];
-            w_rows[j] = w.bytes.data() + row * row_bytes;
-        }
+        const std::array<const std::uint8_t*, kPanelRows> w_rows =
+            panel_rows(w, row_bytes, m0, mc);
         std::vector<std::uint32_t>& wp = packed[worker];
         std::vector<float>& wf = packed_f32[worker];
         for (std::size_t p0 = 0; p0 < pairs; p0 += kChunkPairs) {

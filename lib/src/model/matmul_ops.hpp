@@ -3,8 +3,10 @@
 #pragma once
 
 #include "attn/attention.hpp"
+#include "attn/model/matmul.hpp"
 #include "attn/model/quants.hpp"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -13,6 +15,18 @@ namespace attn::model::detail {
 /// W rows per panel (one task) of the integer and BF16 pair paths: a fixed partition of y's
 /// columns, as the float32 path's.
 constexpr std::size_t kPanelRows = 64;
+
+/// Where W's rows m0 .. m0 + mc (mc <= kPanelRows) are stored, `row_bytes` a row (the row
+/// map applied); entries past mc are null.
+inline std::array<const std::uint8_t*, kPanelRows>
+panel_rows(const StoredMatrix& w, std::size_t row_bytes, std::size_t m0, std::size_t mc) {
+    std::array<const std::uint8_t*, kPanelRows> out{};
+    for (std::size_t j = 0; j < mc; ++j) {
+        const std::size_t row = w.row_of.empty() ? m0 + j : w.row_of[m0 + j];
+        out[j] = w.bytes.data() + row * row_bytes;
+    }
+    return out;
+}
 
 /// One call of the integer products (quant_dot-inl.h, quant_dot_k-inl.h): y[n, m] for
 /// n < `n`, m < `m` of the activations rounded to Q8_0 or Q8_K (matmul_q8.hpp's Q8Rows:

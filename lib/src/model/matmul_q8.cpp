@@ -191,11 +191,8 @@ void q8_matmul(std::span<const float> x,
     attn::detail::parallel_for(panels, threads, [&](unsigned, std::size_t task) {
         const std::size_t m0 = task * kPanelRows;
         const std::size_t mc = std::min(kPanelRows, m - m0);
-        std::array<const std::uint8_t*, kPanelRows> w_rows{};
-        for (std::size_t j = 0; j < mc; ++j) {
-            const std::size_t row = w.row_of.empty() ? m0 + j : w.row_of[m0 + j];
-            w_rows[j] = w.bytes.data() + row * row_bytes;
-        }
+        const std::array<const std::uint8_t*, kPanelRows> w_rows =
+            panel_rows(w, row_bytes, m0, mc);
         const DotQ8Args args{.type = w.type,
                              .w_rows = w_rows.data(),
                              .m = mc,

@@ -194,6 +194,14 @@ int main(int argc, char** argv) {
                                             simd,
                                             attn::model::Activations::bf16));
     }
+    // bf16 on AVX3 too: AVX-512 float32 FMAs in vdpbf16ps's order (the same bits), against
+    // the instruction itself on AVX3_DL.
+    for (const attn::Simd t : attn::simd_supported()) {
+        if (std::string(attn::simd_name(t)) == "AVX3") {
+            shapes(benchmark::RegisterBenchmark(
+                "bm_stored_bf16/BF16/AVX3", bm_stored, 30U, t, attn::model::Activations::bf16));
+        }
+    }
     benchmark::AddCustomContext("openblas_core", openblas_get_corename());
     benchmark::Initialize(&argc, argv);
     benchmark::RunSpecifiedBenchmarks();

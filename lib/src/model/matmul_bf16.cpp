@@ -1,7 +1,7 @@
 // The BF16 pair products' driver: the activations rounded to BF16 once per call (rows shared
 // among the threads), then W cut into panels of 64 rows (one task each, a fixed partition of
 // y's columns, as the other paths'), each panel packed a chunk of k at a time: as BF16 pairs
-// for vdpbf16ps (bf16_dot-inl.h) where the target has it, else as float32 in the pairs'
+// for vdpbf16ps (bf16_dot-inl.h) where use_pairs says so, else as float32 in the pairs'
 // order (the odd k, then the even one) for the core's micro-GEMM, whose chain of FMAs along
 // k is then the instruction's. The weights are read as stored, never converted whole.
 #include "model/matmul_bf16.hpp"
@@ -17,6 +17,7 @@
 #include <vector>
 
 #if defined(__x86_64__) || defined(__i386__) || defined(_M_X64)
+#include <cpuid.h>
 #include <immintrin.h>
 #define ATTN_MXCSR 1
 #endif
@@ -61,6 +62,37 @@ class FlushDenormals {
     unsigned saved_;
 #endif
 };
+
+/// Whether the CPU is Intel's (CPUID leaf 0's vendor string).
+bool intel_cpu() {
+#ifdef ATTN_MXCSR
+    static const bool intel = [] {
+        unsigned a = 0;
+        unsigned b = 0;
+        unsigned c = 0;
+        unsigned d = 0;
+        // "GenuineIntel" in EBX, EDX, ECX.
+        return __get_cpuid(0, &a, &b, &c, &d) != 0 && b == 0x756E6547U && d == 0x49656E69U &&
+               c == 0x6C65746EU;
+    }();
+    return intel;
+#else
+    return false;
+#endif
+}
+
+/// Whether the products use vdpbf16ps (bf16_dot-inl.h) or the same chain in float32 FMAs:
+/// the same bits either way, so a question of speed alone. A target named explicitly
+/// (AVX3_DL) uses the instruction wherever the CPU has it (tests and benchmarks reach it);
+/// Simd::best not on an Intel CPU: on the Sapphire Rapids Xeon measured, vdpbf16ps ran at
+/// half the FMAs' rate (a 6 x 64 register tile: 110 GFLOPS where AVX-512 FMAs ran at 171;
+/// the whole product 76 GFLOPS where the FMA chain ran at 99, docs/performance.md).
+bool use_pairs(const MatmulOps& ops, Simd simd) {
+    if (ops.dot_bf16 == nullptr || !ops.bf16_pairs()) {
+        return false;
+    }
+    return simd != Simd::best || !intel_cpu();
+}
 
 float bf16_value(std::uint16_t h) {
     return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16U);
@@ -158,7 +190,7 @@ void bf16_matmul(std::span<const float> x,
                  std::span<float> y,
                  const MatmulOptions& options) {
     const MatmulOps& ops = matmul_ops(options.simd);
-    const bool native = ops.dot_bf16 != nullptr && ops.bf16_pairs();
+    const bool native = use_pairs(ops, options.simd);
     const std::size_t m = w.rows;
     const std::size_t k = w.cols;
     const std::size_t panels = (m + kPanelRows - 1) / kPanelRows;
@@ -171,8 +203,7 @@ void bf16_matmul(std::span<const float> x,
         const FlushDenormals flush;
         const std::size_t m0 = task * kPanelRows;
         const std::size_t mc = std::min(kPanelRows, m - m0);
-        const std::array<const std::uint8_t*, kPanelRows> w_rows =
-            panel_rows(w, row_bytes, m0, mc);
+        const std::array<const std::uint8_t*, kPanelRows> w_rows = panel_rows(w, row_bytes, m0, mc);
         std::vector<std::uint32_t>& wp = packed[worker];
         std::vector<float>& wf = packed_f32[worker];
         for (std::size_t p0 = 0; p0 < pairs; p0 += kChunkPairs) {

@@ -1,7 +1,8 @@
 // The BF16 pair products (--activations bf16) of BF16 weights: the activations rounded to
 // BF16 once per call, then y = x · Wᵀ as AVX512_BF16's vdpbf16ps computes it, by that
-// instruction where the CPU has it (bf16_dot-inl.h) and by float32 FMAs in its pair order
-// elsewhere (the core's micro-GEMM), with the same bits. matmul.cpp calls it where
+// instruction (bf16_dot-inl.h; AVX3_DL on a CPU that has it, not by default on Intel's,
+// where it measured slower) or by float32 FMAs in its pair order (the core's micro-GEMM),
+// with the same bits. matmul.cpp calls it where
 // input_rounding (matmul_q8.hpp) says bf16. It reads no file and checks no shapes.
 #pragma once
 

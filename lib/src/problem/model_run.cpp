@@ -531,7 +531,8 @@ std::vector<std::string> model_run_plan(const ModelRun& run) {
     } else if (run.stack.first.activations == model::Activations::bf16) {
         out.emplace_back("products: activations bf16: the inputs of BF16 weights rounded to "
                          "BF16 (nearest even), BF16 pair products as AVX512_BF16's vdpbf16ps "
-                         "computes them (float32 FMAs in its order where the CPU lacks it); "
+                         "computes them (by it, or by float32 FMAs in its order: the same "
+                         "bits); "
                          "other types exact float32");
     }
     return out;

@@ -191,8 +191,7 @@ void q8_matmul(std::span<const float> x,
     attn::detail::parallel_for(panels, threads, [&](unsigned, std::size_t task) {
         const std::size_t m0 = task * kPanelRows;
         const std::size_t mc = std::min(kPanelRows, m - m0);
-        const std::array<const std::uint8_t*, kPanelRows> w_rows =
-            panel_rows(w, row_bytes, m0, mc);
+        const std::array<const std::uint8_t*, kPanelRows> w_rows = panel_rows(w, row_bytes, m0, mc);
         const DotQ8Args args{.type = w.type,
                              .w_rows = w_rows.data(),
                              .m = mc,

@@ -2,7 +2,9 @@
 // weights multiply their inputs rounded to BF16), per SIMD target this CPU runs, on shapes
 // that straddle the 6-row tiles, the 16-lane vectors, the 64-row panels and the 512-pair
 // chunks, with odd K and K not a multiple of 32 (x rows 1, 5, 7, 13; W rows 1, 17, 70;
-// K = 1, 2, 31, 33, 63, 1031; and 9 x 130 x 2049):
+// K = 1, 2, 31, 33, 63, 1031; and 9 x 130 x 2049). AVX3_DL, named, runs vdpbf16ps itself on a
+// CPU with AVX512_BF16; every other target the same chain in float32 FMAs (or, without FMA,
+// a multiply and an add), so the instruction and the FMAs are held to one oracle:
 //   - bit-identical, for 1 and 3 threads, to this file's transcription of vdpbf16ps from
 //     Intel's definition (per pair i: acc = fma(x̂[2i+1], w[2i+1], acc), then
 //     acc = fma(x̂[2i], w[2i], acc)) over x rounded by this file's own rounding (the nearer

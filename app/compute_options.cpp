@@ -164,9 +164,11 @@ void add_attention_options(CLI::App& cmd, ProblemArgs& args) {
                    args.activations,
                    "what a model's quantized weights multiply: f32 (default: the exact "
                    "inputs), q8_0 (Q8_0 and Q4_0 weights: the inputs rounded to Q8_0 as "
-                   "llama.cpp does, integer products: faster, llama.cpp's rounding) or q8 "
-                   "(those, and Q4_K, Q5_K, Q6_K weights' inputs rounded to Q8_K)")
-        ->check(CLI::IsMember({"f32", "q8_0", "q8"}))
+                   "llama.cpp does, integer products: faster, llama.cpp's rounding), q8 "
+                   "(those, and Q4_K, Q5_K, Q6_K weights' inputs rounded to Q8_K) or bf16 "
+                   "(BF16 weights: the inputs rounded to BF16, BF16 pair products as "
+                   "AVX512_BF16 computes them)")
+        ->check(CLI::IsMember({"f32", "q8_0", "q8", "bf16"}))
         ->group(g_att);
     cmd.add_flag("--rope{true}",
                  args.rope,

@@ -5,7 +5,9 @@
 // timed, every type's product on a small shape is checked against float64 of the
 // dequantized weights (the unit test's bound); a miss stops the binary. bm_stored_q8: Q8_0
 // and Q4_0 with the activations rounded to Q8_0, Q4_K, Q5_K and Q6_K with them rounded to
-// Q8_K (--activations q8: integer products; checked by the unit tests).
+// Q8_K (--activations q8: integer products; checked by the unit tests). bm_stored_bf16: BF16
+// with the activations rounded to BF16 (--activations bf16: vdpbf16ps pair products on
+// AVX3_DL with AVX512_BF16, float32 FMAs in its order elsewhere; checked by the unit tests).
 #include "attn/attention.hpp"
 #include "attn/kernels.hpp"
 #include "attn/model/matmul.hpp"
@@ -185,6 +187,19 @@ int main(int argc, char** argv) {
                 type,
                 simd,
                 attn::model::Activations::q8));
+        }
+        shapes(benchmark::RegisterBenchmark(("bm_stored_bf16/BF16/" + target).c_str(),
+                                            bm_stored,
+                                            30U,
+                                            simd,
+                                            attn::model::Activations::bf16));
+    }
+    // bf16 on AVX3 too: AVX-512 float32 FMAs in vdpbf16ps's order (the same bits), against
+    // the instruction itself on AVX3_DL.
+    for (const attn::Simd t : attn::simd_supported()) {
+        if (std::string(attn::simd_name(t)) == "AVX3") {
+            shapes(benchmark::RegisterBenchmark(
+                "bm_stored_bf16/BF16/AVX3", bm_stored, 30U, t, attn::model::Activations::bf16));
         }
     }
     benchmark::AddCustomContext("openblas_core", openblas_get_corename());

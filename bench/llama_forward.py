@@ -16,11 +16,13 @@ of it for BF16; f16 weights <= 1.25x --no-weights; peak RSS <= file + 512 MiB).
     /usr/bin/python3 bench/llama_forward.py build/release/app/attn [--seq 512]
         [--threads 1,2] [--repeat 3] [--files q8_0,q4_0,q4_k,q4_k_m,bf16] [--ggml PATH]
         [--baseline OLD_ATTN] [--no-f16] [--dir /tmp/attn-bench-llama32] [--shape 8b]
-        [--simd AVX2] [--q8]
+        [--simd AVX2] [--q8 | --rounded]
 
 --baseline runs a second binary's --no-weights in the same rounds (a change, before/after).
---q8 runs the Q8_0 and Q4_0 files' --no-weights with --activations q8_0 too, and the Q4_K and
-Q4_K_M files' with --activations q8 (their inputs rounded to Q8_K), in the same rounds.
+--q8 (or --rounded) runs the Q8_0 and Q4_0 files' --no-weights with --activations q8_0 too,
+the Q4_K and Q4_K_M files' with --activations q8 (their inputs rounded to Q8_K) and the BF16
+folder's with --activations bf16 (its inputs rounded to BF16, BF16 pair products), in the same
+rounds.
 q4_k_m (not in the default --files): the types llama.cpp's quantizer gives a Llama under
 Q4_K_M (llama_tensor_get_type: Q6_K for the tied embeddings and for attn_v and ffn_down of
 the use_more_bits layers, 8 of 16; Q4_K elsewhere), as random blocks: what users download.
@@ -51,7 +53,7 @@ from model_forward import timed  # noqa: E402
 # vocabulary): --shape 8b sets gguf_first_layer's module constants to it.
 SHAPE_8B = {"E": 4096, "LAYERS": 32, "HEADS": 32, "KV": 8, "D": 128, "FF": 14336}
 # --q8: the --activations choice each file runs with (llama.cpp's rounding for its type).
-Q8_CHOICE = {"q8_0": "q8_0", "q4_0": "q8_0", "q4_k": "q8", "q4_k_m": "q8"}
+Q8_CHOICE = {"q8_0": "q8_0", "q4_0": "q8_0", "q4_k": "q8", "q4_k_m": "q8", "bf16": "bf16"}
 
 
 def set_shape(shape):
@@ -189,9 +191,9 @@ def main():
     ap.add_argument("--shape", choices=["1b", "8b"], default="1b",
                     help="8b: Llama-3-8B's shape, one Q4_0 file of random blocks (4.3 GiB)")
     ap.add_argument("--simd", help="a SIMD target for every attn run (attn's --simd)")
-    ap.add_argument("--q8", action="store_true",
-                    help="also --no-weights with --activations q8_0 (Q8_0, Q4_0) or q8 "
-                    "(Q4_K): the integer products")
+    ap.add_argument("--q8", "--rounded", dest="q8", action="store_true",
+                    help="also --no-weights with --activations q8_0 (Q8_0, Q4_0), q8 "
+                    "(Q4_K) or bf16 (BF16): the rounded activations' products")
     a = ap.parse_args()
     set_shape(a.shape)
     if a.shape == "8b":

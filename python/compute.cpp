@@ -447,7 +447,7 @@ Other problem fields as keywords: returns=["hidden_states"], special_tokens=Fals
 key_padding_mask, precision, select_heads, query_rows, weights_dtype ("f16": float16
 weights), activations ("q8_0": Q8_0 and Q4_0 weights multiply their inputs rounded to
 Q8_0, as llama.cpp does; "q8": those, and Q4_K, Q5_K and Q6_K weights theirs rounded to
-Q8_K), ...; threads, no_weights, simd,
+Q8_K; "bf16": BF16 weights theirs rounded to BF16, pair products as AVX512_BF16's), ...; threads, no_weights, simd,
 max_memory and progress (progress(layers done, layers run) after each layer, or True for a
 progress bar) as for attn.compute; Ctrl-C raises KeyboardInterrupt within a fraction of a
 second, inside a layer too.

@@ -41,14 +41,16 @@ TEXT = "a b ab ba bb a"
 SLOPE = 2.0  # attention weight change per unit of relative score error
 
 
-def hf_folder(arch, info):
-    folder = path("hf-" + arch)
+def hf_folder(arch, info, matrices="F32"):
+    """The fixture's float32 weights as a Hugging Face folder: its matrices `matrices`
+    (BF16: truncated as the reference writer does), norms float32."""
+    folder = path(f"hf-{matrices}-{arch}")
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(info["config"], f)
     t = weights(arch)
     ref.write_safetensors(os.path.join(folder, "model.safetensors"),
-                          [(k, "F32", t[k]) for k in sorted(t)])
+                          [(k, matrices if t[k].ndim == 2 else "F32", t[k]) for k in sorted(t)])
     with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
         json.dump(tiny_tokenizer_json(), f)
     return folder
@@ -209,14 +211,16 @@ def activations_explained():
     for name, t in info["tensors"].items():  # the layers' matrices: all but their norms
         if name.startswith("model.layers.") and not name.endswith("norm.weight"):
             want[t["type"]] = want.get(t["type"], 0) + 1
-    to = {"Q8_0": "Q8_0", "Q4_0": "Q8_0", "Q4_K": "Q8_K", "Q5_K": "Q8_K", "Q6_K": "Q8_K"}
-    for choice in ("f32", "q8_0", "q8"):
+    to = {"Q8_0": "Q8_0", "Q4_0": "Q8_0", "Q4_K": "Q8_K", "Q5_K": "Q8_K", "Q6_K": "Q8_K",
+          "BF16": "BF16"}
+    rounds = dict(ROUNDED, bf16={"BF16": BF16_EPS})
+    for choice in ("f32", "q8_0", "q8", "bf16"):
         rc, so, se = run(["explain", "--params", gguf, "--token-ids", path("ids.json"),
                           "--activations", choice])
         types, how = products_row(so.decode())
         check(f"explain ({choice}): the layers' matrices by stored type, as the file holds them",
               rc == 0 and types == want, f"{types} != {want}; {se}")
-        rounded = sorted(t for t in want if t in ROUNDED.get(choice, {}))
+        rounded = sorted(t for t in want if t in rounds.get(choice, {}))
         if choice == "f32":
             listed = re.search(r"q8 would round the inputs of the (.*) ones", how)
             check("explain (f32): exact float32 inputs, and the types q8 would round",
@@ -235,6 +239,46 @@ def activations_explained():
     check("explain of float32 layers: exact, nothing to round",
           products_row(so.decode())[1] == "--activations f32: float32 inputs (exact)",
           so.decode()[-800:])
+
+
+# --activations bf16 (docs/compute.md): each element of a BF16 matrix's input moves by at most
+# 2^-8 of itself (to nearest in 8 significant bits), so ||dx||_2 <= 2^-8 ||x||_2: a relative
+# error of at most BF16_EPS per rounded matrix, added in quadrature as above; the products'
+# own float32 sums (exact BF16 products, one FMA each) add far less.
+BF16_EPS = 2.0 ** -8
+
+
+def run_bf16(arch):
+    """A BF16 folder (every matrix BF16) with --activations bf16 against its f32 products."""
+    with open(os.path.join(FIXTURES, arch + "_error.json")) as f:
+        info = json.load(f)
+    with open(path("ids.json"), "w") as f:
+        json.dump(IDS, f)
+    folder = hf_folder(arch, info, "BF16")
+    f32 = forward(folder, ["--token-ids", path("ids.json")])
+    b16 = forward(folder, ["--token-ids", path("ids.json"), "--activations", "bf16"])
+    if f32 is None or b16 is None:
+        return
+    w32, wb = (np.array(r["weights"], dtype=np.float64) for r in (f32, b16))
+    for n in range(w32.shape[0]):
+        eps = BF16_EPS * np.sqrt(len(matrices_before(n + 1)))
+        err = float(np.abs(w32[n] - wb[n]).max())
+        check(f"{arch} bf16: layer {n} weights within {SLOPE} * {eps:.4f} of f32's "
+              f"(max |diff| {err:.5f})", 0.0 < err <= SLOPE * eps)
+    eps = BF16_EPS * np.sqrt(len(matrices_before(w32.shape[0] + 1)))
+    h32, hb = (np.array(r["hidden_states"], dtype=np.float64) for r in (f32, b16))
+    rel = float(np.sqrt(np.mean((h32 - hb) ** 2) / np.mean(h32 ** 2)))
+    check(f"{arch} bf16: hidden states within relative {eps:.4f} (relative RMS {rel:.5f})",
+          0.0 < rel <= eps)
+
+
+@test("--activations bf16 bf17: exit 2, one line listing the choices")
+def activations_bad_value():
+    rc, so, se = run(["compute", "--params", os.path.join(FIXTURES, "llama.gguf"),
+                      "--token-ids", "[1, 2]", "--activations", "bf17"])
+    check("exit 2, one line naming f32, q8_0, q8 and bf16",
+          rc == 2 and se.count("\n") == 1 and all(c in se for c in ("f32", "q8_0", "q8", "bf16"))
+          and "bf17" in se, se)
 
 
 @test("--activations q8_0 and q8: refused where they change nothing")
@@ -256,7 +300,7 @@ def activations_refused():
             ("precision f64",
              ["compute", "--params", gguf, "--token-ids", path("ids.json"), "--precision",
               "f64"], "precision f64")]:
-        for choice in ("q8_0", "q8"):
+        for choice in ("q8_0", "q8", "bf16"):
             rc, so, se = run(args + ["--activations", choice])
             check(f"--activations {choice} with {label}: exit 2, one line naming it",
                   rc == 2 and se.count("\n") == 1 and want in se and
@@ -264,6 +308,8 @@ def activations_refused():
 
 
 for _arch in ("llama", "qwen2"):
+    test(f"BF16 {_arch} folder: --activations bf16 within the rounding of f32's")(
+        lambda a=_arch: run_bf16(a))
     test(f"quantized {_arch}: --activations q8_0 within the rounding of f32's")(
         lambda a=_arch: run_activations(a, "q8_0"))
     test(f"quantized {_arch}: --activations q8 within the rounding of f32's, q8_0's bits "

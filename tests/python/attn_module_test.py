@@ -914,6 +914,15 @@ def test_activations_keyword():
     assert np.array_equal(q8_0.weights, f32_0.weights)
     diff = float(np.max(np.abs(k8.weights - f32_0.weights)))
     assert 0 < diff < 0.05, diff
+    # activations="bf16": the file's one BF16 matrix (layer 1's o_proj) multiplies its inputs
+    # rounded to BF16 (each moves by at most 2^-8 of itself): no score is reached by it, so
+    # the weights keep their bits, and the hidden states after it move by about that much.
+    h32 = attn.run_model(gguf, token_ids=ids, returns=["hidden_states"])
+    hb = attn.run_model(gguf, token_ids=ids, returns=["hidden_states"], activations="bf16")
+    assert np.array_equal(hb.weights, h32.weights)
+    rel = float(np.sqrt(np.mean((hb.hidden_states - h32.hidden_states) ** 2) /
+                        np.mean(h32.hidden_states ** 2)))
+    assert 0 < rel < 2.0 ** -8, rel
     try:
         attn.run_model(gguf, token_ids=ids, layers=[1], activations="q4_0")
         raise AssertionError("accepted activations='q4_0'")

@@ -11,6 +11,7 @@
 #include "attn/micro_gemm.hpp"
 #include "attn/model/quants.hpp"
 #include "attn/parallel.hpp"
+#include "model/matmul_bf16.hpp"
 #include "model/matmul_ops.hpp"
 #include "model/matmul_q8.hpp"
 
@@ -141,7 +142,12 @@ void stored_matmul(std::span<const float> x,
         return;
     }
     const std::size_t row_bytes = k / t.block * t.block_bytes;
-    if (detail::q8_supports(w.type, options.activations)) {
+    const detail::Rounding rounding = detail::input_rounding(w.type, options.activations);
+    if (rounding == detail::Rounding::bf16) {
+        detail::bf16_matmul(x, rows_x, w, row_bytes, y, options);
+        return;
+    }
+    if (rounding != detail::Rounding::none) {
         detail::q8_matmul(x, rows_x, w, row_bytes, y, options);
         return;
     }

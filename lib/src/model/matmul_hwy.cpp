@@ -28,14 +28,19 @@
 // The integer products on Q8_0- and Q8_K-rounded activations, likewise.
 #include "model/quant_dot-inl.h"
 #include "model/quant_dot_k-inl.h"
+// The BF16 pair products (AVX3_DL with AVX512_BF16), likewise.
+#include "model/bf16_dot-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace attn::model::detail::HWY_NAMESPACE {
 
 /// This target's table (referenced by the HWY_ONCE part below).
 extern const MatmulOps kMatmulOps;
-const MatmulOps kMatmulOps{
-    .dequantize = &dequantize_blocks, .dot_q8 = &dot_q8, .dot_q8_k = &dot_q8_k};
+const MatmulOps kMatmulOps{.dequantize = &dequantize_blocks,
+                           .dot_q8 = &dot_q8,
+                           .dot_q8_k = &dot_q8_k,
+                           .bf16_pairs = &bf16_pairs,
+                           .dot_bf16 = kDotBf16};
 
 } // namespace attn::model::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();

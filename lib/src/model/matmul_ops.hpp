@@ -3,12 +3,30 @@
 #pragma once
 
 #include "attn/attention.hpp"
+#include "attn/model/matmul.hpp"
 #include "attn/model/quants.hpp"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
 namespace attn::model::detail {
+
+/// W rows per panel (one task) of the integer and BF16 pair paths: a fixed partition of y's
+/// columns, as the float32 path's.
+constexpr std::size_t kPanelRows = 64;
+
+/// Where W's rows m0 .. m0 + mc (mc <= kPanelRows) are stored, `row_bytes` a row (the row
+/// map applied); entries past mc are null.
+inline std::array<const std::uint8_t*, kPanelRows>
+panel_rows(const StoredMatrix& w, std::size_t row_bytes, std::size_t m0, std::size_t mc) {
+    std::array<const std::uint8_t*, kPanelRows> out{};
+    for (std::size_t j = 0; j < mc; ++j) {
+        const std::size_t row = w.row_of.empty() ? m0 + j : w.row_of[m0 + j];
+        out[j] = w.bytes.data() + row * row_bytes;
+    }
+    return out;
+}
 
 /// One call of the integer products (quant_dot-inl.h, quant_dot_k-inl.h): y[n, m] for
 /// n < `n`, m < `m` of the activations rounded to Q8_0 or Q8_K (matmul_q8.hpp's Q8Rows:
@@ -29,6 +47,23 @@ struct DotQ8Args {
     std::size_t ldy = 0;
 };
 
+/// One call of the BF16 pair products (bf16_dot-inl.h) on one chunk of a packed panel:
+/// y[n, m] for n < `n`, m < `m` (<= 64), set (or, with `accumulate`, continued) by the
+/// chunk's `pairs` pairs. `x` [n, ldx] holds the rounded activations' BF16 pairs from the
+/// chunk's first one (low half: the even k); `w` [pairs, 64] the panel's, one weight row a
+/// lane (zeros past `m`).
+struct DotBf16Args {
+    const std::uint32_t* x = nullptr;
+    std::size_t ldx = 0;
+    const std::uint32_t* w = nullptr;
+    std::size_t pairs = 0;
+    std::size_t n = 0;
+    std::size_t m = 0;
+    float* y = nullptr;
+    std::size_t ldy = 0;
+    bool accumulate = false;
+};
+
 struct MatmulOps {
     /// Dequantizes n_blocks blocks of ggml type `type` (one attn dequantizes; `traits` its
     /// traits) from src to dst: quant_blocks-inl.h compiled for this target, bit-exact with
@@ -43,6 +78,11 @@ struct MatmulOps {
     void (*dot_q8)(const DotQ8Args& args);
     /// ... and Q4_K, Q5_K and Q6_K weights with Q8_K activations.
     void (*dot_q8_k)(const DotQ8Args& args);
+    /// Whether this target multiplies BF16 pairs with AVX512_BF16's vdpbf16ps (AVX3_DL on a
+    /// CPU that has it); elsewhere matmul_bf16.cpp computes the same chain in float32 FMAs.
+    bool (*bf16_pairs)();
+    /// The BF16 pair products of one chunk (DotBf16Args), where bf16_pairs() (else null).
+    void (*dot_bf16)(const DotBf16Args& args);
 };
 
 /// The table of `simd`'s target (the best this CPU runs for Simd::best). Throws

@@ -20,7 +20,6 @@ namespace {
 
 constexpr std::size_t kBlock = 32;
 constexpr std::size_t kSuper = 256; // Q8_K
-constexpr std::size_t kPanelRows = 64;
 
 /// One block by ggml's quantize_row_q8_0_ref.
 void quantize_block(const float* x, std::int8_t* q, float& d_out, std::int32_t& sum) {
@@ -159,17 +158,20 @@ quantize_q8_k_rows(std::span<const float> x, std::size_t rows, std::size_t k, un
     return out;
 }
 
-Q8Rounding q8_rounding(std::uint32_t type, Activations activations) {
+Rounding input_rounding(std::uint32_t type, Activations activations) {
     if (activations == Activations::f32) {
-        return Q8Rounding::none;
+        return Rounding::none;
+    }
+    if (activations == Activations::bf16) {
+        return type == 30 ? Rounding::bf16 : Rounding::none; // BF16
     }
     if (type == 8 || type == 2) { // Q8_0, Q4_0
-        return Q8Rounding::q8_0;
+        return Rounding::q8_0;
     }
     if (activations == Activations::q8 && (type == 12 || type == 13 || type == 14)) {
-        return Q8Rounding::q8_k; // Q4_K, Q5_K, Q6_K
+        return Rounding::q8_k; // Q4_K, Q5_K, Q6_K
     }
-    return Q8Rounding::none;
+    return Rounding::none;
 }
 
 void q8_matmul(std::span<const float> x,
@@ -183,17 +185,13 @@ void q8_matmul(std::span<const float> x,
     const std::size_t k = w.cols;
     const std::size_t panels = (m + kPanelRows - 1) / kPanelRows;
     const unsigned threads = attn::detail::resolve_threads(options.threads, panels);
-    const bool super = q8_rounding(w.type, options.activations) == Q8Rounding::q8_k;
+    const bool super = input_rounding(w.type, options.activations) == Rounding::q8_k;
     const Q8Rows a = super ? quantize_q8_k_rows(x, rows_x, k, threads)
                            : quantize_q8_0_rows(x, rows_x, k, threads);
     attn::detail::parallel_for(panels, threads, [&](unsigned, std::size_t task) {
         const std::size_t m0 = task * kPanelRows;
         const std::size_t mc = std::min(kPanelRows, m - m0);
-        std::array<const std::uint8_t*, kPanelRows> w_rows{};
-        for (std::size_t j = 0; j < mc; ++j) {
-            const std::size_t row = w.row_of.empty() ? m0 + j : w.row_of[m0 + j];
-            w_rows[j] = w.bytes.data() + row * row_bytes;
-        }
+        const std::array<const std::uint8_t*, kPanelRows> w_rows = panel_rows(w, row_bytes, m0, mc);
         const DotQ8Args args{.type = w.type,
                              .w_rows = w_rows.data(),
                              .m = mc,
@@ -219,6 +217,8 @@ std::string_view activations_name(Activations activations) {
         return "q8_0";
     case Activations::q8:
         return "q8";
+    case Activations::bf16:
+        return "bf16";
     case Activations::f32:
         break;
     }
@@ -226,23 +226,35 @@ std::string_view activations_name(Activations activations) {
 }
 
 std::string_view activations_types(Activations activations) {
-    return activations == Activations::q8 ? "Q8_0, Q4_0, Q4_K, Q5_K and Q6_K" : "Q8_0 and Q4_0";
+    switch (activations) {
+    case Activations::q8:
+        return "Q8_0, Q4_0, Q4_K, Q5_K and Q6_K";
+    case Activations::bf16:
+        return "BF16";
+    case Activations::f32:
+    case Activations::q8_0:
+        break;
+    }
+    return "Q8_0 and Q4_0";
 }
 
 std::string_view activations_rounding(std::uint32_t type, Activations activations) {
-    switch (detail::q8_rounding(type, activations)) {
-    case detail::Q8Rounding::q8_0:
+    switch (detail::input_rounding(type, activations)) {
+    case detail::Rounding::q8_0:
         return "Q8_0";
-    case detail::Q8Rounding::q8_k:
+    case detail::Rounding::q8_k:
         return "Q8_K";
-    case detail::Q8Rounding::none:
+    case detail::Rounding::bf16:
+        return "BF16";
+    case detail::Rounding::none:
         break;
     }
     return {};
 }
 
 std::optional<Activations> activations_named(std::string_view name) {
-    for (const Activations a : {Activations::f32, Activations::q8_0, Activations::q8}) {
+    for (const Activations a :
+         {Activations::f32, Activations::q8_0, Activations::q8, Activations::bf16}) {
         if (name == activations_name(a)) {
             return a;
         }

@@ -2,7 +2,8 @@
 // Q8_0 (ggml's quantize_row_q8_0) for Q8_0 and Q4_0 weights, or to Q8_K (ggml's
 // quantize_row_q8_K_ref) for Q4_K, Q5_K and Q6_K, multiplied in exact int32 block sums
 // (quant_dot-inl.h and quant_dot_k-inl.h, per SIMD target). matmul.cpp calls it where
-// q8_rounding says so.
+// input_rounding says so. input_rounding is also the rule of the BF16 pair products
+// (matmul_bf16.hpp): which weights each --activations choice reaches, in one place.
 #pragma once
 
 #include "attn/model/matmul.hpp"
@@ -15,16 +16,18 @@
 
 namespace attn::model::detail {
 
-/// What the integer path rounds a product's activations to (none: the f32 products).
-enum class Q8Rounding { none, q8_0, q8_k };
+/// What a product's activations are rounded to (none: the f32 products): Q8_0 or Q8_K for
+/// the integer path, BF16 for the BF16 pair products (matmul_bf16.hpp).
+enum class Rounding { none, q8_0, q8_k, bf16 };
 
-/// The one rule of which weights take the integer path: ggml type `type` under
-/// `activations` (q8_0: Q8_0 and Q4_0 to Q8_0; q8: those, and Q4_K, Q5_K, Q6_K to Q8_K).
-Q8Rounding q8_rounding(std::uint32_t type, Activations activations);
+/// The one rule of which weights take a path other than the f32 products: ggml type `type`
+/// under `activations` (q8_0: Q8_0 and Q4_0 to Q8_0; q8: those, and Q4_K, Q5_K, Q6_K to
+/// Q8_K; bf16: BF16 to BF16). Every other type keeps the f32 products.
+Rounding input_rounding(std::uint32_t type, Activations activations);
 
-/// Whether the integer path multiplies ggml type `type` under `activations`.
-inline bool q8_supports(std::uint32_t type, Activations activations) {
-    return q8_rounding(type, activations) != Q8Rounding::none;
+/// Whether ggml type `type`'s products round their inputs under `activations`.
+inline bool rounds_inputs(std::uint32_t type, Activations activations) {
+    return input_rounding(type, activations) != Rounding::none;
 }
 
 /// Rows of activations rounded to Q8_0 or Q8_K.
@@ -54,7 +57,7 @@ quantize_q8_0_rows(std::span<const float> x, std::size_t rows, std::size_t k, un
 Q8Rows
 quantize_q8_k_rows(std::span<const float> x, std::size_t rows, std::size_t k, unsigned threads);
 
-/// y = x · Wᵀ with x rounded as q8_rounding(w.type, options.activations) says (not none):
+/// y = x · Wᵀ with x rounded as input_rounding(w.type, options.activations) says (not none):
 /// stored_matmul's integer path (shapes checked there, rows_x, w.rows and w.cols nonzero,
 /// `row_bytes` the bytes of one stored row).
 void q8_matmul(std::span<const float> x,

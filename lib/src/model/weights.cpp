@@ -589,7 +589,8 @@ void check_activations(const ModelFolder& folder, const ModelSpec& spec, Activat
     }
     for (const auto& [dtype, count] : layer_matrix_types(folder, spec)) {
         const std::optional<std::uint32_t> type = ggml_type_named(dtype);
-        if (type && !activations_rounding(*type, activations).empty()) { // the integer path's
+        if (type &&
+            !activations_rounding(*type, activations).empty()) { // the types the choice reaches
             return;
         }
     }

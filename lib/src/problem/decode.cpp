@@ -303,7 +303,7 @@ void decode_id_and_precision(DecodeContext& cx, Problem& p) {
             v.is_string() ? model::activations_named(v.get<std::string>()) : std::nullopt;
         if (!a) {
             throw InputError(option_name("activations") +
-                             ": expected \"f32\", \"q8_0\" or \"q8\", got " + shown(v));
+                             ": expected \"f32\", \"q8_0\", \"q8\" or \"bf16\", got " + shown(v));
         }
         p.activations = *a;
     }

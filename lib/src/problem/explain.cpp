@@ -441,7 +441,7 @@ void products_rows(Explanation& r, const ModelRun& run) {
         option_name("activations") + " " + std::string(model::activations_name(a)) + ": ";
     if (!rounded.empty()) {
         r.more(choice + "the inputs rounded as llama.cpp rounds them (" + rounded +
-               "), integer sums per block: faster, not exact; other types' inputs float32");
+               "): not exact; other types' inputs float32");
     } else if (!roundable.empty()) {
         r.more(choice + "float32 inputs (exact); " + option_name("activations") +
                " q8 would round the inputs of the " + roundable +

@@ -120,10 +120,14 @@ ModelMemory estimate_model_memory(const ModelRun& run, const SolveOptions& optio
         const std::uint64_t panel_threads = attn::detail::resolve_threads(options.threads, 64);
         // The integer products' rounded inputs (a byte a value, scales and block sums: at
         // most 1.25 bytes) and each thread's packed panel of 64 weight rows: 2 bytes a value
-        // of the widest input.
+        // of the widest input. The BF16 pair products': the rounded inputs as BF16 pairs,
+        // or as float32 where the CPU lacks AVX512_BF16 (4 bytes a value at most), and
+        // each thread's packed chunk of 64 rows (at most 64 x 1024 float32, under 4 bytes
+        // a value of the widest input).
+        const std::uint64_t value_bytes = p.activations == model::Activations::bf16 ? 4 : 2;
         m.activations = saturating_add(
             m.activations,
-            saturating_product({2, saturating_add(rows, 64 * panel_threads), widest}));
+            saturating_product({value_bytes, saturating_add(rows, 64 * panel_threads), widest}));
     }
 
     // One layer's attention (its weights when kept, the kernel's scratch) from the shared

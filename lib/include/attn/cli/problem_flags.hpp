@@ -54,7 +54,7 @@ struct ProblemFlags : CommonProblemFlags {
     std::optional<std::string> select_heads;  ///< --select-heads 0,3,8-11 ("" is refused)
     std::optional<std::string> query_rows;    ///< --query-rows A:B
     std::optional<std::string> weights_dtype; ///< --weights-dtype f32|f16
-    std::optional<std::string> activations;   ///< --activations f32|q8_0|q8
+    std::optional<std::string> activations;   ///< --activations f32|q8_0|q8|bf16
     std::string tokens;                       ///< --tokens a,b,c|FILE (the "tokens" field)
     // Real models.
     std::string rope;                        ///< --rope (true), --rope=THETA or --rope=off

@@ -41,20 +41,27 @@ struct StoredMatrix {
 /// quantize_row_q8_K_ref: per super-block of 256, iscale = −127 / (the value of largest
 /// magnitude), q = round(iscale · x) with ties to even, d = 1 / iscale as float32), then
 /// exact int32 sums per sub-block combined with the weights' scales and mins as ggml's
-/// vec_dot_q*_K_q8_K do; each element moves by at most |d| · (1/2 + 2⁻¹⁵). Other weight
-/// types keep the f32 products under either choice.
-enum class Activations { f32, q8_0, q8 };
+/// vec_dot_q*_K_q8_K do; each element moves by at most |d| · (1/2 + 2⁻¹⁵). bf16: for
+/// BF16 weights, x rounded to BF16 first (to nearest, ties to even, as ggml's
+/// GGML_FP32_TO_BF16; a NaN stays a NaN; a result below 2⁻¹²⁶ in magnitude becomes a zero
+/// of its sign, as AVX512_BF16's vdpbf16ps reads it), so each element moves by at most
+/// 2⁻⁸ |x| (|x| where flushed); then BF16 pair products as vdpbf16ps computes them:
+/// per output, along k in pairs (2i, 2i + 1), acc = fma(x[2i+1], w[2i+1], acc), then
+/// acc = fma(x[2i], w[2i], acc), every product exact, with inputs and sums of magnitude
+/// below 2⁻¹²⁶ read and written as zeros (denormals flushed). Other weight types keep the
+/// f32 products under every choice.
+enum class Activations { f32, q8_0, q8, bf16 };
 
-/// The field's spelling of a choice: "f32", "q8_0", "q8".
+/// The field's spelling of a choice: "f32", "q8_0", "q8", "bf16".
 std::string_view activations_name(Activations activations);
 /// The weight types a choice other than f32 reaches: "Q8_0 and Q4_0" (q8_0),
-/// "Q8_0, Q4_0, Q4_K, Q5_K and Q6_K" (q8), for the messages that refuse it.
+/// "Q8_0, Q4_0, Q4_K, Q5_K and Q6_K" (q8), "BF16" (bf16), for the messages that refuse it.
 std::string_view activations_types(Activations activations);
 /// The choice spelled `name`, or nothing.
 std::optional<Activations> activations_named(std::string_view name);
 /// What `activations` rounds the inputs of ggml type `type`'s products to (the integer
-/// path): "Q8_0" or "Q8_K"; empty for float32 inputs (f32, and the types a choice does not
-/// reach).
+/// path, or bf16's pair products): "Q8_0", "Q8_K" or "BF16"; empty for float32 inputs (f32,
+/// and the types a choice does not reach).
 std::string_view activations_rounding(std::uint32_t type, Activations activations);
 
 /// How stored_matmul runs: `threads` (0: all hardware threads), the SIMD target

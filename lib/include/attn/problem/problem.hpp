@@ -100,8 +100,9 @@ struct Problem : Inputs {
     /// "activations": "f32" (default: exact products of the dequantized weights), "q8_0"
     /// (a whole model's Q8_0 and Q4_0 weights multiply their inputs rounded to Q8_0, as
     /// llama.cpp does; attn/model/matmul.hpp) or "q8" (those, and Q4_K, Q5_K and Q6_K
-    /// weights theirs rounded to Q8_K: llama.cpp's rounding for each type). Either is
-    /// refused where it changes nothing.
+    /// weights theirs rounded to Q8_K: llama.cpp's rounding for each type) or "bf16" (BF16
+    /// weights multiply their inputs rounded to BF16, in BF16 pair products as AVX512_BF16's
+    /// vdpbf16ps). Each is refused where it changes nothing.
     model::Activations activations = model::Activations::f32;
     // Real models.
     std::optional<RopeSpec> rope; ///< "rope": rotary embeddings of Q and K after the head split

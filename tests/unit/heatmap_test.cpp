@@ -403,5 +403,29 @@ TEST(HeatmapPng, EncodingIsDeterministicAndDecodable) {
     EXPECT_THROW(render::encode_png(Image{}), InputError);
 }
 
+TEST(HeatmapPng, RowsDeflatedInPartsOnAnyThreadCountGiveTheSameBytes) {
+    // 700 x 400 pixels: about 840 KB of filtered rows, four parts; pixels of every kind a
+    // filter picks (flat, gradients, noise).
+    Image img(700, 400, {0, 0, 0});
+    std::mt19937 rng(1);
+    for (int y = 0; y < 400; ++y) {
+        for (int x = 0; x < 700; ++x) {
+            const unsigned ux = static_cast<unsigned>(x), uy = static_cast<unsigned>(y);
+            const auto v = static_cast<std::uint8_t>(y < 100   ? 50U
+                                                     : y < 200 ? ux + uy
+                                                     : y < 300 ? (ux / 7) * 3
+                                                               : rng());
+            img.set(x, y, {v, static_cast<std::uint8_t>(255 - v), static_cast<std::uint8_t>(x)});
+        }
+    }
+    const auto one = render::encode_png(img, 1);
+    EXPECT_EQ(render::encode_png(img, 2), one);
+    EXPECT_EQ(render::encode_png(img, 3), one);
+    const Image back = decode_png(one);
+    EXPECT_EQ(back.width, 700);
+    EXPECT_EQ(back.height, 400);
+    EXPECT_EQ(back.pixels, img.pixels);
+}
+
 } // namespace
 } // namespace attn::render

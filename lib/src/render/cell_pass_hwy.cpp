@@ -3,6 +3,7 @@
 // architecture (as core/kernel_ops_hwy.cpp): this file is included once per target by
 // hwy/foreach_target.h, and HWY_DYNAMIC_DISPATCH runs the best one the CPU supports.
 // Exactness stays with the callers' rules: these loops only compare and count.
+#include "attn/hwy_targets.hpp" // before Highway's own headers
 #include "attn/render/cell_pass.hpp"
 #include "cell_pass_simd.hpp"
 
@@ -10,13 +11,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-
-#ifndef HWY_COMPILE_ALL_ATTAINABLE
-#define HWY_COMPILE_ALL_ATTAINABLE 1
-#endif
-#ifndef HWY_WANT_AVX3_DL
-#define HWY_WANT_AVX3_DL 1
-#endif
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cell_pass_hwy.cpp"
 #include <hwy/foreach_target.h> // IWYU pragma: keep

@@ -13,6 +13,7 @@
 #include <random>
 #include <string>
 #include <vector>
+#include <zlib.h>
 
 namespace attn::render {
 namespace {
@@ -421,6 +422,23 @@ TEST(HeatmapPng, RowsDeflatedInPartsOnAnyThreadCountGiveTheSameBytes) {
     const auto one = render::encode_png(img, 1);
     EXPECT_EQ(render::encode_png(img, 2), one);
     EXPECT_EQ(render::encode_png(img, 3), one);
+    // zlib's inflate checks the joined stream's Adler-32 (stb's decoder does not)
+    std::vector<std::uint8_t> idat;
+    for (std::size_t at = 8; at + 12 <= one.size();) {
+        const std::size_t len = std::size_t{one[at]} << 24 | std::size_t{one[at + 1]} << 16 |
+                                std::size_t{one[at + 2]} << 8 | one[at + 3];
+        if (std::string(one.begin() + static_cast<std::ptrdiff_t>(at) + 4,
+                        one.begin() + static_cast<std::ptrdiff_t>(at) + 8) == "IDAT") {
+            idat.insert(idat.end(),
+                        one.begin() + static_cast<std::ptrdiff_t>(at) + 8,
+                        one.begin() + static_cast<std::ptrdiff_t>(at + 8 + len));
+        }
+        at += 12 + len;
+    }
+    std::vector<std::uint8_t> rows(400 * (700 * 3 + 1) + 1);
+    uLongf size = rows.size();
+    EXPECT_EQ(uncompress(rows.data(), &size, idat.data(), static_cast<uLong>(idat.size())), Z_OK);
+    EXPECT_EQ(size, 400u * (700 * 3 + 1));
     const Image back = decode_png(one);
     EXPECT_EQ(back.width, 700);
     EXPECT_EQ(back.height, 400);

@@ -21,7 +21,7 @@ blasint to_blas(std::size_t n) {
 
 // OpenBLAS's (blas_server.c), not in its headers: joins its server threads. A later call
 // of openblas_set_num_threads would start them again, hence the order below.
-extern "C" int blas_thread_shutdown_(void);
+extern "C" int blas_thread_shutdown_(void); // NOLINT(readability-identifier-naming): its name
 
 namespace attn {
 

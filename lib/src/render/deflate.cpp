@@ -260,7 +260,7 @@ std::uint32_t count_bytes(std::span<const std::uint8_t> bytes,
     while (i < n) {
         const std::size_t stop = std::min(n, i + (std::size_t{1} << 20));
         for (; i + 4 <= stop; i += 4) {
-            const std::uint32_t b0 = b[i], b1 = b[i + 1], b2 = b[i + 2], b3 = b[i + 3];
+            const std::uint64_t b0 = b[i], b1 = b[i + 1], b2 = b[i + 2], b3 = b[i + 3];
             ++part[0][b0];
             ++part[1][b1];
             ++part[2][b2];

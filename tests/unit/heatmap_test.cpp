@@ -8,6 +8,7 @@
 #include "attn/render/text.hpp"
 #include "unit/heatmap_images.hpp"
 
+#include <cstdint>
 #include <cstdlib>
 #include <gtest/gtest.h>
 #include <random>
@@ -411,8 +412,8 @@ TEST(HeatmapPng, RowsDeflatedInPartsOnAnyThreadCountGiveTheSameBytes) {
     std::mt19937 rng(1);
     for (int y = 0; y < 400; ++y) {
         for (int x = 0; x < 700; ++x) {
-            const unsigned ux = static_cast<unsigned>(x), uy = static_cast<unsigned>(y);
-            const auto v = static_cast<std::uint8_t>(y < 100   ? 50U
+            const auto ux = static_cast<std::uint64_t>(x), uy = static_cast<std::uint64_t>(y);
+            const auto v = static_cast<std::uint8_t>(y < 100   ? std::uint64_t{50}
                                                      : y < 200 ? ux + uy
                                                      : y < 300 ? (ux / 7) * 3
                                                                : rng());

@@ -1,6 +1,7 @@
 // attn's entry point and its one catch ladder: CLI parse errors and InputError exit 2,
 // SystemError, bad_alloc and anything else exit 1. Subcommands live one per file.
 #include "attn/attention.hpp"
+#include "attn/blas_threads.hpp"
 #include "attn/cli/flags.hpp"
 #include "attn/cli/shell_files.hpp"
 #include "attn/error.hpp"
@@ -196,6 +197,8 @@ int main(int argc, char** argv) {
     attn::io::install_signal_cleanup();
     // A layer's tensors reuse the pages the layer before freed (no fault storm per layer).
     attn::keep_freed_memory();
+    // BLAS on one thread, and OpenBLAS's polling server threads stopped before any work.
+    attn::blas_single_threaded();
     try {
         return run(argc, argv);
     } catch (const attn::InputError& e) {

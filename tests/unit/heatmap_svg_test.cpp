@@ -150,7 +150,8 @@ TEST(HeatmapSvg, WellFormedWithTheSameCellsAsThePng) {
     HeatmapInput in = input_3x3();
     in.panels[0].masked = mask;
     const HeatmapFigure hf = heatmap_figure(in, o);
-    const std::string svg = figure_svg(hf.figure, render::encode_png);
+    const std::string svg =
+        figure_svg(hf.figure, [](const Image& i) { return render::encode_png(i); });
     XmlChecker xml(svg);
     std::string error;
     ASSERT_TRUE(xml.parse(error)) << error;
@@ -189,7 +190,8 @@ TEST(HeatmapSvg, LargeGridsAreOneEmbeddedImage) {
     HeatmapInput in;
     in.rows = in.cols = 300;
     in.panels.push_back({"", w, {}});
-    const std::string svg = figure_svg(heatmap_figure(in, {}).figure, render::encode_png);
+    const std::string svg = figure_svg(heatmap_figure(in, {}).figure,
+                                       [](const Image& i) { return render::encode_png(i); });
     XmlChecker xml(svg);
     std::string error;
     ASSERT_TRUE(xml.parse(error)) << error;

@@ -8,11 +8,13 @@
 #include "attn/render/text.hpp"
 #include "unit/heatmap_images.hpp"
 
+#include <cstdint>
 #include <cstdlib>
 #include <gtest/gtest.h>
 #include <random>
 #include <string>
 #include <vector>
+#include <zlib.h>
 
 namespace attn::render {
 namespace {
@@ -401,6 +403,47 @@ TEST(HeatmapPng, EncodingIsDeterministicAndDecodable) {
     EXPECT_EQ(back.height, 5);
     EXPECT_EQ(back.pixels, img.pixels);
     EXPECT_THROW(render::encode_png(Image{}), InputError);
+}
+
+TEST(HeatmapPng, RowsDeflatedInPartsOnAnyThreadCountGiveTheSameBytes) {
+    // 700 x 400 pixels: about 840 KB of filtered rows, four parts; pixels of every kind a
+    // filter picks (flat, gradients, noise).
+    Image img(700, 400, {0, 0, 0});
+    std::mt19937 rng(1);
+    for (int y = 0; y < 400; ++y) {
+        for (int x = 0; x < 700; ++x) {
+            const auto ux = static_cast<std::uint64_t>(x), uy = static_cast<std::uint64_t>(y);
+            const auto v = static_cast<std::uint8_t>(y < 100   ? std::uint64_t{50}
+                                                     : y < 200 ? ux + uy
+                                                     : y < 300 ? (ux / 7) * 3
+                                                               : rng());
+            img.set(x, y, {v, static_cast<std::uint8_t>(255 - v), static_cast<std::uint8_t>(x)});
+        }
+    }
+    const auto one = render::encode_png(img, 1);
+    EXPECT_EQ(render::encode_png(img, 2), one);
+    EXPECT_EQ(render::encode_png(img, 3), one);
+    // zlib's inflate checks the joined stream's Adler-32 (stb's decoder does not)
+    std::vector<std::uint8_t> idat;
+    for (std::size_t at = 8; at + 12 <= one.size();) {
+        const std::size_t len = std::size_t{one[at]} << 24 | std::size_t{one[at + 1]} << 16 |
+                                std::size_t{one[at + 2]} << 8 | one[at + 3];
+        if (std::string(one.begin() + static_cast<std::ptrdiff_t>(at) + 4,
+                        one.begin() + static_cast<std::ptrdiff_t>(at) + 8) == "IDAT") {
+            idat.insert(idat.end(),
+                        one.begin() + static_cast<std::ptrdiff_t>(at) + 8,
+                        one.begin() + static_cast<std::ptrdiff_t>(at + 8 + len));
+        }
+        at += 12 + len;
+    }
+    std::vector<std::uint8_t> rows(400 * (700 * 3 + 1) + 1);
+    uLongf size = rows.size();
+    EXPECT_EQ(uncompress(rows.data(), &size, idat.data(), static_cast<uLong>(idat.size())), Z_OK);
+    EXPECT_EQ(size, 400u * (700 * 3 + 1));
+    const Image back = decode_png(one);
+    EXPECT_EQ(back.width, 700);
+    EXPECT_EQ(back.height, 400);
+    EXPECT_EQ(back.pixels, img.pixels);
 }
 
 } // namespace

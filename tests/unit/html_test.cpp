@@ -11,6 +11,7 @@
 #include <cstring>
 #include <gtest/gtest.h>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 #include <zlib.h>
@@ -34,7 +35,9 @@ HeatmapInput two_panels(const std::vector<float>& v) {
 }
 
 /// The bytes of the page's element `id`: base64 (RFC 4648), then zlib, undone.
-std::vector<std::uint8_t> element_bytes(const std::string& page, const std::string& id) {
+std::vector<std::uint8_t> element_bytes(const std::string& page,
+                                        const std::string& id,
+                                        std::size_t most = std::size_t{1} << 16) {
     const std::string open = "id=\"" + id + "\">";
     const std::size_t at = page.find(open);
     EXPECT_NE(at, std::string::npos) << id;
@@ -55,7 +58,7 @@ std::vector<std::uint8_t> element_bytes(const std::string& page, const std::stri
             z.push_back(static_cast<std::uint8_t>((acc >> bits) & 0xFF));
         }
     }
-    std::vector<std::uint8_t> out(1 << 16);
+    std::vector<std::uint8_t> out(most);
     uLongf size = out.size();
     EXPECT_EQ(uncompress(out.data(), &size, z.data(), static_cast<uLong>(z.size())), Z_OK);
     out.resize(size);
@@ -129,6 +132,69 @@ TEST(HtmlView, ThumbnailsPoolTheirBlockMaxAndMean) {
         EXPECT_EQ(t[y * 80 + x], std::max({a, b, c, d})) << y << "," << x;
         EXPECT_EQ(t[6400 + y * 80 + x], (2 * (a + b + c + d) + 4) / 8) << y << "," << x;
     }
+}
+
+TEST(HtmlView, LargePagesCompressedBandByBandHoldTheRuleAndItsThumbnails) {
+    // Two panels of 2900 x 2900 (more than 2^24 cells: compressed band by band as made, in
+    // bands of 90 rows that end inside a 64 KiB chunk): rows alternate between values that
+    // hardly repeat and runs, so both kinds of chunk occur.
+    const std::size_t r = 2900, c = 2900, n = r * c;
+    std::vector<float> v(2 * n);
+    std::uint32_t x = 12345;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        x = x * 1664525U + 1013904223U;
+        const bool runs = (i / c / 200) % 2 == 1;
+        v[i] =
+            runs ? static_cast<float>((i / 97) % 5) * 0.1F : static_cast<float>(x >> 8) * 0x1p-24F;
+    }
+    HeatmapInput in;
+    in.rows = r;
+    in.cols = c;
+    for (std::size_t p = 0; p < 2; ++p) {
+        attn::render::HeatmapPanel panel;
+        panel.values = std::span<const float>(v).subspan(p * n, n);
+        in.panels.push_back(panel);
+    }
+    const std::vector<std::uint8_t> bytes = attn::render::heatmap_html_bytes(in, HeatmapOptions{});
+    const std::string page(bytes.begin(), bytes.end());
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    const std::size_t w = 80, h = 80;
+    std::vector<std::uint8_t> want_max, want_mean;
+    for (std::size_t p = 0; p < 2; ++p) {
+        const std::vector<std::uint8_t> b = element_bytes(page, "p" + std::to_string(p), n + 1);
+        ASSERT_EQ(b.size(), n);
+        std::size_t wrong = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            wrong += b[i] != colour_index(
+                                 v[p * n + i], static_cast<double>(*lo), static_cast<double>(*hi))
+                         ? 1U
+                         : 0U;
+        }
+        EXPECT_EQ(wrong, 0u) << "panel " << p;
+        std::vector<std::size_t> col_px(c);
+        for (std::size_t j = 0; j < c; ++j) {
+            col_px[j] = std::min(w - 1, j * w / c);
+        }
+        for (std::size_t y = 0; y < h; ++y) { // the page's pooling, written out
+            const std::size_t i0 = y * r / h, i1 = std::max(i0 + 1, (y + 1) * r / h);
+            std::vector<unsigned> best(w, 0), sum(w, 0), count(w, 0);
+            for (std::size_t i = i0; i < i1; ++i) {
+                for (std::size_t j = 0; j < c; ++j) {
+                    best[col_px[j]] = std::max<unsigned>(best[col_px[j]], b[i * c + j]);
+                    sum[col_px[j]] += b[i * c + j];
+                    ++count[col_px[j]];
+                }
+            }
+            for (std::size_t px = 0; px < w; ++px) {
+                want_max.push_back(static_cast<std::uint8_t>(best[px]));
+                want_mean.push_back(
+                    static_cast<std::uint8_t>((2 * sum[px] + count[px]) / (2 * count[px])));
+            }
+        }
+    }
+    std::vector<std::uint8_t> want = want_max;
+    want.insert(want.end(), want_mean.begin(), want_mean.end());
+    EXPECT_EQ(element_bytes(page, "thumbs"), want);
 }
 
 TEST(HtmlView, RefusesMoreCellsThanTheLimitNamingHeadAndPool) {

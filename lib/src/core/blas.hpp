@@ -4,6 +4,8 @@
 // xerbla message).
 #pragma once
 
+#include "attn/blas_threads.hpp"
+
 #include <algorithm>
 #include <cblas.h>
 #include <cstddef>
@@ -67,7 +69,6 @@ void gemm(std::size_t m,
                ld(ldc));
 }
 
-/// Makes BLAS single-threaded (we parallelise above it, one thread per output row).
-void blas_single_threaded();
+using attn::blas_single_threaded; // attn/blas_threads.hpp
 
 } // namespace attn::detail

@@ -20,6 +20,7 @@
 // loads and stores (or a small staging buffer where the target's masked load may touch
 // the masked-off lanes). This file holds the per-target table and the dispatch.
 #include "attn/error.hpp"
+#include "attn/hwy_targets.hpp" // the targets, before Highway's own headers
 #include "attn/kernels.hpp"
 #include "kernel_ops.hpp"
 
@@ -29,16 +30,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-// Every target the compiler can emit, not only those above the baseline (-march): the
-// scalar fallback included, so it is there to test and to name on every architecture.
-// AVX3_DL (Ice Lake and later, Zen 4 and later) is compiled only on request.
-#ifndef HWY_COMPILE_ALL_ATTAINABLE
-#define HWY_COMPILE_ALL_ATTAINABLE 1
-#endif
-#ifndef HWY_WANT_AVX3_DL
-#define HWY_WANT_AVX3_DL 1
-#endif
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "core/kernel_ops_hwy.cpp"
 #include <hwy/foreach_target.h> // IWYU pragma: keep

@@ -5,19 +5,13 @@
 // then multiplies it (the core's micro-GEMM, attn/micro_gemm.hpp). This file is included
 // once per target by hwy/foreach_target.h; the HWY_ONCE part picks a table per call.
 #include "attn/error.hpp"
+#include "attn/hwy_targets.hpp" // the targets, before Highway's own headers
 #include "attn/kernels.hpp"
 #include "model/matmul_ops.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
-
-#ifndef HWY_COMPILE_ALL_ATTAINABLE
-#define HWY_COMPILE_ALL_ATTAINABLE 1
-#endif
-#ifndef HWY_WANT_AVX3_DL
-#define HWY_WANT_AVX3_DL 1
-#endif
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "model/matmul_hwy.cpp"
 #include <hwy/foreach_target.h> // IWYU pragma: keep

@@ -74,9 +74,11 @@ encode_figure(const render::HeatmapInput& in, const render::HeatmapOptions& o, F
         const render::HeatmapFigure hf = render::heatmap_figure(in, o);
         out.warnings = hf.label_notes;
         if (format == FileFormat::png) {
-            out.bytes = render::encode_png(render::rasterize(hf.figure));
+            out.bytes = render::encode_png(render::rasterize(hf.figure), o.threads);
         } else {
-            const std::string svg = render::figure_svg(hf.figure, render::encode_png);
+            const std::string svg = render::figure_svg(hf.figure, [&o](const render::Image& i) {
+                return render::encode_png(i, o.threads);
+            });
             out.bytes.assign(svg.begin(), svg.end());
         }
     }

@@ -2,6 +2,7 @@
 // layout helpers, the figure builder). Not installed; not part of the public API.
 #pragma once
 
+#include "attn/render/cell_pass.hpp"
 #include "attn/render/heatmap.hpp"
 
 #include <array>
@@ -12,6 +13,8 @@
 #include <vector>
 
 namespace attn::render::detail {
+
+using render::ColorIndexer;
 
 inline std::size_t ceil_div(std::size_t a, std::size_t b) {
     return (a + b - 1) / b;
@@ -36,27 +39,6 @@ ColorNorm full_range(const HeatmapInput& in,
                      const HeatmapOptions& o,
                      std::vector<std::string>& notes,
                      bool* any_state = nullptr);
-
-/// Colormap::colormap_index(norm(v)) for float cells, the rule every picture colours by,
-/// without a division per cell: on a linear scale the index is the number of the 255
-/// thresholds (the least float whose index reaches 1, 2, ..., 255, found once by
-/// bisection over that rule) at or below v, guessed by one multiplication and corrected
-/// against them, so it is exact; a log scale asks the rule itself. NaN gives 0, as the rule.
-class ColorIndexer {
-  public:
-    explicit ColorIndexer(const ColorNorm& norm);
-    /// The indices of v[0, n) into out[0, n).
-    void map(const float* v, std::size_t n, std::uint8_t* out) const;
-
-  private:
-    std::uint8_t slow(float v) const;
-    ColorNorm norm_;
-    bool linear_ = true;
-    float lo_ = 0.0F, per_bin_ = 0.0F;
-    /// [b]: the least float whose index is >= b (1 <= b <= 255); [0] -inf and [256] NaN,
-    /// which no comparison passes.
-    std::array<float, 257> at_least_{};
-};
 
 /// The smallest of 1, 2, 5, 10, 20, 50, ... whose spacing is at least `need` px.
 std::size_t nice_step(double need, double pitch);

@@ -3,6 +3,7 @@
 // log scale). No layout and no pixels: heatmap.cpp lays out what this prepares.
 #include "attn/error.hpp"
 #include "attn/parallel.hpp"
+#include "attn/render/cell_pass.hpp"
 #include "attn/render/heatmap.hpp"
 #include "heatmap_detail.hpp"
 
@@ -159,6 +160,27 @@ void pool_row(const float* row,
     }
 }
 
+/// Column maxima and counts (fold_row_max) pooled `pool` columns a pixel into acc/count:
+/// the greatest maximum of each block (NaN never wins) and the sum of its counts.
+void pool_columns(const std::vector<float>& col_max,
+                  const std::vector<std::uint32_t>& col_count,
+                  std::size_t pool,
+                  double* acc,
+                  std::uint32_t* count) {
+    const std::size_t cols = col_max.size();
+    for (std::size_t x = 0, j0 = 0; j0 < cols; ++x, j0 += pool) {
+        const std::size_t j1 = std::min(cols, j0 + pool);
+        float m = -std::numeric_limits<float>::infinity();
+        std::uint32_t c = 0;
+        for (std::size_t j = j0; j < j1; ++j) {
+            m = col_max[j] > m ? col_max[j] : m;
+            c += col_count[j];
+        }
+        acc[x] = std::max(acc[x], static_cast<double>(m));
+        count[x] += c;
+    }
+}
+
 /// Pools panel `k` into `vals`/`states` (cells outside `mask` only), releasing its cells
 /// band of rows by band (HeatmapInput::release); `masked`/`bad`: set when a pixel is
 /// hatched or NaN.
@@ -204,12 +226,29 @@ void pool_panel(const HeatmapInput& in,
     for (std::size_t j = 0; j < in.cols; ++j) {
         col_to[j] = j / out.pool_cols;
     }
+    // Max pooling without a mask folds each block row's rows into column maxima (in
+    // vectors), then pools those: the same maximum as row by row (a zero's sign aside:
+    // which of +0 and -0 is met first may differ, not its colour).
+    const bool fold = p.masked.empty() && !mean;
+    std::vector<float> col_max(fold ? in.cols : 0);
+    std::vector<std::uint32_t> col_count(fold ? in.cols : 0);
     for (std::size_t i = 0; i < in.rows; ++i) {
         if (i > 0 && i % band == 0) {
             release_rows(i - band, band);
         }
         const std::size_t base = (i / out.pool_rows) * out.cols;
         const float* row = p.values.data() + i * in.cols;
+        if (fold) {
+            if (i % out.pool_rows == 0) {
+                std::fill(col_max.begin(), col_max.end(), -std::numeric_limits<float>::infinity());
+                std::fill(col_count.begin(), col_count.end(), 0U);
+            }
+            fold_row_max(row, in.cols, col_max.data(), col_count.data());
+            if ((i + 1) % out.pool_rows == 0 || i + 1 == in.rows) {
+                pool_columns(col_max, col_count, out.pool_cols, &acc[base], &count[base]);
+            }
+            continue;
+        }
         if (p.masked.empty()) {
             pool_row(row, in.cols, out.pool_cols, mean, &acc[base], &count[base]);
             continue;
@@ -339,18 +378,11 @@ BandRange band_range(const HeatmapPanel& p, std::size_t first, std::size_t n, bo
     const float* v = p.values.data() + first;
     float lo = r.lo, hi = r.hi;
     constexpr float kMax = std::numeric_limits<float>::max();
-    if (p.masked.empty()) { // the common case, a loop the compiler vectorizes
-        bool nan = false;
-        for (std::size_t i = 0; i < n; ++i) {
-            const float x = v[i];
-            nan = nan || std::isnan(x);
-            const bool counted = std::fabs(x) <= kMax && (!log || x > 0.0F);
-            lo = counted && x < lo ? x : lo;
-            hi = counted && x > hi ? x : hi;
-        }
-        r.lo = lo;
-        r.hi = hi;
-        r.state = nan;
+    if (p.masked.empty()) { // the common case, in vectors (cell_range)
+        const CellRange c = cell_range(v, n, log);
+        r.lo = c.lo;
+        r.hi = c.hi;
+        r.state = c.nan;
         return r;
     }
     const std::uint8_t* m = p.masked.data() + first;

@@ -79,6 +79,12 @@ std::string panel_scales_json(const HeatmapInput& in) {
     return s + "]";
 }
 
+/// Panel `k`'s colour rule: its own scale's, else the figure's.
+detail::ColorIndexer panel_indexer(const HeatmapPanel& p, const ColorNorm& figure_norm) {
+    return detail::ColorIndexer(
+        p.scale ? ColorNorm{p.scale->vmin, p.scale->vmax, ColorScale::linear} : figure_norm);
+}
+
 /// Panel `k`'s cells as the page reads them, into `out`: colour index per cell, then (with
 /// states) 0 value / 1 masked / 2 NaN per cell, then (exact) the float32 values. Read by
 /// bands of rows, each released once done.
@@ -89,8 +95,7 @@ void panel_block(const HeatmapInput& in,
                  bool exact,
                  std::vector<std::uint8_t>& out) {
     const HeatmapPanel& p = in.panels[k];
-    const detail::ColorIndexer index(
-        p.scale ? ColorNorm{p.scale->vmin, p.scale->vmax, ColorScale::linear} : figure_norm);
+    const detail::ColorIndexer index = panel_indexer(p, figure_norm);
     const std::size_t n = p.values.size(), band = detail::band_rows(in.cols) * in.cols;
     out.resize(n * (std::size_t{1} + (states ? 1U : 0U) + (exact ? 4U : 0U)));
     const float* v = p.values.data();
@@ -141,45 +146,101 @@ void pool_cells(const std::uint8_t* colour,
     best = m;
 }
 
-/// Adds panel `block`'s thumbnail (rows x cols cells) to `t`. A pixel covers the cells the
-/// page's own pooling gives it: rows [floor(y R / h), floor((y + 1) R / h)), at least one;
-/// columns alike (the last pixel takes any left over), each pixel's columns contiguous.
-void add_thumb(const std::vector<std::uint8_t>& block,
-               std::size_t rows,
-               std::size_t cols,
-               bool states,
-               detail::Thumbs& t) {
-    const std::size_t n = rows * cols;
-    std::vector<std::size_t> col_start(t.w + 1, cols); // pixel x: [col_start[x], col_start[x + 1])
-    for (std::size_t j = cols; j-- > 0;) {
-        col_start[std::min(t.w - 1, j * t.w / cols)] = j;
+/// A panel's thumbnail (rows x cols cells into t.w x t.h pixels) made from its rows in
+/// order. A pixel covers the cells the page's own pooling gives it: rows [floor(y R / h),
+/// floor((y + 1) R / h)), at least one; columns alike (the last pixel takes any left
+/// over), each pixel's columns contiguous.
+class ThumbRows {
+  public:
+    ThumbRows(std::size_t rows, std::size_t cols, bool states, detail::Thumbs& t)
+        : rows_(rows), cols_(cols), states_(states), t_(t), col_start_(t.w + 1, cols), sum_(t.w),
+          count_(t.w), best_(t.w) {
+        for (std::size_t j = cols; j-- > 0;) { // pixel x: [col_start_[x], col_start_[x + 1])
+            col_start_[std::min(t.w - 1, j * t.w / cols)] = j;
+        }
+        next_pixel_row();
     }
-    std::vector<std::uint32_t> sum(t.w), count(t.w);
-    std::vector<std::uint8_t> best(t.w);
-    for (std::size_t y = 0; y < t.h; ++y) {
-        const std::size_t i0 = y * rows / t.h, i1 = std::max(i0 + 1, (y + 1) * rows / t.h);
-        std::fill(sum.begin(), sum.end(), 0);
-        std::fill(count.begin(), count.end(), 0);
-        std::fill(best.begin(), best.end(), 0);
-        for (std::size_t i = i0; i < i1; ++i) {
-            const std::uint8_t* colour = block.data() + i * cols;
-            const std::uint8_t* state = states ? block.data() + n + i * cols : nullptr;
-            for (std::size_t x = 0; x < t.w; ++x) {
-                const std::size_t j0 = col_start[x], j1 = col_start[x + 1];
-                if (states) {
-                    pool_cells<true>(colour, state, j0, j1, sum[x], count[x], best[x]);
+
+    /// Rows [first, first + count), the next ones: colour indices and (with states) the
+    /// states, `cols` a row.
+    void add(const std::uint8_t* colour,
+             const std::uint8_t* state,
+             std::size_t first,
+             std::size_t count) {
+        for (std::size_t r = 0; r < count; ++r, colour += cols_) {
+            for (std::size_t x = 0; x < t_.w; ++x) {
+                const std::size_t j0 = col_start_[x], j1 = col_start_[x + 1];
+                if (states_) {
+                    pool_cells<true>(colour, state, j0, j1, sum_[x], count_[x], best_[x]);
                 } else {
-                    pool_cells<false>(colour, nullptr, j0, j1, sum[x], count[x], best[x]);
+                    pool_cells<false>(colour, nullptr, j0, j1, sum_[x], count_[x], best_[x]);
                 }
             }
-        }
-        for (std::size_t x = 0; x < t.w; ++x) {
-            const std::uint32_t c = count[x];
-            t.max.push_back(best[x]);
-            t.mean.push_back(c == 0 ? 0 : static_cast<std::uint8_t>((2 * sum[x] + c) / (2 * c)));
-            if (states) {
-                t.state.push_back(c == 0 ? 1 : 0);
+            state = states_ ? state + cols_ : nullptr;
+            if (first + r + 1 == end_) {
+                emit();
             }
+        }
+    }
+
+  private:
+    /// Starts pixel row y_ (its rows end at end_).
+    void next_pixel_row() {
+        const std::size_t i0 = y_ * rows_ / t_.h;
+        end_ = std::max(i0 + 1, (y_ + 1) * rows_ / t_.h);
+        std::fill(sum_.begin(), sum_.end(), 0);
+        std::fill(count_.begin(), count_.end(), 0);
+        std::fill(best_.begin(), best_.end(), 0);
+    }
+
+    void emit() {
+        for (std::size_t x = 0; x < t_.w; ++x) {
+            const std::uint32_t c = count_[x];
+            t_.max.push_back(best_[x]);
+            t_.mean.push_back(c == 0 ? 0 : static_cast<std::uint8_t>((2 * sum_[x] + c) / (2 * c)));
+            if (states_) {
+                t_.state.push_back(c == 0 ? 1 : 0);
+            }
+        }
+        ++y_;
+        next_pixel_row();
+    }
+
+    std::size_t rows_, cols_;
+    bool states_;
+    detail::Thumbs& t_;
+    std::vector<std::size_t> col_start_;
+    std::vector<std::uint32_t> sum_, count_;
+    std::vector<std::uint8_t> best_;
+    std::size_t y_ = 0, end_ = 0;
+};
+
+/// Panel `k`'s colour indices alone (no states, not exact; Pack::fast) compressed into `z`
+/// and pooled into `thumb` band by band as they are made, in `buf` (a band and a chunk),
+/// so that no pass over them leaves the cache; each band released once done.
+void panel_stream(const HeatmapInput& in,
+                  std::size_t k,
+                  const ColorNorm& figure_norm,
+                  detail::FastDeflate& z,
+                  ThumbRows& thumb,
+                  std::vector<std::uint8_t>& buf) {
+    const HeatmapPanel& p = in.panels[k];
+    const detail::ColorIndexer index = panel_indexer(p, figure_norm);
+    const std::size_t n = p.values.size(), band = detail::band_rows(in.cols) * in.cols;
+    buf.resize(band + detail::kFastChunk);
+    std::size_t held = 0; // at the front of buf, less than a chunk: not compressed yet
+    for (std::size_t first = 0; first < n; first += band) {
+        const std::size_t m = std::min(n, first + band) - first;
+        index.map(p.values.data() + first, m, buf.data() + held);
+        thumb.add(buf.data() + held, nullptr, first / in.cols, m / in.cols);
+        const std::size_t total = held + m;
+        const std::size_t whole =
+            first + m == n ? total : total / detail::kFastChunk * detail::kFastChunk;
+        z.add(std::span<const std::uint8_t>(buf.data(), whole));
+        std::memmove(buf.data(), buf.data() + whole, total - whole);
+        held = total - whole;
+        if (in.release) {
+            in.release(k, first, m);
         }
     }
 }
@@ -368,11 +429,19 @@ heatmap_html_bytes(const HeatmapInput& in, const HeatmapOptions& o, const HtmlLi
         attn::detail::parallel_for(n, threads, [&](unsigned worker, std::size_t k) {
             Scratch& s = scratch[worker];
             PanelOut done;
-            panel_block(in, k, norm, states, flags.exact, s.block);
             done.thumb.w = thumbs.w;
             done.thumb.h = thumbs.h;
-            add_thumb(s.block, in.rows, in.cols, states, done.thumb);
-            done.data = packed(s.block, pack, &s.z);
+            ThumbRows thumb(in.rows, in.cols, states, done.thumb);
+            if (pack == detail::Pack::fast && !states && !flags.exact) {
+                detail::FastDeflate z(s.z);
+                panel_stream(in, k, norm, z, thumb, s.block);
+                z.finish();
+                done.data = base64_encode(s.z);
+            } else {
+                panel_block(in, k, norm, states, flags.exact, s.block);
+                thumb.add(s.block.data(), states ? s.block.data() + plane : nullptr, 0, in.rows);
+                done.data = packed(s.block, pack, &s.z);
+            }
             order.finished(k, std::move(done));
         });
     };

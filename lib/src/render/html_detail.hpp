@@ -3,9 +3,12 @@
 // zlib + base64 blocks, the template filler. Not installed; not part of the public API.
 #pragma once
 
+#include "attn/render/deflate.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,6 +42,27 @@ std::string json_strings(const std::vector<std::string>& v);
 /// maps' colour indices Z_RLE is about twice as fast as level 1 and smaller, and where few
 /// cells repeat Huffman codes alone are a third faster again and smaller).
 enum class Pack { small, fast };
+
+/// Pack::fast's input chunk: each gets the strategy its bytes call for.
+inline constexpr std::size_t kFastChunk = std::size_t{1} << 16;
+
+/// Pack::fast's zlib stream made piece by piece into `out` (cleared): each 64 KiB chunk of
+/// the bytes, counted from the first, a part of its own (attn/render/deflate.hpp), so the
+/// stream is the same however the bytes are cut into pieces. Every piece but the last is
+/// a whole number of chunks.
+class FastDeflate {
+  public:
+    explicit FastDeflate(std::vector<std::uint8_t>& out);
+    void add(std::span<const std::uint8_t> bytes);
+    /// Ends the stream (its final block and Adler-32).
+    void finish();
+
+  private:
+    std::vector<std::uint8_t>& out_;
+    std::optional<ZlibParts> runs_; ///< Z_RLE's, made when a chunk first needs it
+    std::uint32_t adler_ = 1;       ///< of the bytes so far
+    std::size_t size_ = 0;
+};
 
 /// zlib-wrapped deflate (what DecompressionStream("deflate") reads), then base64.
 /// `scratch` (may be null): a buffer for the compressed bytes, reused across calls.

@@ -1,12 +1,14 @@
 // The HTML pages' text pieces (html_detail.hpp).
 #include "attn/error.hpp"
 #include "attn/render/colormap.hpp"
+#include "attn/render/deflate.hpp"
 #include "attn/render/figure.hpp"
 #include "html_detail.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <zlib.h>
 
 namespace attn::render::detail {
@@ -55,9 +57,6 @@ std::string json_strings(const std::vector<std::string>& v) {
 
 namespace {
 
-/// Pack::fast's input chunk: each gets the strategy its bytes call for.
-constexpr std::size_t kFastChunk = std::size_t{1} << 16;
-
 /// Whether run-length matches pay on `chunk`: a third or more of its 8-byte words are one
 /// byte repeated (measured on attention maps' colour indices: below, Huffman codes alone
 /// are smaller and faster; above, the runs are).
@@ -71,58 +70,62 @@ bool runs_pay(std::span<const std::uint8_t> chunk) {
     return 3 * constant >= words && words > 0;
 }
 
-/// Compresses `bytes` into `out` (grown as needed) through `z`: in one call (`small`), or
-/// (`fast`) chunk by chunk, each with Z_RLE or Z_HUFFMAN_ONLY by runs_pay (deflateParams
-/// between chunks: one zlib stream either way). Returns zlib's last status.
-int deflate_all(z_stream& z,
-                std::span<const std::uint8_t> bytes,
-                bool fast,
-                std::vector<std::uint8_t>& out) {
-    std::size_t at = 0;
-    int strategy = Z_RLE, status = Z_OK;
-    do {
-        const std::size_t n = fast ? std::min(kFastChunk, bytes.size() - at) : bytes.size();
-        const std::span<const std::uint8_t> chunk = bytes.subspan(at, n);
-        if (fast && (runs_pay(chunk) ? Z_RLE : Z_HUFFMAN_ONLY) != strategy) {
-            strategy = strategy == Z_RLE ? Z_HUFFMAN_ONLY : Z_RLE;
-            if (deflateParams(&z, 1, strategy) != Z_OK) {
-                return Z_STREAM_ERROR;
-            }
-        }
-        at += n;
-        z.next_in = const_cast<Bytef*>(chunk.data()); // zlib's API; it does not write there
-        z.avail_in = static_cast<uInt>(n);
-        const int flush = at == bytes.size() ? Z_FINISH : Z_NO_FLUSH;
-        do {
-            if (z.total_out == out.size()) {
-                out.resize(out.size() + out.size() / 4 + 4096); // past deflateBound: rare
-            }
-            z.next_out = out.data() + z.total_out;
-            z.avail_out = static_cast<uInt>(out.size() - z.total_out);
-            status = deflate(&z, flush);
-        } while (status == Z_OK && (z.avail_in > 0 || (flush == Z_FINISH)));
-    } while (status == Z_OK && at < bytes.size());
-    return status;
+} // namespace
+
+FastDeflate::FastDeflate(std::vector<std::uint8_t>& out) : out_(out) {
+    out_.clear();
+    zlib_begin(out_);
 }
 
-} // namespace
+void FastDeflate::add(std::span<const std::uint8_t> bytes) {
+    ATTN_ASSERT(size_ % kFastChunk == 0); // only the last piece may end inside a chunk
+    for (std::size_t at = 0; at < bytes.size(); at += kFastChunk) {
+        const std::span<const std::uint8_t> chunk =
+            bytes.subspan(at, std::min(kFastChunk, bytes.size() - at));
+        std::uint32_t adler = 0;
+        if (runs_pay(chunk)) {
+            if (!runs_) {
+                runs_.emplace(1, Z_RLE);
+            }
+            runs_->append(chunk, out_);
+            adler = static_cast<std::uint32_t>(adler32_z(1, chunk.data(), chunk.size()));
+        } else {
+            adler = deflate_literals(chunk, out_);
+        }
+        adler_ = static_cast<std::uint32_t>(
+            adler32_combine(adler_, adler, static_cast<z_off_t>(chunk.size())));
+        size_ += chunk.size();
+    }
+}
+
+void FastDeflate::finish() {
+    zlib_end(adler_, out_);
+}
 
 /// zlib-wrapped deflate (what DecompressionStream("deflate") reads), then base64.
 std::string
 packed(std::span<const std::uint8_t> bytes, Pack how, std::vector<std::uint8_t>* scratch) {
+    std::vector<std::uint8_t> own;
+    std::vector<std::uint8_t>& out = scratch != nullptr ? *scratch : own;
+    if (how == Pack::fast) {
+        FastDeflate z(out);
+        z.add(bytes);
+        z.finish();
+        return base64_encode(out);
+    }
     z_stream z{};
-    const bool fast = how == Pack::fast;
-    if (deflateInit2(&z, fast ? 1 : 6, Z_DEFLATED, 15, 8, fast ? Z_RLE : Z_DEFAULT_STRATEGY) !=
-        Z_OK) {
+    if (deflateInit(&z, 6) != Z_OK) {
         throw SystemError("HTML view: zlib could not start compressing");
     }
     const uLong bound = deflateBound(&z, static_cast<uLong>(bytes.size()));
-    std::vector<std::uint8_t> own;
-    std::vector<std::uint8_t>& out = scratch != nullptr ? *scratch : own;
     if (out.size() < bound) {
         out.resize(bound); // a scratch buffer grows once, not per block
     }
-    const int done = deflate_all(z, bytes, fast, out);
+    z.next_in = const_cast<Bytef*>(bytes.data()); // zlib's API; it does not write there
+    z.avail_in = static_cast<uInt>(bytes.size());
+    z.next_out = out.data();
+    z.avail_out = static_cast<uInt>(out.size());
+    const int done = deflate(&z, Z_FINISH); // one call: the bound fits it all
     const std::size_t size = z.total_out;
     deflateEnd(&z);
     if (done != Z_STREAM_END) {

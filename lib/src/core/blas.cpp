@@ -20,8 +20,11 @@ blasint to_blas(std::size_t n) {
 } // namespace attn::detail
 
 // OpenBLAS's (blas_server.c), not in its headers: joins its server threads. A later call
-// of openblas_set_num_threads would start them again, hence the order below.
-extern "C" int blas_thread_shutdown_(void); // NOLINT(readability-identifier-naming): its name
+// of openblas_set_num_threads would start them again, hence the order below. Weak: an
+// OpenBLAS built without threads (Debian's libopenblas0-serial, chosen at run time by
+// update-alternatives) has no such function, and then there is nothing to stop.
+extern "C" int blas_thread_shutdown_(void) // NOLINT(readability-identifier-naming): its name
+    __attribute__((weak));
 
 namespace attn {
 
@@ -29,7 +32,9 @@ void blas_single_threaded() {
     static std::once_flag once;
     std::call_once(once, [] {
         openblas_set_num_threads(1);
-        blas_thread_shutdown_();
+        if (&blas_thread_shutdown_ != nullptr) {
+            blas_thread_shutdown_();
+        }
     });
 }
 

@@ -14,6 +14,7 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #if defined(__x86_64__) || defined(__i386__) || defined(_M_X64)
@@ -138,18 +139,19 @@ Bf16Rows round_rows(
     return out;
 }
 
-/// The panel's pairs p0 .. p0 + pc of rows `w_rows[0 .. mc]` (k values a row): as pairs,
-/// `pairs` [pc, 64] (lane j row j, zeros past mc); else `swapped` [2 pc, mc] float32, rows
-/// 2p and 2p + 1 the pair's odd and even k (the micro-GEMM's B).
+/// The panel's pairs p0 .. p0 + pc of rows `w_rows[0 .. mc]` (k values a row): as pairs
+/// (kPairs), `out` [pc, 64] BF16 pairs (lane j row j, zeros past mc); else `out` [2 pc, mc]
+/// float32, rows 2p and 2p + 1 the pair's odd and even k (the micro-GEMM's B). One output
+/// a call: g++ -O3 took the null one of two pointers for dereferenced (-Wnull-dereference).
+template <bool kPairs>
 void pack_chunk(const std::array<const std::uint8_t*, kPanelRows>& w_rows,
                 std::size_t mc,
                 std::size_t k,
                 std::size_t p0,
                 std::size_t pc,
-                std::vector<std::uint32_t>* pairs,
-                std::vector<float>* swapped) {
-    if (pairs != nullptr) {
-        pairs->assign(pc * kPanelRows, 0);
+                std::vector<std::conditional_t<kPairs, std::uint32_t, float>>& out) {
+    if constexpr (kPairs) {
+        out.assign(pc * kPanelRows, 0);
     }
     for (std::size_t s0 = 0; s0 < pc; s0 += kStrip) {
         const std::size_t sn = std::min(kStrip, pc - s0);
@@ -158,11 +160,11 @@ void pack_chunk(const std::array<const std::uint8_t*, kPanelRows>& w_rows,
                 const std::size_t e = 2 * (p0 + s); // the pair's even k
                 const std::uint16_t lo = bf16_weight(w_rows[j] + 2 * e);
                 const std::uint16_t hi = e + 1 < k ? bf16_weight(w_rows[j] + 2 * e + 2) : 0;
-                if (pairs != nullptr) {
-                    (*pairs)[s * kPanelRows + j] = lo | static_cast<std::uint32_t>(hi) << 16U;
+                if constexpr (kPairs) {
+                    out[s * kPanelRows + j] = lo | static_cast<std::uint32_t>(hi) << 16U;
                 } else {
-                    (*swapped)[2 * s * mc + j] = bf16_value(hi);
-                    (*swapped)[(2 * s + 1) * mc + j] = bf16_value(lo);
+                    out[2 * s * mc + j] = bf16_value(hi);
+                    out[(2 * s + 1) * mc + j] = bf16_value(lo);
                 }
             }
         }
@@ -209,7 +211,7 @@ void bf16_matmul(std::span<const float> x,
         for (std::size_t p0 = 0; p0 < pairs; p0 += kChunkPairs) {
             const std::size_t pc = std::min(kChunkPairs, pairs - p0);
             if (native) {
-                pack_chunk(w_rows, mc, k, p0, pc, &wp, nullptr);
+                pack_chunk<true>(w_rows, mc, k, p0, pc, wp);
                 ops.dot_bf16({.x = a.pairs.data() + p0,
                               .ldx = pairs,
                               .w = wp.data(),
@@ -221,7 +223,7 @@ void bf16_matmul(std::span<const float> x,
                               .accumulate = p0 > 0});
             } else {
                 wf.resize(2 * kChunkPairs * kPanelRows);
-                pack_chunk(w_rows, mc, k, p0, pc, nullptr, &wf);
+                pack_chunk<false>(w_rows, mc, k, p0, pc, wf);
                 // y[:, m0 .. m0 + mc] (+)= x̂[:, 2 p0 .. 2 (p0 + pc)] · wf, pairs swapped alike
                 micro_gemm(options.simd,
                            rows_x,

@@ -11,10 +11,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -147,6 +149,24 @@ T field_or(const nlohmann::json& j, const char* key, T fallback, const std::stri
     const auto it = j.find(key);
     if (it == j.end() || it->is_null()) {
         return fallback;
+    }
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        // nlohmann's get<T> of a float or an out-of-range integer is a cast out of range
+        // (undefined; fuzzing found 4.6e26): only integers T holds are taken.
+        const bool fits = it->is_number_unsigned()
+                              ? it->template get<std::uint64_t>() <=
+                                    static_cast<std::uint64_t>(std::numeric_limits<T>::max())
+                              : it->is_number_integer() && std::is_signed_v<T> &&
+                                    it->template get<std::int64_t>() >=
+                                        static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
+                                    it->template get<std::int64_t>() <=
+                                        static_cast<std::int64_t>(std::numeric_limits<T>::max());
+        if (!fits) {
+            throw InputError(what + ": \"" + key + "\": expected an integer in [" +
+                             std::to_string(std::numeric_limits<T>::min()) + ", " +
+                             std::to_string(std::numeric_limits<T>::max()) + "], got " +
+                             io::message_text(it->dump(), 40));
+        }
     }
     try {
         return it->template get<T>();

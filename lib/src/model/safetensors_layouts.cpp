@@ -4,7 +4,6 @@
 // (its names, and a mapper when its tensors are not one weight and bias per projection).
 #include "attn/error.hpp"
 #include "attn/model/architecture.hpp"
-#include "attn/model/hf_config.hpp"
 #include "attn/model/safetensors.hpp"
 #include "detail.hpp"
 
@@ -377,17 +376,6 @@ void note_first_nonfinite(const io::Array& a, io::ProblemSource& s) {
     }
 }
 
-/// The config.json that describes a checkpoint: params' "config" (relative to `base`), else
-/// the one beside the file.
-std::optional<fs::path>
-checkpoint_config(const json& params, const fs::path& base, const fs::path& file) {
-    if (params.is_object() && params.contains("config") && params["config"].is_string()) {
-        const fs::path c = params["config"].get<std::string>();
-        return c.is_absolute() ? c : base / c;
-    }
-    return hf_config_beside(file);
-}
-
 /// q_proj/k_proj/v_proj/out_proj names fit OPT-like models (no RoPE) and GPT-J/CodeGen
 /// (rotary): taken as opt only when config.json's model_type (`type`) is one without RoPE.
 void check_out_proj_model(const std::string& type,
@@ -657,7 +645,8 @@ bool is_safetensors_path(std::string_view path) {
 
 CheckpointParams load_checkpoint_params(const nlohmann::json& params,
                                         const std::filesystem::path& base,
-                                        std::vector<io::ProblemSource>& sources) {
+                                        std::vector<io::ProblemSource>& sources,
+                                        const std::string& model_type) {
     CheckpointFields f = checkpoint_fields(params);
     const fs::path p = f.file;
     const fs::path full = p.is_absolute() ? p : base / p;
@@ -685,14 +674,9 @@ CheckpointParams load_checkpoint_params(const nlohmann::json& params,
                              "whole model (params: its folder, with token_ids)");
         }
     }
-    std::string type; // config.json's model_type
-    if (const std::optional<fs::path> config = checkpoint_config(params, base, full)) {
-        const HfConfig c = read_hf_config(*config);
-        type = c.model_type ? c.model_type->value : "";
-    }
-    check_layer_model_type(type, what, f.prefix);
+    check_layer_model_type(model_type, what, f.prefix);
     if (chosen == ParamsLayout::opt && !f.layout) {
-        check_out_proj_model(type, what, f.prefix);
+        check_out_proj_model(model_type, what, f.prefix);
     }
     const std::map<std::string, io::Array> tensors =
         read_layout_tensors(*st, chosen, f.prefix, full, sources);

@@ -196,7 +196,11 @@ const model::CheckpointParams& checkpoint_params(DecodeContext& cx, Problem& p) 
     if (!cx.checkpoint) {
         const json params =
             cx.has("token_ids") ? first_layer_params(cx.doc["params"], cx.base) : cx.doc["params"];
-        cx.checkpoint = model::load_checkpoint_params(params, cx.base, p.sources);
+        cx.checkpoint = model::load_checkpoint_params(
+            params,
+            cx.base,
+            p.sources,
+            cx.config && cx.config->model_type ? cx.config->model_type->value : "");
     }
     return *cx.checkpoint;
 }

@@ -164,11 +164,15 @@ struct CheckpointParams {
 /// is retried with a '.' appended. layout (default: detected from the names at the prefix)
 /// is "attn", "torch-mha", "gpt2", "llama" or "bert". Records the file as source "params" and each
 /// tensor used as "params.NAME" (for --check-finite and the output-path check).
+/// `model_type`: config.json's model_type as the caller read it ("" without one): it tells
+/// OPT-like out_proj names from GPT-J's, and refuses a model whose attention is more than a
+/// layer's weights compute (Gemma's norm, scale and softcap, ...).
 /// Throws InputError("params: ...") naming the file and the tensor; when nothing is found at
 /// the prefix, the message lists prefixes where the file does hold attention weights.
 CheckpointParams load_checkpoint_params(const nlohmann::json& params,
                                         const std::filesystem::path& base,
-                                        std::vector<io::ProblemSource>& sources);
+                                        std::vector<io::ProblemSource>& sources,
+                                        const std::string& model_type = {});
 
 /// The key/value heads that checkpoint weights imply when num_kv_heads is not given:
 /// rows(w_k) / (rows(w_q) / num_heads) when that is a whole divisor of num_heads

@@ -2,13 +2,16 @@
 // weights multiply their inputs rounded to BF16), per SIMD target this CPU runs, on shapes
 // that straddle the 6-row tiles, the 16-lane vectors, the 64-row panels and the 512-pair
 // chunks, with odd K and K not a multiple of 32 (x rows 1, 5, 7, 13; W rows 1, 17, 70;
-// K = 1, 2, 31, 33, 63, 1031; and 9 x 130 x 2049). AVX3_DL, named, runs vdpbf16ps itself on a
-// CPU with AVX512_BF16; every other target the same chain in float32 FMAs (or, without FMA,
-// a multiply and an add), so the instruction and the FMAs are held to one oracle:
+// K = 1, 2, 31, 33, 63, 1031; 9 x 130 x 2049 and 37 x 130 x 1031, whose 16 x 16 tiles of y
+// lie whole in y). AVX3_DL, named, runs vdpbf16ps itself on a CPU with AVX512_BF16; every
+// other target the same chain in float32 FMAs (or, without FMA, a multiply and an add), so the
+// instruction and the FMAs are held to one oracle; on a CPU with AMX-BF16 Simd::best runs
+// AMX's tiles (a case of its own, "AMX"), held to TDPBF16PS's:
 //   - bit-identical, for 1 and 3 threads, to this file's transcription of vdpbf16ps from
 //     Intel's definition (per pair i: acc = fma(x̂[2i+1], w[2i+1], acc), then
-//     acc = fma(x̂[2i], w[2i], acc)) over x rounded by this file's own rounding (the nearer
-//     of the two BF16 neighbours, by float64 distance, the even one on a tie);
+//     acc = fma(x̂[2i], w[2i], acc)), or of TDPBF16PS (per block of 16 pairs, the even and odd
+//     products summed apart, then added to acc), over x rounded by this file's own rounding
+//     (the nearer of the two BF16 neighbours, by float64 distance, the even one on a tie);
 //   - against float64 of x̂ · w, within float32's bound for a chain of kp FMAs (γ(kp) ·
 //     Σ |x̂ w|, kp = K rounded up to even);
 //   - against float64 of the unrounded x, within the rounding's bound: |x − x̂| <= 2^-8 |x|,
@@ -51,7 +54,8 @@ std::vector<Shape3> shapes() {
             }
         }
     }
-    out.push_back({9, 130, 2049}); // three panels, five chunks, an odd K
+    out.push_back({9, 130, 2049});  // three panels, five chunks, an odd K
+    out.push_back({37, 130, 1031}); // AMX: whole tiles of y and tiles at its edges
     return out;
 }
 
@@ -110,6 +114,42 @@ chain_reference(const std::vector<float>& xq, const std::vector<float>& w, const
     return y;
 }
 
+/// TDPBF16PS's result written from Intel's definition (the SDM's pseudo-code since 2023): per
+/// output, the pairs in blocks of 16 from the first; per block the even k's products summed
+/// by FMAs from +0 and the odd k's apart, then acc = acc + (even + odd); inputs and every
+/// result below 2^-126 in magnitude zeros. x̂ [n, k] rounded, w [m, k] as stored.
+std::vector<float>
+tile_reference(const std::vector<float>& xq, const std::vector<float>& w, const Shape3& s) {
+    const auto daz = [](float v) { return std::fabs(v) < kFltMin ? std::copysign(0.0F, v) : v; };
+    const std::size_t pairs = (s.k + 1) / 2;
+    std::vector<float> y(s.n * s.m);
+    for (std::size_t i = 0; i < s.n; ++i) {
+        for (std::size_t j = 0; j < s.m; ++j) {
+            float acc = 0.0F;
+            for (std::size_t b = 0; b < pairs; b += 16) {
+                float even = 0.0F;
+                float odd = 0.0F;
+                for (std::size_t q = b; q < std::min(b + 16, pairs); ++q) {
+                    const std::size_t p = 2 * q;
+                    even = daz(std::fma(daz(xq[i * s.k + p]), daz(w[j * s.k + p]), even));
+                    if (p + 1 < s.k) {
+                        odd = daz(std::fma(daz(xq[i * s.k + p + 1]), daz(w[j * s.k + p + 1]), odd));
+                    }
+                }
+                acc = daz(acc + daz(even + odd));
+            }
+            y[i * s.m + j] = acc;
+        }
+    }
+    return y;
+}
+
+/// The oracle of the way `simd` runs the products on this CPU.
+std::vector<float>
+reference(const std::vector<float>& xq, const std::vector<float>& w, const Shape3& s, Simd simd) {
+    return bf16_products(simd) == "AMX" ? tile_reference(xq, w, s) : chain_reference(xq, w, s);
+}
+
 std::vector<float> rounded(const std::vector<float>& x) {
     std::vector<float> out(x.size());
     for (std::size_t i = 0; i < x.size(); ++i) {
@@ -133,8 +173,13 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+/// The target's name, or "AMX" for Simd::best where it runs AMX's tiles.
+std::string kernel_label(Simd simd) {
+    return simd == Simd::best ? std::string(bf16_products(simd)) : simd_label(simd);
+}
+
 std::string label(Simd simd, const Shape3& s) {
-    return simd_label(simd) + " n=" + std::to_string(s.n) + " m=" + std::to_string(s.m) +
+    return kernel_label(simd) + " n=" + std::to_string(s.n) + " m=" + std::to_string(s.m) +
            " k=" + std::to_string(s.k);
 }
 
@@ -152,7 +197,7 @@ TEST_P(Bf16Matmul, EqualsThePairOrderChainBitForBitForAnyThreadCount) {
         std::vector<float> w(s.m * s.k);
         dequantize_ggml(kBf16, bytes, w);
         const std::vector<float> x = testing::random_floats(s.n * s.k, ++seed);
-        const std::vector<float> want = chain_reference(rounded(x), w, s);
+        const std::vector<float> want = reference(rounded(x), w, s, simd);
         for (const unsigned threads : {1U, 3U}) {
             const std::vector<float> y =
                 stored_product(x, s, kBf16, bytes, bf16_options(simd, threads));
@@ -188,7 +233,7 @@ TEST_P(Bf16Matmul, MatchesFloat64OfTheRoundedActivationsAndStaysWithinTheRoundin
         }
     }
     // The rounding is really applied: the exact product is out of the first bound.
-    EXPECT_GT(moved_by_rounding, 0U) << simd_label(simd);
+    EXPECT_GT(moved_by_rounding, 0U) << kernel_label(simd);
 }
 
 /// x̂ read back through W = the identity (BF16 1.0 on the diagonal), each value in a row of
@@ -236,7 +281,7 @@ TEST_P(Bf16Matmul, RoundsToNearestEvenOverflowsToInfinityAndFlushesSubnormals) {
     const std::vector<float> y = read_back(x, GetParam());
     for (std::size_t i = 0; i < cases.size(); ++i) {
         EXPECT_EQ(std::bit_cast<std::uint32_t>(y[i]), std::bit_cast<std::uint32_t>(cases[i].second))
-            << simd_label(GetParam()) << " case " << i << ": x = " << cases[i].first << ", got "
+            << kernel_label(GetParam()) << " case " << i << ": x = " << cases[i].first << ", got "
             << y[i] << ", want " << cases[i].second;
         EXPECT_EQ(bf16_round(cases[i].first), cases[i].second) << "the oracle, case " << i;
     }
@@ -266,8 +311,8 @@ TEST_P(Bf16Matmul, FlushesSumsBelowTheSmallestNormalAsTheInstructionDoes) {
     // denormal inputs and results as zeros. SSE4, SSSE3 and the scalar target (no FMA: a
     // multiply, then an add) agree only where no product falls below 2^-126: not asked here.
     const Simd simd = GetParam();
-    const std::string name = simd_label(simd);
-    if (name != "AVX3_DL" && name != "AVX3" && name != "AVX2") {
+    const std::string name = kernel_label(simd);
+    if (name != "AMX" && name != "AVX3_DL" && name != "AVX3" && name != "AVX2") {
         GTEST_SKIP() << name << " has no FMA";
     }
     const Shape3 s{7, 70, 65};
@@ -280,7 +325,7 @@ TEST_P(Bf16Matmul, FlushesSumsBelowTheSmallestNormalAsTheInstructionDoes) {
         v = bf16_round(std::ldexp(v, -62));
     }
     w[3] = std::bit_cast<float>(0x00400000U); // a subnormal weight: read as 0
-    const std::vector<float> want = chain_reference(x, w, s);
+    const std::vector<float> want = reference(x, w, s, simd);
     const std::vector<float> y = stored_product(x, s, kBf16, bf16_bytes(w), bf16_options(simd, 1));
     EXPECT_TRUE(same_bits(want, y)) << name;
     std::size_t flushed = 0;
@@ -291,10 +336,19 @@ TEST_P(Bf16Matmul, FlushesSumsBelowTheSmallestNormalAsTheInstructionDoes) {
 }
 
 std::string case_name(const ::testing::TestParamInfo<Simd>& info) {
-    return simd_label(info.param);
+    return kernel_label(info.param);
 }
 
-INSTANTIATE_TEST_SUITE_P(Targets, Bf16Matmul, ::testing::ValuesIn(simd_targets()), case_name);
+/// Every target this CPU runs, and Simd::best again where it runs AMX's tiles.
+std::vector<Simd> kernels() {
+    std::vector<Simd> out = simd_targets();
+    if (bf16_products(Simd::best) == "AMX") {
+        out.push_back(Simd::best);
+    }
+    return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, Bf16Matmul, ::testing::ValuesIn(kernels()), case_name);
 
 TEST(Bf16MatmulOtherTypes, KeepTheFloat32Products) {
     const Shape3 s{5, 7, 256};

@@ -8,6 +8,7 @@
 
 #include "attn/micro_gemm.hpp"
 #include "attn/parallel.hpp"
+#include "model/matmul_amx.hpp"
 #include "model/matmul_ops.hpp"
 
 #include <algorithm>
@@ -95,6 +96,22 @@ bool use_pairs(const MatmulOps& ops, Simd simd) {
     return simd != Simd::best || !intel_cpu();
 }
 
+/// How the products run: vdpbf16ps, AMX's tiles (on their padded layout) or the FMAs.
+enum class Kernel { pairs, amx, fma };
+
+std::size_t round_up(std::size_t v, std::size_t to) {
+    return (v + to - 1) / to * to;
+}
+
+/// AMX's tiles for Simd::best where the CPU and the OS allow them (they outrun both other
+/// ways on Sapphire Rapids, docs/performance.md), else use_pairs's choice.
+Kernel kernel_for(const MatmulOps& ops, Simd simd) {
+    if (simd == Simd::best && amx_bf16_ready()) {
+        return Kernel::amx;
+    }
+    return use_pairs(ops, simd) ? Kernel::pairs : Kernel::fma;
+}
+
 float bf16_value(std::uint16_t h) {
     return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16U);
 }
@@ -106,20 +123,29 @@ std::uint16_t bf16_weight(const std::uint8_t* p) {
 }
 
 /// The rounded activations in the layout of the path that multiplies them: `pairs`
-/// [rows, kp / 2] BF16 pairs (low half the even k) for vdpbf16ps, or `swapped` [rows, kp]
-/// float32 with each pair's two values exchanged (the odd k first) for the micro-GEMM. kp is
-/// k rounded up to even; an odd k's last pair has a zero.
+/// [rows, ldx] BF16 pairs (low half the even k) for vdpbf16ps and AMX, or `swapped`
+/// [rows, kp] float32 with each pair's two values exchanged (the odd k first) for the
+/// micro-GEMM. kp is k rounded up to even; an odd k's last pair has a zero. For AMX, rows
+/// and pairs are padded with zeros to whole tiles (kAmxRows, kAmxBlockPairs).
 struct Bf16Rows {
     std::size_t kp = 0;
+    std::size_t ldx = 0;
     std::vector<std::uint32_t> pairs;
     std::vector<float> swapped;
 };
 
 Bf16Rows round_rows(
-    std::span<const float> x, std::size_t rows, std::size_t k, bool as_pairs, unsigned threads) {
+    std::span<const float> x, std::size_t rows, std::size_t k, Kernel kernel, unsigned threads) {
     Bf16Rows out;
     out.kp = k + (k & 1U);
-    (as_pairs ? out.pairs.resize(rows * out.kp / 2) : out.swapped.resize(rows * out.kp));
+    const bool as_pairs = kernel != Kernel::fma;
+    const bool padded = kernel == Kernel::amx;
+    out.ldx = padded ? round_up(out.kp / 2, kAmxBlockPairs) : out.kp / 2;
+    if (as_pairs) {
+        out.pairs.assign((padded ? round_up(rows, kAmxRows) : rows) * out.ldx, 0);
+    } else {
+        out.swapped.resize(rows * out.kp);
+    }
     attn::detail::parallel_chunks(
         rows, attn::detail::rows_per_chunk(k), threads, [&](std::size_t r0, std::size_t r1) {
             for (std::size_t r = r0; r < r1; ++r) {
@@ -128,7 +154,7 @@ Bf16Rows round_rows(
                     const std::uint16_t lo = bf16_rounded(xr[2 * i]);
                     const std::uint16_t hi = 2 * i + 1 < k ? bf16_rounded(xr[2 * i + 1]) : 0;
                     if (as_pairs) {
-                        out.pairs[r * out.kp / 2 + i] = lo | static_cast<std::uint32_t>(hi) << 16U;
+                        out.pairs[r * out.ldx + i] = lo | static_cast<std::uint32_t>(hi) << 16U;
                     } else {
                         out.swapped[r * out.kp + 2 * i] = bf16_value(hi);
                         out.swapped[r * out.kp + 2 * i + 1] = bf16_value(lo);
@@ -140,7 +166,8 @@ Bf16Rows round_rows(
 }
 
 /// The panel's pairs p0 .. p0 + pc of rows `w_rows[0 .. mc]` (k values a row): as pairs
-/// (kPairs), `out` [pc, 64] BF16 pairs (lane j row j, zeros past mc); else `out` [2 pc, mc]
+/// (kPairs), `out` [pc, 64] BF16 pairs (lane j row j, zeros past mc, and zero pairs up to a
+/// multiple of kAmxBlockPairs for AMX's tiles); else `out` [2 pc, mc]
 /// float32, rows 2p and 2p + 1 the pair's odd and even k (the micro-GEMM's B). One output
 /// a call: g++ -O3 took the null one of two pointers for dereferenced (-Wnull-dereference).
 template <bool kPairs>
@@ -151,7 +178,7 @@ void pack_chunk(const std::array<const std::uint8_t*, kPanelRows>& w_rows,
                 std::size_t pc,
                 std::vector<std::conditional_t<kPairs, std::uint32_t, float>>& out) {
     if constexpr (kPairs) {
-        out.assign(pc * kPanelRows, 0);
+        out.assign(round_up(pc, kAmxBlockPairs) * kPanelRows, 0);
     }
     for (std::size_t s0 = 0; s0 < pc; s0 += kStrip) {
         const std::size_t sn = std::min(kStrip, pc - s0);
@@ -192,12 +219,12 @@ void bf16_matmul(std::span<const float> x,
                  std::span<float> y,
                  const MatmulOptions& options) {
     const MatmulOps& ops = matmul_ops(options.simd);
-    const bool native = use_pairs(ops, options.simd);
+    const Kernel kernel = kernel_for(ops, options.simd);
     const std::size_t m = w.rows;
     const std::size_t k = w.cols;
     const std::size_t panels = (m + kPanelRows - 1) / kPanelRows;
     const unsigned threads = attn::detail::resolve_threads(options.threads, panels);
-    const Bf16Rows a = round_rows(x, rows_x, k, native, threads);
+    const Bf16Rows a = round_rows(x, rows_x, k, kernel, threads);
     const std::size_t pairs = a.kp / 2;
     std::vector<std::vector<std::uint32_t>> packed(threads);
     std::vector<std::vector<float>> packed_f32(threads);
@@ -210,17 +237,22 @@ void bf16_matmul(std::span<const float> x,
         std::vector<float>& wf = packed_f32[worker];
         for (std::size_t p0 = 0; p0 < pairs; p0 += kChunkPairs) {
             const std::size_t pc = std::min(kChunkPairs, pairs - p0);
-            if (native) {
+            if (kernel != Kernel::fma) {
                 pack_chunk<true>(w_rows, mc, k, p0, pc, wp);
-                ops.dot_bf16({.x = a.pairs.data() + p0,
-                              .ldx = pairs,
-                              .w = wp.data(),
-                              .pairs = pc,
-                              .n = rows_x,
-                              .m = mc,
-                              .y = y.data() + m0,
-                              .ldy = m,
-                              .accumulate = p0 > 0});
+                const DotBf16Args args{.x = a.pairs.data() + p0,
+                                       .ldx = a.ldx,
+                                       .w = wp.data(),
+                                       .pairs = pc,
+                                       .n = rows_x,
+                                       .m = mc,
+                                       .y = y.data() + m0,
+                                       .ldy = m,
+                                       .accumulate = p0 > 0};
+                if (kernel == Kernel::amx) {
+                    amx_dot_bf16(args);
+                } else {
+                    ops.dot_bf16(args);
+                }
             } else {
                 wf.resize(2 * kChunkPairs * kPanelRows);
                 pack_chunk<false>(w_rows, mc, k, p0, pc, wf);
@@ -242,3 +274,19 @@ void bf16_matmul(std::span<const float> x,
 }
 
 } // namespace attn::model::detail
+
+namespace attn::model {
+
+std::string_view bf16_products(Simd simd) {
+    switch (detail::kernel_for(detail::matmul_ops(simd), simd)) {
+    case detail::Kernel::amx:
+        return "AMX";
+    case detail::Kernel::pairs:
+        return "vdpbf16ps";
+    case detail::Kernel::fma:
+        break;
+    }
+    return "FMA";
+}
+
+} // namespace attn::model

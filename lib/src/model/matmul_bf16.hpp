@@ -2,7 +2,8 @@
 // BF16 once per call, then y = x · Wᵀ as AVX512_BF16's vdpbf16ps computes it, by that
 // instruction (bf16_dot-inl.h; AVX3_DL on a CPU that has it, not by default on Intel's,
 // where it measured slower) or by float32 FMAs in its pair order (the core's micro-GEMM),
-// with the same bits. matmul.cpp calls it where
+// with the same bits; or, for Simd::best on a CPU with AMX-BF16, on AMX's tiles
+// (matmul_amx.hpp: TDPBF16PS's order, other last bits). matmul.cpp calls it where
 // input_rounding (matmul_q8.hpp) says bf16. It reads no file and checks no shapes.
 #pragma once
 
@@ -24,7 +25,8 @@ std::uint16_t bf16_rounded(float x);
 /// stored row). Per output, along k in pairs (2i, 2i + 1; a zero pairs an odd k's last):
 /// acc = fma(x[2i+1], w[2i+1], acc), then acc = fma(x[2i], w[2i], acc), with subnormal
 /// weights read as zeros and sums below 2⁻¹²⁶ in magnitude flushed to zeros of their sign
-/// (MXCSR FTZ and DAZ on x86 while the fallback runs). Bit-identical for any thread count,
+/// (MXCSR FTZ and DAZ on x86 while the fallback runs); AMX's order where bf16_products says
+/// "AMX" (amx_dot_bf16). Bit-identical for any thread count,
 /// and across the x86 targets with FMA (AVX3_DL's vdpbf16ps, AVX3, AVX2); SSE4, SSSE3 and
 /// the scalar target (no FMA: a multiply, then an add) agree wherever no product is below
 /// 2⁻¹²⁶ in magnitude.

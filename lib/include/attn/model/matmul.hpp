@@ -48,8 +48,11 @@ struct StoredMatrix {
 /// 2⁻⁸ |x| (|x| where flushed); then BF16 pair products as vdpbf16ps computes them:
 /// per output, along k in pairs (2i, 2i + 1), acc = fma(x[2i+1], w[2i+1], acc), then
 /// acc = fma(x[2i], w[2i], acc), every product exact, with inputs and sums of magnitude
-/// below 2⁻¹²⁶ read and written as zeros (denormals flushed). Other weight types keep the
-/// f32 products under every choice.
+/// below 2⁻¹²⁶ read and written as zeros (denormals flushed); on a CPU with AMX-BF16
+/// (bf16_products), as its TDPBF16PS sums them instead: the pairs in blocks of 16 from the
+/// first, per block the even k's products and the odd k's summed apart from +0, then
+/// acc = acc + (even + odd), with the same rounding and flushing (the same bound, other last
+/// bits). Other weight types keep the f32 products under every choice.
 enum class Activations { f32, q8_0, q8, bf16 };
 
 /// The field's spelling of a choice: "f32", "q8_0", "q8", "bf16".
@@ -63,6 +66,12 @@ std::optional<Activations> activations_named(std::string_view name);
 /// path, or bf16's pair products): "Q8_0", "Q8_K" or "BF16"; empty for float32 inputs (f32,
 /// and the types a choice does not reach).
 std::string_view activations_rounding(std::uint32_t type, Activations activations);
+
+/// How the bf16 choice's pair products run for `simd` on this CPU: "AMX" (Simd::best where
+/// the CPU has AMX-BF16 and the OS grants its tiles: TDPBF16PS's order), "vdpbf16ps" (AVX3_DL
+/// named, or best on a CPU with AVX512_BF16 not Intel's) or "FMA" (vdpbf16ps's order in
+/// float32 FMAs, or a multiply and an add without FMA). Throws InputError as simd_target.
+std::string_view bf16_products(Simd simd);
 
 /// How stored_matmul runs: `threads` (0: all hardware threads), the SIMD target
 /// (Simd::best, or one that simd_target() named, for tests and benchmarks) and what

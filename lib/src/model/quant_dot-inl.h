@@ -160,34 +160,50 @@ inline VecI broadcast4(const std::int8_t* p) {
 #endif
 }
 
-/// The exact Σ u x of one block for kLanes weight rows and one activation row.
-inline VecI block_sums(std::uint32_t type, const std::uint8_t* pk, const std::int8_t* x) {
+/// The exact Σ u x of one block for kLanes weight rows and each of R activation rows
+/// (`x[r]` the rows' blocks): each step's weight vector loaded (and, for signed Q8_0 on
+/// AVX2, made absolute) once for the R rows.
+template <std::size_t R>
+inline void
+block_sums(std::uint32_t type, const std::uint8_t* pk, const std::int8_t* const* x, VecI* out) {
 #if HWY_TARGET == HWY_AVX3_DL
     (void)type;
-    VecI acc = _mm512_setzero_si512();
-    for (std::size_t step = 0; step < 8; ++step) {
-        acc =
-            _mm512_dpbusd_epi32(acc, _mm512_loadu_si512(pk + step * 64), broadcast4(x + step * 4));
+    for (std::size_t r = 0; r < R; ++r) {
+        out[r] = _mm512_setzero_si512();
     }
-    return acc;
+    for (std::size_t step = 0; step < 8; ++step) {
+        const VecI w = _mm512_loadu_si512(pk + step * 64);
+        for (std::size_t r = 0; r < R; ++r) {
+            out[r] = _mm512_dpbusd_epi32(out[r], w, broadcast4(x[r] + step * 4));
+        }
+    }
 #else
     const VecI ones = _mm256_set1_epi16(1);
+    for (std::size_t r = 0; r < R; ++r) {
+        out[r] = _mm256_setzero_si256();
+    }
     if (type == t_q4_0) {
-        VecI acc16 = _mm256_setzero_si256();
         for (std::size_t step = 0; step < 8; ++step) {
             const VecI u = _mm256_loadu_si256(reinterpret_cast<const VecI*>(pk + step * 32));
-            acc16 = _mm256_add_epi16(acc16, _mm256_maddubs_epi16(u, broadcast4(x + step * 4)));
+            for (std::size_t r = 0; r < R; ++r) { // int16 sums: see kLanes
+                out[r] =
+                    _mm256_add_epi16(out[r], _mm256_maddubs_epi16(u, broadcast4(x[r] + step * 4)));
+            }
         }
-        return _mm256_madd_epi16(acc16, ones);
+        for (std::size_t r = 0; r < R; ++r) {
+            out[r] = _mm256_madd_epi16(out[r], ones);
+        }
+        return;
     }
-    VecI acc = _mm256_setzero_si256();
     for (std::size_t step = 0; step < 8; ++step) {
         const VecI w = _mm256_loadu_si256(reinterpret_cast<const VecI*>(pk + step * 32));
-        const VecI p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w),
-                                            _mm256_sign_epi8(broadcast4(x + step * 4), w));
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
+        const VecI abs_w = _mm256_sign_epi8(w, w);
+        for (std::size_t r = 0; r < R; ++r) {
+            const VecI p =
+                _mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(broadcast4(x[r] + step * 4), w));
+            out[r] = _mm256_add_epi32(out[r], _mm256_madd_epi16(p, ones));
+        }
     }
-    return acc;
 #endif
 }
 
@@ -220,11 +236,15 @@ void dot_tile(
     }
     for (std::size_t b = 0; b < a.blocks; ++b) {
         const std::size_t gb = g * a.blocks + b;
+        const std::int8_t* x[R];
+        for (std::size_t r = 0; r < R; ++r) {
+            x[r] = a.qx + (n0 + r) * row + b * 32;
+        }
+        VecI isum[R];
+        block_sums<R>(a.type, pack + gb * 32 * kLanes, x, isum);
         for (std::size_t r = 0; r < R; ++r) {
             const std::size_t at = (n0 + r) * a.blocks + b;
-            const VecI isum =
-                block_sums(a.type, pack + gb * 32 * kLanes, a.qx + (n0 + r) * row + b * 32);
-            acc[r] = scaled_step(isum, bias * a.sx[at], dw + gb * kLanes, a.dx[at], acc[r]);
+            acc[r] = scaled_step(isum[r], bias * a.sx[at], dw + gb * kLanes, a.dx[at], acc[r]);
         }
     }
     const std::size_t m0 = g * kLanes;

@@ -10,6 +10,7 @@ wrong-architecture traps are one-line exit-2 errors.
 """
 import json
 import os
+import re
 
 import numpy as np
 
@@ -66,6 +67,63 @@ def _mistral_window():
 @test("forward gpt2 unscaled scores divided by layer + 1")
 def _gpt2_scaling():
     compare("gpt2", scale_weights=False, inverse_layer=True)
+
+
+def one_layer(arch, prefix, extra, rows=None, **kw):
+    """One layer's weights of `arch`'s checkpoint at `prefix` on layer 0's input (the
+    oracle's hidden state 0, its first `rows` tokens): (exit, stdout, stderr, the oracle's
+    layer-0 weights)."""
+    folder, ws, hs, _, cfg = build(arch, **kw)
+    x = hs[0].reshape(hs.shape[-2], hs.shape[-1])[:rows].astype(np.float32)
+    np.save(path("x0.npy"), x)
+    heads = cfg.get("num_attention_heads", cfg.get("n_head"))
+    rc, so, se = run(["compute", "-x", path("x0.npy"), "--params",
+                      os.path.join(folder, "model.safetensors"), "--prefix", prefix,
+                      "--heads", str(heads), "--precision", "f64"] + extra)
+    return rc, so, se, ws[0]
+
+
+def equals_layer0(name, rc, so, se, want):
+    got = np.array(json.loads(so)["weights"]) if rc == 0 else None
+    check(name, got is not None and np.allclose(got.reshape(want.shape), want, atol=1e-6),
+          se[-300:] if got is None else f"max diff {np.max(np.abs(got.reshape(want.shape) - want))}")
+
+
+@test("one layer of a model whose config.json slides a window is refused past the window")
+def _one_layer_window():
+    # Mistral's sliding_window 3 < 7 tokens: one layer's weights do not say it: refused,
+    # never silently computed without it; given as the message says, the layer equals the
+    # whole model's first layer; within the window there is nothing to refuse.
+    rc, _, se, _ = one_layer("mistral", "model.layers.0.self_attn.", [], window=3)
+    check("refused: exit 2, one line naming sliding_window and the window to give",
+          rc == 2 and se.count("\n") == 1 and re.search(
+              r"config.json sliding_window 3: each query of this model sees only its last 3 "
+              r"keys, which one layer's weights do not apply to 7 keys: give \"window\": "
+              r"\[2, 0\] with causal, or run the whole model", se) is not None, se)
+    equals_layer0("with window [2, 0] and causal: the whole model's layer 0",
+                  *one_layer("mistral", "model.layers.0.self_attn.",
+                             ["--window", "2,0", "--causal"], window=3))
+    rc, _, se, _ = one_layer("mistral", "model.layers.0.self_attn.", ["--causal"], rows=3,
+                             window=3)
+    check("3 tokens in a window of 3: computed", rc == 0, se)
+
+
+@test("one layer of a GPT-2 whose config.json rescales its scores is refused without scale")
+def _one_layer_gpt2_scale():
+    prefix = "transformer.h.0.attn."
+    for kw, why in ((dict(scale_weights=False, inverse_layer=True),
+                     r"scale_attn_weights false, scale_attn_by_inverse_layer_idx true: .*by "
+                     r"the layer's index \+ 1, not by √d"),
+                    (dict(scale_weights=False), r"scale_attn_weights false: .*by 1, not by √d"),
+                    (dict(inverse_layer=True),
+                     r"scale_attn_by_inverse_layer_idx true: .*by √d · \(the layer's index")):
+        rc, _, se, _ = one_layer("gpt2", prefix, ["--causal"], **kw)
+        check(f"{kw}: refused, one line: " + why, rc == 2 and se.count("\n") == 1 and
+              re.search(why + r".*give \"scale\", or run the whole model", se) is not None, se)
+    # Layer 0 of the unscaled, by-layer GPT-2: scores / (0 + 1).
+    equals_layer0("with scale 1: the whole model's layer 0",
+                  *one_layer("gpt2", prefix, ["--scale", "1", "--causal"], scale_weights=False,
+                             inverse_layer=True))
 
 
 @test("forward gpt2 with the erf gelu (gelu_python)")

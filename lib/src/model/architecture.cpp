@@ -8,6 +8,7 @@
 #include "attn/io/json_text.hpp"
 #include "attn/io/number_text.hpp"
 #include "attn/model/hf_config.hpp"
+#include "model/detail.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -682,25 +683,10 @@ void read_sliding_window(ModelSpec& s,
                          const json& doc,
                          const std::string& type,
                          const std::string& file) {
+    s.sliding_window = detail::config_sliding_window(doc, type, file);
     const bool qwen = (type == "qwen2" || type == "qwen3" || type == "qwen2_moe") &&
                       flag(doc, "use_sliding_window", false, file);
     const bool gemma = type == "gemma2" || type == "gemma3_text";
-    const bool none_by_default = type == "phi3" || type == "starcoder2" || type == "mixtral";
-    if (type != "mistral" && !none_by_default && !qwen && !gemma) {
-        return;
-    }
-    const auto it = doc.find("sliding_window");
-    if (it == doc.end()) {
-        if (!none_by_default) {      // Starcoder2Config, MixtralConfig: none
-            s.sliding_window = 4096; // MistralConfig, Qwen2Config, Gemma2Config, Gemma3TextConfig
-        }
-    } else if (!it->is_null()) {
-        if (!it->is_number_unsigned() || it->get<std::size_t>() == 0) {
-            throw InputError(file + ": sliding_window: expected a positive integer, got " +
-                             io::value_text(*it));
-        }
-        s.sliding_window = it->get<std::size_t>();
-    }
     if (!gemma && !(qwen && s.sliding_window)) {
         return;
     }
@@ -1102,6 +1088,31 @@ std::vector<std::string> describe_model(const ModelSpec& spec) {
         out.push_back(row[0] + ": " + row[1] + " (" + row[2] + ")");
     }
     return out;
+}
+
+std::optional<std::size_t>
+detail::config_sliding_window(const json& doc, const std::string& type, const std::string& file) {
+    const bool qwen = (type == "qwen2" || type == "qwen3" || type == "qwen2_moe") &&
+                      flag(doc, "use_sliding_window", false, file);
+    const bool gemma = type == "gemma2" || type == "gemma3_text";
+    const bool none_by_default = type == "phi3" || type == "starcoder2" || type == "mixtral";
+    if (type != "mistral" && !none_by_default && !qwen && !gemma) {
+        return std::nullopt;
+    }
+    const auto it = doc.find("sliding_window");
+    if (it == doc.end()) {
+        // MistralConfig, Qwen2Config, Gemma2Config, Gemma3TextConfig: 4096; Starcoder2Config,
+        // MixtralConfig, Phi3Config: none
+        return none_by_default ? std::nullopt : std::optional<std::size_t>(4096);
+    }
+    if (it->is_null()) {
+        return std::nullopt;
+    }
+    if (!it->is_number_unsigned() || it->get<std::size_t>() == 0) {
+        throw InputError(file + ": sliding_window: expected a positive integer, got " +
+                         io::value_text(*it));
+    }
+    return it->get<std::size_t>();
 }
 
 } // namespace attn::model

@@ -4,7 +4,9 @@
 #include "attn/io/detail.hpp"
 #include "attn/io/number_text.hpp"
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -19,5 +21,13 @@ using namespace io::detail;
 /// refuses them). Throws InputError("NAME: invalid JSON header: ...", "NAME: header has
 /// the key 'K' twice").
 nlohmann::json parse_header_json(std::string_view text, const std::string& name);
+
+/// The sliding window config.json gives a model of `type` (each query sees its last N
+/// keys), as its transformers config class reads it: Mistral's sliding_window (4096 when
+/// absent, none when null), Phi-3's, Starcoder2's and Mixtral's (none when absent), Qwen2's
+/// and Qwen3's only with use_sliding_window, Gemma 2's and 3's (4096 when absent). Nothing
+/// for other types. `file` prefixes the message for a value that is not a positive integer.
+std::optional<std::size_t>
+config_sliding_window(const nlohmann::json& doc, const std::string& type, const std::string& file);
 
 } // namespace attn::model::detail

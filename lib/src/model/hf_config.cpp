@@ -5,6 +5,7 @@
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
 #include "attn/io/json_text.hpp"
+#include "model/detail.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -132,6 +133,34 @@ RopeScaling parse_rope_scaling(const json& j, std::string_view where_in) {
                      "' is not supported (supported: default, linear, llama3)");
 }
 
+namespace {
+
+/// What changes the attention beyond the heads and RoPE (a whole model applies these; one
+/// layer's weights are refused with them, decode_model.cpp): the sliding window the model
+/// type's config class reads, and GPT-2's score scaling keys.
+void read_attention_extras(const json& doc, const std::string& file, HfConfig& c) {
+    const std::string type = c.model_type ? c.model_type->value : "";
+    if (const auto w = detail::config_sliding_window(doc, type, file)) {
+        c.sliding_window = HfValue<std::size_t>{
+            *w, doc.contains("sliding_window") ? "sliding_window" : "sliding_window (by default)"};
+    }
+    for (auto [key, out] :
+         {std::pair{"scale_attn_weights", &c.scale_attn_weights},
+          std::pair{"scale_attn_by_inverse_layer_idx", &c.scale_attn_by_inverse_layer_idx}}) {
+        const auto it = doc.find(key);
+        if (it == doc.end() || it->is_null()) {
+            continue;
+        }
+        if (!it->is_boolean()) {
+            throw InputError(file + ": " + key + ": expected true or false, got " +
+                             io::value_text(*it));
+        }
+        *out = HfValue<bool>{it->get<bool>(), key};
+    }
+}
+
+} // namespace
+
 HfConfig parse_hf_config(std::string_view text, const fs::path& path) {
     const std::string file = path.string();
     const json doc = io::parse_json_text(text, file);
@@ -197,6 +226,7 @@ HfConfig parse_hf_config(std::string_view text, const fs::path& path) {
             *out = HfValue<std::int64_t>{id->get<std::int64_t>(), key};
         }
     }
+    read_attention_extras(doc, file, c);
     if (const auto it = doc.find("rope_scaling"); it != doc.end() && !it->is_null()) {
         c.rope_scaling =
             HfValue<RopeScaling>{parse_rope_scaling(*it, file + ": rope_scaling"), "rope_scaling"};

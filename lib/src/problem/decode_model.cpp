@@ -284,10 +284,50 @@ void decode_token_ids(DecodeContext& cx, Problem& p) {
                           c.file.filename().string()});
 }
 
+namespace {
+
+/// One layer's weights compute the attention the problem describes: what config.json says
+/// changes it beyond the heads and RoPE is refused, never silently dropped, unless the
+/// problem gives the field itself (a whole model folder applies them, model_run.cpp).
+void check_config_attention(DecodeContext& cx, const Problem& p) {
+    if (!cx.config) {
+        return;
+    }
+    const model::HfConfig& c = *cx.config;
+    const std::string whole = "or run the whole model (params: its folder, with token_ids)";
+    if (c.sliding_window && !cx.has("window") && p.lk > c.sliding_window->value) {
+        const std::size_t w = c.sliding_window->value;
+        throw InputError(origin(c, *c.sliding_window) + " " + std::to_string(w) +
+                         ": each query of this model sees only its last " + std::to_string(w) +
+                         " keys, which one layer's weights do not apply to " +
+                         std::to_string(p.lk) + " keys: give \"window\": [" +
+                         std::to_string(w - 1) + ", 0] with causal, " + whole);
+    }
+    const bool gpt2 = c.model_type && c.model_type->value == "gpt2";
+    const bool unscaled = c.scale_attn_weights && !c.scale_attn_weights->value;
+    const bool by_layer =
+        c.scale_attn_by_inverse_layer_idx && c.scale_attn_by_inverse_layer_idx->value;
+    if (gpt2 && (unscaled || by_layer) && !cx.has("scale")) {
+        const std::string keys =
+            unscaled && by_layer ? origin(c, *c.scale_attn_weights) + " false, " +
+                                       c.scale_attn_by_inverse_layer_idx->key + " true"
+            : unscaled ? origin(c, *c.scale_attn_weights) + " false"
+                       : origin(c, *c.scale_attn_by_inverse_layer_idx) + " true";
+        const std::string what = unscaled && by_layer ? "by the layer's index + 1, not by √d"
+                                 : unscaled           ? "by 1, not by √d"
+                                                      : "by √d · (the layer's index + 1)";
+        throw InputError(keys + ": this GPT-2 divides each layer's scores " + what +
+                         ", which one layer's weights do not say: give \"scale\", " + whole);
+    }
+}
+
+} // namespace
+
 void decode_model(DecodeContext& cx, Problem& p) {
     if (cx.has("norm") && !p.layout) {
         (void)boolean(cx.doc["norm"], "norm");
     }
+    check_config_attention(cx, p);
     decode_norm(cx, p);
     decode_rope(cx, p);
 }

@@ -47,6 +47,13 @@ struct HfConfig {
     /// pad_token_id, eos_token_id (the first of a list, as Llama 3 writes it): ids >= 0;
     /// left empty when of another type (they only pad a list of texts)
     std::optional<HfValue<std::int64_t>> pad_token_id, eos_token_id;
+    /// The sliding window the model type's config class reads (each query sees its last N
+    /// keys): Mistral's sliding_window (4096 when absent), Phi-3's, Starcoder2's, Mixtral's,
+    /// Qwen2's and Qwen3's with use_sliding_window, Gemma 2's and 3's; empty otherwise
+    std::optional<HfValue<std::size_t>> sliding_window;
+    /// GPT-2's scale_attn_weights (false: scores not divided by √d) and
+    /// scale_attn_by_inverse_layer_idx (true: also divided by the layer's index + 1)
+    std::optional<HfValue<bool>> scale_attn_weights, scale_attn_by_inverse_layer_idx;
 };
 
 /// Parses config.json text. `file` prefixes every message. Aliases of one value (e.g.

@@ -11,6 +11,7 @@
 #include "attn/io/file_read.hpp"
 #include "attn/io/number_text.hpp"
 #include "attn/kernels.hpp"
+#include "attn/model/matmul.hpp"
 #include "attn_git_commit.h"
 #include "cli.hpp"
 
@@ -38,7 +39,9 @@ void add_version_flag(CLI::App& app) {
                 std::cout << ' ' << attn::simd_name(simd);
             }
             std::cout << "\nSIMD target this CPU uses: " << attn::simd_name(attn::Simd::best)
-                      << "\nBuilt from commit " << ATTN_GIT_COMMIT << '\n';
+                      << "\nBF16 pair products (activations bf16): "
+                      << attn::model::bf16_products(attn::Simd::best) << "\nBuilt from commit "
+                      << ATTN_GIT_COMMIT << '\n';
             throw CLI::Success();
         },
         "Print the version and exit");

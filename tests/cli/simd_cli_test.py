@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """CLI tests of `attn --version`'s SIMD lines: after "attn VERSION" it names the Highway
-targets compiled in (best first, ending with the scalar or emulated fallback) and the one
-this CPU uses, which must be one of them.
+targets compiled in (best first, ending with the scalar or emulated fallback), the one
+this CPU uses, which must be one of them, and how the BF16 pair products run (AMX's tiles
+only on a CPU with AMX-BF16, as /proc/cpuinfo says).
 
     /usr/bin/python3 tests/cli/simd_cli_test.py PATH/TO/attn [--case NAME]   (from the repo root)
     /usr/bin/python3 tests/cli/simd_cli_test.py --list
@@ -18,15 +19,15 @@ KNOWN = {"AVX3_DL", "AVX3", "AVX2", "SSE4", "SSSE3", "SVE2_128", "SVE_256", "SVE
 
 
 def version_lines(args):
-    """stdout's lines; checks exit 0, four lines (the last names the commit) and an empty
+    """stdout's lines; checks exit 0, five lines (the last names the commit) and an empty
     stderr."""
     rc, out, err = run(args)
     lines = out.decode().splitlines()
     what = " ".join(args)
-    check(what + " exits 0 and prints four lines", rc == 0 and len(lines) == 4,
+    check(what + " exits 0 and prints five lines", rc == 0 and len(lines) == 5,
           f"exit {rc}, stdout {lines!r}")
     check(what + " no stderr", err == "", repr(err[:200]))
-    return lines if len(lines) == 4 else None
+    return lines if len(lines) == 5 else None
 
 
 def compiled(lines):
@@ -53,11 +54,20 @@ def target_in_use(what, lines):
     check(what + " uses line", m is not None and m.group(1) in names, lines[2])
 
 
+def bf16_products(what, lines):
+    m = re.fullmatch(r"BF16 pair products \(activations bf16\): (AMX|vdpbf16ps|FMA)", lines[3])
+    check(what + " BF16 pair products line", m is not None, lines[3])
+    flags = open("/proc/cpuinfo").read().split() if os.path.exists("/proc/cpuinfo") else []
+    amx = "amx_bf16" in flags and "amx_tile" in flags
+    check(what + " AMX only where the CPU has it", m is None or (m.group(1) == "AMX") <= amx,
+          f"{lines[3]}; amx_bf16 in /proc/cpuinfo: {amx}")
+
+
 # The table: each check of the --version lines, for both places --version is asked.
 for args in (["--version"], ["compute", "--version"]):
     what = " ".join(args)
     for label, body in (("first line", first_line), ("compiled targets", compiled_targets),
-                        ("target in use", target_in_use)):
+                        ("target in use", target_in_use), ("bf16 products", bf16_products)):
         @test(f"{what} {label}")
         def _(args=args, what=what, body=body):
             lines = version_lines(args)

@@ -28,8 +28,11 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <limits>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -359,6 +362,43 @@ TEST(Bf16MatmulOtherTypes, KeepTheFloat32Products) {
         const std::vector<float> bf16 =
             stored_product(x, s, type, bytes, {.activations = Activations::bf16});
         EXPECT_TRUE(same_bits(f32, bf16)) << type;
+    }
+}
+
+/// Whether /proc/cpuinfo lists `flag` (the kernel's reading of CPUID), or nothing off Linux.
+std::optional<bool> cpuinfo_flag(const std::string& flag) {
+    std::ifstream in("/proc/cpuinfo");
+    if (!in) {
+        return std::nullopt;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    std::istringstream words(text.str());
+    for (std::string w; words >> w;) {
+        if (w == flag) {
+            return true;
+        }
+    }
+    return false;
+}
+
+TEST(Bf16MatmulKernels, FollowTheCpuFlags) {
+    // A wrong CPUID leaf or bit would pass every test above: the other way gives the same
+    // bits (or, for AMX, falls back silently). So the choice is held to the kernel's flags.
+    const std::optional<bool> pairs = cpuinfo_flag("avx512_bf16");
+    const std::optional<bool> amx = cpuinfo_flag("amx_bf16");
+    if (!pairs || !amx) {
+        GTEST_SKIP() << "no /proc/cpuinfo";
+    }
+    for (const Simd simd : simd_targets()) {
+        if (simd_label(simd) == "AVX3_DL") {
+            EXPECT_EQ(bf16_products(simd), *pairs ? "vdpbf16ps" : "FMA");
+        }
+    }
+    if (*amx) { // the tile state granted on a Linux that lists the flag
+        EXPECT_EQ(bf16_products(Simd::best), "AMX");
+    } else {
+        EXPECT_NE(bf16_products(Simd::best), "AMX");
     }
 }
 

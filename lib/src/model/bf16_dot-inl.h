@@ -15,6 +15,7 @@
 #define ATTN_MODEL_BF16_DOT_INL_H_
 #endif
 
+#include "model/cpuid.hpp"
 #include "model/matmul_ops.hpp"
 
 #include <cstddef>
@@ -23,7 +24,6 @@
 
 #if HWY_TARGET == HWY_AVX3_DL
 #include <algorithm>
-#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -35,13 +35,7 @@ namespace {
 /// AVX512_BF16: CPUID leaf 7, sub-leaf 1, EAX bit 5 (Highway 1.0's AVX3_DL does not ask for
 /// it: Ice Lake has AVX3_DL without it, Cooper Lake it without AVX3_DL).
 bool bf16_pairs() {
-    static const bool has = [] {
-        unsigned a = 0;
-        unsigned b = 0;
-        unsigned c = 0;
-        unsigned d = 0;
-        return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1U << 5U)) != 0;
-    }();
+    static const bool has = (cpuid(7, 1)[0] & (1U << 5U)) != 0;
     return has;
 }
 

@@ -6,12 +6,13 @@
 // so every tile load reads memory of the call.
 #include "model/matmul_amx.hpp"
 
+#include "model/cpuid.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
 
 #if defined(__x86_64__) && defined(__linux__)
-#include <cpuid.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -128,14 +129,12 @@ __attribute__((target("amx-tile,amx-bf16"))) void amx_block(const DotBf16Args& a
 
 __attribute__((target("amx-tile,amx-bf16"))) void amx_products(const DotBf16Args& a) {
     AmxTileConfig config;
-    config.colsb.fill(0);
-    config.rows.fill(0);
     for (std::size_t i = 0; i < 8; ++i) {
         config.colsb[i] = kAmxTileBytes;
         config.rows[i] = kAmxTile;
     }
     _tile_loadconfig(&config);
-    const std::size_t pairs = (a.pairs + kAmxBlockPairs - 1) / kAmxBlockPairs * kAmxBlockPairs;
+    const std::size_t pairs = round_up(a.pairs, kAmxBlockPairs);
     std::array<AmxScratch, 4> scratch{};
     for (std::size_t c = 0; c < a.m; c += 2 * kAmxTile) {
         for (std::size_t r = 0; r < a.n; r += 2 * kAmxTile) {
@@ -157,12 +156,8 @@ __attribute__((target("amx-tile,amx-bf16"))) void amx_products(const DotBf16Args
 
 bool amx_bf16_ready() {
     static const bool ready = [] {
-        unsigned a = 0;
-        unsigned b = 0;
-        unsigned c = 0;
-        unsigned d = 0;
-        if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0 || (d & (1U << 24U)) == 0 ||
-            (d & (1U << 22U)) == 0) {
+        const unsigned edx = cpuid(7, 0)[3];
+        if ((edx & (1U << 24U)) == 0 || (edx & (1U << 22U)) == 0) {
             return false;
         }
         return syscall(SYS_arch_prctl, kAmxArchPerm, kAmxXtiledata) == 0;

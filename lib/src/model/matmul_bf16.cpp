@@ -8,6 +8,7 @@
 
 #include "attn/micro_gemm.hpp"
 #include "attn/parallel.hpp"
+#include "model/cpuid.hpp"
 #include "model/matmul_amx.hpp"
 #include "model/matmul_ops.hpp"
 
@@ -19,7 +20,6 @@
 #include <vector>
 
 #if defined(__x86_64__) || defined(__i386__) || defined(_M_X64)
-#include <cpuid.h>
 #include <immintrin.h>
 #define ATTN_MXCSR 1
 #endif
@@ -67,20 +67,11 @@ class FlushDenormals {
 
 /// Whether the CPU is Intel's (CPUID leaf 0's vendor string).
 bool intel_cpu() {
-#ifdef ATTN_MXCSR
     static const bool intel = [] {
-        unsigned a = 0;
-        unsigned b = 0;
-        unsigned c = 0;
-        unsigned d = 0;
-        // "GenuineIntel" in EBX, EDX, ECX.
-        return __get_cpuid(0, &a, &b, &c, &d) != 0 && b == 0x756E6547U && d == 0x49656E69U &&
-               c == 0x6C65746EU;
+        const auto r = cpuid(0); // "GenuineIntel" in EBX, EDX, ECX
+        return r[1] == 0x756E6547U && r[3] == 0x49656E69U && r[2] == 0x6C65746EU;
     }();
     return intel;
-#else
-    return false;
-#endif
 }
 
 /// Whether the products use vdpbf16ps (bf16_dot-inl.h) or the same chain in float32 FMAs:
@@ -98,10 +89,6 @@ bool use_pairs(const MatmulOps& ops, Simd simd) {
 
 /// How the products run: vdpbf16ps, AMX's tiles (on their padded layout) or the FMAs.
 enum class Kernel { pairs, amx, fma };
-
-std::size_t round_up(std::size_t v, std::size_t to) {
-    return (v + to - 1) / to * to;
-}
 
 /// AMX's tiles for Simd::best where the CPU and the OS allow them (they outrun both other
 /// ways on Sapphire Rapids, docs/performance.md), else use_pairs's choice.

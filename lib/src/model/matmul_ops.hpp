@@ -16,6 +16,11 @@ namespace attn::model::detail {
 /// columns, as the float32 path's.
 constexpr std::size_t kPanelRows = 64;
 
+/// `v` rounded up to a multiple of `to` (> 0): a layout padded to whole tiles or blocks.
+constexpr std::size_t round_up(std::size_t v, std::size_t to) {
+    return (v + to - 1) / to * to;
+}
+
 /// Where W's rows m0 .. m0 + mc (mc <= kPanelRows) are stored, `row_bytes` a row (the row
 /// map applied); entries past mc are null.
 inline std::array<const std::uint8_t*, kPanelRows>

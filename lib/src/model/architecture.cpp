@@ -679,15 +679,24 @@ std::vector<bool> default_sliding_layers(const ModelSpec& s,
 /// absent, none when null); Qwen2's and Qwen3's with use_sliding_window, on their
 /// layer_types' sliding layers (else from max_window_layers on); Gemma 2's and 3's on
 /// theirs (Gemma 3's sliding layers take their own RoPE even without a window).
+/// Qwen2's and Qwen3's sliding window: only with use_sliding_window.
+bool qwen_slides(const json& doc, const std::string& type, const std::string& file) {
+    return (type == "qwen2" || type == "qwen3" || type == "qwen2_moe") &&
+           flag(doc, "use_sliding_window", false, file);
+}
+
+/// Gemma 2's and 3's sliding layers (with or without a window).
+bool gemma_slides(const std::string& type) {
+    return type == "gemma2" || type == "gemma3_text";
+}
+
 void read_sliding_window(ModelSpec& s,
                          const json& doc,
                          const std::string& type,
                          const std::string& file) {
     s.sliding_window = detail::config_sliding_window(doc, type, file);
-    const bool qwen = (type == "qwen2" || type == "qwen3" || type == "qwen2_moe") &&
-                      flag(doc, "use_sliding_window", false, file);
-    const bool gemma = type == "gemma2" || type == "gemma3_text";
-    if (!gemma && !(qwen && s.sliding_window)) {
+    const bool gemma = gemma_slides(type);
+    if (!gemma && !(qwen_slides(doc, type, file) && s.sliding_window)) {
         return;
     }
     const json* types = value_of(doc, "layer_types");
@@ -1092,11 +1101,9 @@ std::vector<std::string> describe_model(const ModelSpec& spec) {
 
 std::optional<std::size_t>
 detail::config_sliding_window(const json& doc, const std::string& type, const std::string& file) {
-    const bool qwen = (type == "qwen2" || type == "qwen3" || type == "qwen2_moe") &&
-                      flag(doc, "use_sliding_window", false, file);
-    const bool gemma = type == "gemma2" || type == "gemma3_text";
     const bool none_by_default = type == "phi3" || type == "starcoder2" || type == "mixtral";
-    if (type != "mistral" && !none_by_default && !qwen && !gemma) {
+    if (type != "mistral" && !none_by_default && !qwen_slides(doc, type, file) &&
+        !gemma_slides(type)) {
         return std::nullopt;
     }
     const auto it = doc.find("sliding_window");

@@ -436,16 +436,7 @@ const json* value_of(const json& doc, const std::string& key) {
     return it == doc.end() || it->is_null() ? nullptr : &*it;
 }
 
-bool flag(const json& doc, const std::string& key, bool fallback, const std::string& file) {
-    const json* v = value_of(doc, key);
-    if (v == nullptr) {
-        return fallback;
-    }
-    if (!v->is_boolean()) {
-        throw InputError(file + ": " + key + ": expected true or false, got " + io::value_text(*v));
-    }
-    return v->get<bool>();
-}
+using detail::flag;
 
 /// A number > 0 when present; `fallback` when the key is absent; none when it is null.
 std::optional<double> positive(const json& doc,
@@ -1097,6 +1088,17 @@ std::vector<std::string> describe_model(const ModelSpec& spec) {
         out.push_back(row[0] + ": " + row[1] + " (" + row[2] + ")");
     }
     return out;
+}
+
+bool detail::flag(const json& doc, const std::string& key, bool fallback, const std::string& file) {
+    const json* v = value_of(doc, key);
+    if (v == nullptr) {
+        return fallback;
+    }
+    if (!v->is_boolean()) {
+        throw InputError(file + ": " + key + ": expected true or false, got " + io::value_text(*v));
+    }
+    return v->get<bool>();
 }
 
 std::optional<std::size_t>

@@ -22,6 +22,13 @@ using namespace io::detail;
 /// the key 'K' twice").
 nlohmann::json parse_header_json(std::string_view text, const std::string& name);
 
+/// config.json's boolean `key`: `fallback` when absent or null. `file` prefixes the message
+/// for a value that is not true or false.
+bool flag(const nlohmann::json& doc,
+          const std::string& key,
+          bool fallback,
+          const std::string& file);
+
 /// The sliding window config.json gives a model of `type` (each query sees its last N
 /// keys), as its transformers config class reads it: Mistral's sliding_window (4096 when
 /// absent, none when null), Phi-3's, Starcoder2's and Mixtral's (none when absent), Qwen2's

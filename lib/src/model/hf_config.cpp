@@ -147,15 +147,9 @@ void read_attention_extras(const json& doc, const std::string& file, HfConfig& c
     for (auto [key, out] :
          {std::pair{"scale_attn_weights", &c.scale_attn_weights},
           std::pair{"scale_attn_by_inverse_layer_idx", &c.scale_attn_by_inverse_layer_idx}}) {
-        const auto it = doc.find(key);
-        if (it == doc.end() || it->is_null()) {
-            continue;
+        if (const auto it = doc.find(key); it != doc.end() && !it->is_null()) {
+            *out = HfValue<bool>{detail::flag(doc, key, false, file), key};
         }
-        if (!it->is_boolean()) {
-            throw InputError(file + ": " + key + ": expected true or false, got " +
-                             io::value_text(*it));
-        }
-        *out = HfValue<bool>{it->get<bool>(), key};
     }
 }
 

@@ -6,6 +6,7 @@
 // thread.
 #include "attn/model/matmul.hpp"
 
+#include "attn/aligned.hpp"
 #include "attn/error.hpp"
 #include "attn/io/detail.hpp"
 #include "attn/micro_gemm.hpp"
@@ -157,11 +158,11 @@ void stored_matmul(std::span<const float> x,
     const unsigned threads = attn::detail::resolve_threads(options.threads, panels);
     // Per thread: the panel's rows as dequantized [64, chunk], then packed as the
     // micro-GEMM's B operand, transposed [chunk, 64].
-    std::vector<std::vector<float>> rows(threads);
-    std::vector<std::vector<float>> packed(threads);
+    std::vector<AlignedVector<float>> rows(threads);
+    std::vector<AlignedVector<float>> packed(threads);
     attn::detail::parallel_for(panels, threads, [&](unsigned worker, std::size_t task) {
-        std::vector<float>& w_rows = rows[worker];
-        std::vector<float>& w_t = packed[worker];
+        AlignedVector<float>& w_rows = rows[worker];
+        AlignedVector<float>& w_t = packed[worker];
         w_rows.resize(kPanelRows * chunk);
         w_t.resize(kPanelRows * chunk);
         const std::size_t m0 = task * kPanelRows;

@@ -6,6 +6,7 @@
 // k is then the instruction's. The weights are read as stored, never converted whole.
 #include "model/matmul_bf16.hpp"
 
+#include "attn/aligned.hpp"
 #include "attn/micro_gemm.hpp"
 #include "attn/parallel.hpp"
 #include "model/cpuid.hpp"
@@ -117,8 +118,8 @@ std::uint16_t bf16_weight(const std::uint8_t* p) {
 struct Bf16Rows {
     std::size_t kp = 0;
     std::size_t ldx = 0;
-    std::vector<std::uint32_t> pairs;
-    std::vector<float> swapped;
+    AlignedVector<std::uint32_t> pairs;
+    AlignedVector<float> swapped;
 };
 
 Bf16Rows round_rows(
@@ -163,7 +164,7 @@ void pack_chunk(const std::array<const std::uint8_t*, kPanelRows>& w_rows,
                 std::size_t k,
                 std::size_t p0,
                 std::size_t pc,
-                std::vector<std::conditional_t<kPairs, std::uint32_t, float>>& out) {
+                AlignedVector<std::conditional_t<kPairs, std::uint32_t, float>>& out) {
     if constexpr (kPairs) {
         out.assign(round_up(pc, kAmxBlockPairs) * kPanelRows, 0);
     }
@@ -213,15 +214,15 @@ void bf16_matmul(std::span<const float> x,
     const unsigned threads = attn::detail::resolve_threads(options.threads, panels);
     const Bf16Rows a = round_rows(x, rows_x, k, kernel, threads);
     const std::size_t pairs = a.kp / 2;
-    std::vector<std::vector<std::uint32_t>> packed(threads);
-    std::vector<std::vector<float>> packed_f32(threads);
+    std::vector<AlignedVector<std::uint32_t>> packed(threads);
+    std::vector<AlignedVector<float>> packed_f32(threads);
     attn::detail::parallel_for(panels, threads, [&](unsigned worker, std::size_t task) {
         const FlushDenormals flush;
         const std::size_t m0 = task * kPanelRows;
         const std::size_t mc = std::min(kPanelRows, m - m0);
         const std::array<const std::uint8_t*, kPanelRows> w_rows = panel_rows(w, row_bytes, m0, mc);
-        std::vector<std::uint32_t>& wp = packed[worker];
-        std::vector<float>& wf = packed_f32[worker];
+        AlignedVector<std::uint32_t>& wp = packed[worker];
+        AlignedVector<float>& wf = packed_f32[worker];
         for (std::size_t p0 = 0; p0 < pairs; p0 += kChunkPairs) {
             const std::size_t pc = std::min(kChunkPairs, pairs - p0);
             if (kernel != Kernel::fma) {

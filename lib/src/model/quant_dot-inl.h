@@ -17,6 +17,7 @@
 #define ATTN_MODEL_QUANT_DOT_INL_H_
 #endif
 
+#include "attn/aligned.hpp"
 #include "model/matmul_ops.hpp"
 #include "model/quant_blocks-inl.h"
 
@@ -116,8 +117,8 @@ std::int32_t pack_bias(std::uint32_t type) {
 /// blocks, kLanes] the weights' scales (0 in lanes past the rows).
 void pack_panel(const DotQ8Args& a,
                 const float* f16,
-                std::vector<std::uint8_t>& pack,
-                std::vector<float>& dw) {
+                AlignedVector<std::uint8_t>& pack,
+                AlignedVector<float>& dw) {
     const std::size_t bb = a.type == t_q4_0 ? 18 : 34;
     const std::size_t groups = (a.m + kLanes - 1) / kLanes;
     const std::uint32_t flip = pack_bias(a.type) == 128 ? 0x80808080U : 0U;
@@ -262,8 +263,8 @@ void dot_tile(
 
 /// Every pair through the packed panel: tiles of kPackRows rows, then the last rows.
 void dot_packed(const DotQ8Args& a, const float* f16) {
-    std::vector<std::uint8_t> pack;
-    std::vector<float> dw;
+    AlignedVector<std::uint8_t> pack;
+    AlignedVector<float> dw;
     pack_panel(a, f16, pack, dw);
     const std::size_t groups = (a.m + kLanes - 1) / kLanes;
     std::size_t n0 = 0;

@@ -24,6 +24,7 @@
 #define ATTN_MODEL_QUANT_DOT_K_INL_H_
 #endif
 
+#include "attn/aligned.hpp"
 #include "model/matmul_ops.hpp"
 #include "model/quant_blocks-inl.h"
 #include "model/quant_dot-inl.h"
@@ -190,11 +191,11 @@ HWY_PUSH_ATTRIBUTES(HWY_TARGET_STR ",avx512vnni")
 /// scale in both halves of the lane, for _mm256_madd_epi16), the correction factors as
 /// int16 pairs (c_2i, c_2i+1) [8, kLanes], and d, dmin [kLanes]. Lanes past the rows: 0.
 struct PackK {
-    std::vector<std::uint8_t> u;
-    std::vector<std::int32_t> sc;
-    std::vector<std::int32_t> c;
-    std::vector<float> d;
-    std::vector<float> dmin;
+    AlignedVector<std::uint8_t> u;
+    AlignedVector<std::int32_t> sc;
+    AlignedVector<std::int32_t> c;
+    AlignedVector<float> d;
+    AlignedVector<float> dmin;
 };
 
 std::int32_t pair16(std::int32_t lo, std::int32_t hi) {

@@ -40,7 +40,9 @@ void add_version_flag(CLI::App& app) {
             }
             std::cout << "\nSIMD target this CPU uses: " << attn::simd_name(attn::Simd::best)
                       << "\nBF16 pair products (activations bf16): "
-                      << attn::model::bf16_products(attn::Simd::best) << "\nBuilt from commit "
+                      << attn::model::bf16_products(attn::Simd::best)
+                      << "\nInteger products (activations q8): "
+                      << attn::model::int8_products(attn::Simd::best) << "\nBuilt from commit "
                       << ATTN_GIT_COMMIT << '\n';
             throw CLI::Success();
         },

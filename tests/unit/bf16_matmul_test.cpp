@@ -40,6 +40,7 @@
 namespace attn::model::bf16_matmul_test {
 namespace {
 
+using testing::cpuinfo_flag;
 using testing::Shape3;
 using testing::simd_label;
 using testing::simd_targets;
@@ -363,23 +364,6 @@ TEST(Bf16MatmulOtherTypes, KeepTheFloat32Products) {
             stored_product(x, s, type, bytes, {.activations = Activations::bf16});
         EXPECT_TRUE(same_bits(f32, bf16)) << type;
     }
-}
-
-/// Whether /proc/cpuinfo lists `flag` (the kernel's reading of CPUID), or nothing off Linux.
-std::optional<bool> cpuinfo_flag(const std::string& flag) {
-    std::ifstream in("/proc/cpuinfo");
-    if (!in) {
-        return std::nullopt;
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    std::istringstream words(text.str());
-    for (std::string w; words >> w;) {
-        if (w == flag) {
-            return true;
-        }
-    }
-    return false;
 }
 
 TEST(Bf16MatmulKernels, FollowTheCpuFlags) {

@@ -9,7 +9,9 @@
 //     float32, and of d to binary16: relative 2^-11 for d >= 2^-14), so
 //     |y - x · w| <= Σ_k |w_k| · e_block(k) + the float32 bound above;
 //   - bit-identical on every target and for any thread count;
-//   - other types ignore the choice (their f32 products).
+//   - other types ignore the choice (their f32 products);
+//   - the instruction int8_products names follows the target and /proc/cpuinfo (AVX-VNNI
+//     on the AVX2 target exactly where the CPU lists avx_vnni).
 #include "attn/half.hpp"
 #include "attn/model/matmul.hpp"
 #include "attn/model/quants.hpp"
@@ -29,6 +31,7 @@
 namespace attn::model::q8_matmul_test {
 namespace {
 
+using testing::cpuinfo_flag;
 using testing::random_ggml_blocks;
 using testing::simd_label;
 using testing::simd_targets;
@@ -164,6 +167,25 @@ TEST(Q8MatmulNonFinite, ABlockWithANaNOrAnInfinityGivesNaN) {
     for (std::size_t j = 0; j < s.m; ++j) {
         EXPECT_TRUE(std::isnan(y[j])) << j;
         EXPECT_TRUE(std::isfinite(y[s.m + j])) << j;
+    }
+}
+
+TEST(Q8MatmulInstructions, FollowTheTargetAndTheCpuFlags) {
+    // The AVX-VNNI pass gives the same bits as maddubs, so a wrong CPUID bit would pass
+    // every test above (or fault on a CPU without it): the choice is held to the kernel's
+    // flags. On a CPU with AVX-VNNI the AVX2 cases above run that pass, and AVX3 runs
+    // maddubs.
+    const std::optional<bool> vnni = cpuinfo_flag("avx_vnni");
+    if (!vnni) {
+        GTEST_SKIP() << "no /proc/cpuinfo";
+    }
+    for (const Simd simd : simd_targets()) {
+        const std::string name = simd_label(simd);
+        const std::string want = name == "AVX3_DL" ? "AVX512-VNNI"
+                                 : name == "AVX2"  ? (*vnni ? "AVX-VNNI" : "maddubs")
+                                 : name == "AVX3"  ? "maddubs"
+                                                   : "portable";
+        EXPECT_EQ(int8_products(simd), want) << name;
     }
 }
 

@@ -13,9 +13,11 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -32,6 +34,23 @@ inline void PrintTo(Simd simd, std::ostream* os) {
 } // namespace attn
 
 namespace attn::testing {
+
+/// Whether /proc/cpuinfo lists `flag` (the kernel's reading of CPUID), or nothing off Linux.
+inline std::optional<bool> cpuinfo_flag(const std::string& flag) {
+    std::ifstream in("/proc/cpuinfo");
+    if (!in) {
+        return std::nullopt;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    std::istringstream words(text.str());
+    for (std::string w; words >> w;) {
+        if (w == flag) {
+            return true;
+        }
+    }
+    return false;
+}
 
 inline constexpr float kInf = std::numeric_limits<float>::infinity();
 

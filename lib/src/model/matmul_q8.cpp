@@ -188,6 +188,10 @@ void q8_matmul(std::span<const float> x,
     const bool super = input_rounding(w.type, options.activations) == Rounding::q8_k;
     const Q8Rows a = super ? quantize_q8_k_rows(x, rows_x, k, threads)
                            : quantize_q8_0_rows(x, rows_x, k, threads);
+    // The AVX2 target's AVX-VNNI pass where the CPU has it: the same values, in fewer steps.
+    const bool vnni = ops.dot_q8_avx_vnni != nullptr && avx_vnni_cpu();
+    const auto dot = super ? (vnni ? ops.dot_q8_k_avx_vnni : ops.dot_q8_k)
+                           : (vnni ? ops.dot_q8_avx_vnni : ops.dot_q8);
     attn::detail::parallel_for(panels, threads, [&](unsigned, std::size_t task) {
         const std::size_t m0 = task * kPanelRows;
         const std::size_t mc = std::min(kPanelRows, m - m0);
@@ -203,13 +207,19 @@ void q8_matmul(std::span<const float> x,
                              .blocks = a.blocks,
                              .y = y.data() + m0,
                              .ldy = m};
-        (super ? ops.dot_q8_k : ops.dot_q8)(args);
+        dot(args);
     });
 }
 
 } // namespace attn::model::detail
 
 namespace attn::model {
+
+std::string_view int8_products(Simd simd) {
+    const detail::MatmulOps& ops = detail::matmul_ops(simd);
+    return ops.dot_q8_avx_vnni != nullptr && detail::avx_vnni_cpu() ? "AVX-VNNI"
+                                                                    : ops.int8_products;
+}
 
 std::string_view activations_name(Activations activations) {
     switch (activations) {

@@ -7,7 +7,10 @@
 // targets (and thread counts). x86 AVX2 and AVX-512 targets pack each panel of W so that
 // a vector holds 8 (AVX2, AVX3: _mm256_maddubs_epi16) or 16 (AVX3_DL: AVX-512 VNNI's
 // _mm512_dpbusd_epi32) weight rows' block sums, one per lane, and multiply 4 activation
-// rows per tile; every other target takes the portable loop, one pair at a time.
+// rows per tile; every other target takes the portable loop, one pair at a time. The AVX2
+// target is compiled a second time with AVX-VNNI (_mm256_dpbusd_avx_epi32, Alder Lake and
+// later, Zen 5): matmul_hwy.cpp includes this file again with ATTN_QDOT_AVX_VNNI defined, into
+// the nested namespace avx_vnni, and matmul_q8.cpp calls that pass where the CPU has it.
 // Included per target by matmul_hwy.cpp (Highway's -inl.h convention). It checks nothing:
 // matmul_q8.cpp has.
 #if defined(ATTN_MODEL_QUANT_DOT_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -33,8 +36,23 @@
 #include <immintrin.h>
 #endif
 
+// The packed tiles' integer instruction: ATTN_QDOT_VNNI 512 (AVX3_DL: AVX512_VNNI), 256 (the
+// AVX2 target's AVX-VNNI pass), 0 (AVX2, AVX3: maddubs). quant_dot_k-inl.h reads it too.
+#undef ATTN_QDOT_VNNI
+#if HWY_TARGET == HWY_AVX3_DL
+#define ATTN_QDOT_VNNI 512
+#elif HWY_TARGET == HWY_AVX2 && defined(ATTN_QDOT_AVX_VNNI)
+#define ATTN_QDOT_VNNI 256
+#else
+#define ATTN_QDOT_VNNI 0
+#endif
+
 HWY_BEFORE_NAMESPACE();
+#ifdef ATTN_QDOT_AVX_VNNI
+namespace attn::model::detail::HWY_NAMESPACE::avx_vnni {
+#else
 namespace attn::model::detail::HWY_NAMESPACE {
+#endif
 namespace {
 
 /// The exact int32 sum of one block's 32 products (portable; every target).
@@ -72,13 +90,17 @@ dot_pair(const DotQ8Args& a, std::size_t n, std::size_t m, const float* f16) {
 
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 #define ATTN_HAVE_DOT_TILE 1
-#if HWY_TARGET == HWY_AVX3_DL
+#if ATTN_QDOT_VNNI == 512
 // Highway 1.0's AVX3_DL compiles for AVX-VNNI (256 bits, which Ice Lake and Zen 4 lack)
 // but checks the CPU for AVX512_VNNI, which this code uses: enabled here on top. In place
 // of HWY_BEFORE_NAMESPACE's attribute, not nested in it: clang 14 keeps the outer one of
 // two pushed target attributes (GCC the inner one), so the set is the target's plus VNNI.
 HWY_POP_ATTRIBUTES
 HWY_PUSH_ATTRIBUTES(HWY_TARGET_STR ",avx512vnni")
+#elif ATTN_QDOT_VNNI == 256
+// The AVX2 target's set plus AVX-VNNI, likewise; only this pass's functions have it.
+HWY_POP_ATTRIBUTES
+HWY_PUSH_ATTRIBUTES(HWY_TARGET_STR ",avxvnni")
 #endif
 
 // The weights of a panel are packed once per call so that one vector holds kLanes weight
@@ -86,7 +108,7 @@ HWY_PUSH_ATTRIBUTES(HWY_TARGET_STR ",avx512vnni")
 // one per step of 4 k, and one activation row's 4 bytes of that step, broadcast, multiply
 // all kLanes rows at once. The block sums then come out one m per lane, exact in int32,
 // with no horizontal reduction. Lanes past the panel's rows hold zeros.
-#if HWY_TARGET == HWY_AVX3_DL
+#if ATTN_QDOT_VNNI == 512
 // AVX-512 VNNI: _mm512_dpbusd_epi32, unsigned weight bytes × signed activations, 4
 // products summed into each int32 lane. Q4_0 keeps its nibbles u (w = u − 8), Q8_0 is
 // stored as u = w + 128; Σ w x = Σ u x − bias · Σ x.
@@ -94,6 +116,7 @@ constexpr std::size_t kLanes = 16;
 using VecI = __m512i;
 using VecF = __m512;
 #else
+// AVX-VNNI: the same on 256 bits (_mm256_dpbusd_avx_epi32).
 // AVX2 (and AVX3 without VNNI, on 256 bits): _mm256_maddubs_epi16 (u8 × i8, pairs summed
 // into int16). Q4_0's nibbles (u <= 15): 8 steps of pair sums (<= 2 · 15 · 127 each) add
 // up in int16 without overflow (<= 30480), widened once per block. Q8_0 stored signed:
@@ -106,7 +129,7 @@ constexpr std::size_t kPackRows = 4; // activation rows per tile
 
 /// The bias of the packed bytes: Σ w x = Σ u x − bias · Σ x.
 std::int32_t pack_bias(std::uint32_t type) {
-#if HWY_TARGET == HWY_AVX3_DL
+#if ATTN_QDOT_VNNI
     return type == t_q4_0 ? 8 : 128;
 #else
     return type == t_q4_0 ? 8 : 0;
@@ -154,7 +177,7 @@ void pack_panel(const DotQ8Args& a,
 inline VecI broadcast4(const std::int8_t* p) {
     std::int32_t v = 0;
     std::memcpy(&v, p, 4);
-#if HWY_TARGET == HWY_AVX3_DL
+#if ATTN_QDOT_VNNI == 512
     return _mm512_set1_epi32(v);
 #else
     return _mm256_set1_epi32(v);
@@ -167,7 +190,7 @@ inline VecI broadcast4(const std::int8_t* p) {
 template <std::size_t R>
 inline void
 block_sums(std::uint32_t type, const std::uint8_t* pk, const std::int8_t* const* x, VecI* out) {
-#if HWY_TARGET == HWY_AVX3_DL
+#if ATTN_QDOT_VNNI == 512
     (void)type;
     for (std::size_t r = 0; r < R; ++r) {
         out[r] = _mm512_setzero_si512();
@@ -176,6 +199,17 @@ block_sums(std::uint32_t type, const std::uint8_t* pk, const std::int8_t* const*
         const VecI w = _mm512_loadu_si512(pk + step * 64);
         for (std::size_t r = 0; r < R; ++r) {
             out[r] = _mm512_dpbusd_epi32(out[r], w, broadcast4(x[r] + step * 4));
+        }
+    }
+#elif ATTN_QDOT_VNNI == 256
+    (void)type;
+    for (std::size_t r = 0; r < R; ++r) {
+        out[r] = _mm256_setzero_si256();
+    }
+    for (std::size_t step = 0; step < 8; ++step) {
+        const VecI w = _mm256_loadu_si256(reinterpret_cast<const VecI*>(pk + step * 32));
+        for (std::size_t r = 0; r < R; ++r) {
+            out[r] = _mm256_dpbusd_avx_epi32(out[r], w, broadcast4(x[r] + step * 4));
         }
     }
 #else
@@ -210,7 +244,7 @@ block_sums(std::uint32_t type, const std::uint8_t* pk, const std::int8_t* const*
 
 /// acc = fma(dw · dx, float(isum − bias · Σx), acc): dot_pair's step, lane-wise.
 inline VecF scaled_step(VecI isum, std::int32_t correction, const float* dw, float dx, VecF acc) {
-#if HWY_TARGET == HWY_AVX3_DL
+#if ATTN_QDOT_VNNI == 512
     const VecI s = _mm512_sub_epi32(isum, _mm512_set1_epi32(correction));
     const VecF scale = _mm512_mul_ps(_mm512_loadu_ps(dw), _mm512_set1_ps(dx));
     return _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(s), acc);
@@ -229,7 +263,7 @@ void dot_tile(
     const std::size_t row = a.blocks * 32;
     VecF acc[R];
     for (std::size_t r = 0; r < R; ++r) {
-#if HWY_TARGET == HWY_AVX3_DL
+#if ATTN_QDOT_VNNI == 512
         acc[r] = _mm512_setzero_ps();
 #else
         acc[r] = _mm256_setzero_ps();
@@ -252,7 +286,7 @@ void dot_tile(
     const std::size_t lanes = std::min(kLanes, a.m - m0);
     alignas(64) float out[kLanes];
     for (std::size_t r = 0; r < R; ++r) {
-#if HWY_TARGET == HWY_AVX3_DL
+#if ATTN_QDOT_VNNI == 512
         _mm512_store_ps(out, acc[r]);
 #else
         _mm256_store_ps(out, acc[r]);
@@ -279,7 +313,7 @@ void dot_packed(const DotQ8Args& a, const float* f16) {
         }
     }
 }
-#if HWY_TARGET == HWY_AVX3_DL
+#if ATTN_QDOT_VNNI
 HWY_POP_ATTRIBUTES
 HWY_PUSH_ATTRIBUTES(HWY_TARGET_STR) // HWY_BEFORE_NAMESPACE's again, for HWY_AFTER_NAMESPACE
 #endif
@@ -302,7 +336,7 @@ void dot_q8(const DotQ8Args& a) {
 }
 
 } // namespace
-} // namespace attn::model::detail::HWY_NAMESPACE
+} // namespace attn::model::detail::HWY_NAMESPACE (::avx_vnni)
 HWY_AFTER_NAMESPACE();
 
 #endif // include guard

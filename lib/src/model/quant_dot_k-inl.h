@@ -40,7 +40,11 @@
 #include <vector>
 
 HWY_BEFORE_NAMESPACE();
+#ifdef ATTN_QDOT_AVX_VNNI // quant_dot-inl.h's AVX-VNNI pass of the AVX2 target
+namespace attn::model::detail::HWY_NAMESPACE::avx_vnni {
+#else
 namespace attn::model::detail::HWY_NAMESPACE {
+#endif
 namespace {
 
 constexpr std::size_t kSuperK = 256;
@@ -179,15 +183,18 @@ dot_pair_k(const DotQ8Args& a, std::size_t n, std::size_t m, const float* f16) {
 
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 #define ATTN_HAVE_DOT_K_TILE 1
-#if HWY_TARGET == HWY_AVX3_DL
+#if ATTN_QDOT_VNNI == 512
 // AVX512_VNNI on top of the target's set, in place of HWY_BEFORE_NAMESPACE's attribute
 // (quant_dot-inl.h says why).
 HWY_POP_ATTRIBUTES
 HWY_PUSH_ATTRIBUTES(HWY_TARGET_STR ",avx512vnni")
+#elif ATTN_QDOT_VNNI == 256
+HWY_POP_ATTRIBUTES
+HWY_PUSH_ATTRIBUTES(HWY_TARGET_STR ",avxvnni")
 #endif
 
 /// A panel packed: per group of kLanes weight rows and super-block, the codes [64 steps,
-/// kLanes, 4], each sub-block's scale [16, kLanes] (AVX3_DL: int32; otherwise the int16
+/// kLanes, 4], each sub-block's scale [16, kLanes] (VNNI: int32; otherwise the int16
 /// scale in both halves of the lane, for _mm256_madd_epi16), the correction factors as
 /// int16 pairs (c_2i, c_2i+1) [8, kLanes], and d, dmin [kLanes]. Lanes past the rows: 0.
 struct PackK {
@@ -254,7 +261,7 @@ void pack_panel_k(const DotQ8Args& a, const float* f16, PackK& p) {
             const std::size_t gb = m / kLanes * a.blocks + b;
             pack_codes_k(a.type, w, p.u.data() + gb * kSuperK * kLanes + l * 4);
             for (std::size_t j = 0; j < 16; ++j) {
-#if HWY_TARGET == HWY_AVX3_DL
+#if ATTN_QDOT_VNNI
                 p.sc[(gb * 16 + j) * kLanes + l] = kb.sc[j];
 #else
                 p.sc[(gb * 16 + j) * kLanes + l] = pair16(kb.sc[j], kb.sc[j]);
@@ -269,7 +276,7 @@ void pack_panel_k(const DotQ8Args& a, const float* f16, PackK& p) {
     }
 }
 
-#if HWY_TARGET == HWY_AVX3_DL
+#if ATTN_QDOT_VNNI == 512
 inline VecI k_zero() {
     return _mm512_setzero_si512();
 }
@@ -326,6 +333,24 @@ inline VecI k_zero() {
 inline VecI k_load(const void* p) {
     return _mm256_loadu_si256(static_cast<const VecI*>(p));
 }
+#if ATTN_QDOT_VNNI == 256
+/// s += Σ of 4 products u · x a lane (exact), as on AVX3_DL.
+inline VecI k_dot4(VecI s, VecI u, VecI x) {
+    return _mm256_dpbusd_avx_epi32(s, u, x);
+}
+/// A sub-block's sum times its scale, int32 lanes.
+inline VecI k_scaled(VecI s, VecI sc) {
+    return _mm256_mullo_epi32(s, sc);
+}
+/// s += a0 b0 + a1 b1 per lane of int16 pairs (dpwssd).
+inline VecI k_dot2(VecI s, VecI a, VecI b) {
+    return _mm256_dpwssd_avx_epi32(s, a, b);
+}
+/// Steps summed before k_scaled: a whole sub-block, int32 lanes.
+constexpr std::size_t k_chunk(std::uint32_t type) {
+    return type == t_q6_k ? 4 : 8;
+}
+#else
 /// s += the pair sums u0 x0 + u1 x1 (<= 2 · 63 · 128, exact in int16) of 4 products.
 inline VecI k_dot4(VecI s, VecI u, VecI x) {
     return _mm256_add_epi16(s, _mm256_maddubs_epi16(u, x));
@@ -338,6 +363,12 @@ inline VecI k_scaled(VecI s, VecI sc) {
 inline VecI k_dot2(VecI s, VecI a, VecI b) {
     return _mm256_add_epi32(s, _mm256_madd_epi16(a, b));
 }
+/// Steps whose int16 pair sums cannot overflow: c steps add up to c · 2 · u_max · 128 <=
+/// 32767 (Q4_K: 8 · 3840, Q5_K: 4 · 7936, Q6_K: 2 · 16128).
+constexpr std::size_t k_chunk(std::uint32_t type) {
+    return type == t_q4_k ? 8 : type == t_q5_k ? 4 : 2;
+}
+#endif
 inline VecI k_add(VecI a, VecI b) {
     return _mm256_add_epi32(a, b);
 }
@@ -364,11 +395,6 @@ inline VecF k_fnma(VecF a, VecI i, VecF acc) {
 }
 inline void k_storef(float* p, VecF v) {
     _mm256_store_ps(p, v);
-}
-/// Steps whose int16 pair sums cannot overflow: c steps add up to c · 2 · u_max · 128 <=
-/// 32767 (Q4_K: 8 · 3840, Q5_K: 4 · 7936, Q6_K: 2 · 16128).
-constexpr std::size_t k_chunk(std::uint32_t type) {
-    return type == t_q4_k ? 8 : type == t_q5_k ? 4 : 2;
 }
 #endif
 
@@ -483,7 +509,7 @@ void dot_packed_k(const DotQ8Args& a, const float* f16) {
         dot_tiles_k<t_q6_k>(a, p);
     }
 }
-#if HWY_TARGET == HWY_AVX3_DL
+#if ATTN_QDOT_VNNI
 HWY_POP_ATTRIBUTES
 HWY_PUSH_ATTRIBUTES(HWY_TARGET_STR) // HWY_BEFORE_NAMESPACE's again, for HWY_AFTER_NAMESPACE
 #endif
@@ -506,7 +532,7 @@ void dot_q8_k(const DotQ8Args& a) {
 }
 
 } // namespace
-} // namespace attn::model::detail::HWY_NAMESPACE
+} // namespace attn::model::detail::HWY_NAMESPACE (::avx_vnni)
 HWY_AFTER_NAMESPACE();
 
 #endif // include guard

@@ -73,6 +73,12 @@ std::string_view activations_rounding(std::uint32_t type, Activations activation
 /// float32 FMAs, or a multiply and an add without FMA). Throws InputError as simd_target.
 std::string_view bf16_products(Simd simd);
 
+/// How the q8_0 and q8 choices' integer products run for `simd` on this CPU (the same bits
+/// on every one): "AVX512-VNNI" (AVX3_DL), "AVX-VNNI" (the AVX2 target on a CPU with
+/// AVX-VNNI: Alder Lake and later, Zen 5), "maddubs" (AVX2 without it, AVX3) or "portable"
+/// (one pair at a time). Throws InputError as simd_target.
+std::string_view int8_products(Simd simd);
+
 /// How stored_matmul runs: `threads` (0: all hardware threads), the SIMD target
 /// (Simd::best, or one that simd_target() named, for tests and benchmarks) and what
 /// happens to the activations.

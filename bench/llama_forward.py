@@ -18,7 +18,8 @@ of it for BF16; f16 weights <= 1.25x --no-weights; peak RSS <= file + 512 MiB).
         [--baseline OLD_ATTN] [--no-f16] [--dir /tmp/attn-bench-llama32] [--shape 8b]
         [--simd AVX2] [--q8 | --rounded]
 
---baseline runs a second binary's --no-weights in the same rounds (a change, before/after).
+--baseline runs a second binary's --no-weights in the same rounds (a change, before/after),
+and with --q8 its rounded activations' runs too.
 --q8 (or --rounded) runs the Q8_0 and Q4_0 files' --no-weights with --activations q8_0 too,
 the Q4_K and Q4_K_M files' with --activations q8 (their inputs rounded to Q8_K) and the BF16
 folder's with --activations bf16 (its inputs rounded to BF16, BF16 pair products), in the same
@@ -164,6 +165,10 @@ def report(a, files, runs, cpu):
                 old = runs[(name, "old", t)]
                 line += (f"; baseline {med(old, 0):6.2f} s ({med(old, 2):.2f} + "
                          f"{med(old, 3):.2f}), {med(old, 1):5.0f} MiB")
+            if (name, "old q8", t) in runs:
+                old = runs[(name, "old q8", t)]
+                line += (f"; baseline --activations {Q8_CHOICE[name]} {med(old, 0):6.2f} s "
+                         f"({med(old, 2):.2f} + {med(old, 3):.2f})")
             if ("ggml", name, t) in runs:
                 gm, gm_cpu = med(runs[("ggml", name, t)], 0), med(runs[("ggml", name, t)], 2)
                 line += (f"; ggml_mul_mat {gm:.2f} s, CPU {gm_cpu:.2f} s (attn / ggml "
@@ -230,9 +235,11 @@ def main():
                     runs.setdefault((name, "q8", t), []).append(timed(
                         base + ["--no-weights", "--activations", Q8_CHOICE[name]], usage=True))
                 if a.baseline:
-                    runs.setdefault((name, "old", t), []).append(
-                        timed([os.path.abspath(a.baseline)] + base[1:] + ["--no-weights"],
-                              usage=True))
+                    old = [os.path.abspath(a.baseline)] + base[1:] + ["--no-weights"]
+                    runs.setdefault((name, "old", t), []).append(timed(old, usage=True))
+                    if a.q8 and name in Q8_CHOICE:
+                        runs.setdefault((name, "old q8", t), []).append(timed(
+                            old + ["--activations", Q8_CHOICE[name]], usage=True))
                 if a.ggml and name != "bf16":
                     wall, ggml_cpu = ggml_time(a.ggml, files[name], a.seq, t)
                     runs.setdefault(("ggml", name, t), []).append((wall, 0, ggml_cpu, 0))

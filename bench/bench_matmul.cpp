@@ -5,9 +5,10 @@
 // timed, every type's product on a small shape is checked against float64 of the
 // dequantized weights (the unit test's bound); a miss stops the binary. bm_stored_q8: Q8_0
 // and Q4_0 with the activations rounded to Q8_0, Q4_K, Q5_K and Q6_K with them rounded to
-// Q8_K (--activations q8: integer products; checked by the unit tests). bm_stored_bf16: BF16
-// with the activations rounded to BF16 (--activations bf16: vdpbf16ps pair products on
-// AVX3_DL with AVX512_BF16, float32 FMAs in its order elsewhere; checked by the unit tests).
+// Q8_K (--activations q8: integer products; checked by the unit tests); on a CPU with
+// AVX-VNNI, bm_stored_q8_maddubs/TYPE/AVX2 the same with the AVX2 target's maddubs. bm_stored_bf16:
+// BF16 with the activations rounded to BF16 (--activations bf16: vdpbf16ps pair products on AVX3_DL
+// with AVX512_BF16, float32 FMAs in its order elsewhere; checked by the unit tests).
 #include "attn/attention.hpp"
 #include "attn/kernels.hpp"
 #include "attn/model/matmul.hpp"
@@ -45,21 +46,23 @@ std::vector<float> random_x(std::size_t count) {
 
 /// One product of x [512, 2048] with W [M, 2048] of `type`, x as float32 or rounded to
 /// Q8_0 or Q8_K (`activations` q8: the integer products). Args: M, threads.
-void bm_stored(benchmark::State& state,
-               std::uint32_t type,
-               attn::Simd simd,
-               attn::model::Activations activations) {
+void bm_stored_vnni(benchmark::State& state,
+                    std::uint32_t type,
+                    attn::Simd simd,
+                    attn::model::Activations activations,
+                    bool avx_vnni) {
     const auto m = static_cast<std::size_t>(state.range(0));
     const auto threads = static_cast<unsigned>(state.range(1));
     const std::vector<std::uint8_t> w = attn::testing::random_ggml_blocks(type, m * kCols, 2);
     const std::vector<float> x = random_x(kRowsX * kCols);
     std::vector<float> y(kRowsX * m);
     for (auto _ : state) {
-        attn::model::stored_matmul(x,
-                                   kRowsX,
-                                   {type, m, kCols, w, {}},
-                                   y,
-                                   {.threads = threads, .simd = simd, .activations = activations});
+        attn::model::stored_matmul(
+            x,
+            kRowsX,
+            {type, m, kCols, w, {}},
+            y,
+            {.threads = threads, .simd = simd, .activations = activations, .avx_vnni = avx_vnni});
         benchmark::DoNotOptimize(y.data());
         benchmark::ClobberMemory();
     }
@@ -68,6 +71,14 @@ void bm_stored(benchmark::State& state,
                                                   benchmark::Counter::kIsRate,
                                                   benchmark::Counter::kIs1000);
     state.SetLabel(attn::simd_name(simd));
+}
+
+/// bm_stored_vnni with AVX-VNNI where the CPU has it (the library's default).
+void bm_stored(benchmark::State& state,
+               std::uint32_t type,
+               attn::Simd simd,
+               attn::model::Activations activations) {
+    bm_stored_vnni(state, type, simd, activations, true);
 }
 
 /// The limit: cblas_sgemm y = x · Wᵀ with W float32. Args: M, threads.
@@ -187,6 +198,19 @@ int main(int argc, char** argv) {
                 type,
                 simd,
                 attn::model::Activations::q8));
+        }
+        // The AVX2 target's maddubs where it takes AVX-VNNI (an AVX2-only CPU's products).
+        if (target == "AVX2" && attn::model::int8_products(simd) == "AVX-VNNI") {
+            for (const std::uint32_t type : {8U, 2U, 12U, 13U, 14U}) {
+                shapes(benchmark::RegisterBenchmark(
+                    ("bm_stored_q8_maddubs/" + std::string(ggml_type_traits(type)->name) + "/AVX2")
+                        .c_str(),
+                    bm_stored_vnni,
+                    type,
+                    simd,
+                    attn::model::Activations::q8,
+                    false));
+            }
         }
         shapes(benchmark::RegisterBenchmark(("bm_stored_bf16/BF16/" + target).c_str(),
                                             bm_stored,

@@ -25,6 +25,7 @@
 #include <gtest/gtest.h>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 // A named namespace: a unity build joins this file with stored_matmul_test.cpp.
@@ -121,16 +122,19 @@ TEST_P(Q8Matmul, EqualsThePortableLoopBitForBitForAnyThreadCount) {
         const std::vector<float> x = testing::random_floats(s.n * s.k, 8);
         const std::vector<float> want = stored_product(
             x, s, type, bytes, {.threads = 1, .simd = portable, .activations = Activations::q8_0});
-        for (const unsigned threads : {1U, 3U}) {
-            const std::vector<float> got = stored_product(
-                x,
-                s,
-                type,
-                bytes,
-                {.threads = threads, .simd = simd, .activations = Activations::q8_0});
+        // avx_vnni false: the AVX2 target's maddubs also on a CPU with AVX-VNNI.
+        for (const auto& [threads, vnni] : {std::pair{1U, true}, {3U, true}, {1U, false}}) {
+            const std::vector<float> got = stored_product(x,
+                                                          s,
+                                                          type,
+                                                          bytes,
+                                                          {.threads = threads,
+                                                           .simd = simd,
+                                                           .activations = Activations::q8_0,
+                                                           .avx_vnni = vnni});
             EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
                 << simd_label(simd) << " against " << simd_label(portable) << ", " << threads
-                << " threads, n=" << s.n << " m=" << s.m;
+                << " threads, avx_vnni " << vnni << ", n=" << s.n << " m=" << s.m;
         }
     }
 }

@@ -189,7 +189,7 @@ void q8_matmul(std::span<const float> x,
     const Q8Rows a = super ? quantize_q8_k_rows(x, rows_x, k, threads)
                            : quantize_q8_0_rows(x, rows_x, k, threads);
     // The AVX2 target's AVX-VNNI pass where the CPU has it: the same values, in fewer steps.
-    const bool vnni = ops.dot_q8_avx_vnni != nullptr && avx_vnni_cpu();
+    const bool vnni = options.avx_vnni && ops.dot_q8_avx_vnni != nullptr && avx_vnni_cpu();
     const auto dot = super ? (vnni ? ops.dot_q8_k_avx_vnni : ops.dot_q8_k)
                            : (vnni ? ops.dot_q8_avx_vnni : ops.dot_q8);
     attn::detail::parallel_for(panels, threads, [&](unsigned, std::size_t task) {

@@ -86,6 +86,9 @@ struct MatmulOptions {
     unsigned threads = 1;
     Simd simd = Simd::best;
     Activations activations = Activations::f32;
+    /// The AVX2 target's integer products on AVX-VNNI where this CPU has it (the same bits;
+    /// int8_products). false: maddubs, as an AVX2-only CPU runs them (tests, benchmarks).
+    bool avx_vnni = true;
 };
 
 /// Whether stored_matmul multiplies ggml type `type` (every dequantizable type).

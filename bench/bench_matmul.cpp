@@ -6,7 +6,8 @@
 // dequantized weights (the unit test's bound); a miss stops the binary. bm_stored_q8: Q8_0
 // and Q4_0 with the activations rounded to Q8_0, Q4_K, Q5_K and Q6_K with them rounded to
 // Q8_K (--activations q8: integer products; checked by the unit tests); on a CPU with
-// AVX-VNNI, bm_stored_q8_maddubs/TYPE/AVX2 the same with the AVX2 target's maddubs. bm_stored_bf16:
+// AVX-VNNI, bm_stored_q8_maddubs/TYPE/AVX2 the same with the AVX2 target's maddubs (vnni
+// false). bm_stored_bf16:
 // BF16 with the activations rounded to BF16 (--activations bf16: vdpbf16ps pair products on AVX3_DL
 // with AVX512_BF16, float32 FMAs in its order elsewhere; checked by the unit tests).
 #include "attn/attention.hpp"
@@ -50,7 +51,7 @@ void bm_stored_vnni(benchmark::State& state,
                     std::uint32_t type,
                     attn::Simd simd,
                     attn::model::Activations activations,
-                    bool avx_vnni) {
+                    bool vnni) {
     const auto m = static_cast<std::size_t>(state.range(0));
     const auto threads = static_cast<unsigned>(state.range(1));
     const std::vector<std::uint8_t> w = attn::testing::random_ggml_blocks(type, m * kCols, 2);
@@ -62,7 +63,7 @@ void bm_stored_vnni(benchmark::State& state,
             kRowsX,
             {type, m, kCols, w, {}},
             y,
-            {.threads = threads, .simd = simd, .activations = activations, .avx_vnni = avx_vnni});
+            {.threads = threads, .simd = simd, .activations = activations, .vnni = vnni});
         benchmark::DoNotOptimize(y.data());
         benchmark::ClobberMemory();
     }
@@ -200,7 +201,7 @@ int main(int argc, char** argv) {
                 attn::model::Activations::q8));
         }
         // The AVX2 target's maddubs where it takes AVX-VNNI (an AVX2-only CPU's products).
-        if (target == "AVX2" && attn::model::int8_products(simd) == "AVX-VNNI") {
+        if (target == "AVX2" && attn::model::int8_products(simd) != "maddubs") {
             for (const std::uint32_t type : {8U, 2U, 12U, 13U, 14U}) {
                 shapes(benchmark::RegisterBenchmark(
                     ("bm_stored_q8_maddubs/" + std::string(ggml_type_traits(type)->name) + "/AVX2")

@@ -3,7 +3,8 @@
 targets compiled in (best first, ending with the scalar or emulated fallback), the one
 this CPU uses, which must be one of them, how the BF16 pair products run (AMX's tiles
 only on a CPU with AMX-BF16, as /proc/cpuinfo says) and the integer products (AVX-VNNI
-exactly where the target in use is AVX2 and /proc/cpuinfo has avx_vnni).
+exactly where the target in use is AVX2 and /proc/cpuinfo has avx_vnni; AVX512-VNNI on
+AVX3 where it has avx512_vnni).
 
     /usr/bin/python3 tests/cli/simd_cli_test.py PATH/TO/attn [--case NAME]   (from the repo root)
     /usr/bin/python3 tests/cli/simd_cli_test.py --list
@@ -75,7 +76,8 @@ def int8_products(what, lines):
     target = used.group(1)
     want = ("AVX512-VNNI" if target == "AVX3_DL" else
             ("AVX-VNNI" if "avx_vnni" in flags else "maddubs") if target == "AVX2" else
-            "maddubs" if target == "AVX3" else "portable")
+            ("AVX512-VNNI" if "avx512_vnni" in flags else "maddubs") if target == "AVX3" else
+            "portable")
     check(what + " integer products follow the target and /proc/cpuinfo", m.group(1) == want,
           f"{lines[4]}; target {target}, avx_vnni in /proc/cpuinfo: {'avx_vnni' in flags}")
 

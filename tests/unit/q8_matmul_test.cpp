@@ -11,7 +11,8 @@
 //   - bit-identical on every target and for any thread count;
 //   - other types ignore the choice (their f32 products);
 //   - the instruction int8_products names follows the target and /proc/cpuinfo (AVX-VNNI
-//     on the AVX2 target exactly where the CPU lists avx_vnni).
+//     on the AVX2 target exactly where the CPU lists avx_vnni, AVX512_VNNI on AVX3 where it
+//     lists avx512_vnni).
 #include "attn/half.hpp"
 #include "attn/model/matmul.hpp"
 #include "attn/model/quants.hpp"
@@ -122,19 +123,17 @@ TEST_P(Q8Matmul, EqualsThePortableLoopBitForBitForAnyThreadCount) {
         const std::vector<float> x = testing::random_floats(s.n * s.k, 8);
         const std::vector<float> want = stored_product(
             x, s, type, bytes, {.threads = 1, .simd = portable, .activations = Activations::q8_0});
-        // avx_vnni false: the AVX2 target's maddubs also on a CPU with AVX-VNNI.
+        // vnni false: the AVX2 and AVX3 targets' maddubs also on a CPU with VNNI.
         for (const auto& [threads, vnni] : {std::pair{1U, true}, {3U, true}, {1U, false}}) {
-            const std::vector<float> got = stored_product(x,
-                                                          s,
-                                                          type,
-                                                          bytes,
-                                                          {.threads = threads,
-                                                           .simd = simd,
-                                                           .activations = Activations::q8_0,
-                                                           .avx_vnni = vnni});
+            const std::vector<float> got = stored_product(
+                x,
+                s,
+                type,
+                bytes,
+                {.threads = threads, .simd = simd, .activations = Activations::q8_0, .vnni = vnni});
             EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
                 << simd_label(simd) << " against " << simd_label(portable) << ", " << threads
-                << " threads, avx_vnni " << vnni << ", n=" << s.n << " m=" << s.m;
+                << " threads, vnni " << vnni << ", n=" << s.n << " m=" << s.m;
         }
     }
 }
@@ -175,19 +174,19 @@ TEST(Q8MatmulNonFinite, ABlockWithANaNOrAnInfinityGivesNaN) {
 }
 
 TEST(Q8MatmulInstructions, FollowTheTargetAndTheCpuFlags) {
-    // The AVX-VNNI pass gives the same bits as maddubs, so a wrong CPUID bit would pass
-    // every test above (or fault on a CPU without it): the choice is held to the kernel's
-    // flags. On a CPU with AVX-VNNI the AVX2 cases above run that pass, and AVX3 runs
-    // maddubs.
-    const std::optional<bool> vnni = cpuinfo_flag("avx_vnni");
-    if (!vnni) {
+    // A VNNI pass gives the same bits as maddubs, so a wrong CPUID bit would pass every test
+    // above (or fault on a CPU without the instruction): the choice is held to the kernel's
+    // flags. On a CPU with them the AVX2 and AVX3 cases above run both passes (vnni false).
+    const std::optional<bool> avx_vnni = cpuinfo_flag("avx_vnni");
+    const std::optional<bool> avx512_vnni = cpuinfo_flag("avx512_vnni");
+    if (!avx_vnni || !avx512_vnni) {
         GTEST_SKIP() << "no /proc/cpuinfo";
     }
     for (const Simd simd : simd_targets()) {
         const std::string name = simd_label(simd);
         const std::string want = name == "AVX3_DL" ? "AVX512-VNNI"
-                                 : name == "AVX2"  ? (*vnni ? "AVX-VNNI" : "maddubs")
-                                 : name == "AVX3"  ? "maddubs"
+                                 : name == "AVX2"  ? (*avx_vnni ? "AVX-VNNI" : "maddubs")
+                                 : name == "AVX3"  ? (*avx512_vnni ? "AVX512-VNNI" : "maddubs")
                                                    : "portable";
         EXPECT_EQ(int8_products(simd), want) << name;
     }

@@ -200,19 +200,17 @@ TEST_P(Q8KMatmul, EqualsThePortableLoopBitForBitForAnyThreadCount) {
         const std::vector<float> x = testing::random_floats(s.n * s.k, 8);
         const std::vector<float> want = stored_product(
             x, s, type, bytes, {.threads = 1, .simd = portable, .activations = Activations::q8});
-        // avx_vnni false: the AVX2 target's maddubs also on a CPU with AVX-VNNI.
+        // vnni false: the AVX2 and AVX3 targets' maddubs also on a CPU with VNNI.
         for (const auto& [threads, vnni] : {std::pair{1U, true}, {3U, true}, {1U, false}}) {
-            const std::vector<float> got = stored_product(x,
-                                                          s,
-                                                          type,
-                                                          bytes,
-                                                          {.threads = threads,
-                                                           .simd = simd,
-                                                           .activations = Activations::q8,
-                                                           .avx_vnni = vnni});
+            const std::vector<float> got = stored_product(
+                x,
+                s,
+                type,
+                bytes,
+                {.threads = threads, .simd = simd, .activations = Activations::q8, .vnni = vnni});
             EXPECT_TRUE(same_bits(want, got))
                 << simd_label(simd) << " against " << simd_label(portable) << ", " << threads
-                << " threads, avx_vnni " << vnni << ", n=" << s.n << " m=" << s.m << " k=" << s.k;
+                << " threads, vnni " << vnni << ", n=" << s.n << " m=" << s.m << " k=" << s.k;
         }
     }
 }
@@ -239,17 +237,17 @@ TEST_P(Q8KMatmul, TheLargestCodesAndActivationsStayExact) {
     std::vector<float> w(s.m * s.k);
     dequantize_ggml(type, bytes, w);
     const Reference want = reference(x, w, bytes, type, s);
-    for (const bool vnni : {true, false}) { // false: maddubs on a CPU with AVX-VNNI too
+    for (const bool vnni : {true, false}) { // false: maddubs on a CPU with VNNI too
         const std::vector<float> y = stored_product(
             x,
             s,
             type,
             bytes,
-            {.threads = 1, .simd = simd, .activations = Activations::q8, .avx_vnni = vnni});
+            {.threads = 1, .simd = simd, .activations = Activations::q8, .vnni = vnni});
         for (std::size_t e = 0; e < y.size(); ++e) {
             const double bound = testing::float32_sum_bound(2 * s.k / 256 + 3, want.terms[e]);
             ASSERT_LE(std::fabs(static_cast<double>(y[e]) - want.rounded[e]), bound)
-                << simd_label(simd) << " at " << e << ", avx_vnni " << vnni;
+                << simd_label(simd) << " at " << e << ", vnni " << vnni;
         }
     }
 }

@@ -1,4 +1,5 @@
-// CPUID, for what Highway 1.0 does not report: the vendor, AVX512_BF16, AMX.
+// CPUID, for what Highway 1.0 does not report: the vendor, AVX512_BF16, AMX, the VNNI
+// instructions beyond a target.
 #pragma once
 
 #include <array>
@@ -22,6 +23,20 @@ inline std::array<unsigned, 4> cpuid(unsigned leaf, unsigned subleaf = 0) {
     (void)subleaf;
 #endif
     return r;
+}
+
+/// Whether this CPU has AVX-VNNI, the VNNI dot products on 256 bits in VEX form (CPUID leaf
+/// 7, sub-leaf 1, EAX bit 4: Intel Core from Alder Lake, Zen 5).
+inline bool avx_vnni_cpu() {
+    static const bool has = (cpuid(7, 1)[0] & (1U << 4U)) != 0;
+    return has;
+}
+
+/// Whether this CPU has AVX512_VNNI (CPUID leaf 7, sub-leaf 0, ECX bit 11: Cascade Lake and
+/// later, Zen 4 and later).
+inline bool avx512_vnni_cpu() {
+    static const bool has = (cpuid(7, 0)[2] & (1U << 11U)) != 0;
+    return has;
 }
 
 } // namespace attn::model::detail

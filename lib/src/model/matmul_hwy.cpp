@@ -26,11 +26,12 @@
 // The BF16 pair products (AVX3_DL with AVX512_BF16), likewise.
 #include "model/bf16_dot-inl.h"
 
-// The AVX2 target's integer products once more, with AVX-VNNI (quant_dot-inl.h), into the
-// nested namespace avx_vnni: each -inl.h file is taken once per target pass (its guard
-// toggles with Highway's), so the two guards are toggled back first.
-#if HWY_TARGET == HWY_AVX2
-#define ATTN_QDOT_AVX_VNNI 1
+// The AVX2 and AVX3 targets' integer products once more, with the VNNI instructions a CPU
+// may have beyond them (quant_dot-inl.h), into the nested namespace vnni: each -inl.h file
+// is taken once per target pass (its guard toggles with Highway's), so the two guards are
+// toggled back first.
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+#define ATTN_QDOT_VNNI_PASS 1
 #ifdef ATTN_MODEL_QUANT_DOT_INL_H_
 #undef ATTN_MODEL_QUANT_DOT_INL_H_
 #else
@@ -43,19 +44,29 @@
 #endif
 #include "model/quant_dot-inl.h"   // NOLINT(readability-duplicate-include): the second pass
 #include "model/quant_dot_k-inl.h" // NOLINT(readability-duplicate-include): likewise
-#undef ATTN_QDOT_AVX_VNNI
+#undef ATTN_QDOT_VNNI_PASS
 #endif
 
 HWY_BEFORE_NAMESPACE();
 namespace attn::model::detail::HWY_NAMESPACE {
 
-// The AVX-VNNI pass's products: the AVX2 target's only.
-#if HWY_TARGET == HWY_AVX2
-constexpr auto kDotQ8AvxVnni = &avx_vnni::dot_q8;
-constexpr auto kDotQ8KAvxVnni = &avx_vnni::dot_q8_k;
+// The VNNI pass's products and how the CPU is asked for them: the AVX2 and AVX3 targets'.
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+constexpr auto kDotQ8Vnni = &vnni::dot_q8;
+constexpr auto kDotQ8KVnni = &vnni::dot_q8_k;
 #else
-constexpr void (*kDotQ8AvxVnni)(const DotQ8Args&) = nullptr;
-constexpr void (*kDotQ8KAvxVnni)(const DotQ8Args&) = nullptr;
+constexpr void (*kDotQ8Vnni)(const DotQ8Args&) = nullptr;
+constexpr void (*kDotQ8KVnni)(const DotQ8Args&) = nullptr;
+#endif
+#if HWY_TARGET == HWY_AVX2
+constexpr auto kVnniCpu = &avx_vnni_cpu;
+constexpr const char* kInt8ProductsVnni = "AVX-VNNI";
+#elif HWY_TARGET == HWY_AVX3
+constexpr auto kVnniCpu = &avx512_vnni_cpu;
+constexpr const char* kInt8ProductsVnni = "AVX512-VNNI";
+#else
+constexpr bool (*kVnniCpu)() = nullptr;
+constexpr const char* kInt8ProductsVnni = nullptr;
 #endif
 #if HWY_TARGET == HWY_AVX3_DL
 constexpr const char* kInt8Products = "AVX512-VNNI";
@@ -72,9 +83,11 @@ const MatmulOps kMatmulOps{.dequantize = &dequantize_blocks,
                            .dot_q8_k = &dot_q8_k,
                            .bf16_pairs = &bf16_pairs,
                            .dot_bf16 = kDotBf16,
-                           .dot_q8_avx_vnni = kDotQ8AvxVnni,
-                           .dot_q8_k_avx_vnni = kDotQ8KAvxVnni,
-                           .int8_products = kInt8Products};
+                           .dot_q8_vnni = kDotQ8Vnni,
+                           .dot_q8_k_vnni = kDotQ8KVnni,
+                           .vnni_cpu = kVnniCpu,
+                           .int8_products = kInt8Products,
+                           .int8_products_vnni = kInt8ProductsVnni};
 
 } // namespace attn::model::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -130,11 +143,6 @@ constexpr TargetOps kCompiled[] = {
 };
 
 } // namespace
-
-bool avx_vnni_cpu() {
-    static const bool has = (cpuid(7, 1)[0] & (1U << 4U)) != 0;
-    return has;
-}
 
 const MatmulOps& matmul_ops(Simd simd) {
     // The core's kernels are compiled for the same targets and own the rule (and the

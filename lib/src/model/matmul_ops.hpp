@@ -88,17 +88,17 @@ struct MatmulOps {
     bool (*bf16_pairs)();
     /// The BF16 pair products of one chunk (DotBf16Args), where bf16_pairs() (else null).
     void (*dot_bf16)(const DotBf16Args& args);
-    /// dot_q8 and dot_q8_k with AVX-VNNI's _mm256_dpbusd_avx_epi32 (the AVX2 target's; null
-    /// elsewhere): the same values, for a CPU that has AVX-VNNI (avx_vnni_cpu()).
-    void (*dot_q8_avx_vnni)(const DotQ8Args& args);
-    void (*dot_q8_k_avx_vnni)(const DotQ8Args& args);
-    /// dot_q8's instruction, as int8_products names it: "AVX512-VNNI", "maddubs", "portable".
+    /// dot_q8 and dot_q8_k with the VNNI instructions a CPU may have beyond this target
+    /// (AVX2: AVX-VNNI's _mm256_dpbusd_avx_epi32; AVX3: AVX512_VNNI's _mm512_dpbusd_epi32;
+    /// null elsewhere): the same values, where vnni_cpu() says this CPU has them.
+    void (*dot_q8_vnni)(const DotQ8Args& args);
+    void (*dot_q8_k_vnni)(const DotQ8Args& args);
+    bool (*vnni_cpu)();
+    /// The instruction, as int8_products names it: dot_q8's ("AVX512-VNNI", "maddubs",
+    /// "portable") and dot_q8_vnni's ("AVX-VNNI", "AVX512-VNNI"; null without it).
     const char* int8_products;
+    const char* int8_products_vnni;
 };
-
-/// Whether this CPU has AVX-VNNI (CPUID leaf 7, sub-leaf 1, EAX bit 4: Alder Lake and later,
-/// Zen 5), the 256-bit VEX form of the VNNI dot products.
-bool avx_vnni_cpu();
 
 /// The table of `simd`'s target (the best this CPU runs for Simd::best). Throws
 /// InputError for a target that is not compiled in or that this CPU lacks.

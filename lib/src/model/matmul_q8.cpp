@@ -188,10 +188,10 @@ void q8_matmul(std::span<const float> x,
     const bool super = input_rounding(w.type, options.activations) == Rounding::q8_k;
     const Q8Rows a = super ? quantize_q8_k_rows(x, rows_x, k, threads)
                            : quantize_q8_0_rows(x, rows_x, k, threads);
-    // The AVX2 target's AVX-VNNI pass where the CPU has it: the same values, in fewer steps.
-    const bool vnni = options.avx_vnni && ops.dot_q8_avx_vnni != nullptr && avx_vnni_cpu();
-    const auto dot = super ? (vnni ? ops.dot_q8_k_avx_vnni : ops.dot_q8_k)
-                           : (vnni ? ops.dot_q8_avx_vnni : ops.dot_q8);
+    // The target's VNNI pass where the CPU has it: the same values, in fewer steps.
+    const bool vnni = options.vnni && ops.dot_q8_vnni != nullptr && ops.vnni_cpu();
+    const auto dot =
+        super ? (vnni ? ops.dot_q8_k_vnni : ops.dot_q8_k) : (vnni ? ops.dot_q8_vnni : ops.dot_q8);
     attn::detail::parallel_for(panels, threads, [&](unsigned, std::size_t task) {
         const std::size_t m0 = task * kPanelRows;
         const std::size_t mc = std::min(kPanelRows, m - m0);
@@ -217,8 +217,8 @@ namespace attn::model {
 
 std::string_view int8_products(Simd simd) {
     const detail::MatmulOps& ops = detail::matmul_ops(simd);
-    return ops.dot_q8_avx_vnni != nullptr && detail::avx_vnni_cpu() ? "AVX-VNNI"
-                                                                    : ops.int8_products;
+    return ops.dot_q8_vnni != nullptr && ops.vnni_cpu() ? ops.int8_products_vnni
+                                                        : ops.int8_products;
 }
 
 std::string_view activations_name(Activations activations) {

@@ -8,9 +8,11 @@
 // a vector holds 8 (AVX2, AVX3: _mm256_maddubs_epi16) or 16 (AVX3_DL: AVX-512 VNNI's
 // _mm512_dpbusd_epi32) weight rows' block sums, one per lane, and multiply 4 activation
 // rows per tile; every other target takes the portable loop, one pair at a time. The AVX2
-// target is compiled a second time with AVX-VNNI (_mm256_dpbusd_avx_epi32, Alder Lake and
-// later, Zen 5): matmul_hwy.cpp includes this file again with ATTN_QDOT_AVX_VNNI defined, into
-// the nested namespace avx_vnni, and matmul_q8.cpp calls that pass where the CPU has it.
+// and AVX3 targets are compiled a second time with the VNNI instructions a CPU may have
+// beyond them (AVX2: AVX-VNNI's _mm256_dpbusd_avx_epi32, Alder Lake and later, Zen 5; AVX3:
+// AVX512_VNNI, Cascade Lake, Cooper Lake): matmul_hwy.cpp includes this file again with
+// ATTN_QDOT_VNNI_PASS defined, into the nested namespace vnni, and matmul_q8.cpp calls that
+// pass where the CPU has them.
 // Included per target by matmul_hwy.cpp (Highway's -inl.h convention). It checks nothing:
 // matmul_q8.cpp has.
 #if defined(ATTN_MODEL_QUANT_DOT_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -36,20 +38,21 @@
 #include <immintrin.h>
 #endif
 
-// The packed tiles' integer instruction: ATTN_QDOT_VNNI 512 (AVX3_DL: AVX512_VNNI), 256 (the
-// AVX2 target's AVX-VNNI pass), 0 (AVX2, AVX3: maddubs). quant_dot_k-inl.h reads it too.
+// The packed tiles' integer instruction: ATTN_QDOT_VNNI 512 (AVX3_DL, and AVX3's VNNI pass:
+// AVX512_VNNI), 256 (the AVX2 target's VNNI pass: AVX-VNNI), 0 (AVX2, AVX3: maddubs).
+// quant_dot_k-inl.h reads it too.
 #undef ATTN_QDOT_VNNI
-#if HWY_TARGET == HWY_AVX3_DL
+#if HWY_TARGET == HWY_AVX3_DL || (HWY_TARGET == HWY_AVX3 && defined(ATTN_QDOT_VNNI_PASS))
 #define ATTN_QDOT_VNNI 512
-#elif HWY_TARGET == HWY_AVX2 && defined(ATTN_QDOT_AVX_VNNI)
+#elif HWY_TARGET == HWY_AVX2 && defined(ATTN_QDOT_VNNI_PASS)
 #define ATTN_QDOT_VNNI 256
 #else
 #define ATTN_QDOT_VNNI 0
 #endif
 
 HWY_BEFORE_NAMESPACE();
-#ifdef ATTN_QDOT_AVX_VNNI
-namespace attn::model::detail::HWY_NAMESPACE::avx_vnni {
+#ifdef ATTN_QDOT_VNNI_PASS
+namespace attn::model::detail::HWY_NAMESPACE::vnni {
 #else
 namespace attn::model::detail::HWY_NAMESPACE {
 #endif
@@ -336,7 +339,7 @@ void dot_q8(const DotQ8Args& a) {
 }
 
 } // namespace
-} // namespace attn::model::detail::HWY_NAMESPACE (::avx_vnni)
+} // namespace attn::model::detail::HWY_NAMESPACE (::vnni)
 HWY_AFTER_NAMESPACE();
 
 #endif // include guard

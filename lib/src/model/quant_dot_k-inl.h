@@ -40,8 +40,8 @@
 #include <vector>
 
 HWY_BEFORE_NAMESPACE();
-#ifdef ATTN_QDOT_AVX_VNNI // quant_dot-inl.h's AVX-VNNI pass of the AVX2 target
-namespace attn::model::detail::HWY_NAMESPACE::avx_vnni {
+#ifdef ATTN_QDOT_VNNI_PASS // quant_dot-inl.h's VNNI pass of the AVX2 and AVX3 targets
+namespace attn::model::detail::HWY_NAMESPACE::vnni {
 #else
 namespace attn::model::detail::HWY_NAMESPACE {
 #endif
@@ -532,7 +532,7 @@ void dot_q8_k(const DotQ8Args& a) {
 }
 
 } // namespace
-} // namespace attn::model::detail::HWY_NAMESPACE (::avx_vnni)
+} // namespace attn::model::detail::HWY_NAMESPACE (::vnni)
 HWY_AFTER_NAMESPACE();
 
 #endif // include guard

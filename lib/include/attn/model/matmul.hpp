@@ -74,9 +74,10 @@ std::string_view activations_rounding(std::uint32_t type, Activations activation
 std::string_view bf16_products(Simd simd);
 
 /// How the q8_0 and q8 choices' integer products run for `simd` on this CPU (the same bits
-/// on every one): "AVX512-VNNI" (AVX3_DL), "AVX-VNNI" (the AVX2 target on a CPU with
-/// AVX-VNNI: Alder Lake and later, Zen 5), "maddubs" (AVX2 without it, AVX3) or "portable"
-/// (one pair at a time). Throws InputError as simd_target.
+/// on every one): "AVX512-VNNI" (AVX3_DL, and AVX3 on a CPU with AVX512_VNNI: Cascade
+/// Lake, Cooper Lake), "AVX-VNNI" (the AVX2 target on a CPU with AVX-VNNI: Alder Lake and
+/// later, Zen 5), "maddubs" (AVX2 and AVX3 without them) or "portable" (one pair at a
+/// time). Throws InputError as simd_target.
 std::string_view int8_products(Simd simd);
 
 /// How stored_matmul runs: `threads` (0: all hardware threads), the SIMD target
@@ -86,9 +87,10 @@ struct MatmulOptions {
     unsigned threads = 1;
     Simd simd = Simd::best;
     Activations activations = Activations::f32;
-    /// The AVX2 target's integer products on AVX-VNNI where this CPU has it (the same bits;
-    /// int8_products). false: maddubs, as an AVX2-only CPU runs them (tests, benchmarks).
-    bool avx_vnni = true;
+    /// The integer products with the VNNI instructions this CPU has beyond the target (the
+    /// same bits; int8_products): AVX-VNNI on AVX2, AVX512_VNNI on AVX3. false: the
+    /// target's own maddubs, as a CPU without them runs it (tests, benchmarks).
+    bool vnni = true;
 };
 
 /// Whether stored_matmul multiplies ggml type `type` (every dequantizable type).

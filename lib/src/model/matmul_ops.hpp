@@ -100,6 +100,12 @@ struct MatmulOps {
     const char* int8_products_vnni;
 };
 
+/// Whether `ops`'s target has a VNNI pass and this CPU runs it (q8_matmul takes it unless
+/// MatmulOptions::vnni is false; int8_products names it).
+inline bool vnni_runs(const MatmulOps& ops) {
+    return ops.dot_q8_vnni != nullptr && ops.vnni_cpu();
+}
+
 /// The table of `simd`'s target (the best this CPU runs for Simd::best). Throws
 /// InputError for a target that is not compiled in or that this CPU lacks.
 const MatmulOps& matmul_ops(Simd simd);

@@ -189,7 +189,7 @@ void q8_matmul(std::span<const float> x,
     const Q8Rows a = super ? quantize_q8_k_rows(x, rows_x, k, threads)
                            : quantize_q8_0_rows(x, rows_x, k, threads);
     // The target's VNNI pass where the CPU has it: the same values, in fewer steps.
-    const bool vnni = options.vnni && ops.dot_q8_vnni != nullptr && ops.vnni_cpu();
+    const bool vnni = options.vnni && vnni_runs(ops);
     const auto dot =
         super ? (vnni ? ops.dot_q8_k_vnni : ops.dot_q8_k) : (vnni ? ops.dot_q8_vnni : ops.dot_q8);
     attn::detail::parallel_for(panels, threads, [&](unsigned, std::size_t task) {
@@ -217,8 +217,7 @@ namespace attn::model {
 
 std::string_view int8_products(Simd simd) {
     const detail::MatmulOps& ops = detail::matmul_ops(simd);
-    return ops.dot_q8_vnni != nullptr && ops.vnni_cpu() ? ops.int8_products_vnni
-                                                        : ops.int8_products;
+    return detail::vnni_runs(ops) ? ops.int8_products_vnni : ops.int8_products;
 }
 
 std::string_view activations_name(Activations activations) {

@@ -322,10 +322,6 @@ inline VecF k_fnma(VecF a, VecI i, VecF acc) {
 inline void k_storef(float* p, VecF v) {
     _mm512_store_ps(p, v);
 }
-/// Steps of 4 k whose u · x pair sums add up in k_dot4's accumulator before k_scaled.
-constexpr std::size_t k_chunk(std::uint32_t type) {
-    return type == t_q6_k ? 4 : 8; // a whole sub-block: int32 lanes
-}
 #else
 inline VecI k_zero() {
     return _mm256_setzero_si256();
@@ -346,10 +342,6 @@ inline VecI k_scaled(VecI s, VecI sc) {
 inline VecI k_dot2(VecI s, VecI a, VecI b) {
     return _mm256_dpwssd_avx_epi32(s, a, b);
 }
-/// Steps summed before k_scaled: a whole sub-block, int32 lanes.
-constexpr std::size_t k_chunk(std::uint32_t type) {
-    return type == t_q6_k ? 4 : 8;
-}
 #else
 /// s += the pair sums u0 x0 + u1 x1 (<= 2 · 63 · 128, exact in int16) of 4 products.
 inline VecI k_dot4(VecI s, VecI u, VecI x) {
@@ -362,11 +354,6 @@ inline VecI k_scaled(VecI s, VecI sc) {
 /// s += a0 b0 + a1 b1 per lane of int16 pairs.
 inline VecI k_dot2(VecI s, VecI a, VecI b) {
     return _mm256_add_epi32(s, _mm256_madd_epi16(a, b));
-}
-/// Steps whose int16 pair sums cannot overflow: c steps add up to c · 2 · u_max · 128 <=
-/// 32767 (Q4_K: 8 · 3840, Q5_K: 4 · 7936, Q6_K: 2 · 16128).
-constexpr std::size_t k_chunk(std::uint32_t type) {
-    return type == t_q4_k ? 8 : type == t_q5_k ? 4 : 2;
 }
 #endif
 inline VecI k_add(VecI a, VecI b) {
@@ -397,6 +384,17 @@ inline void k_storef(float* p, VecF v) {
     _mm256_store_ps(p, v);
 }
 #endif
+
+/// Steps of 4 k whose u · x sums add up in k_dot4's accumulator before k_scaled. VNNI: a
+/// whole sub-block (int32 lanes). maddubs: as many as cannot overflow its int16 pair sums,
+/// c · 2 · u_max · 128 <= 32767 (Q4_K: 8 · 3840, Q5_K: 4 · 7936, Q6_K: 2 · 16128).
+constexpr std::size_t k_chunk(std::uint32_t type) {
+#if ATTN_QDOT_VNNI
+    return type == t_q6_k ? 4 : 8;
+#else
+    return type == t_q4_k ? 8 : type == t_q5_k ? 4 : 2;
+#endif
+}
 
 /// isum for R activation rows and one group's super-block (codes `pk`, scales `sc`) of a
 /// type with sub-blocks of `Sub` and `Chunk` steps summed before k_scaled: compile-time, so

@@ -7,9 +7,9 @@
 // and Q4_0 with the activations rounded to Q8_0, Q4_K, Q5_K and Q6_K with them rounded to
 // Q8_K (--activations q8: integer products; checked by the unit tests); on a CPU with
 // AVX-VNNI, bm_stored_q8_maddubs/TYPE/AVX2 the same with the AVX2 target's maddubs (vnni
-// false). bm_stored_bf16:
-// BF16 with the activations rounded to BF16 (--activations bf16: vdpbf16ps pair products on AVX3_DL
-// with AVX512_BF16, float32 FMAs in its order elsewhere; checked by the unit tests).
+// false). bm_stored_bf16: BF16 with the activations rounded to BF16 (--activations bf16:
+// vdpbf16ps pair products on AVX3_DL with AVX512_BF16, float32 FMAs in its order
+// elsewhere; checked by the unit tests).
 #include "attn/attention.hpp"
 #include "attn/kernels.hpp"
 #include "attn/model/matmul.hpp"

@@ -1,9 +1,9 @@
 // The stored-type matrix products' driver: checks the shapes, cuts W into panels of 64 rows
 // (one task each, a fixed partition of y's columns), dequantizes a panel's k-chunk into a
 // per-thread float32 buffer (per SIMD target, matmul_hwy.cpp; bit-exact with ggml's),
-// transposes it into the micro-GEMM's B layout and multiplies (attn/micro_gemm.hpp, the
-// attention kernels' micro-GEMM). It never holds more of W as float32 than two panels per
-// thread.
+// transposes it into the micro-GEMM's B layout (per target too) and multiplies
+// (attn/micro_gemm.hpp, the attention kernels' micro-GEMM). It never holds more of W as
+// float32 than two panels per thread.
 #include "attn/model/matmul.hpp"
 
 #include "attn/aligned.hpp"
@@ -104,22 +104,6 @@ const GgmlTypeTraits& check_shapes(std::span<const float> x,
     return *t;
 }
 
-/// dst[c, r] = src[r, c] for src [rows, cols]: in strips of 16 columns, so each source
-/// row's 16 floats are read once and the strip's destination rows stay in L1.
-void transpose(const float* src, std::size_t rows, std::size_t cols, float* dst) {
-    constexpr std::size_t strip = 16;
-    for (std::size_t c0 = 0; c0 < cols; c0 += strip) {
-        const std::size_t cn = std::min(strip, cols - c0);
-        for (std::size_t r = 0; r < rows; ++r) {
-            const float* s = src + r * cols + c0;
-            float* d = dst + c0 * rows + r;
-            for (std::size_t c = 0; c < cn; ++c) {
-                d[c * rows] = s[c];
-            }
-        }
-    }
-}
-
 } // namespace
 
 bool stored_matmul_supports(std::uint32_t type) {
@@ -175,7 +159,7 @@ void stored_matmul(std::span<const float> x,
                 ops.dequantize(
                     w.type, t, w.bytes.data() + at, kc / t.block, w_rows.data() + j * kc);
             }
-            transpose(w_rows.data(), mc, kc, w_t.data());
+            ops.transpose(w_rows.data(), mc, kc, w_t.data());
             // y[:, m0 .. m0 + mc] (+)= x[:, k0 .. k0 + kc] · w_t
             micro_gemm(options.simd,
                        rows_x,

@@ -20,6 +20,8 @@
 
 // The block dequantizers, included here once per target.
 #include "model/quant_blocks-inl.h"
+// The float32 path's panel transpose, likewise.
+#include "model/panel_transpose-inl.h"
 // The integer products on Q8_0- and Q8_K-rounded activations, likewise.
 #include "model/quant_dot-inl.h"
 #include "model/quant_dot_k-inl.h"
@@ -79,6 +81,7 @@ constexpr const char* kInt8Products = "portable";
 /// This target's table (referenced by the HWY_ONCE part below).
 extern const MatmulOps kMatmulOps;
 const MatmulOps kMatmulOps{.dequantize = &dequantize_blocks,
+                           .transpose = &transpose_panel,
                            .dot_q8 = &dot_q8,
                            .dot_q8_k = &dot_q8_k,
                            .bf16_pairs = &bf16_pairs,

@@ -78,6 +78,9 @@ struct MatmulOps {
                        const std::uint8_t* src,
                        std::size_t n_blocks,
                        float* dst);
+    /// dst[c, r] = src[r, c] for a dequantized panel src [rows, cols] (panel_transpose-inl.h):
+    /// the float32 path's micro-GEMM B operand.
+    void (*transpose)(const float* src, std::size_t rows, std::size_t cols, float* dst);
     /// The integer products of one panel (DotQ8Args), bit-identical on every target:
     /// Q8_0 and Q4_0 weights with Q8_0 activations ...
     void (*dot_q8)(const DotQ8Args& args);

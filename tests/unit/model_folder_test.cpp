@@ -1,6 +1,5 @@
 // The shard index reader (model::parse_safetensors_index), the np.savez writer (io::encode_npz)
 // and the MLP activations against values written out by hand from their definitions.
-#include "attn/block.hpp"
 #include "attn/io/npz.hpp"
 #include "attn/model/folder.hpp"
 #include "test_util.hpp"
@@ -57,20 +56,6 @@ TEST(Npz, StoredArchiveLayout) {
     EXPECT_EQ(z[16], 0xBC);
     EXPECT_EQ(z[17], 0x55);
     EXPECT_EQ(std::string(z.begin() + 30, z.begin() + 40), "output.npy");
-}
-
-TEST(Activation, ValuesFromTheirDefinitions) {
-    // gelu(1) = 0.5·(1 + erf(1/√2)) = 0.8413447460685429; the tanh form 0.8411919906082768;
-    // silu(1) = 1/(1 + e^-1) = 0.7310585786300049.
-    std::vector<double> x = {1.0, 1.0, 1.0, -2.0};
-    attn::activate(x.data(), 1, attn::Activation::gelu_erf);
-    attn::activate(x.data() + 1, 1, attn::Activation::gelu_tanh);
-    attn::activate(x.data() + 2, 1, attn::Activation::silu);
-    attn::activate(x.data() + 3, 1, attn::Activation::relu);
-    EXPECT_NEAR(x[0], 0.8413447460685429, 1e-15);
-    EXPECT_NEAR(x[1], 0.8411919906082768, 1e-15);
-    EXPECT_NEAR(x[2], 0.7310585786300049, 1e-15);
-    EXPECT_EQ(x[3], 0.0);
 }
 
 } // namespace

@@ -114,8 +114,13 @@ template <class T> struct BasicBlockResult {
 };
 
 /// The activation applied in place to `n` values (each computed in double, rounded once),
-/// in fixed chunks on `threads` threads (0: every hardware thread).
-template <class T> void activate(T* x, std::size_t n, Activation a, unsigned threads = 1);
+/// in fixed chunks on `threads` threads (0: every hardware thread). SiLU and the tanh forms
+/// of GELU are computed as x·sigmoid(β·(x + γ·x³)) (0.5·(1 + tanh(u)) = sigmoid(2u), without
+/// the cancellation of 1 + tanh(u) for large negative x), GELU's erf form as
+/// 0.5·x·erfc(-x/√2); for float the sigmoid forms run on SIMD target `simd` (Highway's
+/// double exp, within 1 ulp of std::exp: the same floats but for a rare last bit).
+template <class T>
+void activate(T* x, std::size_t n, Activation a, unsigned threads = 1, Simd simd = Simd::best);
 
 /// The MLP over x [B, L, E] -> [B, L, E] (BLAS GEMMs, or the stored weights' products on
 /// SIMD target `simd`, on `threads` threads, 0: every hardware thread; as linear()).

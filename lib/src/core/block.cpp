@@ -7,30 +7,48 @@
 #include "attn/norm.hpp"
 #include "attn/parallel.hpp"
 #include "attn/projection.hpp"
+#include "kernel_ops.hpp"
 
 #include <cmath>
 #include <numbers>
+#include <optional>
+#include <type_traits>
+#include <utility>
 
 namespace attn {
 
 namespace {
 
-double activation_value(double x, Activation a) {
+/// β and γ of an activation that is x·sigmoid(β·(x + γ·x³)) (KernelOps::swish), or nothing:
+/// SiLU (1, 0) and the tanh forms of GELU, as 0.5·(1 + tanh(u)) = sigmoid(2u).
+std::optional<std::pair<double, double>> swish_form(Activation a) {
     switch (a) {
-    case Activation::gelu_erf:
-        return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2));
-    case Activation::gelu_tanh: {
-        const double c = std::sqrt(2.0 / std::numbers::pi);
-        return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
-    }
-    case Activation::relu:
-        return x > 0.0 ? x : 0.0;
     case Activation::silu:
-        return x / (1.0 + std::exp(-x));
+        return std::pair{1.0, 0.0};
+    case Activation::gelu_tanh:
+        return std::pair{2.0 * std::sqrt(2.0 / std::numbers::pi), 0.044715};
     case Activation::gelu_bloom:
-        return x * 0.5 * (1.0 + std::tanh(0.79788456 * x * (1.0 + 0.044715 * x * x)));
+        return std::pair{2.0 * 0.79788456, 0.044715};
+    case Activation::gelu_erf:
+    case Activation::relu:
+        break;
     }
-    return x;
+    return std::nullopt;
+}
+
+/// The activation of x in double: x / (1 + exp(-β·(x + γ·x³))) for the sigmoid forms (the
+/// tanh forms' 0.5·x·(1 + tanh(u)) without the cancellation of 1 + tanh(u) for u < 0),
+/// 0.5·x·erfc(-x/√2) for erf's (likewise 1 + erf), or ReLU.
+double activation_value(double x, Activation a) {
+    if (const auto form = swish_form(a)) {
+        const auto [beta, gamma] = *form;
+        const double z = gamma == 0.0 ? x : x + gamma * x * x * x;
+        return x / (1.0 + std::exp(-beta * z));
+    }
+    if (a == Activation::gelu_erf) {
+        return 0.5 * x * std::erfc(-x / std::numbers::sqrt2);
+    }
+    return x > 0.0 ? x : 0.0;
 }
 
 /// Values per task of an element-wise stage: a row-wise stage's chunk (parallel.hpp) of
@@ -58,8 +76,15 @@ BasicTensor3<T> add(const BasicTensor3<T>& a, const BasicTensor3<T>& b, unsigned
 
 } // namespace
 
-template <class T> void activate(T* x, std::size_t n, Activation a, unsigned threads) {
+template <class T> void activate(T* x, std::size_t n, Activation a, unsigned threads, Simd simd) {
+    const auto form = swish_form(a);
     detail::parallel_chunks(n, chunk_values(), threads, [&](std::size_t i0, std::size_t i1) {
+        if constexpr (std::is_same_v<T, float>) {
+            if (form) {
+                detail::kernel_ops(simd).swish(x + i0, i1 - i0, form->first, form->second);
+                return;
+            }
+        }
         for (std::size_t i = i0; i < i1; ++i) {
             x[i] = static_cast<T>(activation_value(static_cast<double>(x[i]), a));
         }
@@ -85,13 +110,13 @@ BasicTensor3<T> mlp_forward(
         T* g = gate.data();
         detail::parallel_chunks(
             up.size(), chunk_values(), threads, [&](std::size_t i0, std::size_t i1) {
-                activate(g + i0, i1 - i0, a, 1);
+                activate(g + i0, i1 - i0, a, 1, simd);
                 for (std::size_t i = i0; i < i1; ++i) {
                     u[i] = g[i] * u[i];
                 }
             });
     } else {
-        activate(up.data(), up.size(), a, threads);
+        activate(up.data(), up.size(), a, threads, simd);
     }
     return linear_of(up, mlp.down, mlp.stored_down, bias(mlp.down_bias), "mlp.down", threads, simd);
 }
@@ -153,8 +178,8 @@ BasicBlockResult<T> transformer_block(const BasicTensor3<T>& x,
     return r;
 }
 
-template void activate<float>(float*, std::size_t, Activation, unsigned);
-template void activate<double>(double*, std::size_t, Activation, unsigned);
+template void activate<float>(float*, std::size_t, Activation, unsigned, Simd);
+template void activate<double>(double*, std::size_t, Activation, unsigned, Simd);
 template BasicTensor3<float>
 mlp_forward<float>(const BasicTensor3<float>&, const BasicMlp<float>&, Activation, unsigned, Simd);
 template BasicTensor3<double> mlp_forward<double>(

@@ -53,6 +53,10 @@ struct KernelOps {
     /// The micro-GEMM GemmArgs describes.
     void (*gemm)(const GemmArgs& args);
 
+    /// The MLP's sigmoid-form activations in place (activation_hwy.cpp): x[i] = x[i] /
+    /// (1 + exp(-beta·(x[i] + gamma·x[i]³))) for i < n, in double, rounded once.
+    void (*swish)(float* x, std::size_t n, double beta, double gamma);
+
     /// One online-softmax step over st[kb, kScoreColumns] (row stride kScoreStride):
     /// transposed scores (row = key, column = query), already scaled, biased and masked
     /// (-inf). Per column i:

@@ -16,6 +16,7 @@
 //                         the pipeline's steps);
 //   kernel_pool-inl.h     the long view's passes over a score block (top-k filter, column
 //                         max and sum, and their scaling into weights: kernel_pooled.cpp).
+// The MLP's activation pass is compiled the same way in its own file (activation_hwy.cpp).
 // Blocking and masking are the drivers' (kernels_*.cpp). Ragged edges go through masked
 // loads and stores (or a small staging buffer where the target's masked load may touch
 // the masked-off lanes). This file holds the per-target table and the dispatch.
@@ -43,10 +44,14 @@
 HWY_BEFORE_NAMESPACE();
 namespace attn::detail::HWY_NAMESPACE {
 
+/// This target's activation pass (activation_hwy.cpp, its own translation unit).
+void swish(float* x, std::size_t n, double beta, double gamma);
+
 /// This target's table (referenced by the HWY_ONCE part below).
 extern const KernelOps kOps;
 const KernelOps kOps{
     .gemm = &gemm,
+    .swish = &swish,
     .online_softmax = &online_softmax,
     .softmax_row = &softmax_row,
     .score_hits = &score_hits,

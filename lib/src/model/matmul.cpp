@@ -1,7 +1,8 @@
 // The stored-type matrix products' driver: checks the shapes, cuts W into panels of 64 rows
 // (one task each, a fixed partition of y's columns), dequantizes a panel's k-chunk into a
 // per-thread float32 buffer (per SIMD target, matmul_hwy.cpp; bit-exact with ggml's),
-// transposes it into the micro-GEMM's B layout (per target too) and multiplies
+// transposes it into the micro-GEMM's B layout (per target too; F32 and BF16 rows go
+// straight from the mapping into that layout, converted in the same pass) and multiplies
 // (attn/micro_gemm.hpp, the attention kernels' micro-GEMM). It never holds more of W as
 // float32 than two panels per thread.
 #include "attn/model/matmul.hpp"
@@ -17,6 +18,8 @@
 #include "model/matmul_q8.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -153,13 +156,17 @@ void stored_matmul(std::span<const float> x,
         const std::size_t mc = std::min(kPanelRows, m - m0);
         for (std::size_t k0 = 0; k0 < k; k0 += chunk) {
             const std::size_t kc = std::min(chunk, k - k0);
+            std::array<const std::uint8_t*, kPanelRows> at{};
             for (std::size_t j = 0; j < mc; ++j) {
                 const std::size_t row = w.row_of.empty() ? m0 + j : w.row_of[m0 + j];
-                const std::size_t at = row * row_bytes + k0 / t.block * t.block_bytes;
-                ops.dequantize(
-                    w.type, t, w.bytes.data() + at, kc / t.block, w_rows.data() + j * kc);
+                at[j] = w.bytes.data() + row * row_bytes + k0 / t.block * t.block_bytes;
             }
-            ops.transpose(w_rows.data(), mc, kc, w_t.data());
+            if (!ops.pack_transposed(w.type, at.data(), mc, kc, w_t.data())) {
+                for (std::size_t j = 0; j < mc; ++j) {
+                    ops.dequantize(w.type, t, at[j], kc / t.block, w_rows.data() + j * kc);
+                }
+                ops.transpose(w_rows.data(), mc, kc, w_t.data());
+            }
             // y[:, m0 .. m0 + mc] (+)= x[:, k0 .. k0 + kc] · w_t
             micro_gemm(options.simd,
                        rows_x,

@@ -82,6 +82,7 @@ constexpr const char* kInt8Products = "portable";
 extern const MatmulOps kMatmulOps;
 const MatmulOps kMatmulOps{.dequantize = &dequantize_blocks,
                            .transpose = &transpose_panel,
+                           .pack_transposed = &pack_transposed,
                            .dot_q8 = &dot_q8,
                            .dot_q8_k = &dot_q8_k,
                            .bf16_pairs = &bf16_pairs,

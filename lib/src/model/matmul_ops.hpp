@@ -81,6 +81,13 @@ struct MatmulOps {
     /// dst[c, r] = src[r, c] for a dequantized panel src [rows, cols] (panel_transpose-inl.h):
     /// the float32 path's micro-GEMM B operand.
     void (*transpose)(const float* src, std::size_t rows, std::size_t cols, float* dst);
+    /// For F32 and BF16 both steps in one pass: dst[c, r] = the value of element c of
+    /// rows[r] (the chunk's first), r < n_rows, c < cols; false for any other type.
+    bool (*pack_transposed)(std::uint32_t type,
+                            const std::uint8_t* const* rows,
+                            std::size_t n_rows,
+                            std::size_t cols,
+                            float* dst);
     /// The integer products of one panel (DotQ8Args), bit-identical on every target:
     /// Q8_0 and Q4_0 weights with Q8_0 activations ...
     void (*dot_q8)(const DotQ8Args& args);

@@ -1,5 +1,6 @@
 // The float32 path's panel transpose (matmul.cpp: a dequantized panel [rows, cols] into the
-// micro-GEMM's B layout [cols, rows]), per SIMD target: 8 x 8 blocks in 256-bit registers
+// micro-GEMM's B layout [cols, rows]; F32 and BF16 rows straight from the mapping, their
+// conversion in the same pass), per SIMD target: 8 x 8 blocks in 256-bit registers
 // on the x86 targets that have them (AVX2, AVX3, AVX3_DL), 4 x 4 in 128-bit ones on SSE4,
 // SSSE3 and NEON, element by element elsewhere and on the edges. Only moves: every target
 // gives the same floats. Included per target by matmul_hwy.cpp (Highway's -inl.h
@@ -11,7 +12,12 @@
 #define ATTN_MODEL_PANEL_TRANSPOSE_INL_H_
 #endif
 
+#include "model/quant_blocks-inl.h"
+
+#include <bit>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <hwy/highway.h>
 
 HWY_BEFORE_NAMESPACE();
@@ -35,10 +41,14 @@ namespace hn = hwy::HWY_NAMESPACE;
 constexpr std::size_t kTransposeBlock = ATTN_TRANSPOSE_BLOCK;
 
 #if ATTN_TRANSPOSE_BLOCK == 8
-/// dst[c, r] = src[r, c] for one 8 x 8 block: the two-float and four-float interleaves
-/// within each 128-bit half, then the halves exchanged.
-HWY_INLINE void transpose_block(const float* src, std::size_t lds, float* dst, std::size_t ldd) {
-    const hn::FixedTag<float, 8> d;
+/// The block's vectors: kTransposeBlock floats.
+using BlockTag = hn::FixedTag<float, 8>;
+
+/// dst[c, r] = row r's column c for one 8 x 8 block whose rows load(d, r) returns: the
+/// two-float and four-float interleaves within each 128-bit half, then the halves exchanged.
+template <class Load>
+HWY_INLINE void transpose_block(const Load& load, float* dst, std::size_t ldd) {
+    const BlockTag d;
     const hn::Repartition<double, decltype(d)> dd;
     using V = hn::Vec<decltype(d)>;
     const auto il64 = [&](V a, V b) {
@@ -49,7 +59,7 @@ HWY_INLINE void transpose_block(const float* src, std::size_t lds, float* dst, s
     };
     V r[8];
     for (std::size_t i = 0; i < 8; ++i) {
-        r[i] = hn::LoadU(d, src + i * lds);
+        r[i] = load(d, i);
     }
     // t[2h] = rows 2h, 2h+1 interleaved: columns 0, 1 | 4, 5; t[2h+1]: 2, 3 | 6, 7.
     V t[8];
@@ -71,15 +81,18 @@ HWY_INLINE void transpose_block(const float* src, std::size_t lds, float* dst, s
     }
 }
 #elif ATTN_TRANSPOSE_BLOCK == 4
-/// dst[c, r] = src[r, c] for one 4 x 4 block.
-HWY_INLINE void transpose_block(const float* src, std::size_t lds, float* dst, std::size_t ldd) {
-    const hn::FixedTag<float, 4> d;
+/// The block's vectors: kTransposeBlock floats.
+using BlockTag = hn::FixedTag<float, 4>;
+
+/// dst[c, r] = row r's column c for one 4 x 4 block whose rows load(d, r) returns.
+template <class Load>
+HWY_INLINE void transpose_block(const Load& load, float* dst, std::size_t ldd) {
+    const BlockTag d;
     const hn::Repartition<double, decltype(d)> dd;
-    using V = hn::Vec<decltype(d)>;
-    const V r0 = hn::LoadU(d, src);
-    const V r1 = hn::LoadU(d, src + lds);
-    const V r2 = hn::LoadU(d, src + 2 * lds);
-    const V r3 = hn::LoadU(d, src + 3 * lds);
+    const auto r0 = load(d, 0);
+    const auto r1 = load(d, 1);
+    const auto r2 = load(d, 2);
+    const auto r3 = load(d, 3);
     const auto t0 = hn::BitCast(dd, hn::InterleaveLower(d, r0, r1)); // columns 0, 1
     const auto t1 = hn::BitCast(dd, hn::InterleaveUpper(d, r0, r1)); // columns 2, 3
     const auto t2 = hn::BitCast(dd, hn::InterleaveLower(d, r2, r3));
@@ -90,40 +103,105 @@ HWY_INLINE void transpose_block(const float* src, std::size_t lds, float* dst, s
     hn::StoreU(hn::BitCast(d, hn::InterleaveUpper(dd, t1, t3)), d, dst + 3 * ldd);
 }
 #else
-/// dst[c, r] = src[r, c] for one 1 x 1 block.
-HWY_INLINE void transpose_block(const float* src, std::size_t, float* dst, std::size_t) {
-    *dst = *src;
-}
+/// A block of one: no vectors (transpose_block is never called).
+using BlockTag = hn::ScalableTag<float>;
+
+template <class Load> HWY_INLINE void transpose_block(const Load&, float*, std::size_t) {}
 #endif
 
-/// dst[c, r] = src[r, c] for src [rows, cols] (row stride cols) and dst [cols, rows]: whole
-/// blocks of kTransposeBlock rows, in strips of 16 columns so a strip's destination rows
-/// stay in L1, then the rows past the last whole block one by one.
-void transpose_panel(const float* src, std::size_t rows, std::size_t cols, float* dst) {
+/// dst[c, r] = value(r, c) for r < rows, c < cols (dst [cols, rows]): whole blocks of
+/// kTransposeBlock rows through transpose_block with load(d, r0, c0, i), row r0 + i's
+/// vector from column c0, in strips of 16 columns so a strip's destination rows stay in
+/// L1; the rest element by element.
+template <class Load, class Value>
+void transpose_rows(
+    std::size_t rows, std::size_t cols, const Load& load, const Value& value, float* dst) {
     constexpr std::size_t b = kTransposeBlock;
     constexpr std::size_t strip = b > 16 ? b : 16;
-    const std::size_t whole_rows = rows / b * b;
-    const std::size_t whole_cols = cols / b * b;
+    const std::size_t whole_rows = b == 1 ? 0 : rows / b * b;
+    const std::size_t whole_cols = b == 1 ? 0 : cols / b * b;
     for (std::size_t c0 = 0; c0 < cols; c0 += strip) {
         const std::size_t c1 = c0 + strip < cols ? c0 + strip : cols;
         const std::size_t c1_whole = c1 < whole_cols ? c1 : whole_cols;
         for (std::size_t r = 0; r < whole_rows; r += b) {
             std::size_t c = c0;
             for (; c < c1_whole; c += b) {
-                transpose_block(src + r * cols + c, cols, dst + c * rows + r, rows);
+                transpose_block([&](BlockTag d, std::size_t i) { return load(d, r, c, i); },
+                                dst + c * rows + r,
+                                rows);
             }
             for (; c < c1; ++c) {
                 for (std::size_t i = r; i < r + b; ++i) {
-                    dst[c * rows + i] = src[i * cols + c];
+                    dst[c * rows + i] = value(i, c);
                 }
             }
         }
         for (std::size_t r = whole_rows; r < rows; ++r) {
             for (std::size_t c = c0; c < c1; ++c) {
-                dst[c * rows + r] = src[r * cols + c];
+                dst[c * rows + r] = value(r, c);
             }
         }
     }
+}
+
+/// dst[c, r] = src[r, c] for src [rows, cols] (row stride cols) and dst [cols, rows].
+void transpose_panel(const float* src, std::size_t rows, std::size_t cols, float* dst) {
+    transpose_rows(
+        rows,
+        cols,
+        [&](BlockTag d, std::size_t r, std::size_t c, std::size_t i) {
+            return hn::LoadU(d, src + (r + i) * cols + c);
+        },
+        [&](std::size_t r, std::size_t c) { return src[r * cols + c]; },
+        dst);
+}
+
+/// The float of the BF16 bits at p (the hosts are little-endian: checked in CMake).
+inline float bf16_value(const std::uint8_t* p) {
+    std::uint16_t h = 0;
+    std::memcpy(&h, p, sizeof h);
+    return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16U);
+}
+
+/// For the elementwise types, F32 and BF16: dst[c, r] = the value of rows[r]'s element c
+/// for r < n_rows, c < cols (each rows[r] the chunk's first element), as dequantizing the
+/// rows and transposing them gives (BF16: the bits shifted into a float's high half), in
+/// one pass. False for every other type (the caller dequantizes, then transposes).
+bool pack_transposed(std::uint32_t type,
+                     const std::uint8_t* const* rows,
+                     std::size_t n_rows,
+                     std::size_t cols,
+                     float* dst) {
+    if (type == t_f32) {
+        transpose_rows(
+            n_rows,
+            cols,
+            [&](BlockTag d, std::size_t r, std::size_t c, std::size_t i) {
+                return hn::LoadU(d, reinterpret_cast<const float*>(rows[r + i]) + c);
+            },
+            [&](std::size_t r, std::size_t c) {
+                float v = 0.0F;
+                std::memcpy(&v, rows[r] + 4 * c, sizeof v);
+                return v;
+            },
+            dst);
+        return true;
+    }
+    if (type == t_bf16) {
+        transpose_rows(
+            n_rows,
+            cols,
+            [&](BlockTag d, std::size_t r, std::size_t c, std::size_t i) {
+                const hn::Rebind<std::uint16_t, BlockTag> d16;
+                const hn::RebindToUnsigned<BlockTag> du;
+                const auto* p = reinterpret_cast<const std::uint16_t*>(rows[r + i]) + c;
+                return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, p))));
+            },
+            [&](std::size_t r, std::size_t c) { return bf16_value(rows[r] + 2 * c); },
+            dst);
+        return true;
+    }
+    return false;
 }
 
 } // namespace

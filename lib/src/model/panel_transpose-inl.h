@@ -40,67 +40,51 @@ namespace hn = hwy::HWY_NAMESPACE;
 #endif
 constexpr std::size_t kTransposeBlock = ATTN_TRANSPOSE_BLOCK;
 
-#if ATTN_TRANSPOSE_BLOCK == 8
+#if ATTN_TRANSPOSE_BLOCK > 1
 /// The block's vectors: kTransposeBlock floats.
-using BlockTag = hn::FixedTag<float, 8>;
+using BlockTag = hn::FixedTag<float, kTransposeBlock>;
 
-/// dst[c, r] = row r's column c for one 8 x 8 block whose rows load(d, r) returns: the
-/// two-float and four-float interleaves within each 128-bit half, then the halves exchanged.
+/// dst[c, r] = row r's column c for one kTransposeBlock-square block whose rows load(d, r)
+/// returns: the two-float and four-float interleaves within each 128-bit part (a 4 x 4
+/// transpose each), then, for 8 x 8, the halves exchanged.
 template <class Load>
 HWY_INLINE void transpose_block(const Load& load, float* dst, std::size_t ldd) {
+    constexpr std::size_t b = kTransposeBlock;
     const BlockTag d;
     const hn::Repartition<double, decltype(d)> dd;
     using V = hn::Vec<decltype(d)>;
-    const auto il64 = [&](V a, V b) {
-        return hn::BitCast(d, hn::InterleaveLower(dd, hn::BitCast(dd, a), hn::BitCast(dd, b)));
+    const auto il64 = [&](V x, V y) {
+        return hn::BitCast(d, hn::InterleaveLower(dd, hn::BitCast(dd, x), hn::BitCast(dd, y)));
     };
-    const auto iu64 = [&](V a, V b) {
-        return hn::BitCast(d, hn::InterleaveUpper(dd, hn::BitCast(dd, a), hn::BitCast(dd, b)));
+    const auto iu64 = [&](V x, V y) {
+        return hn::BitCast(d, hn::InterleaveUpper(dd, hn::BitCast(dd, x), hn::BitCast(dd, y)));
     };
-    V r[8];
-    for (std::size_t i = 0; i < 8; ++i) {
+    V r[b];
+    for (std::size_t i = 0; i < b; ++i) {
         r[i] = load(d, i);
     }
-    // t[2h] = rows 2h, 2h+1 interleaved: columns 0, 1 | 4, 5; t[2h+1]: 2, 3 | 6, 7.
-    V t[8];
-    for (std::size_t h = 0; h < 4; ++h) {
+    // t[2h] = rows 2h, 2h+1 interleaved: columns 0, 1 (| 4, 5); t[2h+1]: 2, 3 (| 6, 7).
+    V t[b];
+    for (std::size_t h = 0; h < b / 2; ++h) {
         t[2 * h] = hn::InterleaveLower(d, r[2 * h], r[2 * h + 1]);
         t[2 * h + 1] = hn::InterleaveUpper(d, r[2 * h], r[2 * h + 1]);
     }
-    // u[4q + j]: rows 4q .. 4q+3 of column j | column j + 4.
-    V u[8];
-    for (std::size_t q = 0; q < 2; ++q) {
+    // u[4q + j]: rows 4q .. 4q+3 of column j (| column j + 4).
+    V u[b];
+    for (std::size_t q = 0; q < b / 4; ++q) {
         u[4 * q + 0] = il64(t[4 * q], t[4 * q + 2]);
         u[4 * q + 1] = iu64(t[4 * q], t[4 * q + 2]);
         u[4 * q + 2] = il64(t[4 * q + 1], t[4 * q + 3]);
         u[4 * q + 3] = iu64(t[4 * q + 1], t[4 * q + 3]);
     }
     for (std::size_t j = 0; j < 4; ++j) {
-        hn::StoreU(hn::ConcatLowerLower(d, u[4 + j], u[j]), d, dst + j * ldd);
-        hn::StoreU(hn::ConcatUpperUpper(d, u[4 + j], u[j]), d, dst + (j + 4) * ldd);
+        if constexpr (b == 8) {
+            hn::StoreU(hn::ConcatLowerLower(d, u[4 + j], u[j]), d, dst + j * ldd);
+            hn::StoreU(hn::ConcatUpperUpper(d, u[4 + j], u[j]), d, dst + (j + 4) * ldd);
+        } else {
+            hn::StoreU(u[j], d, dst + j * ldd);
+        }
     }
-}
-#elif ATTN_TRANSPOSE_BLOCK == 4
-/// The block's vectors: kTransposeBlock floats.
-using BlockTag = hn::FixedTag<float, 4>;
-
-/// dst[c, r] = row r's column c for one 4 x 4 block whose rows load(d, r) returns.
-template <class Load>
-HWY_INLINE void transpose_block(const Load& load, float* dst, std::size_t ldd) {
-    const BlockTag d;
-    const hn::Repartition<double, decltype(d)> dd;
-    const auto r0 = load(d, 0);
-    const auto r1 = load(d, 1);
-    const auto r2 = load(d, 2);
-    const auto r3 = load(d, 3);
-    const auto t0 = hn::BitCast(dd, hn::InterleaveLower(d, r0, r1)); // columns 0, 1
-    const auto t1 = hn::BitCast(dd, hn::InterleaveUpper(d, r0, r1)); // columns 2, 3
-    const auto t2 = hn::BitCast(dd, hn::InterleaveLower(d, r2, r3));
-    const auto t3 = hn::BitCast(dd, hn::InterleaveUpper(d, r2, r3));
-    hn::StoreU(hn::BitCast(d, hn::InterleaveLower(dd, t0, t2)), d, dst);
-    hn::StoreU(hn::BitCast(d, hn::InterleaveUpper(dd, t0, t2)), d, dst + ldd);
-    hn::StoreU(hn::BitCast(d, hn::InterleaveLower(dd, t1, t3)), d, dst + 2 * ldd);
-    hn::StoreU(hn::BitCast(d, hn::InterleaveUpper(dd, t1, t3)), d, dst + 3 * ldd);
 }
 #else
 /// A block of one: no vectors (transpose_block is never called).

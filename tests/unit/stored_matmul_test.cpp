@@ -3,8 +3,8 @@
 // and per SIMD target this CPU runs, on shapes that straddle the kernel's tiles (x rows
 // 1, 3, 17; W rows not a multiple of the tile), blocks (K = 32, 96; 256, 512 for the
 // K-quants), its k-chunks and its panels (K = 2304, 70 W rows); its dequantized panels
-// equal dequantize_ggml's values; results bit-identical for any thread count; bad shapes
-// are InputErrors.
+// equal dequantize_ggml's values; results bit-identical for any thread count and any
+// alignment of the weights' bytes; bad shapes are InputErrors.
 #include "attn/model/matmul.hpp"
 #include "attn/model/quants.hpp"
 #include "unit/ggml_blocks.hpp"
@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <limits>
 #include <random>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -137,6 +138,27 @@ TEST_P(StoredMatmul, ResultsDoNotDependOnTheThreadCount) {
             x, s.n, {type, s.m, s.k, bytes, {}}, many, {.threads = threads, .simd = simd});
         EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)), 0)
             << threads << " threads";
+    }
+}
+
+TEST_P(StoredMatmul, WeightsAtAnyByteOffsetGiveTheSameBits) {
+    // A mapped file holds a tensor where its header puts it (safetensors: any byte offset):
+    // the kernels that read rows straight from the mapping (F32, BF16) and the dequantizers
+    // must not depend on its alignment. The same bytes at offsets 1 .. 7 of a copy.
+    const auto [type, simd] = GetParam();
+    const Shape3 s{7, 13, ggml_type_traits(type)->block == 256 ? 512U : 96U};
+    const std::vector<std::uint8_t> bytes = random_ggml_blocks(type, s.m * s.k, 9);
+    const std::vector<float> x = testing::random_floats(s.n * s.k, 10);
+    std::vector<float> aligned(s.n * s.m);
+    stored_matmul(x, s.n, {type, s.m, s.k, bytes, {}}, aligned, {.threads = 1, .simd = simd});
+    for (std::size_t offset = 1; offset < 8; ++offset) {
+        std::vector<std::uint8_t> shifted(bytes.size() + offset);
+        std::memcpy(shifted.data() + offset, bytes.data(), bytes.size());
+        const std::span<const std::uint8_t> at(shifted.data() + offset, bytes.size());
+        std::vector<float> y(s.n * s.m);
+        stored_matmul(x, s.n, {type, s.m, s.k, at, {}}, y, {.threads = 1, .simd = simd});
+        EXPECT_EQ(std::memcmp(aligned.data(), y.data(), y.size() * sizeof(float)), 0)
+            << "offset " << offset;
     }
 }
 

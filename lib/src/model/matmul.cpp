@@ -27,9 +27,7 @@
 namespace attn::model {
 namespace {
 
-/// W rows per panel (one task): y's columns in one register tile of the micro-GEMM on
-/// AVX-512 (4 vectors of 16), four on AVX2.
-constexpr std::size_t kPanelRows = 64;
+using detail::kPanelRows;
 /// k per chunk: a packed panel of 64 x 1024 floats (256 KiB) stays in L2 while every row
 /// of x passes it (the micro-GEMM takes a chunk in one pass, a tile of 16 or 64 columns
 /// at a time).
@@ -154,12 +152,13 @@ void stored_matmul(std::span<const float> x,
         w_t.resize(kPanelRows * chunk);
         const std::size_t m0 = task * kPanelRows;
         const std::size_t mc = std::min(kPanelRows, m - m0);
+        const std::array<const std::uint8_t*, kPanelRows> w_at =
+            detail::panel_rows(w, row_bytes, m0, mc);
         for (std::size_t k0 = 0; k0 < k; k0 += chunk) {
             const std::size_t kc = std::min(chunk, k - k0);
-            std::array<const std::uint8_t*, kPanelRows> at{};
+            std::array<const std::uint8_t*, kPanelRows> at{}; // the chunk's first bytes
             for (std::size_t j = 0; j < mc; ++j) {
-                const std::size_t row = w.row_of.empty() ? m0 + j : w.row_of[m0 + j];
-                at[j] = w.bytes.data() + row * row_bytes + k0 / t.block * t.block_bytes;
+                at[j] = w_at[j] + k0 / t.block * t.block_bytes;
             }
             if (!ops.pack_transposed(w.type, at.data(), mc, kc, w_t.data())) {
                 for (std::size_t j = 0; j < mc; ++j) {

@@ -12,8 +12,9 @@
 
 namespace attn::model::detail {
 
-/// W rows per panel (one task) of the integer and BF16 pair paths: a fixed partition of y's
-/// columns, as the float32 path's.
+/// W rows per panel (one task) of every path (float32, integer, BF16 pairs): a fixed
+/// partition of y's columns; for the float32 path one register tile of the micro-GEMM on
+/// AVX-512 (4 vectors of 16), four on AVX2.
 constexpr std::size_t kPanelRows = 64;
 
 /// `v` rounded up to a multiple of `to` (> 0): a layout padded to whole tiles or blocks.

@@ -14,7 +14,6 @@
 
 #include "model/quant_blocks-inl.h"
 
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -140,17 +139,10 @@ void transpose_panel(const float* src, std::size_t rows, std::size_t cols, float
         dst);
 }
 
-/// The float of the BF16 bits at p (the hosts are little-endian: checked in CMake).
-inline float bf16_value(const std::uint8_t* p) {
-    std::uint16_t h = 0;
-    std::memcpy(&h, p, sizeof h);
-    return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16U);
-}
-
 /// For the elementwise types, F32 and BF16: dst[c, r] = the value of rows[r]'s element c
 /// for r < n_rows, c < cols (each rows[r] the chunk's first element), as dequantizing the
-/// rows and transposing them gives (BF16: the bits shifted into a float's high half), in
-/// one pass. False for every other type (the caller dequantizes, then transposes).
+/// rows and transposing them gives (quant_blocks-inl.h's plain_f32 and bf16_at), in one
+/// pass. False for every other type (the caller dequantizes, then transposes).
 bool pack_transposed(std::uint32_t type,
                      const std::uint8_t* const* rows,
                      std::size_t n_rows,
@@ -181,7 +173,7 @@ bool pack_transposed(std::uint32_t type,
                 const auto* p = reinterpret_cast<const std::uint16_t*>(rows[r + i]) + c;
                 return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, p))));
             },
-            [&](std::size_t r, std::size_t c) { return bf16_value(rows[r] + 2 * c); },
+            [&](std::size_t r, std::size_t c) { return bf16_at(rows[r] + 2 * c); },
             dst);
         return true;
     }

@@ -269,9 +269,14 @@ void plain_f16(const std::uint8_t* src, float* dst, std::size_t n, const float* 
     }
 }
 
+/// The float of the BF16 bits at `p`: shifted into a float's high half.
+float bf16_at(const std::uint8_t* p) {
+    return std::bit_cast<float>(static_cast<std::uint32_t>(u16_at(p)) << 16U);
+}
+
 void plain_bf16(const std::uint8_t* src, float* dst, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) {
-        dst[i] = std::bit_cast<float>(static_cast<std::uint32_t>(u16_at(src + 2 * i)) << 16U);
+        dst[i] = bf16_at(src + 2 * i);
     }
 }
 

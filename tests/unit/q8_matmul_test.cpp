@@ -173,6 +173,66 @@ TEST(Q8MatmulNonFinite, ABlockWithANaNOrAnInfinityGivesNaN) {
     }
 }
 
+/// Q8_0 weights [32, 32·blocks] that pick element j of each block's activations: row j
+/// holds 1 at column j of block 0 (d = 1), zeros elsewhere, so y[n, j] = d16 · q of x[n, j]
+/// exactly (d16 · q: 11 by 7 significant bits; one FMA onto 0).
+std::vector<std::uint8_t> q8_0_identity(std::size_t blocks) {
+    std::vector<std::uint8_t> bytes(32 * blocks * 34, 0);
+    for (std::size_t j = 0; j < 32; ++j) {
+        std::uint8_t* row = bytes.data() + j * blocks * 34;
+        for (std::size_t b = 0; b < blocks; ++b) {
+            row[b * 34 + 1] = 0x3C; // d = 1.0 (fp16 0x3C00)
+        }
+        row[2 + j] = 1;
+    }
+    return bytes;
+}
+
+TEST(Q8MatmulRounding, IsGgmlsQuantizeRowQ8_0RefTiesAwayFromZero) {
+    const Shape3 s{3, 32, 64};
+    std::vector<float> x = testing::random_floats(s.n * s.k, 12);
+    // Row 0: amax 127, so d = 1 and q = roundf(x): ties away from zero (2.5 -> 3, where
+    // Q8_K's nearest_int gives 2), the float just below 1/2 -> 0.
+    const std::vector<float> row0 = {127.0F,
+                                     2.5F,
+                                     3.5F,
+                                     -2.5F,
+                                     0.5F,
+                                     1.5F,
+                                     -126.5F,
+                                     0.49999997F,
+                                     -0.49999997F,
+                                     126.5F,
+                                     -0.5F,
+                                     62.5F};
+    const std::vector<float> want0 = {127, 3, 4, -3, 1, 2, -127, 0, 0, 127, -1, 63};
+    std::copy(row0.begin(), row0.end(), x.begin());
+    // Row 2: amax 1e-39, d = amax / 127 subnormal, 1 / d overflows: d16 = 0, so every
+    // product is 0 (ggml's q are undefined there), never NaN.
+    for (std::size_t j = 0; j < 32; ++j) {
+        x[2 * s.k + j] = j == 5 ? 1e-39F : 0.0F;
+    }
+    std::vector<double> err;
+    const std::vector<double> rounded = q8_rounded(x, err);
+    for (std::size_t j = 0; j < want0.size(); ++j) {
+        ASSERT_EQ(rounded[j], static_cast<double>(want0[j])) << "the oracle, at " << j;
+    }
+    const std::vector<std::uint8_t> w = q8_0_identity(s.k / 32);
+    for (const Simd simd : simd_targets()) {
+        const std::vector<float> y = stored_product(
+            x, s, 8, w, {.threads = 2, .simd = simd, .activations = Activations::q8_0});
+        for (std::size_t n = 0; n < 2; ++n) {
+            for (std::size_t j = 0; j < 32; ++j) {
+                ASSERT_EQ(static_cast<double>(y[(n * s.m) + j]), rounded[n * s.k + j])
+                    << simd_label(simd) << " row " << n << ", " << j << ": x = " << x[n * s.k + j];
+            }
+        }
+        for (std::size_t j = 0; j < 32; ++j) {
+            ASSERT_EQ(y[(2 * s.m) + j], 0.0F) << simd_label(simd) << " the subnormal block, " << j;
+        }
+    }
+}
+
 TEST(Q8MatmulInstructions, FollowTheTargetAndTheCpuFlags) {
     // A VNNI pass gives the same bits as maddubs, so a wrong CPUID bit would pass every test
     // above (or fault on a CPU without the instruction): the choice is held to the kernel's

@@ -21,27 +21,55 @@ namespace {
 constexpr std::size_t kBlock = 32;
 constexpr std::size_t kSuper = 256; // Q8_K
 
-/// One block by ggml's quantize_row_q8_0_ref.
-void quantize_block(const float* x, std::int8_t* q, float& d_out, std::int32_t& sum) {
-    float amax = 0.0F;
-    bool finite = true;
-    for (std::size_t j = 0; j < kBlock; ++j) {
-        finite = finite && std::isfinite(x[j]);
-        amax = std::max(amax, std::fabs(x[j]));
+/// amax of x[0, n) (n a multiple of 8) and whether every element is finite, in 8 lanes
+/// the compiler vectorizes (x · 0 is NaN exactly for a NaN or an infinity).
+struct BlockMax {
+    float amax;
+    bool finite;
+};
+BlockMax block_max(const float* x, std::size_t n) {
+    std::array<float, 8> lane_max{};
+    std::array<float, 8> lane_nan{};
+    for (std::size_t j = 0; j < n; j += 8) {
+        for (std::size_t l = 0; l < 8; ++l) {
+            const float a = std::fabs(x[j + l]);
+            lane_max[l] = lane_max[l] < a ? a : lane_max[l];
+            lane_nan[l] += x[j + l] * 0.0F;
+        }
     }
+    BlockMax out{0.0F, true};
+    for (std::size_t l = 0; l < 8; ++l) {
+        out.amax = std::max(out.amax, lane_max[l]);
+        out.finite = out.finite && !std::isnan(lane_nan[l]);
+    }
+    return out;
+}
+
+/// One block by ggml's quantize_row_q8_0_ref, in loops the compiler vectorizes.
+void quantize_block(const float* x, std::int8_t* q, float& d_out, std::int32_t& sum) {
+    const BlockMax m = block_max(x, kBlock);
     sum = 0;
-    if (!finite) {
+    if (!m.finite) {
         std::fill(q, q + kBlock, std::int8_t{0});
         d_out = std::nanf("");
         return;
     }
-    const float d = amax / 127.0F;
+    const float d = m.amax / 127.0F;
     const float id = d != 0.0F ? 1.0F / d : 0.0F;
     d_out = half_to_float(double_to_half(static_cast<double>(d)));
     for (std::size_t j = 0; j < kBlock; ++j) {
-        // |x · id| <= 127 up to a rounding: the clamp never changes a finite result.
-        const float v = std::clamp(std::round(x[j] * id), -127.0F, 127.0F);
-        q[j] = static_cast<std::int8_t>(v);
+        // roundf (ties away from zero) without a libm call: v + (1/2 − 2^-25) · sign(v),
+        // truncated, is roundf(v) for every float |v| < 2^23 (checked on all of them). The
+        // product is rounded on its own (this file is built with -ffp-contract=off).
+        // |x · id| <= 127 up to a rounding for a normal d. For a subnormal one x · id can
+        // be anything, ±inf or NaN (0 · inf; ggml's q are undefined there): the clamp
+        // (max(−127, NaN) is −127) keeps the cast defined, and d's binary16 is 0 there, so
+        // no product depends on those q.
+        const float v = x[j] * id;
+        const float r = std::min(127.0F, std::max(-127.0F, v + std::copysign(0.49999997F, v)));
+        q[j] = static_cast<std::int8_t>(static_cast<std::int32_t>(r));
+    }
+    for (std::size_t j = 0; j < kBlock; ++j) {
         sum += q[j];
     }
 }
@@ -50,23 +78,11 @@ void quantize_block(const float* x, std::int8_t* q, float& d_out, std::int32_t& 
 /// same 16 sums as 8 int16 pairs.
 void quantize_super_block(
     const float* x, std::int8_t* q, float& d_out, std::int32_t* sums, std::int32_t* pairs) {
-    // amax and a NaN test (x · 0 is NaN for a NaN or an infinity) in 8 lanes, which the
-    // compiler vectorizes; then x_max, the first element of largest magnitude, with its sign.
-    std::array<float, 8> lane_max{};
-    std::array<float, 8> lane_nan{};
-    for (std::size_t j = 0; j < kSuper; j += 8) {
-        for (std::size_t l = 0; l < 8; ++l) {
-            const float a = std::fabs(x[j + l]);
-            lane_max[l] = lane_max[l] < a ? a : lane_max[l];
-            lane_nan[l] += x[j + l] * 0.0F;
-        }
-    }
-    float amax = 0.0F;
-    bool finite = true;
-    for (std::size_t l = 0; l < 8; ++l) {
-        amax = std::max(amax, lane_max[l]);
-        finite = finite && !std::isnan(lane_nan[l]);
-    }
+    // amax and the NaN test, then x_max, the first element of largest magnitude, with its
+    // sign.
+    const BlockMax m = block_max(x, kSuper);
+    const float amax = m.amax;
+    const bool finite = m.finite;
     float max = 0.0F;
     for (std::size_t j = 0; j < kSuper && finite && amax != 0.0F; ++j) {
         if (std::fabs(x[j]) == amax) {
@@ -95,7 +111,7 @@ void quantize_super_block(
         // compiler vectorizes, where std::nearbyint is a libm call per element.) |iscale ·
         // x| <= 127 · (1 + 2^-24)^2, so the result is in [-127, 127] and min(127, ·) never
         // changes a finite one.
-        // (The product its own statement: no contraction into an FMA.)
+        // (No contraction into an FMA: this file is built with -ffp-contract=off.)
         constexpr float magic = 12582912.0F;
         const float p = iscale * x[j];
         const float v = std::min(127.0F, (p + magic) - magic);

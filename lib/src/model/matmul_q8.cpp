@@ -21,16 +21,16 @@ namespace {
 constexpr std::size_t kBlock = 32;
 constexpr std::size_t kSuper = 256; // Q8_K
 
-/// amax of x[0, n) (n a multiple of 8) and whether every element is finite, in 8 lanes
+/// amax of x[0, N) (N a multiple of 8) and whether every element is finite, in 8 lanes
 /// the compiler vectorizes (x · 0 is NaN exactly for a NaN or an infinity).
 struct BlockMax {
     float amax;
     bool finite;
 };
-BlockMax block_max(const float* x, std::size_t n) {
+template <std::size_t N> BlockMax block_max(const float* x) {
     std::array<float, 8> lane_max{};
     std::array<float, 8> lane_nan{};
-    for (std::size_t j = 0; j < n; j += 8) {
+    for (std::size_t j = 0; j < N; j += 8) {
         for (std::size_t l = 0; l < 8; ++l) {
             const float a = std::fabs(x[j + l]);
             lane_max[l] = lane_max[l] < a ? a : lane_max[l];
@@ -47,7 +47,7 @@ BlockMax block_max(const float* x, std::size_t n) {
 
 /// One block by ggml's quantize_row_q8_0_ref, in loops the compiler vectorizes.
 void quantize_block(const float* x, std::int8_t* q, float& d_out, std::int32_t& sum) {
-    const BlockMax m = block_max(x, kBlock);
+    const BlockMax m = block_max<kBlock>(x);
     sum = 0;
     if (!m.finite) {
         std::fill(q, q + kBlock, std::int8_t{0});
@@ -80,7 +80,7 @@ void quantize_super_block(
     const float* x, std::int8_t* q, float& d_out, std::int32_t* sums, std::int32_t* pairs) {
     // amax and the NaN test, then x_max, the first element of largest magnitude, with its
     // sign.
-    const BlockMax m = block_max(x, kSuper);
+    const BlockMax m = block_max<kSuper>(x);
     const float amax = m.amax;
     const bool finite = m.finite;
     float max = 0.0F;

@@ -42,6 +42,9 @@ set(attn_gcc12_array_bounds
 set(attn_gcc12_null_dereference python/arrays.cpp python/figures.cpp)
 function(attn_gcc12_silence warning)
     foreach(file IN LISTS ARGN)
+        if(file MATCHES "^python/" AND NOT ATTN_BUILD_PYTHON)
+            continue() # no module built (a cross build, or no pybind11): python/ is not added
+        endif()
         if(ATTN_UNITY)
             # A unity build compiles a target's files together, and CMake keeps a file with
             # options of its own out of the unit: the file's target is silenced instead.

@@ -41,6 +41,7 @@ namespace attn::model::bf16_matmul_test {
 namespace {
 
 using testing::cpuinfo_flag;
+using testing::random_ggml_blocks;
 using testing::Shape3;
 using testing::simd_label;
 using testing::simd_targets;

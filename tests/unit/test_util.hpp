@@ -35,8 +35,13 @@ inline void PrintTo(Simd simd, std::ostream* os) {
 
 namespace attn::testing {
 
-/// Whether /proc/cpuinfo lists `flag` (the kernel's reading of CPUID), or nothing off Linux.
+/// Whether /proc/cpuinfo lists x86 flag `flag` (the kernel's reading of CPUID), or nothing
+/// off Linux and off x86 (an Arm build run under qemu-user would read the x86 host's file).
 inline std::optional<bool> cpuinfo_flag(const std::string& flag) {
+#if !defined(__x86_64__) && !defined(__i386__)
+    (void)flag;
+    return std::nullopt;
+#endif
     std::ifstream in("/proc/cpuinfo");
     if (!in) {
         return std::nullopt;

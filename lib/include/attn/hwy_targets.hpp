@@ -12,3 +12,10 @@
 #ifndef HWY_WANT_AVX3_DL
 #define HWY_WANT_AVX3_DL 1
 #endif
+// Arm: NEON only. SVE's vectors are sizeless types, which C++ does not allow as members of
+// a struct, and the score pipeline passes its steps in structs of vectors (ScoreSteps,
+// BaseStep in core/kernel_score-inl.h): the SVE passes do not compile. (A macro of
+// Highway's target bits, expanded where Highway has defined them.)
+#if defined(__aarch64__) && !defined(HWY_DISABLED_TARGETS)
+#define HWY_DISABLED_TARGETS (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128)
+#endif

@@ -1,9 +1,10 @@
 // The kernel operations, written once over Google Highway and compiled for every SIMD
 // target Highway knows on the build machine's architecture (x86: AVX3_DL, AVX3 (AVX-512),
-// AVX2, SSE4, SSSE3; Arm: SVE2, SVE, NEON; plus the scalar or emulated fallback). This
-// file is included once per target by hwy/foreach_target.h; each pass fills one KernelOps
-// table in its own namespace (N_AVX2, ...), and the HWY_ONCE part at the end picks a table
-// per call: the best one the CPU supports, or the one spec.simd names.
+// AVX2, SSE4, SSSE3; Arm: NEON, not SVE: attn/hwy_targets.hpp says why; plus the scalar
+// or emulated fallback). This file is included once per target by hwy/foreach_target.h;
+// each pass fills one KernelOps table in its own namespace (N_AVX2, ...), and the HWY_ONCE
+// part at the end picks a table per call: the best one the CPU supports, or the one
+// spec.simd names.
 //
 // The operations live in per-target parts (Highway's -inl.h convention), included below:
 //   kernel_simd-inl.h     vector type, partial loads and stores, prefetch, exp, max;

@@ -217,7 +217,7 @@ void bf16_matmul(std::span<const float> x,
     std::vector<AlignedVector<std::uint32_t>> packed(threads);
     std::vector<AlignedVector<float>> packed_f32(threads);
     attn::detail::parallel_for(panels, threads, [&](unsigned worker, std::size_t task) {
-        const FlushDenormals flush;
+        [[maybe_unused]] const FlushDenormals flush; // a no-op off x86
         const std::size_t m0 = task * kPanelRows;
         const std::size_t mc = std::min(kPanelRows, m - m0);
         const std::array<const std::uint8_t*, kPanelRows> w_rows = panel_rows(w, row_bytes, m0, mc);

@@ -47,14 +47,14 @@ template <std::size_t N> BlockMax block_max(const float* x) {
 
 /// One block by ggml's quantize_row_q8_0_ref, in loops the compiler vectorizes.
 void quantize_block(const float* x, std::int8_t* q, float& d_out, std::int32_t& sum) {
-    const BlockMax m = block_max<kBlock>(x);
+    const auto [amax, finite] = block_max<kBlock>(x);
     sum = 0;
-    if (!m.finite) {
+    if (!finite) {
         std::fill(q, q + kBlock, std::int8_t{0});
         d_out = std::nanf("");
         return;
     }
-    const float d = m.amax / 127.0F;
+    const float d = amax / 127.0F;
     const float id = d != 0.0F ? 1.0F / d : 0.0F;
     d_out = half_to_float(double_to_half(static_cast<double>(d)));
     for (std::size_t j = 0; j < kBlock; ++j) {
@@ -80,9 +80,7 @@ void quantize_super_block(
     const float* x, std::int8_t* q, float& d_out, std::int32_t* sums, std::int32_t* pairs) {
     // amax and the NaN test, then x_max, the first element of largest magnitude, with its
     // sign.
-    const BlockMax m = block_max<kSuper>(x);
-    const float amax = m.amax;
-    const bool finite = m.finite;
+    const auto [amax, finite] = block_max<kSuper>(x);
     float max = 0.0F;
     for (std::size_t j = 0; j < kSuper && finite && amax != 0.0F; ++j) {
         if (std::fabs(x[j]) == amax) {

@@ -334,6 +334,65 @@ TEST(DoubleToHalf, EdgesAsNumpyRoundsThem) {
     EXPECT_EQ(detail::double_to_half(1.0 + 0x1.8p-10), 0x3c02);
 }
 
+// floats_to_halves (F16C's vcvtps2ph where the CPU has it, as here on every x86 CI machine)
+// and float_to_half (the portable steps) against double_to_half: every half's float, every
+// midpoint between neighbours (a tie: exact in float) and the floats either side of it,
+// subnormal halves included; the edges; NaNs of both signs with payloads (double_to_half
+// gives the quiet NaN 0x7e00 of the sign, where vcvtps2ph keeps the payload's top bits);
+// float subnormals; random bit patterns. An odd count, so the vector loop's tail runs too.
+TEST(FloatsToHalves, GiveDoubleToHalfsBitsForEveryKindOfFloat) {
+    std::vector<float> in;
+    constexpr float infinity = std::numeric_limits<float>::infinity();
+    for (std::uint32_t h = 0; h < 0x7c00; ++h) {
+        for (const std::uint32_t sign : {0u, 0x8000u}) {
+            const float v = detail::half_to_float(static_cast<std::uint16_t>(h | sign));
+            in.push_back(v);
+            if (h + 1 < 0x7c00) {
+                const float mid =
+                    (v + detail::half_to_float(static_cast<std::uint16_t>((h + 1) | sign))) / 2;
+                in.insert(in.end(),
+                          {mid, std::nextafter(mid, infinity), std::nextafter(mid, -infinity)});
+            }
+        }
+    }
+    for (const float v : {65520.0F,
+                          std::nextafter(65520.0F, 0.0F),
+                          1e30F,
+                          infinity,
+                          0x1p-25F,
+                          std::nextafter(0x1p-25F, 1.0F),
+                          0x1p-149F,
+                          0x1.ffcp-15F,
+                          0x1p-14F}) {
+        in.insert(in.end(), {v, -v});
+    }
+    for (const std::uint32_t bits : {0x7fc00000u,
+                                     0xffc00000u,
+                                     0x7f800001u,
+                                     0xff800001u,
+                                     0x7fffffffu,
+                                     0xffffffffu,
+                                     0x7fe00000u,
+                                     0x807fffffu}) {
+        in.push_back(std::bit_cast<float>(bits));
+    }
+    std::mt19937 gen(5);
+    for (int i = 0; i < 1 << 16; ++i) {
+        in.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(gen())));
+    }
+    if (in.size() % 8 == 0) {
+        in.push_back(0.1F);
+    }
+    std::vector<std::uint16_t> out(in.size());
+    detail::floats_to_halves(in.data(), in.size(), out.data());
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        const std::uint16_t want = detail::double_to_half(static_cast<double>(in[i]));
+        ASSERT_EQ(out[i], want) << std::hex << std::bit_cast<std::uint32_t>(in[i]);
+        ASSERT_EQ(attn::float_to_half(in[i]), want)
+            << std::hex << std::bit_cast<std::uint32_t>(in[i]);
+    }
+}
+
 TEST(EncodeNpy, Float16FromFloat64ValuesRoundsOnce) {
     // 1 + 2^-11 + 2^-40 is above the tie in float64; through float32 it would become the
     // tie (1 + 2^-11) and round down to 1.0.

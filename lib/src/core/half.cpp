@@ -4,6 +4,12 @@
 #include <bit>
 #include <cmath>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define ATTN_HALF_F16C 1
+#endif
+
 namespace attn {
 
 float half_to_float(std::uint16_t h) {
@@ -50,6 +56,103 @@ std::uint16_t double_to_half(double x) {
         return static_cast<std::uint16_t>(sign | 0x7c00u);
     }
     return static_cast<std::uint16_t>(sign | (biased << 10) | (m - 1024));
+}
+
+std::uint16_t float_to_half(float x) {
+    const auto bits = std::bit_cast<std::uint32_t>(x);
+    const auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
+    const std::uint32_t a = bits & 0x7fffffffu;
+    if (a > 0x7f800000u) { // NaN
+        return static_cast<std::uint16_t>(sign | 0x7e00u);
+    }
+    if (a >= 0x477ff000u) { // 65520 and up (the tie with 2^16 goes to the even: inf)
+        return static_cast<std::uint16_t>(sign | 0x7c00u);
+    }
+    if (a >= 0x38800000u) { // 2^-14 and up: normal; ties to even at bit 13 (the carry may
+        // step the exponent: exact, the next power of two's bits)
+        const std::uint32_t rounded = a - 0x38000000u + 0xfffu + ((a >> 13) & 1u);
+        return static_cast<std::uint16_t>(sign | (rounded >> 13));
+    }
+    const std::uint32_t exponent = a >> 23;
+    if (exponent < 102) { // below 2^-25 (the tie with 2^-24, which goes to 0): 0
+        return sign;
+    }
+    // A subnormal half: |x| / 2^-24 = m24 / 2^shift, rounded to even (1024 is the smallest
+    // normal's bits, right as they are).
+    const std::uint32_t m24 = (a & 0x7fffffu) | 0x800000u;
+    const std::uint32_t shift = 126 - exponent; // 14 .. 24
+    std::uint32_t m = m24 >> shift;
+    const std::uint32_t rest = m24 & ((1u << shift) - 1u);
+    const std::uint32_t half = 1u << (shift - 1);
+    if (rest > half || (rest == half && (m & 1u) != 0)) {
+        ++m;
+    }
+    return static_cast<std::uint16_t>(sign | m);
+}
+
+namespace {
+
+#ifdef ATTN_HALF_F16C
+/// Eight at a time through vcvtps2ph (round to nearest even, whatever MXCSR says; subnormal
+/// results kept); NaN lanes first become the quiet NaN of their sign, as double_to_half
+/// gives (vcvtps2ph would keep the payload's top bits). The rest through float_to_half.
+__attribute__((target("avx,f16c"))) void
+halves_f16c(const float* in, std::size_t n, std::uint16_t* out) {
+    const __m256 quiet = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000));
+    const __m256 sign_bit = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)));
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(in + i);
+        const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+        // (and/andnot/or: GCC 12 expands this blendv lane by lane)
+        const __m256 canonical = _mm256_or_ps(_mm256_and_ps(v, sign_bit), quiet);
+        v = _mm256_or_ps(_mm256_and_ps(nan, canonical), _mm256_andnot_ps(nan, v));
+        const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
+    }
+    for (; i < n; ++i) {
+        out[i] = float_to_half(in[i]);
+    }
+}
+
+/// CPUID leaf 1: F16C and AVX, with the OS saving the YMM registers (XGETBV). Not
+/// __builtin_cpu_supports: clang 14 does not know "f16c".
+bool cpu_has_f16c() {
+    static const bool has = [] {
+        unsigned eax = 0;
+        unsigned ebx = 0;
+        unsigned ecx = 0;
+        unsigned edx = 0;
+        if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) {
+            return false;
+        }
+        constexpr unsigned kOsxsave = 1U << 27;
+        constexpr unsigned kAvx = 1U << 28;
+        constexpr unsigned kF16c = 1U << 29;
+        if ((ecx & (kOsxsave | kAvx | kF16c)) != (kOsxsave | kAvx | kF16c)) {
+            return false;
+        }
+        unsigned lo = 0;
+        unsigned hi = 0;
+        __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        return (lo & 6U) == 6U; // XMM and YMM state
+    }();
+    return has;
+}
+#endif
+
+} // namespace
+
+void floats_to_halves(const float* in, std::size_t n, std::uint16_t* out) {
+#ifdef ATTN_HALF_F16C
+    if (cpu_has_f16c()) {
+        halves_f16c(in, n, out);
+        return;
+    }
+#endif
+    for (std::size_t i = 0; i < n; ++i) {
+        out[i] = float_to_half(in[i]);
+    }
 }
 
 } // namespace attn

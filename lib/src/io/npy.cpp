@@ -16,8 +16,10 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <sys/types.h>
+#include <type_traits>
 #include <unistd.h>
 
 namespace attn::io {
@@ -367,9 +369,38 @@ std::size_t item_size(NpyFloat type) {
     return type == NpyFloat::f64 ? 8 : type == NpyFloat::f16 ? 2 : 4;
 }
 
+/// n float32 values as "<f2" from `out` on: floats_to_halves (double_to_half's bits at SIMD
+/// speed) through a small buffer, then little-endian bytes.
+void encode_halves(const float* values, std::size_t n, std::uint8_t* out) {
+    constexpr std::size_t chunk = 1024;
+    std::array<std::uint16_t, chunk> halves{};
+    for (std::size_t done = 0; done < n; done += chunk) {
+        const std::size_t count = std::min(chunk, n - done);
+        floats_to_halves(values + done, count, halves.data());
+        if constexpr (std::endian::native == std::endian::little) {
+            std::memcpy(out + 2 * done, halves.data(), 2 * count);
+        } else {
+            for (std::size_t i = 0; i < count; ++i) {
+                out[2 * (done + i)] = static_cast<std::uint8_t>(halves[i] & 0xffu);
+                out[2 * (done + i) + 1] = static_cast<std::uint8_t>(halves[i] >> 8);
+            }
+        }
+    }
+}
+
 /// Writes n values as little-endian "<f2", "<f4" or "<f8" (whatever the host) from `out` on.
 template <class T>
 void encode_npy_payload(const T* values, std::size_t n, NpyFloat type, std::uint8_t* out) {
+    if constexpr (std::is_same_v<T, float>) {
+        if (type == NpyFloat::f16) {
+            encode_halves(values, n, out);
+            return;
+        }
+        if (type == NpyFloat::f32 && std::endian::native == std::endian::little) {
+            std::memcpy(out, values, n * sizeof(float));
+            return;
+        }
+    }
     for (std::size_t i = 0; i < n; ++i) {
         if (type == NpyFloat::f16) {
             const std::uint16_t bits = double_to_half(static_cast<double>(values[i]));

@@ -133,6 +133,7 @@ void pread_exactly(
 
 /// binary16 conversions (attn/half.hpp), for the NPY and safetensors readers and writers.
 using attn::double_to_half;
+using attn::floats_to_halves;
 using attn::half_to_float;
 
 /// JSON text of a file parsed by nlohmann after the guards of json_text.hpp, its errors as

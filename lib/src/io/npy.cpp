@@ -446,6 +446,16 @@ void write_npy_stream(AtomicWriter& out,
     const std::size_t count = element_count(shape);
     const std::size_t item = item_size(type);
     const std::size_t per_chunk = npy_chunk_bytes / item;
+    if constexpr (std::is_same_v<T, float> && std::endian::native == std::endian::little) {
+        if (type == NpyFloat::f32) { // the payload is the values' own bytes: no copy
+            for (std::size_t first = 0; first < count; first += per_chunk) {
+                const std::size_t n = std::min(per_chunk, count - first);
+                out.write(std::span<const std::uint8_t>(
+                    reinterpret_cast<const std::uint8_t*>(values + first), n * item));
+            }
+            return;
+        }
+    }
     std::vector<std::uint8_t> chunk(std::min(count, per_chunk) * item);
     for (std::size_t first = 0; first < count; first += per_chunk) {
         const std::size_t n = std::min(per_chunk, count - first);

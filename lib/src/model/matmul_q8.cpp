@@ -56,7 +56,7 @@ void quantize_block(const float* x, std::int8_t* q, float& d_out, std::int32_t& 
     }
     const float d = amax / 127.0F;
     const float id = d != 0.0F ? 1.0F / d : 0.0F;
-    d_out = half_to_float(double_to_half(static_cast<double>(d)));
+    d_out = half_to_float(float_to_half(d)); // double_to_half's bits, in integer steps
     for (std::size_t j = 0; j < kBlock; ++j) {
         // roundf (ties away from zero) without a libm call: v + (1/2 − 2^-25) · sign(v),
         // truncated, is roundf(v) for every float |v| < 2^23 (checked on all of them). The

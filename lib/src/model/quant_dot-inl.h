@@ -110,7 +110,8 @@ HWY_PUSH_ATTRIBUTES(HWY_TARGET_STR ",avxvnni")
 // rows (m) side by side, 4 consecutive k of each per 32-bit lane: a block is 8 vectors,
 // one per step of 4 k, and one activation row's 4 bytes of that step, broadcast, multiply
 // all kLanes rows at once. The block sums then come out one m per lane, exact in int32,
-// with no horizontal reduction. Lanes past the panel's rows hold zeros.
+// with no horizontal reduction. Lanes past the panel's rows hold stale bytes
+// whose sums are never stored.
 #if ATTN_QDOT_VNNI == 512
 // AVX-512 VNNI: _mm512_dpbusd_epi32, unsigned weight bytes × signed activations, 4
 // products summed into each int32 lane. Q4_0 keeps its nibbles u (w = u − 8), Q8_0 is
@@ -140,7 +141,7 @@ std::int32_t pack_bias(std::uint32_t type) {
 }
 
 /// Packs the panel: `pack` [groups, blocks, 8 steps, kLanes, 4] bytes, `dw` [groups,
-/// blocks, kLanes] the weights' scales (0 in lanes past the rows).
+/// blocks, kLanes] the weights' scales.
 void pack_panel(const DotQ8Args& a,
                 const float* f16,
                 AlignedVector<std::uint8_t>& pack,
@@ -148,8 +149,11 @@ void pack_panel(const DotQ8Args& a,
     const std::size_t bb = a.type == t_q4_0 ? 18 : 34;
     const std::size_t groups = (a.m + kLanes - 1) / kLanes;
     const std::uint32_t flip = pack_bias(a.type) == 128 ? 0x80808080U : 0U;
-    pack.assign(groups * a.blocks * 32 * kLanes, 0);
-    dw.assign(groups * a.blocks * kLanes, 0.0F);
+    // The buffers are reused (dot_packed's, per thread): resized, not refilled. Lanes past
+    // the rows keep whatever they held: their sums are never stored (dot_tile stores the
+    // rows' lanes only), and no lane's sum reads another's.
+    pack.resize(groups * a.blocks * 32 * kLanes);
+    dw.resize(groups * a.blocks * kLanes);
     for (std::size_t m = 0; m < a.m; ++m) {
         const std::size_t g = m / kLanes;
         const std::size_t l = m % kLanes;
@@ -220,7 +224,13 @@ block_sums(std::uint32_t type, const std::uint8_t* pk, const std::int8_t* const*
     for (std::size_t r = 0; r < R; ++r) {
         out[r] = _mm256_setzero_si256();
     }
+    // The step loops are unrolled by 4 (Q4_0) and 2 (Q8_0), not whole: unrolled by 8, GCC
+    // may reassociate the sums (integer adds) into a tree over all steps and rows and spill
+    // the pair sums to the stack. The 1B forward on the maddubs path, one Xeon thread: Q4_0
+    // 5.7 s (7.2 s whole, 5.8 s by 2, 6.15 s by 1), Q8_0 8.1-8.2 s (8.4-8.7 s whole, within
+    // 2 % by 1 or 4).
     if (type == t_q4_0) {
+#pragma GCC unroll 4
         for (std::size_t step = 0; step < 8; ++step) {
             const VecI u = _mm256_loadu_si256(reinterpret_cast<const VecI*>(pk + step * 32));
             for (std::size_t r = 0; r < R; ++r) { // int16 sums: see kLanes
@@ -233,9 +243,6 @@ block_sums(std::uint32_t type, const std::uint8_t* pk, const std::int8_t* const*
         }
         return;
     }
-    // Unrolled by 2, not 8: GCC's whole unrolling with R = 4 interleaves the steps until
-    // accumulators spill to the stack (Q8_0's 1B forward on the maddubs path: 8.4-8.7 s
-    // against 8.1 s on one Xeon thread).
 #pragma GCC unroll 2
     for (std::size_t step = 0; step < 8; ++step) {
         const VecI w = _mm256_loadu_si256(reinterpret_cast<const VecI*>(pk + step * 32));
@@ -335,8 +342,8 @@ void dot_tiles(const DotQ8Args& a,
 /// a block step's operations on the 8-lane targets), then the tiles. Q8_0 on maddubs has
 /// no bias (signed bytes) and skips the correction altogether.
 void dot_packed(const DotQ8Args& a, const float* f16) {
-    AlignedVector<std::uint8_t> pack;
-    AlignedVector<float> dw;
+    thread_local AlignedVector<std::uint8_t> pack;
+    thread_local AlignedVector<float> dw;
     pack_panel(a, f16, pack, dw);
     const std::int32_t bias = pack_bias(a.type);
     if (bias == 0) {

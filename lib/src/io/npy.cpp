@@ -397,7 +397,9 @@ void encode_npy_payload(const T* values, std::size_t n, NpyFloat type, std::uint
             return;
         }
         if (type == NpyFloat::f32 && std::endian::native == std::endian::little) {
-            std::memcpy(out, values, n * sizeof(float));
+            if (n != 0) { // an empty array's values may be null, which memcpy may not get
+                std::memcpy(out, values, n * sizeof(float));
+            }
             return;
         }
     }

@@ -300,8 +300,9 @@ void dot_tile(const DotQ8Args& a,
         block_sums<R>(a.type, pack + gb * 32 * kLanes, x, isum);
         for (std::size_t r = 0; r < R; ++r) {
             const std::size_t at = (n0 + r) * a.blocks + b;
-            acc[r] =
-                scaled_step<kBiased>(isum[r], corrections + at, dw + gb * kLanes, a.dx[at], acc[r]);
+            // (no offset from the null `corrections` of an unbiased type: undefined)
+            const std::int32_t* correction = kBiased ? corrections + at : nullptr;
+            acc[r] = scaled_step<kBiased>(isum[r], correction, dw + gb * kLanes, a.dx[at], acc[r]);
         }
     }
     const std::size_t m0 = g * kLanes;

@@ -369,22 +369,28 @@ std::size_t item_size(NpyFloat type) {
     return type == NpyFloat::f64 ? 8 : type == NpyFloat::f16 ? 2 : 4;
 }
 
-/// n float32 values as "<f2" from `out` on: floats_to_halves (double_to_half's bits at SIMD
-/// speed) through a small buffer, then little-endian bytes.
+/// The n float32 values rounded to binary16 (floats_to_halves: double_to_half's bits at SIMD
+/// speed) into `halves`, which holds at least n, and its bytes as "<f2" whatever the host
+/// (swapped in place on a big-endian one).
+std::span<const std::uint8_t>
+halves_bytes(const float* values, std::size_t n, std::uint16_t* halves) {
+    floats_to_halves(values, n, halves);
+    if constexpr (std::endian::native == std::endian::big) {
+        for (std::size_t i = 0; i < n; ++i) {
+            halves[i] = static_cast<std::uint16_t>((halves[i] << 8) | (halves[i] >> 8));
+        }
+    }
+    return {reinterpret_cast<const std::uint8_t*>(halves), 2 * n};
+}
+
+/// n float32 values as "<f2" from `out` on, through a small buffer.
 void encode_halves(const float* values, std::size_t n, std::uint8_t* out) {
     constexpr std::size_t chunk = 1024;
     std::array<std::uint16_t, chunk> halves{};
     for (std::size_t done = 0; done < n; done += chunk) {
-        const std::size_t count = std::min(chunk, n - done);
-        floats_to_halves(values + done, count, halves.data());
-        if constexpr (std::endian::native == std::endian::little) {
-            std::memcpy(out + 2 * done, halves.data(), 2 * count);
-        } else {
-            for (std::size_t i = 0; i < count; ++i) {
-                out[2 * (done + i)] = static_cast<std::uint8_t>(halves[i] & 0xffu);
-                out[2 * (done + i) + 1] = static_cast<std::uint8_t>(halves[i] >> 8);
-            }
-        }
+        const std::span<const std::uint8_t> bytes =
+            halves_bytes(values + done, std::min(chunk, n - done), halves.data());
+        std::copy(bytes.begin(), bytes.end(), out + 2 * done);
     }
 }
 
@@ -549,11 +555,10 @@ void NpyFileWriter::write(std::size_t first, const float* values, std::size_t co
     // Rounded a chunk at a time into a small buffer of this thread's (no allocation after
     // the first block; write() may not throw).
     constexpr std::size_t chunk = 4096;
-    thread_local std::array<std::uint8_t, 2 * chunk> halves{};
+    thread_local std::array<std::uint16_t, chunk> halves{};
     for (std::size_t done = 0; done < count; done += chunk) {
-        const std::size_t n = std::min(chunk, count - done);
-        encode_npy_payload(values + done, n, NpyFloat::f16, halves.data());
-        out_.write_at(header_ + (first + done) * 2, {halves.data(), n * 2});
+        out_.write_at(header_ + (first + done) * 2,
+                      halves_bytes(values + done, std::min(chunk, count - done), halves.data()));
     }
 }
 

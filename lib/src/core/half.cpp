@@ -1,11 +1,12 @@
 // IEEE binary16 conversions (attn/half.hpp).
 #include "attn/half.hpp"
 
+#include "attn/cpuid.hpp"
+
 #include <bit>
 #include <cmath>
 
 #if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
 #include <immintrin.h>
 #define ATTN_HALF_F16C 1
 #endif
@@ -115,37 +116,13 @@ halves_f16c(const float* in, std::size_t n, std::uint16_t* out) {
     }
 }
 
-/// CPUID leaf 1: F16C and AVX, with the OS saving the YMM registers (XGETBV). Not
-/// __builtin_cpu_supports: clang 14 does not know "f16c".
-bool cpu_has_f16c() {
-    static const bool has = [] {
-        unsigned eax = 0;
-        unsigned ebx = 0;
-        unsigned ecx = 0;
-        unsigned edx = 0;
-        if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) {
-            return false;
-        }
-        constexpr unsigned kOsxsave = 1U << 27;
-        constexpr unsigned kAvx = 1U << 28;
-        constexpr unsigned kF16c = 1U << 29;
-        if ((ecx & (kOsxsave | kAvx | kF16c)) != (kOsxsave | kAvx | kF16c)) {
-            return false;
-        }
-        unsigned lo = 0;
-        unsigned hi = 0;
-        __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-        return (lo & 6U) == 6U; // XMM and YMM state
-    }();
-    return has;
-}
 #endif
 
 } // namespace
 
 void floats_to_halves(const float* in, std::size_t n, std::uint16_t* out) {
 #ifdef ATTN_HALF_F16C
-    if (cpu_has_f16c()) {
+    if (detail::f16c_cpu()) {
         halves_f16c(in, n, out);
         return;
     }

@@ -15,7 +15,7 @@
 #define ATTN_MODEL_BF16_DOT_INL_H_
 #endif
 
-#include "model/cpuid.hpp"
+#include "attn/cpuid.hpp"
 #include "model/matmul_ops.hpp"
 
 #include <cstddef>
@@ -35,7 +35,7 @@ namespace {
 /// AVX512_BF16: CPUID leaf 7, sub-leaf 1, EAX bit 5 (Highway 1.0's AVX3_DL does not ask for
 /// it: Ice Lake has AVX3_DL without it, Cooper Lake it without AVX3_DL).
 bool bf16_pairs() {
-    static const bool has = (cpuid(7, 1)[0] & (1U << 5U)) != 0;
+    static const bool has = (attn::detail::cpuid(7, 1)[0] & (1U << 5U)) != 0;
     return has;
 }
 

@@ -6,7 +6,7 @@
 // so every tile load reads memory of the call.
 #include "model/matmul_amx.hpp"
 
-#include "model/cpuid.hpp"
+#include "attn/cpuid.hpp"
 
 #include <algorithm>
 #include <array>
@@ -156,7 +156,7 @@ __attribute__((target("amx-tile,amx-bf16"))) void amx_products(const DotBf16Args
 
 bool amx_bf16_ready() {
     static const bool ready = [] {
-        const unsigned edx = cpuid(7, 0)[3];
+        const unsigned edx = attn::detail::cpuid(7, 0)[3];
         if ((edx & (1U << 24U)) == 0 || (edx & (1U << 22U)) == 0) {
             return false;
         }

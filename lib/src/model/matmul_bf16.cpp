@@ -7,9 +7,9 @@
 #include "model/matmul_bf16.hpp"
 
 #include "attn/aligned.hpp"
+#include "attn/cpuid.hpp"
 #include "attn/micro_gemm.hpp"
 #include "attn/parallel.hpp"
-#include "model/cpuid.hpp"
 #include "model/matmul_amx.hpp"
 #include "model/matmul_ops.hpp"
 
@@ -69,7 +69,7 @@ class FlushDenormals {
 /// Whether the CPU is Intel's (CPUID leaf 0's vendor string).
 bool intel_cpu() {
     static const bool intel = [] {
-        const auto r = cpuid(0); // "GenuineIntel" in EBX, EDX, ECX
+        const auto r = attn::detail::cpuid(0); // "GenuineIntel" in EBX, EDX, ECX
         return r[1] == 0x756E6547U && r[3] == 0x49656E69U && r[2] == 0x6C65746EU;
     }();
     return intel;

@@ -4,10 +4,10 @@
 // fallback), so the compiler vectorizes each panel's dequantization for the target that
 // then multiplies it (the core's micro-GEMM, attn/micro_gemm.hpp). This file is included
 // once per target by hwy/foreach_target.h; the HWY_ONCE part picks a table per call.
+#include "attn/cpuid.hpp"
 #include "attn/error.hpp"
 #include "attn/hwy_targets.hpp" // the targets, before Highway's own headers
 #include "attn/kernels.hpp"
-#include "model/cpuid.hpp"
 #include "model/matmul_ops.hpp"
 
 #include <cstddef>
@@ -61,10 +61,10 @@ constexpr void (*kDotQ8Vnni)(const DotQ8Args&) = nullptr;
 constexpr void (*kDotQ8KVnni)(const DotQ8Args&) = nullptr;
 #endif
 #if HWY_TARGET == HWY_AVX2
-constexpr auto kVnniCpu = &avx_vnni_cpu;
+constexpr auto kVnniCpu = &attn::detail::avx_vnni_cpu;
 constexpr const char* kInt8ProductsVnni = "AVX-VNNI";
 #elif HWY_TARGET == HWY_AVX3
-constexpr auto kVnniCpu = &avx512_vnni_cpu;
+constexpr auto kVnniCpu = &attn::detail::avx512_vnni_cpu;
 constexpr const char* kInt8ProductsVnni = "AVX512-VNNI";
 #else
 constexpr bool (*kVnniCpu)() = nullptr;

@@ -1,5 +1,6 @@
 // CPUID, for what Highway 1.0 does not report: the vendor, AVX512_BF16, AMX, the VNNI
-// instructions beyond a target.
+// instructions beyond a target (the model's products), F16C outside a Highway target (the
+// core's binary16 rounding).
 #pragma once
 
 #include <array>
@@ -8,7 +9,7 @@
 #include <cpuid.h>
 #endif
 
-namespace attn::model::detail {
+namespace attn::detail {
 
 /// CPUID leaf `leaf`, sub-leaf `subleaf`: {EAX, EBX, ECX, EDX}; zeros where the CPU has no
 /// such leaf, and on a CPU other than x86.
@@ -39,4 +40,25 @@ inline bool avx512_vnni_cpu() {
     return has;
 }
 
-} // namespace attn::model::detail
+/// Whether this CPU runs F16C's conversions on 256 bits: CPUID leaf 1, ECX bits 27 (OSXSAVE),
+/// 28 (AVX) and 29 (F16C), and the OS saving the YMM registers (XCR0 bits 1 and 2). Every
+/// AVX2 CPU has it.
+inline bool f16c_cpu() {
+#if defined(__x86_64__) || defined(__i386__)
+    static const bool has = [] {
+        constexpr unsigned kNeeded = (1U << 27U) | (1U << 28U) | (1U << 29U);
+        if ((cpuid(1)[2] & kNeeded) != kNeeded) {
+            return false;
+        }
+        unsigned lo = 0;
+        unsigned hi = 0;
+        __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        return (lo & 6U) == 6U;
+    }();
+    return has;
+#else
+    return false;
+#endif
+}
+
+} // namespace attn::detail

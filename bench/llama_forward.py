@@ -16,8 +16,11 @@ of it for BF16; f16 weights <= 1.25x --no-weights; peak RSS <= file + 512 MiB).
     /usr/bin/python3 bench/llama_forward.py build/release/app/attn [--seq 512]
         [--threads 1,2] [--repeat 3] [--files q8_0,q4_0,q4_k,q4_k_m,bf16] [--ggml PATH]
         [--baseline OLD_ATTN] [--no-f16] [--dir /tmp/attn-bench-llama32] [--shape 8b]
-        [--simd AVX2] [--q8 | --rounded]
+        [--simd AVX2] [--q8 | --rounded] [--ggml-plain]
 
+--ggml places each weight as llama.cpp's loader does on a CPU (Q4_0 and Q4_K repacked into
+ggml's interleaved layouts on x86 with AVX2; Q8_0 plain); --ggml-plain adds a run with every
+weight plain (llama.cpp's --no-repack) in the same rounds.
 --baseline runs a second binary's --no-weights in the same rounds (a change, before/after),
 and with --q8 its rounded activations' runs too.
 --q8 (or --rounded) runs the Q8_0 and Q4_0 files' --no-weights with --activations q8_0 too,
@@ -95,9 +98,11 @@ def sgemm_time(seq, threads, shape):
     return float(wall), float(cpu)
 
 
-def ggml_time(ggml, path, seq, threads):
-    """bench/ggml_matmul's wall and CPU seconds for the 7 x 16 products on path's tensors."""
-    out = subprocess.run([ggml, path, str(seq), str(threads)], capture_output=True, text=True)
+def ggml_time(ggml, path, seq, threads, plain=False):
+    """bench/ggml_matmul's wall and CPU seconds for the 7 x 16 products on path's tensors
+    (placed as llama.cpp places them, repacked where it repacks; plain: never repacked)."""
+    out = subprocess.run([ggml, path, str(seq), str(threads)] + (["plain"] if plain else []),
+                         capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"ggml_matmul failed: {out.stderr[-500:]}")
     wall, cpu = out.stdout.split()[-2:]
@@ -169,10 +174,12 @@ def report(a, files, runs, cpu):
                 old = runs[(name, "old q8", t)]
                 line += (f"; baseline --activations {Q8_CHOICE[name]} {med(old, 0):6.2f} s "
                          f"({med(old, 2):.2f} + {med(old, 3):.2f})")
-            if ("ggml", name, t) in runs:
-                gm, gm_cpu = med(runs[("ggml", name, t)], 0), med(runs[("ggml", name, t)], 2)
-                line += (f"; ggml_mul_mat {gm:.2f} s, CPU {gm_cpu:.2f} s (attn / ggml "
-                         f"{med(nw, 0) / gm:.2f}x, CPU {(med(nw, 2) + med(nw, 3)) / gm_cpu:.2f}x)")
+            for key, label in (("ggml", "ggml_mul_mat"), ("ggml plain", "plain (--no-repack)")):
+                if (key, name, t) in runs:
+                    gm, gm_cpu = med(runs[(key, name, t)], 0), med(runs[(key, name, t)], 2)
+                    line += (f"; {label} {gm:.2f} s, CPU {gm_cpu:.2f} s (attn / ggml "
+                             f"{med(nw, 0) / gm:.2f}x, CPU "
+                             f"{(med(nw, 2) + med(nw, 3)) / gm_cpu:.2f}x)")
             print(line)
     print(f"CPU: {cpu}; attn --simd {a.simd or 'best (not forced)'}; load average at the end "
           f"{os.getloadavg()[0]:.1f}")
@@ -190,6 +197,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--files", default="q8_0,q4_0,q4_k,bf16")
     ap.add_argument("--ggml", help="bench/ggml_matmul's binary: the anchor column")
+    ap.add_argument("--ggml-plain", action="store_true",
+                    help="also ggml with every weight unpacked (llama.cpp's --no-repack)")
     ap.add_argument("--baseline", help="a second attn binary, --no-weights only")
     ap.add_argument("--no-f16", action="store_true", help="skip the f16 weights runs")
     ap.add_argument("--dir", default="/tmp/attn-bench-llama32")
@@ -243,6 +252,10 @@ def main():
                 if a.ggml and name != "bf16":
                     wall, ggml_cpu = ggml_time(a.ggml, files[name], a.seq, t)
                     runs.setdefault(("ggml", name, t), []).append((wall, 0, ggml_cpu, 0))
+                    if a.ggml_plain:
+                        wall, ggml_cpu = ggml_time(a.ggml, files[name], a.seq, t, plain=True)
+                        runs.setdefault(("ggml plain", name, t), []).append(
+                            (wall, 0, ggml_cpu, 0))
         print(f"round {r + 1} of {a.repeat} done, load average {os.getloadavg()[0]:.1f}",
               flush=True)
     if os.path.exists(w):

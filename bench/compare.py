@@ -28,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_first_layer as g  # noqa: E402
-from model_forward import timed  # noqa: E402
+from model_forward import in_child, timed  # noqa: E402
 
 Q4_0, Q8_0 = 2, 8
 QK = 32
@@ -166,7 +166,7 @@ def main():
     check_quantizers()
     if not (os.path.exists(q8) and os.path.exists(q4)):
         t0 = time.time()
-        write_pair([q8, q4], [Q8_0, Q4_0])
+        in_child(write_pair, [q8, q4], [Q8_0, Q4_0])  # written apart: see in_child
         print(f"wrote {q8} and {q4} in {time.time() - t0:.0f} s")
     ids = os.path.join(a.dir, "ids.npy")
     np.save(ids, np.random.default_rng(2).integers(0, g.VOCAB, a.seq))

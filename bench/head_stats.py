@@ -91,7 +91,7 @@ def main():
     a = ap.parse_args()
     folder = os.path.join(a.dir, "model-%d" % a.layers)
     if not os.path.exists(os.path.join(folder, "config.json")):
-        write_model(folder, a.layers)
+        mf.in_child(write_model, folder, a.layers)  # written apart: see in_child
     ids = os.path.join(a.dir, "ids.npy")
     np.save(ids, np.random.default_rng(1).integers(0, V, a.seq))
     size = os.path.getsize(os.path.join(folder, "model.safetensors")) / 2 ** 20

@@ -51,7 +51,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402  (write_pair: Q8_0 and Q4_0 by ggml's reference quantizers)
 import gguf_first_layer as g  # noqa: E402  (write: random Q4_K blocks)
 import head_stats  # noqa: E402  (write_model: the BF16 folder)
-from model_forward import timed  # noqa: E402
+from model_forward import in_child, timed  # noqa: E402
 
 # Llama-3-8B's shape (hidden 4096, 32 layers, 32 / 8 heads of 128, MLP 14336, the same
 # vocabulary): --shape 8b sets gguf_first_layer's module constants to it.
@@ -215,6 +215,7 @@ def main():
     a.threads = [int(t) for t in a.threads.split(",")]
     a.files = a.files.split(",")
     attn = os.path.abspath(a.attn)
+    in_child(model_files, a.dir, a.shape)  # written apart: see in_child
     files = model_files(a.dir, a.shape)
     ids = os.path.join(a.dir, f"ids{a.seq}.npy")
     np.save(ids, np.random.default_rng(2).integers(0, g.VOCAB, a.seq))
@@ -224,7 +225,9 @@ def main():
     cpu = (f"{model[0] if model else '?'} ({os.cpu_count()} CPUs, avx512f "
            f"{'yes' if 'avx512f' in flags else 'no'}); "
            + os.popen(f"{attn} --version").read().strip().replace("\n", "; "))
-    print(f"{cpu}\nload average at the start {os.getloadavg()[0]:.1f}")
+    rss = next(ln.split()[1] for ln in open("/proc/self/status") if ln.startswith("VmRSS"))
+    print(f"{cpu}\nload average at the start {os.getloadavg()[0]:.1f}; this harness's RSS "
+          f"{int(rss) / 1024:.0f} MiB (a floor under every run's peak RSS below)")
     runs = {}
     out, w = os.path.join(a.dir, "o.npy"), os.path.join(a.dir, "w.npy")
     for r in range(a.repeat):  # interleaved, so a busy spell hits all alike

@@ -20,6 +20,7 @@ import math
 import os
 import sys
 import time
+import traceback
 
 import numpy as np
 
@@ -102,6 +103,27 @@ def torch_forward(folder, ids_path, out_path, threads):
             m = 0.5 * m * (1 + torch.tanh(math.sqrt(2 / math.pi) * (m + 0.044715 * m.pow(3))))
             x = x + torch.addmm(w(pre + "mlp.c_proj.bias"), m, w(pre + "mlp.c_proj.weight"))
         np.save(out_path, torch.stack(attentions).numpy())
+
+
+def in_child(fn, *args):
+    """fn(*args) in a forked child, this process waiting (exit 1 if it fails). For writing
+    benchmark inputs: a process forked from this one starts with its pages, and Linux keeps
+    the larger of that and the process's own peak across exec, so wait4's peak RSS of every
+    later `timed` run would count a writer's arrays had they been made here."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            fn(*args)
+        except BaseException:  # noqa: B036  (the child reports it and exits, whatever it was)
+            traceback.print_exc()
+            code = 1
+        finally:
+            sys.stdout.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"failed: {fn.__name__}")
 
 
 def timed(argv, env=None, usage=False):

@@ -118,9 +118,8 @@ Weights load(const char* path,
     // one no_alloc context per buffer type, holding the weights placed there
     std::vector<ggml_context*> ctx(bufts.size());
     for (ggml_context*& c : ctx) {
-        ggml_init_params ip{7 * static_cast<std::size_t>(*layers) * ggml_tensor_overhead(),
-                            nullptr,
-                            true};
+        ggml_init_params ip{
+            7 * static_cast<std::size_t>(*layers) * ggml_tensor_overhead(), nullptr, true};
         c = ggml_init(ip);
     }
     Weights w;
@@ -157,7 +156,8 @@ Weights load(const char* path,
         for (ggml_tensor* t = ggml_get_first_tensor(ctx[b]); t != nullptr;
              t = ggml_get_next_tensor(ctx[b], t), ++count) {
             const int64_t id = gguf_find_tensor(g, ggml_get_name(t));
-            const long at = static_cast<long>(gguf_get_data_offset(g) + gguf_get_tensor_offset(g, id));
+            const long at =
+                static_cast<long>(gguf_get_data_offset(g) + gguf_get_tensor_offset(g, id));
             bytes.resize(ggml_nbytes(t));
             if (std::fseek(f, at, SEEK_SET) != 0 ||
                 std::fread(bytes.data(), 1, bytes.size(), f) != bytes.size()) {
@@ -218,8 +218,8 @@ void check(const Weights& weights, const std::vector<unsigned char>& bytes, ggml
             const double got = static_cast<const float*>(y->data)[c * rows + r];
             if (!(std::abs(got - ref) <= bound + 1e-6)) {
                 die("check: " + std::string(ggml_get_name(w)) + " row " + std::to_string(r) +
-                    " column " + std::to_string(c) + ": " + std::to_string(got) +
-                    ", float64 " + std::to_string(ref));
+                    " column " + std::to_string(c) + ": " + std::to_string(got) + ", float64 " +
+                    std::to_string(ref));
             }
         }
     }

@@ -131,8 +131,10 @@ ModelMemory estimate_model_memory(const ModelRun& run, const SolveOptions& optio
     }
 
     // One layer's attention (its weights when kept, the kernel's scratch) from the shared
-    // problem's estimate; every kept layer's weights and diagnostics again in the stacked
-    // result, and the stack's copy while it is built.
+    // problem's estimate; every kept layer's results in the stack, appended as each layer
+    // finishes (run_in's StackedLayers): held once, with one layer's own copy while it is
+    // appended, or with every layer's while they wait for their turn in a selection not in
+    // ascending order.
     // "rollout" makes each layer's weights whole (one layer at a time) and holds R and one
     // Â (8-byte values); "head_stats" 7 values and flags per query row and head (63 bytes).
     const MemoryEstimate one = estimate_memory(p,
@@ -150,14 +152,15 @@ ModelMemory estimate_model_memory(const ModelRun& run, const SolveOptions& optio
     }
     const std::uint64_t diag_values =
         saturating_product({rows, s.heads, 3 + 2 * static_cast<std::uint64_t>(p.top_k)});
-    const std::uint64_t per_layer =
-        saturating_add(saturating_mul(2 * kept + encoded, weights_values),
-                       saturating_add(saturating_mul(2 * kept + encoded, diag_values),
-                                      saturating_product({2 * kept + encoded, rows, s.hidden})));
-    m.results = saturating_mul(n, per_layer);
-    if (run.want_hidden_states) {
+    const std::uint64_t layer_values =
+        saturating_add(saturating_add(weights_values, diag_values), saturating_mul(rows, s.hidden));
+    const std::vector<std::size_t>& chosen = run.stack.layers;
+    const bool in_order = std::is_sorted(chosen.begin(), chosen.end());
+    m.results = saturating_add(saturating_product({kept + encoded, n, layer_values}),
+                               saturating_product({kept, in_order ? 1 : n, layer_values}));
+    if (run.want_hidden_states) { // each entry appended as computed
         m.results = saturating_add(
-            m.results, saturating_product({t + kept + encoded, s.layers + 1, rows, s.hidden}));
+            m.results, saturating_product({kept + encoded, s.layers + 1, rows, s.hidden}));
     }
     m.total = saturating_add(saturating_add(saturating_add(m.embeddings, m.layer_weights),
                                             saturating_add(m.activations, m.attention)),

@@ -196,6 +196,62 @@ void layer_attention(BasicAttentionSpec<T>& a,
     }
 }
 
+/// The selected layers' results, stacked as each layer finishes (in the selection's order:
+/// a layer done before its turn waits for the ones given before it), so a run holds its
+/// results once, not each layer's and the stack's copy of all of them at the end.
+class StackedLayers {
+  public:
+    explicit StackedLayers(const std::vector<std::size_t>& selected) : selected_(selected) {}
+
+    void add(std::size_t layer, Solution s) {
+        waiting_.emplace(layer, std::move(s));
+        while (next_ < selected_.size()) {
+            const auto it = waiting_.find(selected_[next_]);
+            if (it == waiting_.end()) {
+                return;
+            }
+            append_solution(out_, output_, it->second, selected_.size());
+            waiting_.erase(it);
+            ++next_;
+        }
+    }
+
+    /// Every selected layer's results (all were added).
+    Solution take() {
+        ATTN_ASSERT(next_ == selected_.size() && output_);
+        out_.output = std::move(*output_);
+        return std::move(out_);
+    }
+
+  private:
+    const std::vector<std::size_t>& selected_;
+    std::size_t next_ = 0;
+    std::map<std::size_t, Solution> waiting_;
+    Solution out_;
+    std::optional<Array> output_;
+};
+
+/// hidden_states' entries [B, L, E] ([L, E] for unbatched ids), appended as computed.
+template <class T> class StackedHidden {
+  public:
+    StackedHidden(bool batched, std::size_t count) : batched_(batched), count_(count) {}
+
+    void add(const BasicTensor3<T>& h) {
+        std::vector<std::size_t> shape(h.shape().begin(), h.shape().end());
+        if (!batched_) {
+            shape.erase(shape.begin());
+        }
+        append_layer(stack_, result_array(h, shape), count_);
+    }
+
+    std::optional<Array> take() { return std::move(stack_); }
+
+  private:
+    bool batched_;
+    std::size_t count_;
+    std::optional<Array> stack_;
+};
+
 template <class T> Solution run_in(const ModelRun& run, const SolveOptions& options) {
     const model::ModelSpec& spec = run.spec;
     const Problem& p = run.stack.first;
@@ -214,11 +270,12 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
 
     BasicTensor3<T> x =
         embed_tokens(run, model::load_model_embeddings<T>(*run.folder, spec, run.ids));
-    std::vector<BasicTensor3<T>> hidden;
+    std::optional<StackedHidden<T>> hidden;
     if (run.want_hidden_states) {
-        hidden.push_back(x);
+        hidden.emplace(p.batched, spec.layers + 1);
+        hidden->add(x);
     }
-    std::map<std::size_t, Solution> results;
+    StackedLayers results(selected);
     std::optional<Rollout> rollout; // "rollout": the selected layers in ascending order
     if (p.return_rollout) {
         rollout.emplace(p.rollout_fusion, p.batch, p.lq);
@@ -268,25 +325,18 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
         x = std::move(r.hidden);
         if (keep) {
             analysis->after(r.attention.weights);
-            Solution& s =
-                results.emplace(l, layer_solution(p, std::move(r.attention))).first->second;
+            Solution s = layer_solution(p, std::move(r.attention));
             analysis->into(s);
+            results.add(l, std::move(s));
         }
-        if (run.want_hidden_states && l + 1 < spec.layers) {
-            hidden.push_back(x);
+        if (hidden && l + 1 < spec.layers) {
+            hidden->add(x);
         }
         if (options.on_layer) {
             options.on_layer(l + 1, last + 1);
         }
     }
-    Solution out;
-    std::optional<Array> output;
-    const std::size_t n = selected.size();
-    for (const std::size_t l : selected) {
-        const Solution& r = results.at(l);
-        append_solution(out, output, r, n);
-    }
-    out.output = std::move(*output);
+    Solution out = results.take();
     if (rollout) {
         out.rollout = rollout->result(p.batched, p.precision == Precision::f64);
     }
@@ -298,18 +348,10 @@ template <class T> Solution run_in(const ModelRun& run, const SolveOptions& opti
     ids.values.assign(run.ids.begin(), run.ids.end());
     ids.dtype = "int64";
     out.token_ids = std::move(ids);
-    if (run.want_hidden_states) {
+    if (hidden) {
         const std::optional<BasicNorm<T>> final_norm = model::load_final_norm<T>(*run.folder, spec);
-        hidden.push_back(final_norm ? apply_norm(x, *final_norm) : x);
-        std::optional<Array> stack;
-        for (const BasicTensor3<T>& h : hidden) {
-            std::vector<std::size_t> shape(h.shape().begin(), h.shape().end());
-            if (!p.batched) {
-                shape.erase(shape.begin());
-            }
-            append_layer(stack, result_array(h, shape), hidden.size());
-        }
-        out.hidden_states = std::move(stack);
+        hidden->add(final_norm ? apply_norm(x, *final_norm) : x);
+        out.hidden_states = hidden->take();
     }
     return out;
 }

@@ -4,7 +4,9 @@
 // truncated archives, a broken central directory, a CRC mismatch, a zip bomb.
 #include "attn/error.hpp"
 #include "attn/io/array.hpp"
+#include "attn/io/file_read.hpp"
 #include "attn/io/limits.hpp"
+#include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
 #include "unit/test_files.hpp"
 
@@ -247,6 +249,51 @@ TEST(NpzFiles, ReadArrayFileTakesTheFieldsMember) {
         [&] { attn::io::read_array_file(dir / "missing.npz:q", ArrayKind::numeric); },
         "missing\\.npz: cannot read: No such file or directory$");
     std::filesystem::remove_all(dir);
+}
+
+TEST(NpzWrite, FileIsTheArchiveOfTheEncodingsStreamed) {
+    // Members past the 1 MiB pieces (float32 in place, f16 and f64 through a buffer, float64
+    // values written as f32), an int64 array: the file is encode_npz's archive byte for byte,
+    // and libzip reads each member back with its CRC-32 checked.
+    Array big;
+    big.shape = {3, 100001}; // 1.14 MiB of float32
+    for (std::size_t i = 0; i < 300003; ++i) {
+        big.values.push_back(static_cast<float>(i % 977) * 0.25f - 3.0f);
+    }
+    Array exact;
+    exact.shape = {2, 70000};
+    for (std::size_t i = 0; i < 140000; ++i) {
+        exact.values64.push_back(1.0 / static_cast<double>(i + 3));
+        exact.values.push_back(static_cast<float>(exact.values64.back()));
+    }
+    Array ids;
+    ids.shape = {4};
+    ids.dtype = "int64";
+    ids.values = {0, 7, 128255, 2};
+    const std::vector<NpzArray> arrays = {{"output", &big, NpyFloat::f32},
+                                          {"weights", &big, NpyFloat::f16},
+                                          {"lse", &exact, NpyFloat::f64},
+                                          {"entropy", &exact, NpyFloat::f32},
+                                          {"token_ids", &ids, NpyFloat::f32}};
+    std::vector<NpzMember> members;
+    for (const NpzArray& a : arrays) {
+        members.push_back({a.name,
+                           a.array->dtype == "int64" ? encode_npy_int64(*a.array)
+                                                     : encode_npy(*a.array, a.type)});
+    }
+    const std::vector<std::uint8_t> expected = encode_npz(members);
+    const std::filesystem::path file = std::filesystem::temp_directory_path() /
+                                       ("attn_npz_w_" + std::to_string(::getpid()) + ".npz");
+    write_npz_file(file, arrays);
+    const std::vector<std::uint8_t> got = read_file(file);
+    std::filesystem::remove(file);
+    ASSERT_EQ(got.size(), expected.size());
+    EXPECT_TRUE(got == expected);
+    EXPECT_EQ(read_member(got, "lse").values64.size(), 0U); // read as float32
+    const Array lse = parse_npy(npz_member_bytes(got, "lse", "x.npz"), "lse", Precision::f64);
+    EXPECT_EQ(lse.values64, exact.values64);
+    EXPECT_EQ(read_member(got, "output").values, big.values);
+    EXPECT_EQ(read_member(got, "token_ids").values, ids.values);
 }
 
 TEST(NpzFiles, HintsForFilesUsersHave) {

@@ -187,49 +187,51 @@ void check_requested(const OutputOptions& o) {
 
 /// np.savez's layout: every array of the result (the weights unless --weights has them),
 /// and a stack's `layers` (int64: the layer number of each entry of the leading axis, as
-/// the result document's "layers"), so a reader knows that axis for what it is.
-std::vector<std::uint8_t> npz_bytes(const Solution& s,
-                                    const OutputOptions& o,
-                                    io::NpyFloat weights_type,
-                                    const std::vector<std::size_t>& layers) {
-    std::vector<io::NpzMember> members;
-    const auto add_as = [&](const char* name,
-                            const std::optional<io::Array>& a,
-                            io::NpyFloat type) {
-        if (a) {
-            members.push_back(
-                {name, a->dtype == "int64" ? io::encode_npy_int64(*a) : io::encode_npy(*a, type)});
+/// the result document's "layers"), so a reader knows that axis for what it is. Written
+/// as encoded (io::write_npz_file): no second copy of a large result.
+void write_npz(const std::string& path,
+               const Solution& s,
+               const OutputOptions& o,
+               io::NpyFloat weights_type,
+               const std::vector<std::size_t>& layers) {
+    std::vector<io::NpzArray> members; // pointers into `s`: nothing is copied
+    const auto add_as = [&](const std::string& name, const io::Array* a, io::NpyFloat type) {
+        if (a != nullptr) {
+            members.push_back({name, a, type});
         }
     };
     // Every array in --dtype but the weights, which have their own (--weights-dtype).
-    const auto add = [&](const char* name, const std::optional<io::Array>& a) {
+    const auto add = [&](const std::string& name, const io::Array* a) {
         add_as(name, a, io::npy_float(o.dtype == "f64"));
     };
-    add("output", s.output);
-    add_as("weights", o.weights.empty() ? s.weights : std::nullopt, weights_type);
-    add("lse", s.lse);
-    add("entropy", s.entropy);
-    add("argmax", s.argmax);
-    add("top_k_values", s.top_k_weights);
-    add("top_k_indices", s.top_k_indices);
-    add("hidden_states", s.hidden_states);
+    const auto held = [](const std::optional<io::Array>& a) { return a ? &*a : nullptr; };
+    add("output", &s.output);
+    if (o.weights.empty()) {
+        add_as("weights", held(s.weights), weights_type);
+    }
+    add("lse", held(s.lse));
+    add("entropy", held(s.entropy));
+    add("argmax", held(s.argmax));
+    add("top_k_values", held(s.top_k_weights));
+    add("top_k_indices", held(s.top_k_indices));
+    add("hidden_states", held(s.hidden_states));
     if (s.head_stats) {
         for (const auto& [name, a] : *s.head_stats) {
-            add(("head_stats_" + name).c_str(), a);
+            add("head_stats_" + name, &a);
         }
     }
-    add("rollout", s.rollout);
-    add("token_ids", s.token_ids);
+    add("rollout", held(s.rollout));
+    add("token_ids", held(s.token_ids));
+    io::Array numbers;
     if (!layers.empty()) {
-        io::Array a;
-        a.shape = {layers.size()};
-        a.dtype = "int64";
+        numbers.shape = {layers.size()};
+        numbers.dtype = "int64";
         for (const std::size_t l : layers) {
-            a.values.push_back(static_cast<float>(l));
+            numbers.values.push_back(static_cast<float>(l));
         }
-        members.push_back({"layers", io::encode_npy_int64(a)});
+        add("layers", &numbers);
     }
-    return io::encode_npz(members);
+    io::write_npz_file(path, members);
 }
 
 } // namespace
@@ -259,12 +261,11 @@ WrittenOutputs write_outputs(const Problem& problem,
                                 : result_document(problem, s, o.weights.empty());
     };
     if (!o.output.empty() && is_npz(o.output)) {
-        io::write_file_atomic(
-            o.output,
-            npz_bytes(s,
-                      o,
-                      weights_npy_type(problem, o),
-                      stack != nullptr ? stack->layers : std::vector<std::size_t>{}));
+        write_npz(o.output,
+                  s,
+                  o,
+                  weights_npy_type(problem, o),
+                  stack != nullptr ? stack->layers : std::vector<std::size_t>{});
     } else if (!o.output.empty() && extras &&
                output_format(o.output, o.format) == io::ArrayFormat::json) {
         io::write_file_atomic(o.output, document() + "\n");

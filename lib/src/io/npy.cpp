@@ -442,15 +442,16 @@ encode_npy_impl(const std::vector<std::size_t>& shape, const T* values, NpyFloat
     return out;
 }
 
-/// write_npy_file's streaming half: header, then the payload 1 MiB at a time.
+/// The NPY encoding handed to `sink` in order: the header, then the payload 1 MiB at a time
+/// (float32 on a little-endian host: the values' own bytes, no copy).
 template <class T>
-void write_npy_stream(AtomicWriter& out,
-                      const std::vector<std::size_t>& shape,
-                      const T* values,
-                      NpyFloat type) {
+void stream_npy_impl(const std::vector<std::size_t>& shape,
+                     const T* values,
+                     NpyFloat type,
+                     const ByteSink& sink) {
     const std::string head = npy_header_text(shape, type);
-    out.write(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(head.data()),
-                                            head.size()));
+    sink(std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(head.data()),
+                                       head.size()));
     const std::size_t count = element_count(shape);
     const std::size_t item = item_size(type);
     const std::size_t per_chunk = npy_chunk_bytes / item;
@@ -458,7 +459,7 @@ void write_npy_stream(AtomicWriter& out,
         if (type == NpyFloat::f32) { // the payload is the values' own bytes: no copy
             for (std::size_t first = 0; first < count; first += per_chunk) {
                 const std::size_t n = std::min(per_chunk, count - first);
-                out.write(std::span<const std::uint8_t>(
+                sink(std::span<const std::uint8_t>(
                     reinterpret_cast<const std::uint8_t*>(values + first), n * item));
             }
             return;
@@ -468,7 +469,7 @@ void write_npy_stream(AtomicWriter& out,
     for (std::size_t first = 0; first < count; first += per_chunk) {
         const std::size_t n = std::min(per_chunk, count - first);
         encode_npy_payload(values + first, n, type, chunk.data());
-        out.write(std::span<const std::uint8_t>(chunk.data(), n * item));
+        sink(std::span<const std::uint8_t>(chunk.data(), n * item));
     }
 }
 
@@ -515,12 +516,25 @@ void write_npy_file(const std::filesystem::path& path, const Array& a, NpyFloat 
         return;
     }
     AtomicWriter out(path);
-    if (has_exact_values(a)) {
-        write_npy_stream(out, a.shape, a.values64.data(), type);
-    } else {
-        write_npy_stream(out, a.shape, a.values.data(), type);
-    }
+    stream_npy(a, type, [&out](std::span<const std::uint8_t> bytes) { out.write(bytes); });
     out.commit();
+}
+
+void stream_npy(const Array& a, NpyFloat type, const ByteSink& sink) {
+    if (has_exact_values(a)) {
+        stream_npy_impl(a.shape, a.values64.data(), type, sink);
+    } else {
+        stream_npy_impl(a.shape, a.values.data(), type, sink);
+    }
+}
+
+std::uint64_t npy_size(const std::vector<std::size_t>& shape, NpyFloat type) {
+    std::uint64_t count = 1;
+    for (const std::size_t d : shape) {
+        count = saturating_mul(count, d);
+    }
+    return saturating_add(npy_header_text(shape, type).size(),
+                          saturating_mul(count, item_size(type)));
 }
 
 void write_npy_file(const std::filesystem::path& path, const Array& a, bool f64) {

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -85,6 +86,14 @@ std::vector<std::uint8_t> encode_npy_int64(const Array& a);
 void write_npy_file(const std::filesystem::path& path, const Array& a, bool f64);
 /// The same in any float element type.
 void write_npy_file(const std::filesystem::path& path, const Array& a, NpyFloat type);
+
+/// Where a streamed encoding goes, piece by piece in order.
+using ByteSink = std::function<void(std::span<const std::uint8_t>)>;
+/// encode_npy(a, type)'s bytes handed to `sink` in order: the header, then the payload in
+/// pieces of at most 1 MiB (a little-endian host's float32 values: their own bytes).
+void stream_npy(const Array& a, NpyFloat type, const ByteSink& sink);
+/// The size of encode_npy's encoding of an array of `shape` in `type` (saturating).
+std::uint64_t npy_size(const std::vector<std::size_t>& shape, NpyFloat type);
 
 /// An "<f4" NPY file ("<f2" with NpyFloat::f16: each value rounded as it is written) of
 /// `shape` whose values arrive in blocks, in any order, from any thread: an unnamed temp file in

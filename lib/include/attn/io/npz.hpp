@@ -8,6 +8,7 @@
 #pragma once
 
 #include "attn/io/array.hpp"
+#include "attn/io/npy.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -65,5 +66,20 @@ struct NpzMember {
 /// that np.load reads back. Throws InputError when the archive would reach 4 GiB (no
 /// ZIP64 here: write the arrays as .npy files instead).
 std::vector<std::uint8_t> encode_npz(const std::vector<NpzMember>& members);
+
+/// One member written from an array: float values as `type` (from the float64 values
+/// when the array has them, as encode_npy), an "int64" array as encode_npy_int64.
+struct NpzArray {
+    std::string name;
+    const Array* array = nullptr;
+    NpyFloat type = NpyFloat::f32;
+};
+
+/// encode_npz's archive of these arrays' NPY encodings, written to `path` as write_npy_file
+/// writes: a regular file gets each member's bytes as they are encoded, 1 MiB at a time,
+/// its CRC-32 patched into its header after them (no encoded copy of a large result in
+/// memory); "-" and devices get the whole encoding. Throws InputError past 4 GiB (before
+/// anything is written), SystemError("PATH: cannot write: REASON").
+void write_npz_file(const std::filesystem::path& path, const std::vector<NpzArray>& arrays);
 
 } // namespace attn::io

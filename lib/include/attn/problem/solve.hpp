@@ -27,7 +27,8 @@ struct SolveOptions {
     std::uint64_t max_memory = 0;
     /// Whether the results leave as JSON text (a result document), which a model run's
     /// memory estimate counts at 12 more bytes a value (the copy and its text), or as
-    /// binary arrays (.npz, .npy: 4 bytes a value, the copy written).
+    /// binary arrays (.npz, .npy: 4 bytes a value, the whole encoding when it goes to
+    /// stdout or a device; a file is written as encoded).
     bool results_text = true;
     /// Where the weights go instead of Solution::weights (left empty): a float32 problem
     /// without average_heads only (weights_direct()). All of them in the contract's order;

@@ -399,6 +399,16 @@ def _weights_file():
     w = np.load(path("wm.npy"))
     check("layers 1, 0 of numpy's weights", w.shape == ws[[1, 0]].shape and
           np.allclose(w, ws[[1, 0]], rtol=2e-4, atol=2e-5), str(w.shape))
+    # The results' stack in the selection's order too (layer 1 finishes after layer 0 and
+    # waits for nothing; layer 0 waits for it), the same arrays as 0,1's swapped.
+    base = ["compute", "--params", folder, "--token-ids", path("ids.json"), "--no-weights"]
+    expect(base + ["--layers", "1,0", "-o", path("l10.npz")])
+    expect(base + ["--layers", "0,1", "-o", path("l01.npz")])
+    a, b = np.load(path("l10.npz")), np.load(path("l01.npz"))
+    check("--layers 1,0: output and layers are 0,1's swapped",
+          np.array_equal(a["output"], b["output"][[1, 0]]) and
+          list(a["layers"]) == [1, 0] and not np.array_equal(a["output"][0], a["output"][1]),
+          str(list(a["layers"])))
 
 
 main()

@@ -25,6 +25,8 @@
 // The integer products on Q8_0- and Q8_K-rounded activations, likewise.
 #include "model/quant_dot-inl.h"
 #include "model/quant_dot_k-inl.h"
+// The rounding of their activations to Q8_0, likewise.
+#include "model/quant_round-inl.h"
 // The BF16 pair products (AVX3_DL with AVX512_BF16), likewise.
 #include "model/bf16_dot-inl.h"
 
@@ -85,6 +87,7 @@ const MatmulOps kMatmulOps{.dequantize = &dequantize_blocks,
                            .pack_transposed = &pack_transposed,
                            .dot_q8 = &dot_q8,
                            .dot_q8_k = &dot_q8_k,
+                           .round_q8_0 = &round_q8_0,
                            .bf16_pairs = &bf16_pairs,
                            .dot_bf16 = kDotBf16,
                            .dot_q8_vnni = kDotQ8Vnni,

@@ -94,6 +94,11 @@ struct MatmulOps {
     void (*dot_q8)(const DotQ8Args& args);
     /// ... and Q4_K, Q5_K and Q6_K weights with Q8_K activations.
     void (*dot_q8_k)(const DotQ8Args& args);
+    /// One row of `blocks` blocks of 32 values rounded to Q8_0 as ggml's
+    /// quantize_row_q8_0_ref rounds them (quant_round-inl.h): q, d as binary16's value,
+    /// Σ q per block; the same bits on every target.
+    void (*round_q8_0)(
+        const float* x, std::size_t blocks, std::int8_t* q, float* d, std::int32_t* sum);
     /// Whether this target multiplies BF16 pairs with AVX512_BF16's vdpbf16ps (AVX3_DL on a
     /// CPU that has it); elsewhere matmul_bf16.cpp computes the same chain in float32 FMAs.
     bool (*bf16_pairs)();

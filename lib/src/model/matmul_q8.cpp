@@ -1,8 +1,8 @@
-// The integer path's driver: the activations rounded to Q8_0 or Q8_K once per call (rows
-// shared among the threads), then W cut into panels of 64 rows (one task each, a fixed
-// partition of y's columns, as the float32 path's) whose products the SIMD target's dot_q8
-// or dot_q8_k computes (quant_dot-inl.h, quant_dot_k-inl.h). The weights are read as
-// stored, never converted.
+// The integer path's driver: the activations rounded to Q8_0 (the SIMD target's round_q8_0,
+// quant_round-inl.h) or Q8_K once per call (rows shared among the threads), then W cut into
+// panels of 64 rows (one task each, a fixed partition of y's columns, as the float32
+// path's) whose products the SIMD target's dot_q8 or dot_q8_k computes (quant_dot-inl.h,
+// quant_dot_k-inl.h). The weights are read as stored, never converted.
 #include "model/matmul_q8.hpp"
 
 #include "attn/half.hpp"
@@ -43,35 +43,6 @@ template <std::size_t N> BlockMax block_max(const float* x) {
         out.finite = out.finite && !std::isnan(lane_nan[l]);
     }
     return out;
-}
-
-/// One block by ggml's quantize_row_q8_0_ref, in loops the compiler vectorizes.
-void quantize_block(const float* x, std::int8_t* q, float& d_out, std::int32_t& sum) {
-    const auto [amax, finite] = block_max<kBlock>(x);
-    sum = 0;
-    if (!finite) {
-        std::fill(q, q + kBlock, std::int8_t{0});
-        d_out = std::nanf("");
-        return;
-    }
-    const float d = amax / 127.0F;
-    const float id = d != 0.0F ? 1.0F / d : 0.0F;
-    d_out = half_to_float(float_to_half(d)); // double_to_half's bits, in integer steps
-    for (std::size_t j = 0; j < kBlock; ++j) {
-        // roundf (ties away from zero) without a libm call: v + (1/2 − 2^-25) · sign(v),
-        // truncated, is roundf(v) for every float |v| < 2^23 (checked on all of them). The
-        // product is rounded on its own (this file is built with -ffp-contract=off).
-        // |x · id| <= 127 up to a rounding for a normal d. For a subnormal one x · id can
-        // be anything, ±inf or NaN (0 · inf; ggml's q are undefined there): the clamp
-        // (max(−127, NaN) is −127) keeps the cast defined, and d's binary16 is 0 there, so
-        // no product depends on those q.
-        const float v = x[j] * id;
-        const float r = std::min(127.0F, std::max(-127.0F, v + std::copysign(0.49999997F, v)));
-        q[j] = static_cast<std::int8_t>(static_cast<std::int32_t>(r));
-    }
-    for (std::size_t j = 0; j < kBlock; ++j) {
-        sum += q[j];
-    }
 }
 
 /// One super-block by ggml's quantize_row_q8_K_ref: `sums` gets Σ q per 16, `pairs` the
@@ -128,8 +99,11 @@ void quantize_super_block(
 
 } // namespace
 
-Q8Rows
-quantize_q8_0_rows(std::span<const float> x, std::size_t rows, std::size_t k, unsigned threads) {
+Q8Rows quantize_q8_0_rows(std::span<const float> x,
+                          std::size_t rows,
+                          std::size_t k,
+                          unsigned threads,
+                          const MatmulOps& ops) {
     Q8Rows out;
     out.blocks = k / kBlock;
     out.q.resize(rows * k);
@@ -138,11 +112,11 @@ quantize_q8_0_rows(std::span<const float> x, std::size_t rows, std::size_t k, un
     attn::detail::parallel_chunks(
         rows, attn::detail::rows_per_chunk(k), threads, [&](std::size_t r0, std::size_t r1) {
             for (std::size_t r = r0; r < r1; ++r) {
-                for (std::size_t b = 0; b < out.blocks; ++b) {
-                    const std::size_t e = r * k + b * kBlock;
-                    const std::size_t s = r * out.blocks + b;
-                    quantize_block(x.data() + e, out.q.data() + e, out.d[s], out.sum[s]);
-                }
+                ops.round_q8_0(x.data() + r * k,
+                               out.blocks,
+                               out.q.data() + r * k,
+                               out.d.data() + r * out.blocks,
+                               out.sum.data() + r * out.blocks);
             }
         });
     return out;
@@ -201,7 +175,7 @@ void q8_matmul(std::span<const float> x,
     const unsigned threads = attn::detail::resolve_threads(options.threads, panels);
     const bool super = input_rounding(w.type, options.activations) == Rounding::q8_k;
     const Q8Rows a = super ? quantize_q8_k_rows(x, rows_x, k, threads)
-                           : quantize_q8_0_rows(x, rows_x, k, threads);
+                           : quantize_q8_0_rows(x, rows_x, k, threads, ops);
     // The target's VNNI pass where the CPU has it: the same values, in fewer steps.
     const bool vnni = options.vnni && vnni_runs(ops);
     const auto dot =

@@ -16,6 +16,8 @@
 
 namespace attn::model::detail {
 
+struct MatmulOps; // model/matmul_ops.hpp
+
 /// What a product's activations are rounded to (none: the f32 products): Q8_0 or Q8_K for
 /// the integer path, BF16 for the BF16 pair products (matmul_bf16.hpp).
 enum class Rounding { none, q8_0, q8_k, bf16 };
@@ -49,9 +51,13 @@ struct Q8Rows {
     std::vector<std::int32_t> pair;
 };
 
-/// x [rows, k] (k a multiple of 32) rounded to Q8_0, rows shared among `threads`.
-Q8Rows
-quantize_q8_0_rows(std::span<const float> x, std::size_t rows, std::size_t k, unsigned threads);
+/// x [rows, k] (k a multiple of 32) rounded to Q8_0 by `ops`'s target, rows shared among
+/// `threads`.
+Q8Rows quantize_q8_0_rows(std::span<const float> x,
+                          std::size_t rows,
+                          std::size_t k,
+                          unsigned threads,
+                          const MatmulOps& ops);
 
 /// x [rows, k] (k a multiple of 256) rounded to Q8_K, rows shared among `threads`.
 Q8Rows

@@ -99,6 +99,14 @@ struct MatmulOps {
     /// Σ q per block; the same bits on every target.
     void (*round_q8_0)(
         const float* x, std::size_t blocks, std::int8_t* q, float* d, std::int32_t* sum);
+    /// The same for Q8_K (quantize_row_q8_K_ref), blocks of 256: q, d, Σ q per 16 and
+    /// those sums as int16 pairs (Q8Rows's pair).
+    void (*round_q8_k)(const float* x,
+                       std::size_t blocks,
+                       std::int8_t* q,
+                       float* d,
+                       std::int32_t* sums,
+                       std::int32_t* pairs);
     /// Whether this target multiplies BF16 pairs with AVX512_BF16's vdpbf16ps (AVX3_DL on a
     /// CPU that has it); elsewhere matmul_bf16.cpp computes the same chain in float32 FMAs.
     bool (*bf16_pairs)();

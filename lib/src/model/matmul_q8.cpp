@@ -1,18 +1,15 @@
-// The integer path's driver: the activations rounded to Q8_0 (the SIMD target's round_q8_0,
-// quant_round-inl.h) or Q8_K once per call (rows shared among the threads), then W cut into
-// panels of 64 rows (one task each, a fixed partition of y's columns, as the float32
-// path's) whose products the SIMD target's dot_q8 or dot_q8_k computes (quant_dot-inl.h,
+// The integer path's driver: the activations rounded to Q8_0 or Q8_K once per call (the SIMD
+// target's round_q8_0 or round_q8_k, quant_round-inl.h; rows shared among the threads), then W cut
+// into panels of 64 rows (one task each, a fixed partition of y's columns, as the float32 path's)
+// whose products the SIMD target's dot_q8 or dot_q8_k computes (quant_dot-inl.h,
 // quant_dot_k-inl.h). The weights are read as stored, never converted.
 #include "model/matmul_q8.hpp"
 
-#include "attn/half.hpp"
 #include "attn/parallel.hpp"
 #include "model/matmul_ops.hpp"
 
 #include <algorithm>
 #include <array>
-#include <bit>
-#include <cmath>
 #include <optional>
 
 namespace attn::model::detail {
@@ -20,82 +17,6 @@ namespace {
 
 constexpr std::size_t kBlock = 32;
 constexpr std::size_t kSuper = 256; // Q8_K
-
-/// amax of x[0, N) (N a multiple of 8) and whether every element is finite, in 8 lanes
-/// the compiler vectorizes (x · 0 is NaN exactly for a NaN or an infinity).
-struct BlockMax {
-    float amax;
-    bool finite;
-};
-template <std::size_t N> BlockMax block_max(const float* x) {
-    std::array<float, 8> lane_max{};
-    std::array<float, 8> lane_nan{};
-    for (std::size_t j = 0; j < N; j += 8) {
-        for (std::size_t l = 0; l < 8; ++l) {
-            const float a = std::fabs(x[j + l]);
-            lane_max[l] = lane_max[l] < a ? a : lane_max[l];
-            lane_nan[l] += x[j + l] * 0.0F;
-        }
-    }
-    BlockMax out{0.0F, true};
-    for (std::size_t l = 0; l < 8; ++l) {
-        out.amax = std::max(out.amax, lane_max[l]);
-        out.finite = out.finite && !std::isnan(lane_nan[l]);
-    }
-    return out;
-}
-
-/// One super-block by ggml's quantize_row_q8_K_ref: `sums` gets Σ q per 16, `pairs` the
-/// same 16 sums as 8 int16 pairs.
-void quantize_super_block(
-    const float* x, std::int8_t* q, float& d_out, std::int32_t* sums, std::int32_t* pairs) {
-    // amax and the NaN test, then x_max, the first element of largest magnitude, with its
-    // sign.
-    const auto [amax, finite] = block_max<kSuper>(x);
-    float max = 0.0F;
-    for (std::size_t j = 0; j < kSuper && finite && amax != 0.0F; ++j) {
-        if (std::fabs(x[j]) == amax) {
-            max = x[j];
-            break;
-        }
-    }
-    std::fill(q, q + kSuper, std::int8_t{0});
-    std::fill(sums, sums + kSuper / 16, 0);
-    std::fill(pairs, pairs + kSuper / 32, 0);
-    const float iscale = amax != 0.0F ? -127.0F / max : 0.0F;
-    if (!finite) {
-        d_out = std::nanf("");
-        return;
-    }
-    // All zeros, or |max| < 127 / FLT_MAX (iscale overflows): ggml's q come out 0 (its
-    // nearest_int of ±inf wraps to 0 in int8) and d = 1 / iscale = ±0.
-    if (iscale == 0.0F || !std::isfinite(iscale)) {
-        d_out = 0.0F;
-        return;
-    }
-    for (std::size_t j = 0; j < kSuper; ++j) {
-        // To nearest, ties to even, as ggml's nearest_int: v + 1.5 · 2^23 lies in [2^23,
-        // 2^24) for |v| < 2^22, where float32's spacing is 1, so the sum is v rounded to an
-        // integer (in the default rounding mode) and the difference is exact. (A loop the
-        // compiler vectorizes, where std::nearbyint is a libm call per element.) |iscale ·
-        // x| <= 127 · (1 + 2^-24)^2, so the result is in [-127, 127] and min(127, ·) never
-        // changes a finite one.
-        // (No contraction into an FMA: this file is built with -ffp-contract=off.)
-        constexpr float magic = 12582912.0F;
-        const float p = iscale * x[j];
-        const float v = std::min(127.0F, (p + magic) - magic);
-        q[j] = static_cast<std::int8_t>(v);
-    }
-    for (std::size_t j = 0; j < kSuper; ++j) {
-        sums[j / 16] += q[j];
-    }
-    for (std::size_t i = 0; i < kSuper / 32; ++i) { // |Σ| <= 16 · 127: int16
-        pairs[i] = std::bit_cast<std::int32_t>(
-            static_cast<std::uint32_t>(static_cast<std::uint16_t>(sums[2 * i])) |
-            static_cast<std::uint32_t>(static_cast<std::uint16_t>(sums[2 * i + 1])) << 16U);
-    }
-    d_out = 1.0F / iscale;
-}
 
 } // namespace
 
@@ -122,8 +43,11 @@ Q8Rows quantize_q8_0_rows(std::span<const float> x,
     return out;
 }
 
-Q8Rows
-quantize_q8_k_rows(std::span<const float> x, std::size_t rows, std::size_t k, unsigned threads) {
+Q8Rows quantize_q8_k_rows(std::span<const float> x,
+                          std::size_t rows,
+                          std::size_t k,
+                          unsigned threads,
+                          const MatmulOps& ops) {
     Q8Rows out;
     out.blocks = k / kSuper;
     out.q.resize(rows * k);
@@ -133,14 +57,12 @@ quantize_q8_k_rows(std::span<const float> x, std::size_t rows, std::size_t k, un
     attn::detail::parallel_chunks(
         rows, attn::detail::rows_per_chunk(k), threads, [&](std::size_t r0, std::size_t r1) {
             for (std::size_t r = r0; r < r1; ++r) {
-                for (std::size_t b = 0; b < out.blocks; ++b) {
-                    const std::size_t e = r * k + b * kSuper;
-                    quantize_super_block(x.data() + e,
-                                         out.q.data() + e,
-                                         out.d[r * out.blocks + b],
-                                         out.sum.data() + e / 16,
-                                         out.pair.data() + e / 32);
-                }
+                ops.round_q8_k(x.data() + r * k,
+                               out.blocks,
+                               out.q.data() + r * k,
+                               out.d.data() + r * out.blocks,
+                               out.sum.data() + r * k / 16,
+                               out.pair.data() + r * k / 32);
             }
         });
     return out;
@@ -174,7 +96,7 @@ void q8_matmul(std::span<const float> x,
     const std::size_t panels = (m + kPanelRows - 1) / kPanelRows;
     const unsigned threads = attn::detail::resolve_threads(options.threads, panels);
     const bool super = input_rounding(w.type, options.activations) == Rounding::q8_k;
-    const Q8Rows a = super ? quantize_q8_k_rows(x, rows_x, k, threads)
+    const Q8Rows a = super ? quantize_q8_k_rows(x, rows_x, k, threads, ops)
                            : quantize_q8_0_rows(x, rows_x, k, threads, ops);
     // The target's VNNI pass where the CPU has it: the same values, in fewer steps.
     const bool vnni = options.vnni && vnni_runs(ops);

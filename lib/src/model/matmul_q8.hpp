@@ -59,9 +59,13 @@ Q8Rows quantize_q8_0_rows(std::span<const float> x,
                           unsigned threads,
                           const MatmulOps& ops);
 
-/// x [rows, k] (k a multiple of 256) rounded to Q8_K, rows shared among `threads`.
-Q8Rows
-quantize_q8_k_rows(std::span<const float> x, std::size_t rows, std::size_t k, unsigned threads);
+/// x [rows, k] (k a multiple of 256) rounded to Q8_K by `ops`'s target, rows shared among
+/// `threads`.
+Q8Rows quantize_q8_k_rows(std::span<const float> x,
+                          std::size_t rows,
+                          std::size_t k,
+                          unsigned threads,
+                          const MatmulOps& ops);
 
 /// y = x · Wᵀ with x rounded as input_rounding(w.type, options.activations) says (not none):
 /// stored_matmul's integer path (shapes checked there, rows_x, w.rows and w.cols nonzero,

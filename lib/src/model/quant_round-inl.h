@@ -1,8 +1,7 @@
-// The integer path's activations rounded to Q8_0 (ggml's quantize_row_q8_0_ref) per SIMD
-// target: amax, d = amax / 127, id = 1 / d, q = roundf(x · id) (ties away from zero) and
-// Σ q, a block of 32 in up to 16 lanes. Only IEEE operations (abs, max, a division, a
-// product, an add, truncation; no contraction: matmul_hwy.cpp is built with
-// -ffp-contract=off), so every target gives the scalar loop's bits. Included per target
+// The integer path's activations rounded to Q8_0 and Q8_K (ggml's quantize_row_q8_0_ref and
+// quantize_row_q8_K_ref) per SIMD target, in up to 16 lanes. Only IEEE operations (abs,
+// max, divisions, products, adds, truncation; no contraction: matmul_hwy.cpp is built with
+// -ffp-contract=off), so every target gives the reference loops' bits. Included per target
 // by matmul_hwy.cpp (Highway's -inl.h convention).
 #if defined(ATTN_MODEL_QUANT_ROUND_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef ATTN_MODEL_QUANT_ROUND_INL_H_
@@ -13,6 +12,7 @@
 
 #include "attn/half.hpp"
 
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -68,6 +68,83 @@ void round_q8_0(const float* x, std::size_t blocks, std::int8_t* q, float* d, st
             hn::StoreU(hn::DemoteTo(d8, qi), d8, q + j);
         }
         sum[b] = hn::GetLane(hn::SumOfLanes(di, total));
+    }
+}
+
+/// One row of `blocks` super-blocks of 256 values rounded to Q8_K as ggml's
+/// quantize_row_q8_K_ref rounds them: iscale = -127 / x_max (x_max the first element of
+/// largest magnitude, with its sign), q = min(127, nearest_int(iscale · x)) (ties to even:
+/// v + 1.5 · 2^23 − 1.5 · 2^23, exact for |v| < 2^22), d = 1 / iscale, `sums` Σ q per 16,
+/// `pairs` the same sums as 8 int16 pairs a block. A block holding a NaN or an infinity:
+/// q = 0, d = NaN; all zeros, or an iscale that overflows: q = 0, d = 0 (ggml's q come out
+/// 0 there: its nearest_int of ±inf wraps to 0 in int8).
+void round_q8_k(const float* x,
+                std::size_t blocks,
+                std::int8_t* q,
+                float* d,
+                std::int32_t* sums,
+                std::int32_t* pairs) {
+    const hn::CappedTag<float, 16> df;
+    const hn::RebindToSigned<decltype(df)> di;
+    const hn::Rebind<std::int8_t, decltype(di)> d8;
+    constexpr std::size_t kSuper = 256;
+    constexpr std::size_t kSum = 16;
+    const std::size_t n = hn::Lanes(df);
+    const auto magic = hn::Set(df, 12582912.0F);
+    const auto hi = hn::Set(df, 127.0F);
+    for (std::size_t b = 0; b < blocks; ++b, x += kSuper, q += kSuper) {
+        std::int32_t* block_sums = sums + b * (kSuper / kSum);
+        std::int32_t* block_pairs = pairs + b * (kSuper / 32);
+        auto vmax = hn::Zero(df);
+        auto finite = hn::IsFinite(hn::LoadU(df, x));
+        for (std::size_t j = 0; j < kSuper; j += n) {
+            const auto v = hn::LoadU(df, x + j);
+            vmax = hn::Max(vmax, hn::Abs(v));
+            finite = hn::And(finite, hn::IsFinite(v));
+        }
+        const bool all_finite = hn::AllTrue(df, finite);
+        const float amax = all_finite ? hn::GetLane(hn::MaxOfLanes(df, vmax)) : 0.0F;
+        float max = 0.0F;
+        for (std::size_t j = 0; j < kSuper && amax != 0.0F; j += n) {
+            const auto v = hn::LoadU(df, x + j);
+            const intptr_t at = hn::FindFirstTrue(df, hn::Eq(hn::Abs(v), hn::Set(df, amax)));
+            if (at >= 0) {
+                max = x[j + static_cast<std::size_t>(at)];
+                break;
+            }
+        }
+        const float iscale = amax != 0.0F ? -127.0F / max : 0.0F;
+        if (!all_finite || iscale == 0.0F || !std::isfinite(iscale)) {
+            for (std::size_t j = 0; j < kSuper; ++j) {
+                q[j] = 0;
+            }
+            for (std::size_t i = 0; i < kSuper / kSum; ++i) {
+                block_sums[i] = 0;
+            }
+            for (std::size_t i = 0; i < kSuper / 32; ++i) {
+                block_pairs[i] = 0;
+            }
+            d[b] = all_finite ? 0.0F : std::nanf("");
+            continue;
+        }
+        const auto scale = hn::Set(df, iscale);
+        for (std::size_t g = 0; g < kSuper; g += kSum) {
+            auto total = hn::Zero(di);
+            for (std::size_t j = g; j < g + kSum; j += n) {
+                const auto p = hn::Mul(scale, hn::LoadU(df, x + j));
+                const auto qi = hn::ConvertTo(di, hn::Min(hi, hn::Sub(hn::Add(p, magic), magic)));
+                total = hn::Add(total, qi);
+                hn::StoreU(hn::DemoteTo(d8, qi), d8, q + j);
+            }
+            block_sums[g / kSum] = hn::GetLane(hn::SumOfLanes(di, total));
+        }
+        for (std::size_t i = 0; i < kSuper / 32; ++i) { // |Σ| <= 16 · 127: int16
+            block_pairs[i] = std::bit_cast<std::int32_t>(
+                static_cast<std::uint32_t>(static_cast<std::uint16_t>(block_sums[2 * i])) |
+                static_cast<std::uint32_t>(static_cast<std::uint16_t>(block_sums[2 * i + 1]))
+                    << 16U);
+        }
+        d[b] = 1.0F / iscale;
     }
 }
 

@@ -24,6 +24,19 @@ namespace {
 
 namespace hn = hwy::HWY_NAMESPACE;
 
+/// max |x| over x[0, N) (N a multiple of `df`'s lanes), or -1 when one of them is a NaN or
+/// an infinity.
+template <std::size_t N, class D> float block_amax(D df, const float* x) {
+    auto amax = hn::Zero(df);
+    auto finite = hn::IsFinite(hn::LoadU(df, x));
+    for (std::size_t j = 0; j < N; j += hn::Lanes(df)) {
+        const auto v = hn::LoadU(df, x + j);
+        amax = hn::Max(amax, hn::Abs(v));
+        finite = hn::And(finite, hn::IsFinite(v));
+    }
+    return hn::AllTrue(df, finite) ? hn::GetLane(hn::MaxOfLanes(df, amax)) : -1.0F;
+}
+
 /// One row of `blocks` blocks of 32 values rounded to Q8_0: q, d (the value of d's
 /// binary16), Σ q per block. A block holding a NaN or an infinity gets q = 0, d = NaN,
 /// Σ = 0. Where 1 / d overflows (d subnormal) x · id is ±inf or NaN (0 · inf): q is
@@ -39,14 +52,8 @@ void round_q8_0(const float* x, std::size_t blocks, std::int8_t* q, float* d, st
     const auto lo = hn::Set(df, -127.0F);
     const auto half = hn::Set(df, 0.49999997F); // (1/2 - 2^-25): roundf by truncation
     for (std::size_t b = 0; b < blocks; ++b, x += kBlock, q += kBlock) {
-        auto amax = hn::Zero(df);
-        auto finite = hn::IsFinite(hn::LoadU(df, x));
-        for (std::size_t j = 0; j < kBlock; j += n) {
-            const auto v = hn::LoadU(df, x + j);
-            amax = hn::Max(amax, hn::Abs(v));
-            finite = hn::And(finite, hn::IsFinite(v));
-        }
-        if (!hn::AllTrue(df, finite)) {
+        const float amax = block_amax<kBlock>(df, x);
+        if (amax < 0.0F) {
             for (std::size_t j = 0; j < kBlock; ++j) {
                 q[j] = 0;
             }
@@ -54,7 +61,7 @@ void round_q8_0(const float* x, std::size_t blocks, std::int8_t* q, float* d, st
             sum[b] = 0;
             continue;
         }
-        const float scale = hn::GetLane(hn::MaxOfLanes(df, amax)) / 127.0F;
+        const float scale = amax / 127.0F;
         const float inverse = scale != 0.0F ? 1.0F / scale : 0.0F;
         d[b] = half_to_float(float_to_half(scale));
         const auto id = hn::Set(df, inverse);
@@ -95,15 +102,9 @@ void round_q8_k(const float* x,
     for (std::size_t b = 0; b < blocks; ++b, x += kSuper, q += kSuper) {
         std::int32_t* block_sums = sums + b * (kSuper / kSum);
         std::int32_t* block_pairs = pairs + b * (kSuper / 32);
-        auto vmax = hn::Zero(df);
-        auto finite = hn::IsFinite(hn::LoadU(df, x));
-        for (std::size_t j = 0; j < kSuper; j += n) {
-            const auto v = hn::LoadU(df, x + j);
-            vmax = hn::Max(vmax, hn::Abs(v));
-            finite = hn::And(finite, hn::IsFinite(v));
-        }
-        const bool all_finite = hn::AllTrue(df, finite);
-        const float amax = all_finite ? hn::GetLane(hn::MaxOfLanes(df, vmax)) : 0.0F;
+        const float found = block_amax<kSuper>(df, x);
+        const bool all_finite = found >= 0.0F;
+        const float amax = all_finite ? found : 0.0F;
         float max = 0.0F;
         for (std::size_t j = 0; j < kSuper && amax != 0.0F; j += n) {
             const auto v = hn::LoadU(df, x + j);

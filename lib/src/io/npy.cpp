@@ -529,12 +529,8 @@ void stream_npy(const Array& a, NpyFloat type, const ByteSink& sink) {
 }
 
 std::uint64_t npy_size(const std::vector<std::size_t>& shape, NpyFloat type) {
-    std::uint64_t count = 1;
-    for (const std::size_t d : shape) {
-        count = saturating_mul(count, d);
-    }
-    return saturating_add(npy_header_text(shape, type).size(),
-                          saturating_mul(count, item_size(type)));
+    return npy_header_text(shape, type).size() +
+           static_cast<std::uint64_t>(element_count(shape)) * item_size(type);
 }
 
 void write_npy_file(const std::filesystem::path& path, const Array& a, bool f64) {

@@ -25,7 +25,7 @@
 // The integer products on Q8_0- and Q8_K-rounded activations, likewise.
 #include "model/quant_dot-inl.h"
 #include "model/quant_dot_k-inl.h"
-// The rounding of their activations to Q8_0, likewise.
+// The rounding of their activations to Q8_0 and Q8_K, likewise.
 #include "model/quant_round-inl.h"
 // The BF16 pair products (AVX3_DL with AVX512_BF16), likewise.
 #include "model/bf16_dot-inl.h"

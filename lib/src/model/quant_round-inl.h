@@ -37,11 +37,13 @@ template <std::size_t N, class D> float block_amax(D df, const float* x) {
     return hn::AllTrue(df, finite) ? hn::GetLane(hn::MaxOfLanes(df, amax)) : -1.0F;
 }
 
-/// One row of `blocks` blocks of 32 values rounded to Q8_0: q, d (the value of d's
-/// binary16), Σ q per block. A block holding a NaN or an infinity gets q = 0, d = NaN,
-/// Σ = 0. Where 1 / d overflows (d subnormal) x · id is ±inf or NaN (0 · inf): q is
-/// clamped to ±127, NaN to -127, as the scalar loop's min(127, max(-127, ·)) gives; d's
-/// binary16 is 0 there, so no product depends on them.
+/// One row of `blocks` blocks of 32 values rounded to Q8_0: d = amax / 127 (its binary16's
+/// value kept), id = 1 / d, q = roundf(x · id), Σ q per block. roundf (ties away from zero)
+/// without a libm call: v + (1/2 − 2^-25) · sign(v), truncated, is roundf(v) for every float
+/// |v| < 2^23 (checked on all of them). A block holding a NaN or an infinity gets q = 0,
+/// d = NaN, Σ = 0. Where 1 / d overflows (d subnormal) x · id is ±inf or NaN (0 · inf;
+/// ggml's q are undefined there): q is clamped to ±127 and NaN taken as -127, which keeps
+/// the conversion defined; d's binary16 is 0 there, so no product depends on them.
 void round_q8_0(const float* x, std::size_t blocks, std::int8_t* q, float* d, std::int32_t* sum) {
     const hn::CappedTag<float, 16> df;
     const hn::RebindToSigned<decltype(df)> di;
@@ -50,7 +52,7 @@ void round_q8_0(const float* x, std::size_t blocks, std::int8_t* q, float* d, st
     const std::size_t n = hn::Lanes(df);
     const auto hi = hn::Set(df, 127.0F);
     const auto lo = hn::Set(df, -127.0F);
-    const auto half = hn::Set(df, 0.49999997F); // (1/2 - 2^-25): roundf by truncation
+    const auto half = hn::Set(df, 0.49999997F); // 1/2 - 2^-25
     for (std::size_t b = 0; b < blocks; ++b, x += kBlock, q += kBlock) {
         const float amax = block_amax<kBlock>(df, x);
         if (amax < 0.0F) {
@@ -81,10 +83,12 @@ void round_q8_0(const float* x, std::size_t blocks, std::int8_t* q, float* d, st
 /// One row of `blocks` super-blocks of 256 values rounded to Q8_K as ggml's
 /// quantize_row_q8_K_ref rounds them: iscale = -127 / x_max (x_max the first element of
 /// largest magnitude, with its sign), q = min(127, nearest_int(iscale · x)) (ties to even:
-/// v + 1.5 · 2^23 − 1.5 · 2^23, exact for |v| < 2^22), d = 1 / iscale, `sums` Σ q per 16,
-/// `pairs` the same sums as 8 int16 pairs a block. A block holding a NaN or an infinity:
-/// q = 0, d = NaN; all zeros, or an iscale that overflows: q = 0, d = 0 (ggml's q come out
-/// 0 there: its nearest_int of ±inf wraps to 0 in int8).
+/// v + 1.5 · 2^23 lies in [2^23, 2^24) for |v| < 2^22, where float32's spacing is 1, so
+/// v + 1.5 · 2^23 − 1.5 · 2^23 is v rounded in the default mode, exactly; |iscale · x| <=
+/// 127 · (1 + 2^-24)^2, so min(127, ·) never changes a finite one), d = 1 / iscale, `sums` Σ q per
+/// 16, `pairs` the same sums as 8 int16 pairs a block. A block holding a NaN or an infinity: q = 0,
+/// d = NaN; all zeros, or an iscale that overflows: q = 0, d = 0 (ggml's q come out 0 there: its
+/// nearest_int of ±inf wraps to 0 in int8).
 void round_q8_k(const float* x,
                 std::size_t blocks,
                 std::int8_t* q,

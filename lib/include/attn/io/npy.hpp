@@ -92,7 +92,8 @@ using ByteSink = std::function<void(std::span<const std::uint8_t>)>;
 /// encode_npy(a, type)'s bytes handed to `sink` in order: the header, then the payload in
 /// pieces of at most 1 MiB (a little-endian host's float32 values: their own bytes).
 void stream_npy(const Array& a, NpyFloat type, const ByteSink& sink);
-/// The size of encode_npy's encoding of an array of `shape` in `type` (saturating).
+/// The size of encode_npy's encoding of an array of `shape` in `type` (an array held in
+/// memory: its values fit).
 std::uint64_t npy_size(const std::vector<std::size_t>& shape, NpyFloat type);
 
 /// An "<f4" NPY file ("<f2" with NpyFloat::f16: each value rounded as it is written) of

@@ -22,6 +22,16 @@ constexpr std::size_t round_up(std::size_t v, std::size_t to) {
     return (v + to - 1) / to * to;
 }
 
+/// `v` (a std::vector) holds at least n elements: grown (value-initialised) where it is
+/// shorter, never shrunk, so a per-thread buffer the products reuse across calls of
+/// different sizes is not refilled with zeros before every write (each call writes the
+/// elements it reads).
+template <class Vector> void hold(Vector& v, std::size_t n) {
+    if (v.size() < n) {
+        v.resize(n);
+    }
+}
+
 /// Where W's rows m0 .. m0 + mc (mc <= kPanelRows) are stored, `row_bytes` a row (the row
 /// map applied); entries past mc are null.
 inline std::array<const std::uint8_t*, kPanelRows>

@@ -20,16 +20,16 @@ constexpr std::size_t kSuper = 256; // Q8_K
 
 } // namespace
 
-Q8Rows quantize_q8_0_rows(std::span<const float> x,
-                          std::size_t rows,
-                          std::size_t k,
-                          unsigned threads,
-                          const MatmulOps& ops) {
-    Q8Rows out;
+void quantize_q8_0_rows(std::span<const float> x,
+                        std::size_t rows,
+                        std::size_t k,
+                        unsigned threads,
+                        const MatmulOps& ops,
+                        Q8Rows& out) {
     out.blocks = k / kBlock;
-    out.q.resize(rows * k);
-    out.d.resize(rows * out.blocks);
-    out.sum.resize(rows * out.blocks);
+    hold(out.q, rows * k);
+    hold(out.d, rows * out.blocks);
+    hold(out.sum, rows * out.blocks);
     attn::detail::parallel_chunks(
         rows, attn::detail::rows_per_chunk(k), threads, [&](std::size_t r0, std::size_t r1) {
             for (std::size_t r = r0; r < r1; ++r) {
@@ -40,20 +40,19 @@ Q8Rows quantize_q8_0_rows(std::span<const float> x,
                                out.sum.data() + r * out.blocks);
             }
         });
-    return out;
 }
 
-Q8Rows quantize_q8_k_rows(std::span<const float> x,
-                          std::size_t rows,
-                          std::size_t k,
-                          unsigned threads,
-                          const MatmulOps& ops) {
-    Q8Rows out;
+void quantize_q8_k_rows(std::span<const float> x,
+                        std::size_t rows,
+                        std::size_t k,
+                        unsigned threads,
+                        const MatmulOps& ops,
+                        Q8Rows& out) {
     out.blocks = k / kSuper;
-    out.q.resize(rows * k);
-    out.d.resize(rows * out.blocks);
-    out.sum.resize(rows * k / 16);
-    out.pair.resize(rows * k / 32);
+    hold(out.q, rows * k);
+    hold(out.d, rows * out.blocks);
+    hold(out.sum, rows * k / 16);
+    hold(out.pair, rows * k / 32);
     attn::detail::parallel_chunks(
         rows, attn::detail::rows_per_chunk(k), threads, [&](std::size_t r0, std::size_t r1) {
             for (std::size_t r = r0; r < r1; ++r) {
@@ -65,7 +64,6 @@ Q8Rows quantize_q8_k_rows(std::span<const float> x,
                                out.pair.data() + r * k / 32);
             }
         });
-    return out;
 }
 
 Rounding input_rounding(std::uint32_t type, Activations activations) {
@@ -96,8 +94,17 @@ void q8_matmul(std::span<const float> x,
     const std::size_t panels = (m + kPanelRows - 1) / kPanelRows;
     const unsigned threads = attn::detail::resolve_threads(options.threads, panels);
     const bool super = input_rounding(w.type, options.activations) == Rounding::q8_k;
-    const Q8Rows a = super ? quantize_q8_k_rows(x, rows_x, k, threads, ops)
-                           : quantize_q8_0_rows(x, rows_x, k, threads, ops);
+    // The calling thread's rounded inputs, reused by its next product (the products of a
+    // layer, and of the next: the same few sizes), so their pages are not faulted in and
+    // zeroed again every call. The workers only read them while this call waits, through
+    // the reference (a lambda naming the thread_local itself would read its own thread's).
+    thread_local Q8Rows scratch;
+    Q8Rows& a = scratch;
+    if (super) {
+        quantize_q8_k_rows(x, rows_x, k, threads, ops, a);
+    } else {
+        quantize_q8_0_rows(x, rows_x, k, threads, ops, a);
+    }
     // The target's VNNI pass where the CPU has it: the same values, in fewer steps.
     const bool vnni = options.vnni && vnni_runs(ops);
     const auto dot =

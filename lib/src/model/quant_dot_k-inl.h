@@ -196,7 +196,8 @@ HWY_PUSH_ATTRIBUTES(HWY_TARGET_STR ",avxvnni")
 /// A panel packed: per group of kLanes weight rows and super-block, the codes [64 steps,
 /// kLanes, 4], each sub-block's scale [16, kLanes] (VNNI: int32; otherwise the int16
 /// scale in both halves of the lane, for _mm256_madd_epi16), the correction factors as
-/// int16 pairs (c_2i, c_2i+1) [8, kLanes], and d, dmin [kLanes]. Lanes past the rows: 0.
+/// int16 pairs (c_2i, c_2i+1) [8, kLanes], and d, dmin [kLanes]. Lanes past the rows
+/// hold stale values (pack_panel_k).
 struct PackK {
     AlignedVector<std::uint8_t> u;
     AlignedVector<std::int32_t> sc;
@@ -219,39 +220,73 @@ inline std::uint32_t k_u32(const std::uint8_t* p) {
 }
 
 /// One super-block's codes, 4 a word (unpack_k's, 4 bytes at a time), to dst + step ·
-/// kLanes · 4 for the 64 steps of 4 k.
-void pack_codes_k(std::uint32_t type, const std::uint8_t* w, std::uint8_t* dst) {
-    for (std::size_t step = 0; step < kSuperK / 4; ++step) {
-        const std::size_t e = 4 * step; // the first of the step's 4 elements
-        std::uint32_t v = 0;
-        if (type == t_q6_k) {
-            const std::size_t half = e / 128;
-            const std::size_t run = e % 128 / 32;
-            const std::size_t l = e % 32;
-            const std::uint32_t lo = k_u32(w + 64 * half + 32 * (run % 2) + l) >> (4 * (run / 2));
-            const std::uint32_t hi = k_u32(w + 128 + 32 * half + l) >> (2 * run);
-            v = (lo & 0x0F0F0F0FU) | ((hi & 0x03030303U) << 4U);
-        } else {
-            const std::size_t j = e / 32; // the sub-block
-            const std::size_t l = e % 32;
-            const std::uint8_t* ql = w + (type == t_q5_k ? 48 : 16) + 32 * (j / 2);
-            v = (k_u32(ql + l) >> (4 * (j % 2))) & 0x0F0F0F0FU;
-            if (type == t_q5_k) {
-                v |= ((k_u32(w + 16 + l) >> j) & 0x01010101U) << 4U;
+/// kLanes · 4 for the 64 steps of 4 k. Per type, so the loops hold no branch and read
+/// each source word once: Q4_K and Q5_K's 32 bytes of nibbles at 32p give sub-blocks 2p
+/// (low nibbles, steps 16p ..) and 2p + 1 (high nibbles, steps 16p + 8 ..), Q5_K's fifth
+/// bits at 16 (bit j of each byte for sub-block j); Q6_K's half h reads ql at 64h and
+/// 64h + 32 and qh at 128 + 32h, its four runs of 32 (steps 32h + 8·run ..) the low and
+/// then the high nibbles of the two, with qh's bit pairs 2·run.
+template <std::uint32_t Type> void pack_codes_k_as(const std::uint8_t* w, std::uint8_t* dst) {
+    constexpr std::uint32_t nib = 0x0F0F0F0FU;
+    const auto put = [dst](std::size_t step, std::uint32_t v) {
+        std::memcpy(dst + step * kLanes * 4, &v, 4);
+    };
+    if constexpr (Type == t_q6_k) {
+        for (std::size_t half = 0; half < 2; ++half) {
+            for (std::size_t i = 0; i < 8; ++i) {
+                const std::uint32_t ql0 = k_u32(w + 64 * half + 4 * i);
+                const std::uint32_t ql1 = k_u32(w + 64 * half + 32 + 4 * i);
+                const std::uint32_t qh = k_u32(w + 128 + 32 * half + 4 * i);
+                const auto bits = [qh](std::uint32_t run) {
+                    return ((qh >> (2U * run)) & 0x03030303U) << 4U;
+                };
+                put(32 * half + i, (ql0 & nib) | bits(0));
+                put(32 * half + 8 + i, (ql1 & nib) | bits(1));
+                put(32 * half + 16 + i, ((ql0 >> 4U) & nib) | bits(2));
+                put(32 * half + 24 + i, ((ql1 >> 4U) & nib) | bits(3));
             }
         }
-        std::memcpy(dst + step * kLanes * 4, &v, 4);
+    } else {
+        constexpr bool five = Type == t_q5_k;
+        const std::uint8_t* ql = w + (five ? 48 : 16);
+        for (std::uint32_t p = 0; p < 4; ++p) {
+            for (std::size_t i = 0; i < 8; ++i) {
+                const std::uint32_t x = k_u32(ql + 32 * p + 4 * i);
+                std::uint32_t lo = x & nib;
+                std::uint32_t hi = (x >> 4U) & nib;
+                if constexpr (five) {
+                    const std::uint32_t h = k_u32(w + 16 + 4 * i);
+                    lo |= ((h >> (2U * p)) & 0x01010101U) << 4U;
+                    hi |= ((h >> (2U * p + 1U)) & 0x01010101U) << 4U;
+                }
+                put(16 * p + i, lo);
+                put(16 * p + 8 + i, hi);
+            }
+        }
+    }
+}
+
+void pack_codes_k(std::uint32_t type, const std::uint8_t* w, std::uint8_t* dst) {
+    if (type == t_q4_k) {
+        pack_codes_k_as<t_q4_k>(w, dst);
+    } else if (type == t_q5_k) {
+        pack_codes_k_as<t_q5_k>(w, dst);
+    } else {
+        pack_codes_k_as<t_q6_k>(w, dst);
     }
 }
 
 void pack_panel_k(const DotQ8Args& a, const float* f16, PackK& p) {
     const std::size_t bb = k_block_bytes(a.type);
     const std::size_t gbs = (a.m + kLanes - 1) / kLanes * a.blocks;
-    p.u.assign(gbs * kSuperK * kLanes, 0);
-    p.sc.assign(gbs * 16 * kLanes, 0);
-    p.c.assign(gbs * 8 * kLanes, 0);
-    p.d.assign(gbs * kLanes, 0.0F);
-    p.dmin.assign(gbs * kLanes, 0.0F);
+    // The buffers are reused (dot_packed_k's, per thread): grown, never refilled. Lanes past
+    // the rows keep whatever they held: their sums are never stored (dot_tile_k stores the
+    // rows' lanes only), and no lane's sum reads another's.
+    hold(p.u, gbs * kSuperK * kLanes);
+    hold(p.sc, gbs * 16 * kLanes);
+    hold(p.c, gbs * 8 * kLanes);
+    hold(p.d, gbs * kLanes);
+    hold(p.dmin, gbs * kLanes);
     KBlock kb;
     for (std::size_t m = 0; m < a.m; ++m) {
         const std::size_t l = m % kLanes;
@@ -497,7 +532,7 @@ template <std::uint32_t Type> void dot_tiles_k(const DotQ8Args& a, const PackK& 
 
 /// Every pair through the packed panel.
 void dot_packed_k(const DotQ8Args& a, const float* f16) {
-    PackK p;
+    thread_local PackK p;
     pack_panel_k(a, f16, p);
     if (a.type == t_q4_k) {
         dot_tiles_k<t_q4_k>(a, p);

@@ -31,8 +31,6 @@ namespace {
 /// Pairs of k per chunk: a packed chunk of 64 rows is 128 KiB as pairs, 256 KiB as float32,
 /// and stays in L2 while every row of x passes it.
 constexpr std::size_t kChunkPairs = 512;
-/// Pairs per strip of the packing's transpose: a row's 64 bytes read at once.
-constexpr std::size_t kStrip = 16;
 
 /// vdpbf16ps's denormal rule for the float32 FMAs of the fallback: on x86, MXCSR's
 /// flush-to-zero (sums below 2⁻¹²⁶ become zeros of their sign, tininess detected after
@@ -168,19 +166,20 @@ void pack_chunk(const std::array<const std::uint8_t*, kPanelRows>& w_rows,
     if constexpr (kPairs) {
         out.assign(round_up(pc, kAmxBlockPairs) * kPanelRows, 0);
     }
-    for (std::size_t s0 = 0; s0 < pc; s0 += kStrip) {
-        const std::size_t sn = std::min(kStrip, pc - s0);
-        for (std::size_t j = 0; j < mc; ++j) {
-            for (std::size_t s = s0; s < s0 + sn; ++s) {
-                const std::size_t e = 2 * (p0 + s); // the pair's even k
-                const std::uint16_t lo = bf16_weight(w_rows[j] + 2 * e);
-                const std::uint16_t hi = e + 1 < k ? bf16_weight(w_rows[j] + 2 * e + 2) : 0;
-                if constexpr (kPairs) {
-                    out[s * kPanelRows + j] = lo | static_cast<std::uint32_t>(hi) << 16U;
-                } else {
-                    out[2 * s * mc + j] = bf16_value(hi);
-                    out[(2 * s + 1) * mc + j] = bf16_value(lo);
-                }
+    // Row by row, each row's chunk read front to back: one stream the prefetchers follow.
+    // (Strips of 16 pairs across the 64 rows, a line of each row in turn, waited on memory:
+    // 1B BF16 --activations bf16, 1 thread, Zen 5, 5 rounds: 3.99 s against 3.77 s row by
+    // row on a quiet machine; 6.05 s against 4.60 s in 3 rounds while others loaded it.)
+    for (std::size_t j = 0; j < mc; ++j) {
+        for (std::size_t s = 0; s < pc; ++s) {
+            const std::size_t e = 2 * (p0 + s); // the pair's even k
+            const std::uint16_t lo = bf16_weight(w_rows[j] + 2 * e);
+            const std::uint16_t hi = e + 1 < k ? bf16_weight(w_rows[j] + 2 * e + 2) : 0;
+            if constexpr (kPairs) {
+                out[s * kPanelRows + j] = lo | static_cast<std::uint32_t>(hi) << 16U;
+            } else {
+                out[2 * s * mc + j] = bf16_value(hi);
+                out[(2 * s + 1) * mc + j] = bf16_value(lo);
             }
         }
     }

@@ -96,10 +96,15 @@ void q8_matmul(std::span<const float> x,
     const bool super = input_rounding(w.type, options.activations) == Rounding::q8_k;
     // The calling thread's rounded inputs, reused by its next product (the products of a
     // layer, and of the next: the same few sizes), so their pages are not faulted in and
-    // zeroed again every call. The workers only read them while this call waits, through
-    // the reference (a lambda naming the thread_local itself would read its own thread's).
+    // zeroed again every call; up to kKeptInput values (a 1B model's MLP input at 2048
+    // tokens), so a long context does not leave hundreds of MiB behind after the run: a
+    // larger input gets buffers of its own for the call. The workers only read them while
+    // this call waits, through the reference (a lambda naming the thread_local itself
+    // would read its own thread's).
+    constexpr std::size_t kKeptInput = std::size_t{16} << 20U;
     thread_local Q8Rows scratch;
-    Q8Rows& a = scratch;
+    Q8Rows own;
+    Q8Rows& a = rows_x * k <= kKeptInput ? scratch : own;
     if (super) {
         quantize_q8_k_rows(x, rows_x, k, threads, ops, a);
     } else {

@@ -196,8 +196,7 @@ HWY_PUSH_ATTRIBUTES(HWY_TARGET_STR ",avxvnni")
 /// A panel packed: per group of kLanes weight rows and super-block, the codes [64 steps,
 /// kLanes, 4], each sub-block's scale [16, kLanes] (VNNI: int32; otherwise the int16
 /// scale in both halves of the lane, for _mm256_madd_epi16), the correction factors as
-/// int16 pairs (c_2i, c_2i+1) [8, kLanes], and d, dmin [kLanes]. Lanes past the rows
-/// hold stale values (pack_panel_k).
+/// int16 pairs (c_2i, c_2i+1) [8, kLanes], and d, dmin [kLanes]. Lanes past the rows: 0.
 struct PackK {
     AlignedVector<std::uint8_t> u;
     AlignedVector<std::int32_t> sc;
@@ -279,9 +278,8 @@ void pack_codes_k(std::uint32_t type, const std::uint8_t* w, std::uint8_t* dst) 
 void pack_panel_k(const DotQ8Args& a, const float* f16, PackK& p) {
     const std::size_t bb = k_block_bytes(a.type);
     const std::size_t gbs = (a.m + kLanes - 1) / kLanes * a.blocks;
-    // The buffers are reused (dot_packed_k's, per thread): grown, never refilled. Lanes past
-    // the rows keep whatever they held: their sums are never stored (dot_tile_k stores the
-    // rows' lanes only), and no lane's sum reads another's.
+    // Lanes past the rows hold zeros here (a new panel); their sums are never stored
+    // (dot_tile_k stores the rows' lanes only), and no lane's sum reads another's.
     hold(p.u, gbs * kSuperK * kLanes);
     hold(p.sc, gbs * 16 * kLanes);
     hold(p.c, gbs * 8 * kLanes);
@@ -532,7 +530,11 @@ template <std::uint32_t Type> void dot_tiles_k(const DotQ8Args& a, const PackK& 
 
 /// Every pair through the packed panel.
 void dot_packed_k(const DotQ8Args& a, const float* f16) {
-    thread_local PackK p;
+    // A panel of its own per call, not a thread_local reused: with the reused one, GCC 12
+    // compiled the maddubs tiles differently (more spills) and Q4_K's ran at 0.75x
+    // (bench_matmul, the AVX2 target without VNNI, Zen 5, 2026-12-02). Zeroing a new
+    // panel is a small part of its products.
+    PackK p;
     pack_panel_k(a, f16, p);
     if (a.type == t_q4_k) {
         dot_tiles_k<t_q4_k>(a, p);

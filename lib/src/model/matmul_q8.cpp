@@ -20,48 +20,33 @@ constexpr std::size_t kSuper = 256; // Q8_K
 
 } // namespace
 
-void quantize_q8_0_rows(std::span<const float> x,
-                        std::size_t rows,
-                        std::size_t k,
-                        unsigned threads,
-                        const MatmulOps& ops,
-                        Q8Rows& out) {
-    out.blocks = k / kBlock;
+void quantize_rows(std::span<const float> x,
+                   std::size_t rows,
+                   std::size_t k,
+                   bool super,
+                   unsigned threads,
+                   const MatmulOps& ops,
+                   Q8Rows& out) {
+    out.blocks = k / (super ? kSuper : kBlock);
+    const std::size_t sums = super ? k / 16 : out.blocks; // a row's
     hold(out.q, rows * k);
     hold(out.d, rows * out.blocks);
-    hold(out.sum, rows * out.blocks);
+    hold(out.sum, rows * sums);
+    if (super) {
+        hold(out.pair, rows * k / 32);
+    }
     attn::detail::parallel_chunks(
         rows, attn::detail::rows_per_chunk(k), threads, [&](std::size_t r0, std::size_t r1) {
             for (std::size_t r = r0; r < r1; ++r) {
-                ops.round_q8_0(x.data() + r * k,
-                               out.blocks,
-                               out.q.data() + r * k,
-                               out.d.data() + r * out.blocks,
-                               out.sum.data() + r * out.blocks);
-            }
-        });
-}
-
-void quantize_q8_k_rows(std::span<const float> x,
-                        std::size_t rows,
-                        std::size_t k,
-                        unsigned threads,
-                        const MatmulOps& ops,
-                        Q8Rows& out) {
-    out.blocks = k / kSuper;
-    hold(out.q, rows * k);
-    hold(out.d, rows * out.blocks);
-    hold(out.sum, rows * k / 16);
-    hold(out.pair, rows * k / 32);
-    attn::detail::parallel_chunks(
-        rows, attn::detail::rows_per_chunk(k), threads, [&](std::size_t r0, std::size_t r1) {
-            for (std::size_t r = r0; r < r1; ++r) {
-                ops.round_q8_k(x.data() + r * k,
-                               out.blocks,
-                               out.q.data() + r * k,
-                               out.d.data() + r * out.blocks,
-                               out.sum.data() + r * k / 16,
-                               out.pair.data() + r * k / 32);
+                const float* xr = x.data() + r * k;
+                std::int8_t* q = out.q.data() + r * k;
+                float* d = out.d.data() + r * out.blocks;
+                std::int32_t* sum = out.sum.data() + r * sums;
+                if (super) {
+                    ops.round_q8_k(xr, out.blocks, q, d, sum, out.pair.data() + r * k / 32);
+                } else {
+                    ops.round_q8_0(xr, out.blocks, q, d, sum);
+                }
             }
         });
 }
@@ -105,11 +90,7 @@ void q8_matmul(std::span<const float> x,
     thread_local Q8Rows scratch;
     Q8Rows own;
     Q8Rows& a = rows_x * k <= kKeptInput ? scratch : own;
-    if (super) {
-        quantize_q8_k_rows(x, rows_x, k, threads, ops, a);
-    } else {
-        quantize_q8_0_rows(x, rows_x, k, threads, ops, a);
-    }
+    quantize_rows(x, rows_x, k, super, threads, ops, a);
     // The target's VNNI pass where the CPU has it: the same values, in fewer steps.
     const bool vnni = options.vnni && vnni_runs(ops);
     const auto dot =

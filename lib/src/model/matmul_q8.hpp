@@ -42,7 +42,7 @@ inline bool rounds_inputs(std::uint32_t type, Activations activations) {
 /// per 16 (ggml's bsums).
 /// A block holding a NaN or an infinity gets d = NaN (so its products are NaN, as the
 /// float32 products' would be non-finite).
-/// The vectors may be longer than the rows need (quantize_q8_0_rows).
+/// The vectors may be longer than the rows need (quantize_rows).
 struct Q8Rows {
     std::size_t blocks = 0;        ///< per row (of 32 for Q8_0, of 256 for Q8_K)
     std::vector<std::int8_t> q;    ///< [rows, k]
@@ -52,23 +52,16 @@ struct Q8Rows {
     std::vector<std::int32_t> pair;
 };
 
-/// x [rows, k] (k a multiple of 32) rounded to Q8_0 by `ops`'s target into `out`'s first
-/// elements (its vectors grown as needed, never shrunk: a buffer reused across calls), rows
-/// shared among `threads`.
-void quantize_q8_0_rows(std::span<const float> x,
-                        std::size_t rows,
-                        std::size_t k,
-                        unsigned threads,
-                        const MatmulOps& ops,
-                        Q8Rows& out);
-
-/// x [rows, k] (k a multiple of 256) rounded to Q8_K likewise.
-void quantize_q8_k_rows(std::span<const float> x,
-                        std::size_t rows,
-                        std::size_t k,
-                        unsigned threads,
-                        const MatmulOps& ops,
-                        Q8Rows& out);
+/// x [rows, k] rounded to Q8_K (`super`; k a multiple of 256) or Q8_0 (k a multiple of 32)
+/// by `ops`'s target into `out`'s first elements (its vectors grown as needed, never
+/// shrunk: a buffer reused across calls), rows shared among `threads`.
+void quantize_rows(std::span<const float> x,
+                   std::size_t rows,
+                   std::size_t k,
+                   bool super,
+                   unsigned threads,
+                   const MatmulOps& ops,
+                   Q8Rows& out);
 
 /// y = x · Wᵀ with x rounded as input_rounding(w.type, options.activations) says (not none):
 /// stored_matmul's integer path (shapes checked there, rows_x, w.rows and w.cols nonzero,

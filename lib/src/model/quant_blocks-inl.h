@@ -60,6 +60,14 @@ std::uint32_t u32_at(const std::uint8_t* p) {
            (static_cast<std::uint32_t>(p[2]) << 16) | (static_cast<std::uint32_t>(p[3]) << 24);
 }
 
+/// `lo` and `hi` (each within int16) as one int32 lane of two int16 halves, `lo` the low one
+/// (the integer products' Q8_K sums and K-quant factors; unused where only blocks are read).
+[[maybe_unused]] std::int32_t pair16(std::int32_t lo, std::int32_t hi) {
+    return std::bit_cast<std::int32_t>(
+        static_cast<std::uint32_t>(static_cast<std::uint16_t>(lo)) |
+        (static_cast<std::uint32_t>(static_cast<std::uint16_t>(hi)) << 16U));
+}
+
 // ---- 32-element blocks -------------------------------------------------------------------
 
 /// Q4_0: d (f16), 16 bytes of nibbles; low nibbles are elements 0..15, high ones 16..31.

@@ -169,11 +169,7 @@ void pack_panel(const DotQ8Args& a,
             const auto put = [dst](std::size_t step, std::uint32_t v) {
                 std::memcpy(dst + step * kLanes * 4, &v, 4);
             };
-            const auto word = [w](std::size_t step) {
-                std::uint32_t v = 0;
-                std::memcpy(&v, w + 2 + 4 * step, 4);
-                return v;
-            };
+            const auto word = [w](std::size_t step) { return u32_at(w + 2 + 4 * step); };
             if (a.type == t_q4_0) {
                 for (std::size_t s = 0; s < 4; ++s) {
                     put(s, word(s) & 0x0F0F0F0FU);

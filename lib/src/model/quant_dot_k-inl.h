@@ -31,7 +31,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -205,19 +204,6 @@ struct PackK {
     AlignedVector<float> dmin;
 };
 
-std::int32_t pair16(std::int32_t lo, std::int32_t hi) {
-    return std::bit_cast<std::int32_t>(
-        static_cast<std::uint32_t>(static_cast<std::uint16_t>(lo)) |
-        (static_cast<std::uint32_t>(static_cast<std::uint16_t>(hi)) << 16U));
-}
-
-/// The little-endian uint32 at p.
-inline std::uint32_t k_u32(const std::uint8_t* p) {
-    std::uint32_t v = 0;
-    std::memcpy(&v, p, 4);
-    return v;
-}
-
 /// One super-block's codes, 4 a word (unpack_k's, 4 bytes at a time), to dst + step ·
 /// kLanes · 4 for the 64 steps of 4 k. Per type, so the loops hold no branch and read
 /// each source word once: Q4_K and Q5_K's 32 bytes of nibbles at 32p give sub-blocks 2p
@@ -233,9 +219,9 @@ template <std::uint32_t Type> void pack_codes_k_as(const std::uint8_t* w, std::u
     if constexpr (Type == t_q6_k) {
         for (std::size_t half = 0; half < 2; ++half) {
             for (std::size_t i = 0; i < 8; ++i) {
-                const std::uint32_t ql0 = k_u32(w + 64 * half + 4 * i);
-                const std::uint32_t ql1 = k_u32(w + 64 * half + 32 + 4 * i);
-                const std::uint32_t qh = k_u32(w + 128 + 32 * half + 4 * i);
+                const std::uint32_t ql0 = u32_at(w + 64 * half + 4 * i);
+                const std::uint32_t ql1 = u32_at(w + 64 * half + 32 + 4 * i);
+                const std::uint32_t qh = u32_at(w + 128 + 32 * half + 4 * i);
                 const auto bits = [qh](std::uint32_t run) {
                     return ((qh >> (2U * run)) & 0x03030303U) << 4U;
                 };
@@ -250,11 +236,11 @@ template <std::uint32_t Type> void pack_codes_k_as(const std::uint8_t* w, std::u
         const std::uint8_t* ql = w + (five ? 48 : 16);
         for (std::uint32_t p = 0; p < 4; ++p) {
             for (std::size_t i = 0; i < 8; ++i) {
-                const std::uint32_t x = k_u32(ql + 32 * p + 4 * i);
+                const std::uint32_t x = u32_at(ql + 32 * p + 4 * i);
                 std::uint32_t lo = x & nib;
                 std::uint32_t hi = (x >> 4U) & nib;
                 if constexpr (five) {
-                    const std::uint32_t h = k_u32(w + 16 + 4 * i);
+                    const std::uint32_t h = u32_at(w + 16 + 4 * i);
                     lo |= ((h >> (2U * p)) & 0x01010101U) << 4U;
                     hi |= ((h >> (2U * p + 1U)) & 0x01010101U) << 4U;
                 }
@@ -278,13 +264,11 @@ void pack_codes_k(std::uint32_t type, const std::uint8_t* w, std::uint8_t* dst) 
 void pack_panel_k(const DotQ8Args& a, const float* f16, PackK& p) {
     const std::size_t bb = k_block_bytes(a.type);
     const std::size_t gbs = (a.m + kLanes - 1) / kLanes * a.blocks;
-    // Lanes past the rows hold zeros here (a new panel); their sums are never stored
-    // (dot_tile_k stores the rows' lanes only), and no lane's sum reads another's.
-    hold(p.u, gbs * kSuperK * kLanes);
-    hold(p.sc, gbs * 16 * kLanes);
-    hold(p.c, gbs * 8 * kLanes);
-    hold(p.d, gbs * kLanes);
-    hold(p.dmin, gbs * kLanes);
+    p.u.assign(gbs * kSuperK * kLanes, 0);
+    p.sc.assign(gbs * 16 * kLanes, 0);
+    p.c.assign(gbs * 8 * kLanes, 0);
+    p.d.assign(gbs * kLanes, 0.0F);
+    p.dmin.assign(gbs * kLanes, 0.0F);
     KBlock kb;
     for (std::size_t m = 0; m < a.m; ++m) {
         const std::size_t l = m % kLanes;

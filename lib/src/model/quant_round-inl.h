@@ -11,8 +11,8 @@
 #endif
 
 #include "attn/half.hpp"
+#include "model/quant_blocks-inl.h"
 
-#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -144,10 +144,7 @@ void round_q8_k(const float* x,
             block_sums[g / kSum] = hn::GetLane(hn::SumOfLanes(di, total));
         }
         for (std::size_t i = 0; i < kSuper / 32; ++i) { // |Σ| <= 16 · 127: int16
-            block_pairs[i] = std::bit_cast<std::int32_t>(
-                static_cast<std::uint32_t>(static_cast<std::uint16_t>(block_sums[2 * i])) |
-                static_cast<std::uint32_t>(static_cast<std::uint16_t>(block_sums[2 * i + 1]))
-                    << 16U);
+            block_pairs[i] = pair16(block_sums[2 * i], block_sums[2 * i + 1]);
         }
         d[b] = 1.0F / iscale;
     }

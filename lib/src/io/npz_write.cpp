@@ -100,8 +100,9 @@ struct FileOut {
     }
 };
 
-/// Refuses (before anything is written) an archive past what a zip without ZIP64 holds.
-void check_fits(const std::vector<Part>& parts) {
+/// The archive's size in bytes; refuses (before anything is written) an archive past what
+/// a zip without ZIP64 holds.
+std::uint64_t archive_size(const std::vector<Part>& parts) {
     std::uint64_t total = 22;
     for (const Part& p : parts) {
         total = saturating_add(total, saturating_add(2 * (46 + p.name.size() + 4), p.size));
@@ -111,6 +112,7 @@ void check_fits(const std::vector<Part>& parts) {
                          ": an .npz of these results would reach 4 GiB, more than attn "
                          "writes in one archive: write each array to its own .npy file");
     }
+    return total;
 }
 
 /// np.savez's layout: each member's local header (its CRC-32 patched in once its bytes
@@ -168,14 +170,12 @@ template <class Out> void emit_npz(const std::vector<Part>& parts, Out& out) {
 
 std::vector<std::uint8_t> encode_npz(const std::vector<NpzMember>& members) {
     std::vector<Part> parts;
-    std::uint64_t total = 0;
+    parts.reserve(members.size());
     for (const NpzMember& m : members) {
         parts.push_back({m.name, m.npy.size(), [&m](const ByteSink& sink) { sink(m.npy); }});
-        total += m.npy.size() + 2 * (46 + m.name.size() + 4);
     }
-    check_fits(parts);
     BytesOut out;
-    out.bytes.reserve(static_cast<std::size_t>(total + 22));
+    out.bytes.reserve(static_cast<std::size_t>(archive_size(parts)));
     emit_npz(parts, out);
     return std::move(out.bytes);
 }
@@ -194,10 +194,11 @@ void write_npz_file(const std::filesystem::path& path, const std::vector<NpzArra
                              }});
         }
     }
-    check_fits(parts);
+    const std::uint64_t size = archive_size(parts); // refused here, before the file is made
     const std::string shown = path.string();
     if (shown == "-" || written_in_place(shown)) { // stdout and devices: the whole encoding
         BytesOut out;
+        out.bytes.reserve(static_cast<std::size_t>(size));
         emit_npz(parts, out);
         write_file_atomic(path, out.bytes);
         return;
